@@ -2,7 +2,6 @@ package netlinkrdma
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/vishvananda/netlink/nl"
@@ -33,6 +32,8 @@ type Conn struct {
 }
 
 // Dial opens an RDMA netlink socket in the calling thread's network namespace.
+// Without RDMA support in the kernel (ib_core not loaded) the error matches
+// ErrNotSupported and unix.EPROTONOSUPPORT.
 func Dial() (*Conn, error) {
 	return DialNetNS(netns.None())
 }
@@ -43,7 +44,9 @@ func Dial() (*Conn, error) {
 func DialNetNS(ns netns.NsHandle) (*Conn, error) {
 	s, err := nl.GetNetlinkSocketAt(ns, netns.None(), Protocol)
 	if err != nil {
-		return nil, fmt.Errorf("netlinkrdma: open NETLINK_RDMA socket: %w", err)
+		// EPROTONOSUPPORT here means ib_core is not loaded; OpError maps it
+		// to ErrNotSupported.
+		return nil, opErr("open", "NETLINK_RDMA socket", err)
 	}
 	return &Conn{t: &nlTransport{sh: &nl.SocketHandle{Socket: s}}}, nil
 }
