@@ -2,7 +2,10 @@ package netlinkrdma
 
 import (
 	"net/netip"
+	"os"
 	"reflect"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -177,7 +180,7 @@ func TestDecodeResEntries(t *testing.T) {
 		devHandle(e)
 		e.Nested(abi.RDMA_NLDEV_ATTR_RES_CM_ID, func(t *attrEncoder) {
 			t.Nested(abi.RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY, func(q *attrEncoder) {
-				q.Uint32(abi.RDMA_NLDEV_ATTR_RES_PS, abi.RDMA_PS_TCP)
+				q.Uint32(abi.RDMA_NLDEV_ATTR_RES_PS, uint32(PortSpaceTCP))
 				q.Uint8(abi.RDMA_NLDEV_ATTR_RES_STATE, 8)
 				q.bytes(abi.RDMA_NLDEV_ATTR_RES_SRC_ADDR, sa)
 			})
@@ -253,3 +256,22 @@ func FuzzDecodeContext(f *testing.F)   { fuzzResDump[Context](f, ctxKind, nil) }
 func FuzzDecodeSRQ(f *testing.F)       { fuzzResDump[SRQ](f, srqKind, nil) }
 func FuzzDecodeQPCounter(f *testing.F) { fuzzResDump[QPCounter](f, qpCounterKind, nil) }
 func FuzzDecodeMRStats(f *testing.F)   { fuzzResDump[MRStats](f, mrStatKind, nil) }
+
+func TestPortSpaceMatchesHeader(t *testing.T) {
+	b, err := os.ReadFile("/usr/include/rdma/rdma_user_cm.h")
+	if err != nil {
+		t.Skipf("rdma_user_cm.h not installed: %v", err)
+	}
+	for name, v := range map[string]PortSpace{"RDMA_PS_IPOIB": PortSpaceIPoIB, "RDMA_PS_IB": PortSpaceIB,
+		"RDMA_PS_TCP": PortSpaceTCP, "RDMA_PS_UDP": PortSpaceUDP} {
+		m := regexp.MustCompile(`\b` + name + `\s*=\s*(0x[0-9a-fA-F]+|\d+)`).FindSubmatch(b)
+		if m == nil {
+			t.Errorf("%s not in header", name)
+			continue
+		}
+		hv, err := strconv.ParseUint(string(m[1]), 0, 32)
+		if err != nil || PortSpace(hv) != v {
+			t.Errorf("%s: header %s, ours %#x", name, m[1], uint32(v))
+		}
+	}
+}
