@@ -1,6 +1,6 @@
 module github.com/goverbs/goverbs
 
-go 1.24.0
+go 1.26.0
 
 require (
 	github.com/stretchr/testify v1.12.1 // indirect
