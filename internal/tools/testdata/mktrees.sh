@@ -81,3 +81,23 @@ w $d/node_guid "0001:0002:0003:0004\n"
 w $d/sys_image_guid "0001:0002:0003:0004\n"
 port $d/ports/10 "4: ACTIVE" "5: LinkUp" "10 Gb/sec (1X QDR)" 1 1 0 0 InfiniBand fe80:0:0:0:1:2:3:4
 touch empty/sys/class/.keep
+
+# --- verbs_edge: uverbs entries libibverbs skips, unparsable GUIDs ------------
+rm -rf verbs_edge verbs_badabi
+v=verbs_edge/sys/class/infiniband_verbs
+w $v/abi_version "6\n"
+for n in 0 1 2 3; do w $v/uverbs$n/dev "231:19$n\n"; w $v/uverbs$n/abi_version "2\n"; done
+w $v/uverbs0/ibdev "rxe_a\n";       w verbs_edge/dev/infiniband/uverbs0 ""
+w $v/uverbs1/ibdev "rxe_nodev\n"
+w $v/uverbs2/ibdev "rxe_missing\n"; w verbs_edge/dev/infiniband/uverbs2 ""
+w $v/uverbs3/ibdev "rxe_c\n";       w verbs_edge/dev/infiniband/uverbs3 ""
+w $v/uverbs3/dev "231\n"
+for d in rxe_a rxe_nodev rxe_c; do w verbs_edge/sys/class/infiniband/$d/node_type "1: CA\n"; done
+w verbs_edge/sys/class/infiniband/rxe_a/node_guid "0:1:2\n"
+w verbs_edge/sys/class/infiniband/rxe_nodev/node_guid "0001:0002:0003:0004\n"
+v=verbs_badabi/sys/class/infiniband_verbs
+w $v/abi_version "7\n"
+w $v/uverbs0/ibdev "rxe0\n"; w $v/uverbs0/dev "231:192\n"; w $v/uverbs0/abi_version "2\n"
+w verbs_badabi/sys/class/infiniband/rxe0/node_type "1: CA\n"
+w verbs_badabi/sys/class/infiniband/rxe0/node_guid "0001:0002:0003:0004\n"
+w verbs_badabi/dev/infiniband/uverbs0 ""
