@@ -253,4 +253,6 @@ func WarnMemlock(w io.Writer) {
 }
 
 // String is the device name.
-func (d Device) String() string { return d.Name + " (" + d.DevName + ", node type " + strconv.Itoa(d.NodeType) + ")" }
+func (d Device) String() string {
+	return d.Name + " (" + d.DevName + ", node type " + strconv.Itoa(d.NodeType) + ")"
+}
