@@ -16,6 +16,11 @@ import (
 // loadGolden reads testdata/golden.txt into name -> bytes and returns a function that marks a vector as used.
 func loadGolden(t *testing.T) map[string][]byte {
 	t.Helper()
+	return loadGoldenRaw(t)
+}
+
+func loadGoldenRaw(t testing.TB) map[string][]byte {
+	t.Helper()
 	f, err := os.ReadFile("testdata/golden.txt")
 	if err != nil {
 		t.Fatal(err)
