@@ -47,13 +47,16 @@ func (e *cqe) isErr() bool { return e.opcode == cqeReqErr || e.opcode == cqeResp
 // completion event when the CQ is armed for it.
 func (d *Device) pushCQE(c *cq, e *cqe) {
 	if c.overrun {
+		c.stats.Dropped++
 		return
 	}
 	ci := loadBE32(c.dbr[0:]) & 0xffffff
 	if (c.pi-ci)&0xffffff >= c.ncqe {
 		c.overrun = true
+		c.stats.Dropped++
 		return
 	}
+	c.stats.CQEs++
 	slot := c.pi & (c.ncqe - 1)
 	b := c.buf[slot*64 : slot*64+64]
 	clear(b[:60])
@@ -94,8 +97,7 @@ func (d *Device) pushCQE(c *cq, e *cqe) {
 	c.notify[slot] = e.solicited || e.isErr()
 	c.pi++
 	if c.armed && (!c.armSol || c.notify[slot]) {
-		c.armed = false
-		d.events = append(d.events, c.cqn)
+		d.fire(c)
 	}
 }
 
@@ -115,11 +117,16 @@ func (d *Device) arm(c *cq, word uint32) {
 	}
 	for i := uint32(0); i < pending; i++ {
 		if !sol || c.notify[(ci+i)&(c.ncqe-1)] {
-			c.armed = false
-			d.events = append(d.events, c.cqn)
+			d.fire(c)
 			return
 		}
 	}
+}
+
+func (d *Device) fire(c *cq) {
+	c.armed = false
+	c.stats.Events++
+	d.events = append(d.events, c.cqn)
 }
 
 // checkArmDBR treats a change of the CQ doorbell record's arm word as an arm
@@ -131,6 +138,7 @@ func (d *Device) checkArmDBR(c *cq) int {
 		return 0
 	}
 	c.lastArm = w
+	c.stats.ArmsFromRecord++
 	d.arm(c, w)
 	return 1
 }

@@ -252,8 +252,13 @@ func (d *Device) processLocked(lenient bool) int {
 		return 0
 	}
 	work := d.scanUAR(lenient)
-	for _, c := range d.cqs {
-		work += d.checkArmDBR(c)
+	cqns := make([]uint32, 0, len(d.cqs))
+	for n := range d.cqs {
+		cqns = append(cqns, n)
+	}
+	sort.Slice(cqns, func(i, j int) bool { return cqns[i] < cqns[j] })
+	for _, n := range cqns {
+		work += d.checkArmDBR(d.cqs[n])
 	}
 	for _, n := range d.sortedQPNs() {
 		q := d.qps[n]

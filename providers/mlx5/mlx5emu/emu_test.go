@@ -647,6 +647,9 @@ func TestCQOverrun(t *testing.T) {
 	if n != 4 {
 		t.Errorf("polled %d CQEs after overrun, want 4", n)
 	}
+	if st, _ := d.CQStats(cq.cqn); st.CQEs != 5 || st.Dropped != 1 {
+		t.Errorf("CQ stats %+v", st)
+	}
 	noErrors(t, d)
 }
 
@@ -712,6 +715,11 @@ func TestEvents(t *testing.T) {
 	ev := d.Events()
 	if len(ev) != 2 {
 		t.Fatalf("events %v, want send CQs of A and B", ev)
+	}
+	sa, _ := d.CQStats(p.scqA.cqn)
+	sb, _ := d.CQStats(p.scqB.cqn)
+	if sa.ArmsFromRecord != 1 || sa.ArmDoorbells != 0 || sb.ArmDoorbells != 1 || sb.Events != 1 {
+		t.Errorf("CQ stats A %+v B %+v", sa, sb)
 	}
 	noErrors(t, d)
 }

@@ -144,6 +144,31 @@ type cq struct {
 	armed   bool
 	armSol  bool
 	lastArm uint32
+	stats   CQStats
+}
+
+// CQStats are per-CQ counters for tests.
+type CQStats struct {
+	// CQEs counts CQEs written; Dropped those lost to an overrun.
+	CQEs    uint64
+	Dropped uint64
+	// ArmDoorbells counts arm doorbells seen on the UAR; ArmsFromRecord
+	// arm requests recovered from the doorbell record's arm word only.
+	ArmDoorbells   uint64
+	ArmsFromRecord uint64
+	// Events counts completion events fired.
+	Events uint64
+}
+
+// CQStats returns the counters of a CQ.
+func (d *Device) CQStats(cqn uint32) (CQStats, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.cqs[cqn]
+	if !ok {
+		return CQStats{}, fmt.Errorf("mlx5emu: CQ %#x stats: %w", cqn, unix.EINVAL)
+	}
+	return c.stats, nil
 }
 
 // CreateCQ registers a completion queue as CREATE_CQ would: buf holds ncqe

@@ -69,6 +69,7 @@ func (d *Device) scanUAR(lenient bool) int {
 		work++
 		word, cqn := be32(b[0:]), be32(b[4:])
 		if c, ok := d.cqs[cqn]; ok {
+			c.stats.ArmDoorbells++
 			d.arm(c, word)
 			c.lastArm = loadBE32(c.dbr[4:])
 		} else {
