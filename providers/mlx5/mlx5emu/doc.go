@@ -128,3 +128,7 @@
 //   - The size checks the kernel does at create time are simplified to
 //     what the emulator needs (power-of-two rings that fit the buffers).
 package mlx5emu
+
+// The C program below only prints mlx5dv.h layouts into test data for
+// layout_test.go; it is not part of the build and needs rdma-core headers.
+//go:generate sh -c "cc -o ${TMPDIR:-/tmp}/mlx5emu-genlayout testdata/genlayout.c && ${TMPDIR:-/tmp}/mlx5emu-genlayout > testdata/mlx5dv_layout.txt"
