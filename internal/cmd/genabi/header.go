@@ -20,6 +20,7 @@ type cHeader struct {
 type cConst struct {
 	name  string
 	group string // "enum ib_uverbs_access_flags", "anonymous enum", "#define"
+	block int    // position of the declaring enum (or #define) in the header
 }
 
 // cRecord is a top-level struct or union definition.
@@ -52,10 +53,10 @@ type cUnion struct {
 var (
 	blockComment = regexp.MustCompile(`(?s)/\*.*?\*/`)
 	lineComment  = regexp.MustCompile(`//[^\n]*`)
-	defineRe     = regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+(\w+)([^\n]*)$`)
+	defineRe     = regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)([^\n]*)$`)
 	enumRe       = regexp.MustCompile(`\benum\s*(\w*)\s*\{([^}]*)\}`)
 	identRe      = regexp.MustCompile(`^[A-Za-z_]\w*`)
-	recordRe     = regexp.MustCompile(`^(struct|union)\s+(\w+)\s*\{`)
+	recordRe     = regexp.MustCompile(`^(struct|union)\s+([A-Za-z_]\w*)\s*\{`)
 	flexRe       = regexp.MustCompile(`(\w+)\s*\[\s*0?\s*\]\s*;`)
 	macroDeclRe  = regexp.MustCompile(`^\w+\s*\(.*,\s*(\w+)\s*\)$`)
 	declFlexRe   = regexp.MustCompile(`__DECLARE_FLEX_ARRAY\(\s*[^,]+,\s*(\w+)\s*\)`)
@@ -78,7 +79,7 @@ func scanHeader(text string) (*cHeader, error) {
 		if strings.HasPrefix(rest, "(") || strings.TrimSpace(rest) == "" {
 			continue // function-like macro, or an include guard / flag macro without a value
 		}
-		found = append(found, pos{m[0], cConst{name, "#define"}})
+		found = append(found, pos{m[0], cConst{name, "#define", -1}})
 	}
 	for _, m := range enumRe.FindAllStringSubmatchIndex(text, -1) {
 		group := "anonymous enum"
@@ -94,7 +95,7 @@ func scanHeader(text string) (*cHeader, error) {
 			if name == "" {
 				return nil, fmt.Errorf("%s: cannot parse enum member %q", group, item)
 			}
-			found = append(found, pos{m[0], cConst{name, group}})
+			found = append(found, pos{m[0], cConst{name, group, m[0]}})
 		}
 	}
 	// Keep header order: a stable sort by position keeps enum members in order.
@@ -119,6 +120,9 @@ func scanHeader(text string) (*cHeader, error) {
 		}
 		if depth != 0 || (i > 0 && isIdentByte(text[i-1])) {
 			continue
+		}
+		if !strings.HasPrefix(text[i:], "struct") && !strings.HasPrefix(text[i:], "union") {
+			continue // cheap test first: the regexp would cost O(len(text)) per byte
 		}
 		m := recordRe.FindStringSubmatch(text[i:])
 		if m == nil {
@@ -187,6 +191,9 @@ func scanUnions(body string) []cUnion {
 		if depth != 0 || (i > 0 && isIdentByte(body[i-1])) {
 			continue
 		}
+		if !strings.HasPrefix(body[i:], "union") {
+			continue
+		}
 		m := unionRe.FindString(body[i:])
 		if m == "" {
 			continue
@@ -197,7 +204,10 @@ func scanUnions(body string) []cUnion {
 		}
 		u := cUnion{first: firstMember(ub[1 : len(ub)-1])}
 		rest := body[i+len(m)-1+len(ub):]
-		decl := rest[:strings.IndexByte(rest, ';')]
+		decl := rest
+		if semi := strings.IndexByte(rest, ';'); semi >= 0 {
+			decl = rest[:semi]
+		}
 		for _, d := range strings.Split(decl, ",") {
 			if d = strings.TrimSpace(d); d != "" {
 				u.names = append(u.names, d)

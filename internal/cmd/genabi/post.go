@@ -183,7 +183,7 @@ func render(spec headerSpec, h *cHeader, consts []cConst, g *godefsOut) ([]byte,
 				return nil, err
 			}
 		case isTypedef && u.union != nil:
-			fmt.Fprintf(&body, "// %s is member %s of %s %s, an anonymous struct in C;\n// reach it through (*%s).%s.\n",
+			fmt.Fprintf(&body, "// %s is member %s of %s %s, an anonymous struct in C; reach it through (*%s).%s.\n",
 				t.name, u.path, u.parent.kind, u.parent.tag, camel(u.parent.tag), u.union.method)
 		case isTypedef:
 			fmt.Fprintf(&body, "// %s is the type of member %s of %s %s, an anonymous struct in C.\n",
@@ -267,22 +267,22 @@ func render(spec headerSpec, h *cHeader, consts []cConst, g *godefsOut) ([]byte,
 	}
 
 	// Constants, one block per enum (or run of #defines), in header order.
-	group := ""
+	block := -2 // no block open
 	for _, c := range consts {
 		v, ok := g.consts[c.name]
 		if !ok {
 			return nil, fmt.Errorf("godefs produced no value for %s", c.name)
 		}
-		if c.group != group {
-			if group != "" {
+		if c.block != block {
+			if block != -2 {
 				body.WriteString(")\n\n")
 			}
-			group = c.group
-			fmt.Fprintf(&body, "// %s\nconst (\n", group)
+			block = c.block
+			fmt.Fprintf(&body, "// %s\nconst (\n", c.group)
 		}
 		fmt.Fprintf(&body, "\t%s = %s\n", c.name, v)
 	}
-	if group != "" {
+	if block != -2 {
 		body.WriteString(")\n\n")
 	}
 
@@ -326,7 +326,7 @@ func render(spec headerSpec, h *cHeader, consts []cConst, g *godefsOut) ([]byte,
 		}
 		b.WriteString(")\n\n")
 	}
-	b.Write(body.Bytes())
+	b.Write(wrapComments(body.Bytes(), 100))
 	out, err := format.Source(b.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("gofmt generated file: %w", err)
@@ -338,7 +338,7 @@ func render(spec headerSpec, h *cHeader, consts []cConst, g *godefsOut) ([]byte,
 // rendered and which flexible array members were left out.
 func recordNotes(b *bytes.Buffer, r cRecord, t goType) error {
 	if t.fields == nil {
-		fmt.Fprintf(b, "//\n// cgo -godefs renders a C union as a byte array of its size; here the\n// array is the union's first member, %s.\n", r.first)
+		fmt.Fprintf(b, "//\n// cgo -godefs renders a C union as a byte array of its size; here the array is the union's first member, %s.\n", r.first)
 		return nil
 	}
 	acc := map[string][]string{}
@@ -369,7 +369,7 @@ func recordNotes(b *bytes.Buffer, r cRecord, t goType) error {
 			ms = acc[field]
 		}
 		if len(ms) > 0 {
-			fmt.Fprintf(b, "; the other members are\n// reached through %s", strings.Join(ms, ", "))
+			fmt.Fprintf(b, "; the other members are reached through %s", strings.Join(ms, ", "))
 		}
 		b.WriteString(".\n")
 	}
@@ -378,11 +378,34 @@ func recordNotes(b *bytes.Buffer, r cRecord, t goType) error {
 		if len(r.flex) > 1 {
 			what = "Flexible array members " + strings.Join(r.flex, "[], ") + "[] (a union) are"
 		}
-		fmt.Fprintf(b, "//\n// %s omitted: the data starts right\n// after the struct, at offset Sizeof%s.\n", what, t.name)
+		fmt.Fprintf(b, "//\n// %s omitted: the data starts right after the struct, at offset Sizeof%s.\n", what, t.name)
 	}
 	return nil
 }
 
 func inputBase(header string) string {
 	return strings.ReplaceAll(strings.TrimSuffix(header, ".h"), "-", "_")
+}
+
+// wrapComments re-wraps top-level "// " comment lines longer than width, so
+// that the generated doc comments read like hand-written ones.
+func wrapComments(src []byte, width int) []byte {
+	var out bytes.Buffer
+	for _, line := range strings.SplitAfter(string(src), "\n") {
+		text := strings.TrimSuffix(line, "\n")
+		if !strings.HasPrefix(text, "// ") || len(text) <= width {
+			out.WriteString(line)
+			continue
+		}
+		cur := "//"
+		for _, w := range strings.Fields(text[3:]) {
+			if len(cur)+1+len(w) > width && cur != "//" {
+				out.WriteString(cur + "\n")
+				cur = "//"
+			}
+			cur += " " + w
+		}
+		out.WriteString(cur + "\n")
+	}
+	return out.Bytes()
 }
