@@ -68,11 +68,12 @@ func TestScannerFindsEveryMacro(t *testing.T) {
 	}
 }
 
-// TestScannerFindsEveryEnumerator cross-checks the scanner's enum members
-// against the compiler's debug information: every enumerator that gcc
-// records (with unused types kept) for a declaration in one of the headers
-// must be a generated constant or deliberately skipped.
-func TestScannerFindsEveryEnumerator(t *testing.T) {
+// TestScannerFindsEveryEnumeratorAndStruct cross-checks the scanner against
+// the compiler's debug information: every enumerator that gcc records (with
+// unused types kept) for a declaration in one of the headers must be a
+// generated constant or deliberately skipped, and every named struct and
+// union declared there must have a generated type.
+func TestScannerFindsEveryEnumeratorAndStruct(t *testing.T) {
 	if os.Getenv("GOVERBS_SKIP_REGEN") == "1" {
 		t.Skip("GOVERBS_SKIP_REGEN=1")
 	}
@@ -82,6 +83,7 @@ func TestScannerFindsEveryEnumerator(t *testing.T) {
 		cc = "gcc"
 	}
 	known := map[string]bool{}
+	records := map[string]bool{} // "struct tag" / "union tag"
 	var src strings.Builder
 	src.WriteString("#include <linux/netlink.h>\n")
 	for _, spec := range headers {
@@ -104,6 +106,9 @@ func TestScannerFindsEveryEnumerator(t *testing.T) {
 		for name := range spec.skip {
 			known[name] = true
 		}
+		for _, rec := range h.records {
+			records[rec.kind+" "+rec.tag] = true
+		}
 	}
 	obj := filepath.Join(t.TempDir(), "enums.o")
 	cmd := exec.Command(cc, "-g", "-fno-eliminate-unused-debug-types", "-c", "-x", "c", "-o", obj, "-")
@@ -122,7 +127,7 @@ func TestScannerFindsEveryEnumerator(t *testing.T) {
 	}
 	r := d.Reader()
 	var files []*dwarf.LineFile
-	seen := 0
+	seen, nrecords := 0, 0
 	for {
 		e, err := r.Next()
 		if err != nil {
@@ -138,6 +143,18 @@ func TestScannerFindsEveryEnumerator(t *testing.T) {
 				t.Fatalf("line table: %v", err)
 			}
 			files = lr.Files()
+		case dwarf.TagStructType, dwarf.TagUnionType:
+			fi, ok := e.Val(dwarf.AttrDeclFile).(int64)
+			name, _ := e.Val(dwarf.AttrName).(string)
+			if ok && name != "" && int(fi) < len(files) && files[fi] != nil &&
+				strings.Contains(files[fi].Name, "/rdma/") {
+				kind := map[dwarf.Tag]string{dwarf.TagStructType: "struct", dwarf.TagUnionType: "union"}[e.Tag]
+				if !records[kind+" "+name] {
+					t.Errorf("<rdma/%s>: %s %s has no generated type", filepath.Base(files[fi].Name), kind, name)
+				}
+				nrecords++
+			}
+			r.SkipChildren()
 		case dwarf.TagEnumerationType:
 			fi, ok := e.Val(dwarf.AttrDeclFile).(int64)
 			if !ok || int(fi) >= len(files) || files[fi] == nil ||
@@ -162,7 +179,10 @@ func TestScannerFindsEveryEnumerator(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d enumerators checked", seen)
+	t.Logf("%d enumerators and %d structs/unions checked", seen, nrecords)
+	if nrecords < 150 {
+		t.Errorf("only %d structs/unions found in the debug info; the cross-check is not working", nrecords)
+	}
 	if seen < 500 {
 		t.Errorf("only %d enumerators found in the debug info; the cross-check is not working", seen)
 	}
