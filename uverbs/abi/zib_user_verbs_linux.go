@@ -84,8 +84,8 @@ type IbUverbsQueryDevice struct {
 type IbUverbsQueryDeviceResp struct {
 	_                     structs.HostLayout
 	FwVer                 uint64
-	NodeGuid              uint64
-	SysImageGuid          uint64
+	NodeGuid              uint64 // big-endian
+	SysImageGuid          uint64 // big-endian
 	MaxMrSize             uint64
 	PageSizeCap           uint64
 	VendorId              uint32
@@ -964,8 +964,8 @@ type IbUverbsFlowEthFilter struct {
 	_         structs.HostLayout
 	DstMac    [6]uint8
 	SrcMac    [6]uint8
-	EtherType uint16
-	VlanTag   uint16
+	EtherType uint16 // big-endian
+	VlanTag   uint16 // big-endian
 }
 
 // IbUverbsFlowSpecEth is struct ib_uverbs_flow_spec_eth.
@@ -981,8 +981,8 @@ type IbUverbsFlowSpecEth struct {
 // IbUverbsFlowIpv4Filter is struct ib_uverbs_flow_ipv4_filter.
 type IbUverbsFlowIpv4Filter struct {
 	_     structs.HostLayout
-	SrcIp uint32
-	DstIp uint32
+	SrcIp uint32 // big-endian
+	DstIp uint32 // big-endian
 	Proto uint8
 	Tos   uint8
 	Ttl   uint8
@@ -1002,8 +1002,8 @@ type IbUverbsFlowSpecIpv4 struct {
 // IbUverbsFlowTcpUdpFilter is struct ib_uverbs_flow_tcp_udp_filter.
 type IbUverbsFlowTcpUdpFilter struct {
 	_       structs.HostLayout
-	DstPort uint16
-	SrcPort uint16
+	DstPort uint16 // big-endian
+	SrcPort uint16 // big-endian
 }
 
 // IbUverbsFlowSpecTcpUdp is struct ib_uverbs_flow_spec_tcp_udp.
@@ -1021,7 +1021,7 @@ type IbUverbsFlowIpv6Filter struct {
 	_            structs.HostLayout
 	SrcIp        [16]uint8
 	DstIp        [16]uint8
-	FlowLabel    uint32
+	FlowLabel    uint32 // big-endian
 	NextHdr      uint8
 	TrafficClass uint8
 	HopLimit     uint8
@@ -1079,7 +1079,7 @@ type IbUverbsFlowSpecActionCount struct {
 // IbUverbsFlowTunnelFilter is struct ib_uverbs_flow_tunnel_filter.
 type IbUverbsFlowTunnelFilter struct {
 	_        structs.HostLayout
-	TunnelId uint32
+	TunnelId uint32 // big-endian
 }
 
 // IbUverbsFlowSpecTunnel is struct ib_uverbs_flow_spec_tunnel.
@@ -1112,9 +1112,9 @@ type IbUverbsFlowSpecEsp struct {
 // IbUverbsFlowGreFilter is struct ib_uverbs_flow_gre_filter.
 type IbUverbsFlowGreFilter struct {
 	_          structs.HostLayout
-	CKsRes0Ver uint16
-	Protocol   uint16
-	Key        uint32
+	CKsRes0Ver uint16 // big-endian
+	Protocol   uint16 // big-endian
+	Key        uint32 // big-endian
 }
 
 // IbUverbsFlowSpecGre is struct ib_uverbs_flow_spec_gre.
@@ -1130,7 +1130,7 @@ type IbUverbsFlowSpecGre struct {
 // IbUverbsFlowMplsFilter is struct ib_uverbs_flow_mpls_filter.
 type IbUverbsFlowMplsFilter struct {
 	_     structs.HostLayout
-	Label uint32
+	Label uint32 // big-endian
 }
 
 // IbUverbsFlowSpecMpls is struct ib_uverbs_flow_spec_mpls.

@@ -23,8 +23,8 @@ type RxeGid [16]byte
 // RxeGidGlobal is the type of member global of union rxe_gid, an anonymous struct in C.
 type RxeGidGlobal struct {
 	_            structs.HostLayout
-	SubnetPrefix uint64
-	InterfaceId  uint64
+	SubnetPrefix uint64 // big-endian
+	InterfaceId  uint64 // big-endian
 }
 
 // RxeGlobalRoute is struct rxe_global_route.

@@ -247,28 +247,39 @@ func firstMember(body string) string {
 // memberNames returns the declarator names of the direct members of a
 // struct body.
 func memberNames(body string) []string {
-	names, _, _ := members(body)
+	names, _, _, _ := members(body)
 	return names
 }
 
-// nestedMembers returns the member names of the anonymous struct reached by
-// a member path such as "wr.ud" (member ud of union member wr).
-func nestedMembers(body, path string) ([]string, error) {
+// nestedBody returns the body of the anonymous struct reached by a member
+// path such as "wr.ud" (member ud of union member wr).
+func nestedBody(body, path string) (string, error) {
 	for _, p := range strings.Split(path, ".") {
-		names, inners, _ := members(body)
+		names, inners, _, _ := members(body)
 		i := slices.Index(names, p)
 		if i < 0 || inners[i] == "" {
-			return nil, fmt.Errorf("no struct or union member %s in path %s", p, path)
+			return "", fmt.Errorf("no struct or union member %s in path %s", p, path)
 		}
 		body = inners[i]
 	}
-	return memberNames(body), nil
+	return body, nil
+}
+
+// nestedMembers returns the member names of the anonymous struct reached by
+// a member path.
+func nestedMembers(body, path string) ([]string, error) {
+	b, err := nestedBody(body, path)
+	if err != nil {
+		return nil, err
+	}
+	return memberNames(b), nil
 }
 
 // members returns the declarator names of the direct members of a struct or
 // union body and, for members declared with an inline struct/union body, that
-// body (else "") and its kind ("struct" or "union", else "").
-func members(body string) (names, inners, kinds []string) {
+// body (else "") and its kind ("struct" or "union", else ""), and whether
+// the member's C type is big-endian (__be16, __be32, __be64).
+func members(body string) (names, inners, kinds []string, be []bool) {
 	depth, start := 0, 0
 	for k := 0; k < len(body); k++ {
 		switch body[k] {
@@ -291,9 +302,11 @@ func members(body string) (names, inners, kinds []string) {
 				names = append(names, m[1])
 				inners = append(inners, "")
 				kinds = append(kinds, "")
+				be = append(be, false)
 				continue
 			}
 			inner, kind := "", ""
+			isBE := strings.HasPrefix(decl, "__be")
 			if open := strings.IndexByte(decl, '{'); open >= 0 {
 				b, err := braceBody(decl[open:])
 				if err != nil {
@@ -306,6 +319,7 @@ func members(body string) (names, inners, kinds []string) {
 					names = append(names, firstMember(inner))
 					inners = append(inners, "")
 					kinds = append(kinds, "")
+					be = append(be, false)
 					continue
 				}
 				decl = "x " + rest
@@ -321,11 +335,25 @@ func members(body string) (names, inners, kinds []string) {
 					names = append(names, m[1])
 					inners = append(inners, inner)
 					kinds = append(kinds, kind)
+					be = append(be, isBE)
 				}
 			}
 		}
 	}
-	return names, inners, kinds
+	return names, inners, kinds, be
+}
+
+// bigEndianMembers returns the names of the direct members of a struct body
+// whose C type is __be16, __be32 or __be64.
+func bigEndianMembers(body string) map[string]bool {
+	out := map[string]bool{}
+	names, _, _, be := members(body)
+	for i, n := range names {
+		if be[i] {
+			out[n] = true
+		}
+	}
+	return out
 }
 
 // anonStructMembers returns the paths of members declared with an anonymous
@@ -334,7 +362,7 @@ func members(body string) (names, inners, kinds []string) {
 // byte array (or as its first member), never as the anonymous struct.
 func anonStructMembers(body, prefix string) []string {
 	var out []string
-	names, inners, kinds := members(body)
+	names, inners, kinds, _ := members(body)
 	for i, n := range names {
 		if kinds[i] != "struct" {
 			continue

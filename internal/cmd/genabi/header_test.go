@@ -111,6 +111,13 @@ func TestScanHeader(t *testing.T) {
 		t.Error("nestedMembers(ex.missing) succeeded")
 	}
 
+	if got, want := bigEndianMembers(h.records[1].body), map[string]bool{}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sample_gid big-endian direct members: got %v, want none", got)
+	}
+	if b, err := nestedBody(h.records[1].body, "global"); err != nil || !reflect.DeepEqual(bigEndianMembers(b), map[string]bool{"hi": true, "lo": true}) {
+		t.Errorf("sample_gid.global big-endian members: %v, %v; want hi, lo", bigEndianMembers(b), err)
+	}
+
 	gid := h.records[1]
 	if gid.first != "raw" || !reflect.DeepEqual(gid.members, []string{"raw", "global"}) {
 		t.Errorf("sample_gid: first %q members %q", gid.first, gid.members)

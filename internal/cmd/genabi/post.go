@@ -237,24 +237,25 @@ func (r *renderer) types() error {
 			fmt.Fprintf(&r.body, "type %s %s\n\n", t.name, t.under)
 			continue
 		}
-		cnames, prefix := rec.members, rec.tag+"_"
+		body, prefix := rec.body, rec.tag+"_"
 		if isTypedef {
 			prefix = u.cName + "_"
 			var err error
-			if cnames, err = nestedMembers(u.parent.body, u.path); err != nil {
+			if body, err = nestedBody(u.parent.body, u.path); err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
 		}
-		if err := r.structType(t, cnames, prefix); err != nil {
+		if err := r.structType(t, body, prefix); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// structType renders one struct. cnames are the C member names in order;
-// prefix+member is the C typedef name of a member of anonymous struct type.
-func (r *renderer) structType(t goType, cnames []string, prefix string) error {
+// structType renders one struct. body is the C struct body; prefix+member
+// is the C typedef name of a member of anonymous struct type.
+func (r *renderer) structType(t goType, body, prefix string) error {
+	cnames, be := memberNames(body), bigEndianMembers(body)
 	fmt.Fprintf(&r.body, "type %s struct {\n", t.name)
 	// Rule: every struct starts with structs.HostLayout so that the Go
 	// toolchain keeps the C (host) layout even if it ever starts to reorder
@@ -291,7 +292,12 @@ func (r *renderer) structType(t goType, cnames []string, prefix string) error {
 			// flexible array members are documented instead.
 			continue
 		}
-		fmt.Fprintf(&r.body, "\t%s %s\n", n, ft)
+		// Rule: Go has no big-endian integer types; say so where C does.
+		comment := ""
+		if be[c] {
+			comment = " // big-endian"
+		}
+		fmt.Fprintf(&r.body, "\t%s %s%s\n", n, ft, comment)
 	}
 	r.body.WriteString("}\n\n")
 	return nil
