@@ -57,6 +57,10 @@ type Options struct {
 	GID [16]byte
 	// LID is reported as slid in UD receive CQEs.
 	LID uint16
+	// UARPages is the number of UAR pages (default 1), each with its own
+	// CQ doorbell and send/BlueFlame registers; more pages give more
+	// QPs a register of their own, as the kernel's dynamic UARs do.
+	UARPages int
 }
 
 // Device is one emulated ConnectX HCA with its UAR page and the objects the
@@ -78,7 +82,7 @@ type Device struct {
 	errs     []error
 	events   []uint32
 	slots    []uarSlot
-	armSlot  uarSlot
+	armSlots []uarSlot
 
 	bgStop chan struct{}
 	bgDone chan struct{}
@@ -97,7 +101,13 @@ func New(opts Options) (*Device, error) {
 	if opts.MTU < 256 {
 		return nil, fmt.Errorf("mlx5emu: new device: mtu %d: %w", opts.MTU, unix.EINVAL)
 	}
-	uar, err := unix.Mmap(-1, 0, UARSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if opts.UARPages == 0 {
+		opts.UARPages = 1
+	}
+	if opts.UARPages < 0 || opts.UARPages > 256 {
+		return nil, fmt.Errorf("mlx5emu: new device: %d UAR pages: %w", opts.UARPages, unix.EINVAL)
+	}
+	uar, err := unix.Mmap(-1, 0, opts.UARPages*UARSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, fmt.Errorf("mlx5emu: new device: map UAR page: %w", err)
 	}
@@ -114,10 +124,13 @@ func New(opts Options) (*Device, error) {
 		nextSRQN: 0x20,
 	}
 	stride := d.slotSize()
-	for off := BFOffset; off+stride <= UARSize; off += stride {
-		d.slots = append(d.slots, uarSlot{off: off, size: stride})
+	for p := 0; p < opts.UARPages; p++ {
+		base := p * UARSize
+		d.armSlots = append(d.armSlots, uarSlot{off: base + CQDoorbellOffset, size: 8})
+		for off := BFOffset; off+stride <= UARSize; off += stride {
+			d.slots = append(d.slots, uarSlot{off: base + off, size: stride})
+		}
 	}
-	d.armSlot = uarSlot{off: CQDoorbellOffset, size: 8}
 	return d, nil
 }
 
@@ -128,11 +141,17 @@ func (d *Device) slotSize() int {
 	return d.opts.BFRegSize / 2
 }
 
-// UAR returns the emulated UAR page (4096 bytes, page aligned). The driver
-// writes send doorbells / BlueFlame copies at BFOffset + k*slot and CQ arm
-// doorbells at CQDoorbellOffset, exactly as it would to the mmap'd UAR.
-// The emulator clears a register after consuming it.
-func (d *Device) UAR() []byte { return d.uar }
+// UAR returns the first emulated UAR page (4096 bytes, page aligned). The
+// driver writes send doorbells / BlueFlame copies at BFOffset + k*slot and
+// CQ arm doorbells at CQDoorbellOffset, exactly as it would to the mmap'd
+// UAR. The emulator clears a register after consuming it.
+func (d *Device) UAR() []byte { return d.UARPage(0) }
+
+// UARPage returns UAR page i (0 <= i < Options.UARPages); every page works
+// like the one UAR returns, and any QP or CQ may use any page.
+func (d *Device) UARPage(i int) []byte {
+	return d.uar[i*UARSize : (i+1)*UARSize : (i+1)*UARSize]
+}
 
 // BFRegSize returns the configured bf_reg_size (0: no BlueFlame).
 func (d *Device) BFRegSize() int { return d.opts.BFRegSize }

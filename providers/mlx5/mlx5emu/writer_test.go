@@ -132,7 +132,8 @@ type tQP struct {
 	sqCnt   int
 	curPost uint16 // SQ position in basic blocks
 	rqHead  uint16
-	bfOff   int // offset of this QP's register inside the UAR
+	uarPage int // UAR page of this QP's register
+	bfOff   int // offset of this QP's register inside the page
 	bfHalf  int
 	useBF   bool
 }
@@ -234,7 +235,7 @@ func (q *tQP) post(opcode uint8, fm uint8, imm uint32, segs ...[]byte) uint16 {
 }
 
 func (q *tQP) ring(idx uint16, w []byte) {
-	uar := q.d.UAR()
+	uar := q.d.UARPage(q.uarPage)
 	reg := q.bfOff + q.bfHalf
 	if q.useBF {
 		nbb := (len(w) + 63) / 64
