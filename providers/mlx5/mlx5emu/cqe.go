@@ -127,6 +127,10 @@ func (d *Device) fire(c *cq) {
 	c.armed = false
 	c.stats.Events++
 	d.events = append(d.events, c.cqn)
+	select {
+	case d.evReady <- struct{}{}:
+	default:
+	}
 }
 
 // checkArmDBR treats a change of the CQ doorbell record's arm word as an arm
@@ -138,6 +142,7 @@ func (d *Device) checkArmDBR(c *cq) int {
 		return 0
 	}
 	c.lastArm = w
+	c.recArm = true
 	c.stats.ArmsFromRecord++
 	d.arm(c, w)
 	return 1

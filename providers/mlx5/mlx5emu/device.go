@@ -81,6 +81,7 @@ type Device struct {
 	nextSRQN uint32
 	errs     []error
 	events   []uint32
+	evReady  chan struct{}
 	slots    []uarSlot
 	armSlots []uarSlot
 
@@ -122,6 +123,7 @@ func New(opts Options) (*Device, error) {
 		nextCQN:  0x40,
 		nextQPN:  0x100,
 		nextSRQN: 0x20,
+		evReady:  make(chan struct{}, 1),
 	}
 	stride := d.slotSize()
 	for p := 0; p < opts.UARPages; p++ {
@@ -252,6 +254,11 @@ func (d *Device) Events() []uint32 {
 	d.events = nil
 	return ev
 }
+
+// EventReady returns a channel that receives a value (coalesced) whenever
+// a completion event fires, for waiting on events with the background
+// engine; Events then returns them.
+func (d *Device) EventReady() <-chan struct{} { return d.evReady }
 
 func (d *Device) protoErr(format string, args ...any) {
 	d.errs = append(d.errs, fmt.Errorf("%w: "+format, append([]any{ErrProtocol}, args...)...))

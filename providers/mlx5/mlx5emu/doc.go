@@ -9,15 +9,17 @@
 //
 // # Model
 //
-// A [Device] owns one 4096-byte UAR page ([Device.UAR]). The driver writes,
-// exactly as to the real mmap'd UAR:
+// A [Device] owns one or more 4096-byte UAR pages ([Device.UAR],
+// [Device.UARPage]; Options.UARPages). The driver writes, exactly as to the
+// real mmap'd UAR:
 //   - send doorbells: the first 8 bytes of the last WQE's ctrl segment
 //     (opmod_idx_opcode, qpn_ds), or BlueFlame copies of the whole WQE in
 //     64-byte blocks, at BFOffset (0x800) + k*slot, where slot is
 //     bf_reg_size/2 (the two alternating halves of each BlueFlame register)
 //     or 0x100 without BlueFlame;
 //   - CQ arm doorbells at CQDoorbellOffset (0x20): be32(sn<<28 | cmd | ci)
-//     followed by be32(cqn).
+//     followed by be32(cqn), after writing the same be32 into the arm word
+//     of the CQ doorbell record (a mismatch is recorded as an error).
 //
 // Objects are registered as the kernel would on create: RegisterMR (mkey,
 // lkey == rkey, never 0x100), CreateCQ (ring of ncqe 64-byte CQEs stamped
@@ -38,7 +40,7 @@
 //  2. handles arm requests; a CQE already present at or after the armed
 //     consumer index fires at once, otherwise the next CQE (solicited-only:
 //     the next CQE with SE set or an error CQE) fires an event
-//     ([Device.Events]) and disarms the CQ;
+//     ([Device.Events], [Device.EventReady]) and disarms the CQ;
 //  3. executes, QP by QP in QPN order, the send WQEs between the QP's
 //     consumer position and the SQ doorbell record counter (with
 //     Options.RequireDoorbell: only those covered by a doorbell seen), as

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -851,9 +852,11 @@ func TestBackground(t *testing.T) {
 		p.a.post(tOpSend, tCQUpdate, uint32(i), dataSeg(uint32(1+i%200), p.srcMR.key, p.srcMR.addr+uint64(i)))
 		var req, resp []byte
 		for req == nil {
+			runtime.Gosched()
 			req = p.scqA.poll()
 		}
 		for resp == nil {
+			runtime.Gosched()
 			resp = p.rcqB.poll()
 		}
 		if e := parseTCQE(resp); e.byteCnt != uint32(1+i%200) {
@@ -863,7 +866,20 @@ func TestBackground(t *testing.T) {
 			t.Fatalf("send %d: data", i)
 		}
 	}
+	// Completion events with the engine running: wait on the channel.
+	p.rcqB.arm(d, false)
+	p.b.postRecv(dataSeg(256, p.dstMR.key, p.dstMR.addr))
+	p.a.post(tOpSend, 0, 0, inlineSeg([]byte("event")))
+	<-d.EventReady()
+	if ev := d.Events(); len(ev) != 1 || ev[0] != p.rcqB.cqn {
+		t.Errorf("events %v", ev)
+	}
 	d.Stop()
+	st, _ := d.QPStats(p.a.qpn)
+	if st.WQEsExecuted != n+1 || st.BlueFlameWrites+st.Doorbells+st.UnverifiedUARWrites > n+1 || st.BlueFlameWrites == 0 {
+		t.Errorf("stats %+v", st)
+	}
+	t.Logf("background stats %+v", st)
 	noErrors(t, d)
 }
 

@@ -78,7 +78,10 @@ func (d *Device) scanUAR(lenient bool) int {
 			if rec != word && !lenient {
 				d.protoErr("CQ %#x arm doorbell %#08x differs from the arm word %#08x of its doorbell record", cqn, word, rec)
 			}
-			d.arm(c, word)
+			if !c.recArm || word != c.lastArm {
+				d.arm(c, word)
+			}
+			c.recArm = false
 			c.lastArm = rec
 		} else {
 			d.protoErr("CQ arm doorbell %#016x names no CQ", binary.BigEndian.Uint64(b))
