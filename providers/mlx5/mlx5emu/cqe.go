@@ -24,6 +24,21 @@ const (
 	inlineScatter = 0x4 // MLX5_INLINE_SCATTER_32
 )
 
+// vendorSyndrome returns the vendor_err_synd ConnectX reports with a
+// syndrome, for the ones seen in field reports (flush 0xf9, transport
+// retries exceeded 0x81, local protection 0x51); 0 for the others.
+func vendorSyndrome(syndrome uint8) uint8 {
+	switch syndrome {
+	case synWRFlush:
+		return 0xf9
+	case synRetryExc:
+		return 0x81
+	case synLocProt:
+		return 0x51
+	}
+	return 0
+}
+
 // cqe is what the emulator knows about one completion before encoding it.
 type cqe struct {
 	opcode     uint8 // CQE opcode
@@ -64,7 +79,7 @@ func (d *Device) pushCQE(c *cq, e *cqe) {
 	if e.isErr() {
 		// struct mlx5_err_cqe
 		binary.BigEndian.PutUint32(b[32:], e.srqnUidx)
-		b[54] = 0 // vendor_err_synd: not modelled
+		b[54] = vendorSyndrome(e.syndrome)
 		b[55] = e.syndrome
 		binary.BigEndian.PutUint32(b[56:], uint32(e.sqOpcode)<<24|e.qpn&0xffffff)
 	} else {

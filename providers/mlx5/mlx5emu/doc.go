@@ -118,7 +118,9 @@
 //     such writes are counted in QPStats.UnverifiedUARWrites instead of
 //     being reported as errors, so use Process for verification.
 //   - 128-byte CQEs, CQE compression, requester scatter-to-CQE, resize CQ,
-//     timestamps, checksums, vendor error syndromes (always 0), CQ error
+//     timestamps, checksums, vendor error syndromes other than those for
+//     WR_FLUSH_ERR (0xf9), RETRY_EXC_ERR (0x81) and LOC_PROT_ERR (0x51)
+//     (0), CQ error
 //     async events (only the overrun flag), moving QPs to ERROR on CQ
 //     overrun.
 //   - XRC, DC, RAW_PACKET, UMR/memory windows/LOCAL_INV (SEND_INVAL

@@ -490,7 +490,7 @@ func TestErrorCompletions(t *testing.T) {
 			if e.opcode != tCQEReqErr || e.syndrome != c.reqSyn || e.sqOpcode != c.reqOp || e.wqeCounter != 0 || e.qpn != p.a.qpn {
 				t.Errorf("requester error CQE %+v", e)
 			}
-			if e := p.scqA.mustPoll(d); e.opcode != tCQEReqErr || e.syndrome != 0x05 || e.sqOpcode != tOpSend {
+			if e := p.scqA.mustPoll(d); e.opcode != tCQEReqErr || e.syndrome != 0x05 || e.vendor != 0xf9 || e.sqOpcode != tOpSend {
 				t.Errorf("requester flush CQE %+v", e)
 			}
 			if e := p.rcqA.mustPoll(d); e.opcode != tCQERespErr || e.syndrome != 0x05 || e.wqeCounter != 0 {
@@ -551,10 +551,17 @@ func TestModifyToErrorFlushes(t *testing.T) {
 	p.b.postRecv(dataSeg(8, p.dstMR.key, p.dstMR.addr))
 	p.b.postRecv(dataSeg(8, p.dstMR.key, p.dstMR.addr))
 	p.b.modify(QPAttr{State: StateError})
-	for i := uint16(0); i < 2; i++ {
-		if e := parseTCQE(p.rcqB.poll()); e.opcode != tCQERespErr || e.syndrome != 0x05 || e.wqeCounter != i {
-			t.Errorf("flush %d: %+v", i, e)
-		}
+	// struct mlx5_err_cqe, byte for byte.
+	want := make([]byte, 64)
+	binary.BigEndian.PutUint32(want[32:], 0x22) // srqn (user index)
+	want[54], want[55] = 0xf9, 0x05              // vendor_err_synd, syndrome
+	binary.BigEndian.PutUint32(want[56:], p.b.qpn)
+	want[63] = tCQERespErr << 4
+	if got := p.rcqB.poll(); !bytes.Equal(got, want) {
+		t.Errorf("flush CQE\n got %x\nwant %x", got, want)
+	}
+	if e := parseTCQE(p.rcqB.poll()); e.opcode != tCQERespErr || e.syndrome != 0x05 || e.wqeCounter != 1 {
+		t.Errorf("flush 1: %+v", e)
 	}
 	// Posting in ERROR is flushed as well.
 	p.b.postRecv(dataSeg(8, p.dstMR.key, p.dstMR.addr))

@@ -337,7 +337,7 @@ type tCQE struct {
 	srqnUidx                  uint32
 	flagsRqpn                 uint32
 	slid                      uint16
-	syndrome                  uint8
+	syndrome, vendor          uint8
 }
 
 func parseTCQE(b []byte) tCQE {
@@ -345,7 +345,7 @@ func parseTCQE(b []byte) tCQE {
 		opcode: b[63] >> 4, owner: b[63] & 1, se: b[63] >> 1 & 1, format: b[63] >> 2 & 3,
 		qpn: be32(b[56:]) & 0xffffff, sqOpcode: b[56], wqeCounter: be16(b[60:]),
 		byteCnt: be32(b[44:]), imm: be32(b[36:]), srqnUidx: be32(b[32:]),
-		flagsRqpn: be32(b[24:]), slid: be16(b[22:]), syndrome: b[55],
+		flagsRqpn: be32(b[24:]), slid: be16(b[22:]), syndrome: b[55], vendor: b[54],
 	}
 }
 
