@@ -554,7 +554,7 @@ func TestModifyToErrorFlushes(t *testing.T) {
 	// struct mlx5_err_cqe, byte for byte.
 	want := make([]byte, 64)
 	binary.BigEndian.PutUint32(want[32:], 0x22) // srqn (user index)
-	want[54], want[55] = 0xf9, 0x05              // vendor_err_synd, syndrome
+	want[54], want[55] = 0xf9, 0x05             // vendor_err_synd, syndrome
 	binary.BigEndian.PutUint32(want[56:], p.b.qpn)
 	want[63] = tCQERespErr << 4
 	if got := p.rcqB.poll(); !bytes.Equal(got, want) {
