@@ -66,7 +66,10 @@ func (d *Device) pushCQE(c *cq, e *cqe) {
 		return
 	}
 	ci := loadBE32(c.dbr[0:]) & 0xffffff
-	if (c.pi-ci)&0xffffff >= c.ncqe {
+	if used := (c.pi - ci) & 0xffffff; used >= c.ncqe {
+		if used > c.ncqe {
+			d.protoErr("CQ %#x: set_ci %#x is ahead of the %#x CQEs written", c.cqn, ci, c.pi&0xffffff)
+		}
 		c.overrun = true
 		c.stats.Dropped++
 		return
@@ -128,7 +131,8 @@ func (d *Device) arm(c *cq, word uint32) {
 	}
 	pending := (c.pi - ci) & 0xffffff
 	if pending > c.ncqe {
-		pending = c.ncqe
+		d.protoErr("CQ %#x: armed with consumer index %#x, ahead of the %#x CQEs written", c.cqn, ci, c.pi&0xffffff)
+		return
 	}
 	for i := uint32(0); i < pending; i++ {
 		if !sol || c.notify[(ci+i)&(c.ncqe-1)] {

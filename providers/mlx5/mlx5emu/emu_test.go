@@ -981,3 +981,20 @@ func TestArmRecordMismatch(t *testing.T) {
 		t.Fatalf("errors %v", errs)
 	}
 }
+
+func TestConsumerIndexAhead(t *testing.T) {
+	d := newDev(t, Options{})
+	p := newPair(t, d, RC, 0, qpOpts{})
+	p.rcqB.ci = 5 // claims five CQEs consumed, none written
+	p.rcqB.arm(d, false)
+	d.Process()
+	storeBE32(p.scqA.dbr[0:], 3)
+	p.a.post(tOpNOP, tCQUpdate, 0)
+	d.Process()
+	if errs := d.Errors(); len(errs) != 2 {
+		t.Fatalf("errors %v", errs)
+	}
+	if !d.CQOverrun(p.scqA.cqn) {
+		t.Error("bogus set_ci must put the CQ in error")
+	}
+}

@@ -506,6 +506,7 @@ func (d *Device) ModifyQP(qpn uint32, attr QPAttr) error {
 		}
 	}
 	q.state = to
+	q.warned = false
 	if to == StateError {
 		d.flushQP(q)
 	}
