@@ -40,9 +40,9 @@ type Options struct {
 	// 1024. Each register has two halves of BFRegSize/2 bytes (buf_size)
 	// which the driver alternates; registers start at BFOffset.
 	BFRegSize int
-	// CQEVersion selects what CQEs carry in srqn_uidx: 1 (the default,
-	// also chosen for 0 unless CQEVersionZero is set) puts the QP's user
-	// index; version 0 puts the SRQ number for SRQ receives.
+	// CQEVersionZero selects CQE version 0 (cqe_version negotiated as 0):
+	// srqn_uidx then carries the SRQ number for SRQ receives and 0
+	// otherwise. By default (version 1) it carries the QP's user index.
 	CQEVersionZero bool
 	// MTU bounds UD message sizes (LOC_LEN_ERR above it). 0 means 4096.
 	MTU int

@@ -91,6 +91,19 @@
 // not. When a CQ would overflow (producer - set_ci == ncqe) it enters the
 // overrun state ([Device.CQOverrun]) and drops that and every later CQE.
 //
+// # Use from a driver's tests
+//
+//	dev, _ := mlx5emu.New(mlx5emu.Options{BFRegSize: 512})
+//	cqn, _ := dev.CreateCQ(cqBuf, cqDBR)             // what CREATE_CQ would register
+//	qpn, _ := dev.CreateQP(mlx5emu.QPConfig{...})    // what CREATE_QP would register
+//	dev.ModifyQP(qpn, mlx5emu.QPAttr{State: mlx5emu.StateInit, ...}) // ... RTR, RTS
+//	lkey, rkey, _ := dev.RegisterMR(buf, access, pdn)
+//	// the driver posts WQEs into QPConfig.Buf, updates the doorbell record
+//	// and writes its doorbell / BlueFlame copy into dev.UAR()
+//	dev.Process()                                    // the hardware runs
+//	// the driver polls CQEs from cqBuf and updates set_ci
+//	if errs := dev.Errors(); len(errs) != 0 { ... }  // protocol violations
+//
 // # Concurrency and the race detector
 //
 // All methods are safe for concurrent use. The engine reads doorbell
@@ -107,6 +120,8 @@
 //     no ordering between QPs beyond QPN order within a pass. FENCE and
 //     small-fence bits are accepted and trivially satisfied (execution is
 //     in order and synchronous).
+//   - QP states SQD and SQE: a UC/UD send-side error moves the QP to
+//     ERROR (real devices use SQE and keep receiving).
 //   - Doorbells overwritten on a register before a pass sees them are
 //     lost: the doorbell record drives execution (unless RequireDoorbell),
 //     so only the counters and the verification of the overwritten write
@@ -125,7 +140,8 @@
 //     overrun.
 //   - XRC, DC, RAW_PACKET, UMR/memory windows/LOCAL_INV (SEND_INVAL
 //     reports the rkey but invalidates nothing), masked atomics, TSO,
-//     tag matching, signature, ODP, the SQD/SQE states, max_rd_atomic
+//     tag matching, signature, ODP, SRQ limit events and SRQ error
+//     flushes, max_rd_atomic
 //     limits, P_Keys, the MLX5_QP_SIGNATURE WQE signatures, the 32-byte
 //     compact UD address vector, RoCE/IB addressing (paths are not
 //     checked; LID and GID are plain options).
