@@ -998,3 +998,72 @@ func TestConsumerIndexAhead(t *testing.T) {
 		t.Error("bogus set_ci must put the CQ in error")
 	}
 }
+
+func TestUC(t *testing.T) {
+	d := newDev(t, Options{})
+	p := newPair(t, d, UC, 0, qpOpts{})
+	// No receive posted: the message is dropped, the sender completes.
+	p.a.post(tOpSend, tCQUpdate, 0, inlineSeg([]byte("lost")))
+	if e := p.scqA.mustPoll(d); e.opcode != tCQEReq {
+		t.Errorf("%+v", e)
+	}
+	p.rcqB.empty(d)
+	// WRITE_IMM consumes a receive.
+	p.b.postRecv()
+	p.a.post(tOpRDMAWriteImm, tCQUpdate, 7, raddrSeg(p.dstMR.addr, p.dstMR.key), inlineSeg([]byte("uc")))
+	if e := p.rcqB.mustPoll(d); e.opcode != tCQERespWrImm || e.imm != 7 || e.byteCnt != 2 || string(p.dstMR.buf[:2]) != "uc" {
+		t.Errorf("%+v", e)
+	}
+	p.scqA.mustPoll(d)
+	// RDMA READ is not a UC operation: local QP operation error.
+	p.a.post(tOpRDMARead, 0, 0, raddrSeg(p.dstMR.addr, p.dstMR.key), dataSeg(8, p.rdMR.key, p.rdMR.addr))
+	if e := p.scqA.mustPoll(d); e.opcode != tCQEReqErr || e.syndrome != 0x02 {
+		t.Errorf("%+v", e)
+	}
+	if errs := d.Errors(); len(errs) != 1 {
+		t.Errorf("errors %v", errs)
+	}
+}
+
+func TestSRQEmptyIsRNR(t *testing.T) {
+	d := newDev(t, Options{})
+	buf, dbr := pageMem(t, 4<<6), pageMem(t, 64)[:8]
+	for i := 0; i < 4; i++ {
+		binary.BigEndian.PutUint16(buf[i<<6+2:], uint16(i+1))
+	}
+	srqn, err := d.CreateSRQ(SRQConfig{PDN: 1, Buf: buf, WQECnt: 4, WQEShift: 6, DBR: dbr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPair(t, d, RC, 1, qpOpts{srqn: srqn})
+	p.a.post(tOpSend, tCQUpdate, 0, inlineSeg([]byte("x")))
+	d.Process() // first attempt: RNR, one retry left
+	if b := p.scqA.poll(); b != nil {
+		t.Fatalf("completion after the first attempt: %+v", parseTCQE(b))
+	}
+	d.Process() // the retry fails too
+	if e := parseTCQE(p.scqA.poll()); e.opcode != tCQEReqErr || e.syndrome != 0x16 {
+		t.Errorf("%+v", e)
+	}
+	// Flushing the requester leaves the SRQ alone (nothing to flush there).
+	if s, _ := d.QPState(p.b.qpn); s != StateRTS {
+		t.Errorf("responder state %v", s)
+	}
+	noErrors(t, d)
+}
+
+func TestIdle(t *testing.T) {
+	d := newDev(t, Options{BFRegSize: 512})
+	p := newPair(t, d, RC, 0, qpOpts{})
+	if n := d.Process(); n != 0 {
+		t.Errorf("idle device did %d units of work", n)
+	}
+	p.a.post(tOpNOP, 0, 0)
+	if n := d.Process(); n != 2 { // the doorbell and the WQE
+		t.Errorf("work %d", n)
+	}
+	if n := d.Process(); n != 0 {
+		t.Errorf("work %d after the NOP", n)
+	}
+	noErrors(t, d)
+}
