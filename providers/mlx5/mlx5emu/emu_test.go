@@ -227,9 +227,16 @@ func TestUD(t *testing.T) {
 	b.postRecv(dataSeg(40, dst.key, dst.addr), dataSeg(100, dst.key, dst.addr+100))
 	a.post(tOpSend, tCQUpdate, 0, udAV(0x2222, b.qpn, 5, true, rgid), dataSeg(15, src.key, src.addr))
 	d.Process()
-	e := parseTCQE(rcq.poll())
-	if e.opcode != tCQERespSend || e.byteCnt != 55 || e.flagsRqpn != 1<<28|5<<24|a.qpn || e.slid != 7 || e.srqnUidx != 4 {
-		t.Errorf("UD responder %+v", e)
+	raw := rcq.poll()
+	want := make([]byte, 64)
+	binary.BigEndian.PutUint16(want[22:], 7)                 // slid
+	binary.BigEndian.PutUint32(want[24:], 1<<28|5<<24|a.qpn) // GRH, SL, src QP
+	binary.BigEndian.PutUint32(want[32:], 4)                 // user index
+	binary.BigEndian.PutUint32(want[44:], 55)                // GRH + payload
+	binary.BigEndian.PutUint32(want[56:], b.qpn)
+	want[63] = tCQERespSend << 4
+	if !bytes.Equal(raw, want) {
+		t.Errorf("UD responder CQE\n got %x\nwant %x", raw, want)
 	}
 	if string(dst.buf[100:115]) != "hello, datagram" {
 		t.Errorf("UD payload %q", dst.buf[100:115])
@@ -248,7 +255,7 @@ func TestUD(t *testing.T) {
 	b.postRecv(dataSeg(100, dst.key, dst.addr))
 	a.post(tOpSendImm, tCQUpdate, 0x01020304, udAV(0x2222, b.qpn, 0, false, [16]byte{}), inlineSeg([]byte("xyz")))
 	d.Process()
-	e = parseTCQE(rcq.poll())
+	e := parseTCQE(rcq.poll())
 	if e.opcode != tCQERespSendImm || e.byteCnt != 43 || e.imm != 0x01020304 || e.flagsRqpn != a.qpn {
 		t.Errorf("UD no-GRH responder %+v", e)
 	}
