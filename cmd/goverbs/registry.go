@@ -7,6 +7,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
+	"github.com/goverbs/goverbs/internal/tools/perftest"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 )
 
@@ -46,6 +47,27 @@ var commands = []Command{
 		Run: runPingpong},
 	{Name: "rc_pingpong", Aliases: []string{"ibv_rc_pingpong"}, Summary: "RC ping-pong, same as ibv_rc_pingpong",
 		Run: pingpong.RunRC},
+	{Name: "perf", Summary: "perftest 6.06 clone: goverbs perf write_bw|write_lat|read_bw|read_lat|send_bw|send_lat|atomic_bw|atomic_lat [options] [host]",
+		Run: runPerf},
+	{Name: "write_bw", Aliases: []string{"ib_write_bw"}, Summary: "RDMA write bandwidth, same as ib_write_bw", Run: perftest.Run},
+	{Name: "write_lat", Aliases: []string{"ib_write_lat"}, Summary: "RDMA write latency, same as ib_write_lat", Run: perftest.Run},
+	{Name: "read_bw", Aliases: []string{"ib_read_bw"}, Summary: "RDMA read bandwidth, same as ib_read_bw", Run: perftest.Run},
+	{Name: "read_lat", Aliases: []string{"ib_read_lat"}, Summary: "RDMA read latency, same as ib_read_lat", Run: perftest.Run},
+	{Name: "send_bw", Aliases: []string{"ib_send_bw"}, Summary: "send bandwidth, same as ib_send_bw", Run: perftest.Run},
+	{Name: "send_lat", Aliases: []string{"ib_send_lat"}, Summary: "send latency, same as ib_send_lat", Run: perftest.Run},
+	{Name: "atomic_bw", Aliases: []string{"ib_atomic_bw"}, Summary: "atomic bandwidth, same as ib_atomic_bw", Run: perftest.Run},
+	{Name: "atomic_lat", Aliases: []string{"ib_atomic_lat"}, Summary: "atomic latency, same as ib_atomic_lat", Run: perftest.Run},
+}
+
+// runPerf runs "goverbs perf TEST ...": TEST is write_bw, read_lat, ... (the perftest name without "ib_").
+func runPerf(_ string, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if _, ok := perftest.Tests["ib_"+args[0]]; ok {
+			return perftest.Run("ib_"+args[0], args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "usage: goverbs perf {write,read,send,atomic}_{bw,lat} [options] [host]\n")
+	return 1
 }
 
 // runPingpong runs "goverbs pingpong TRANSPORT ...".
