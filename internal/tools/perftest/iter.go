@@ -61,6 +61,15 @@ func (d *duration) start(p *Params) {
 	}
 }
 
+func (d *duration) reset() {
+	d.stop()
+	d.timers = d.timers[:0]
+	d.state.Store(stStart)
+	d.iters.Store(0)
+	d.sampleBeg.Store(0)
+	d.sampleEnd.Store(0)
+}
+
 func (d *duration) stop() {
 	for _, t := range d.timers {
 		t.Stop()
@@ -112,7 +121,8 @@ func (c *ctx) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 	pl := uint64(p.PostList)
 	cqMod := uint64(p.CQMod)
 	iters := p.Iters
-	var d duration
+	d := &c.dur
+	d.reset()
 	dur := p.TestType == byDuration
 	if dur {
 		d.start(p)
@@ -203,11 +213,13 @@ func (c *ctx) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, error
 	iters := p.Iters
 	totIters := iters * uint64(nq)
 	dur := p.TestType == byDuration
-	var d duration
+	d := &c.dur
+	d.reset()
 	rcnt := uint64(0)
-	rcntQP := make([]uint64, nq)
-	posted := make([]uint64, nq)
+	rcntQP := c.rcntQP
+	posted := c.postedQP
 	for i := range posted {
+		rcntQP[i] = 0
 		posted[i] = uint64(c.rposted)
 	}
 	first := true
@@ -291,7 +303,8 @@ func (c *ctx) runLatWrite(stderr io.Writer) (uint64, error) {
 	poll := (*uint8)(&mem[pollOff])
 	iters := p.Iters
 	dur := p.TestType == byDuration
-	var d duration
+	d := &c.dur
+	d.reset()
 	if dur {
 		d.start(p)
 		defer d.stop()
@@ -353,7 +366,8 @@ func (c *ctx) runLat(stderr io.Writer) (uint64, error) {
 	w.Flags = uverbs.SendSignaled
 	iters := p.Iters
 	dur := p.TestType == byDuration
-	var d duration
+	d := &c.dur
+	d.reset()
 	if dur {
 		d.start(p)
 		defer d.stop()
@@ -417,7 +431,8 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 	}
 	iters := p.Iters
 	dur := p.TestType == byDuration
-	var d duration
+	d := &c.dur
+	d.reset()
 	defer d.stop()
 	sizePerQP := uint64(p.RxDepth)
 	var scnt, rcnt uint64

@@ -46,6 +46,8 @@ type ctx struct {
 
 	tposted, tcompleted []int64
 	rposted             int
+	rcntQP, postedQP    []uint64
+	dur                 duration
 }
 
 func (c *ctx) close() {
@@ -255,6 +257,8 @@ func (c *ctx) initResources(stderr io.Writer) error {
 	c.rsge = make([]uverbs.SGE, nq)
 	c.rwr = make([]uverbs.RecvWR, nq)
 	c.wc = make([]uverbs.WC, 16)
+	c.rcntQP = make([]uint64, nq)
+	c.postedQP = make([]uint64, nq)
 	return nil
 }
 

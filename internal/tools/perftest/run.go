@@ -15,6 +15,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -38,6 +39,10 @@ var Tests = map[string]struct {
 	"ib_atomic_lat": {VerbAtomic, KindLat},
 }
 
+// ProfileEnv names an environment variable: when set, Run writes a CPU profile of the whole run to that file
+// (used by the bench to see where the Go side spends its time).
+const ProfileEnv = "GOVERBS_PERFTEST_CPUPROFILE"
+
 // Run runs the perftest named prog ("ib_write_bw", ... or its path) with args (without the program name) and
 // returns its exit status.
 func Run(prog string, args []string, stdout, stderr io.Writer) int {
@@ -59,6 +64,13 @@ func Run(prog string, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, " Parser function exited with Error\n")
 		}
 		return rc
+	}
+	if path := os.Getenv(ProfileEnv); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer func() { pprof.StopCPUProfile(); f.Close() }()
+			}
+		}
 	}
 	r := &runner{p: p, stdout: stdout, stderr: stderr}
 	return r.run()
