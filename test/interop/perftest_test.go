@@ -118,7 +118,7 @@ func runPairOnce(t *testing.T, tool, srvImpl, cliImpl string, port int, args []s
 
 var (
 	bwLine  = regexp.MustCompile(`^ \d+ +\d+ +\d+\.\d+ +\d+\.\d+\t\t   \d+\.\d{6}$`)
-	latLine = regexp.MustCompile(`^ \d+ +\d+ +(\d+\.\d+[ \t]*){7}$`)
+	latLine = regexp.MustCompile(`^ \d+ +\d+ +(\d+\.\d+[ \t]*){7}$|^ \d+ +\d+ +\d+\.\d+ +\d+\.\d+$`)
 	number  = regexp.MustCompile(`0x[0-9a-f]+|\d+(\.\d+)?`)
 	spaces  = regexp.MustCompile(`[ \t]+`)
 )
@@ -166,6 +166,19 @@ func cases() []pcase {
 			cs = append(cs, pcase{tool, "UC", nil})
 		}
 	}
+	// Options that change the protocol or the loops: bidirectional, several QPs, post lists, durations.
+	cs = append(cs,
+		pcase{"ib_write_bw", "RC", []string{"-b"}},
+		pcase{"ib_read_bw", "RC", []string{"-b"}},
+		pcase{"ib_send_bw", "RC", []string{"-b"}},
+		pcase{"ib_send_bw", "UD", []string{"-b"}},
+		pcase{"ib_write_bw", "RC", []string{"-q", "2"}},
+		pcase{"ib_send_bw", "RC", []string{"-q", "2", "-l", "4"}},
+		pcase{"ib_write_bw", "RC", []string{"-D", "2"}},
+		pcase{"ib_read_lat", "RC", []string{"-D", "2"}},
+		pcase{"ib_send_lat", "RC", []string{"-s", "4096"}},
+		pcase{"ib_write_bw", "RC", []string{"-s", "1024", "--report_gbits"}},
+	)
 	return cs
 }
 
@@ -180,7 +193,7 @@ func TestPerftestInterop(t *testing.T) {
 	port := 18600
 	for _, pc := range cases() {
 		pc := pc
-		t.Run(pc.tool+"/"+pc.conn, func(t *testing.T) {
+		t.Run(strings.Join(append([]string{pc.tool, pc.conn}, pc.args...), "/"), func(t *testing.T) {
 			kind := "bw"
 			if strings.HasSuffix(pc.tool, "_lat") {
 				kind = "lat"

@@ -631,3 +631,128 @@ func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) er
 		}
 	}
 }
+
+// runBi is run_iter_bi: both sides of a bidirectional send test send and receive at once. The server starts
+// sending only once the client's first message arrived.
+func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
+	p := c.p
+	nq := p.NumQPs
+	pl := uint64(p.PostList)
+	cqMod := uint64(p.CQMod)
+	iters := p.Iters
+	dur := p.TestType == byDuration
+	d := &c.dur
+	d.reset()
+	defer d.stop()
+	rcntQP, posted := c.rcntQP, c.postedQP
+	for i := range posted {
+		rcntQP[i], posted[i] = 0, uint64(c.rposted)
+	}
+	beforeFirstRx := p.Server
+	if !p.Server && dur {
+		d.start(p)
+	}
+	if p.NoPeak && !dur {
+		c.tposted[0] = now()
+	}
+	totIters := iters * uint64(nq)
+	var totS, totC, totR uint64
+	wc := c.wc
+	for (dur && d.state.Load() != stEnd) || totC < totIters || totR < totIters {
+		for idx := 0; idx < nq; idx++ {
+			for !beforeFirstRx && (c.scnt[idx] < iters || dur) && c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
+				w := &c.wr[idx*int(pl)]
+				if pl == 1 && c.scnt[idx]%cqMod == 0 && cqMod > 1 && !(c.scnt[idx] == iters-1 && !dur) {
+					w.Flags &^= uverbs.SendSignaled
+				}
+				if !p.NoPeak {
+					c.tposted[totS] = now()
+				}
+				if dur && d.state.Load() == stEnd {
+					break
+				}
+				if _, err := c.qps[idx].PostSend(c.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
+					fmt.Fprintf(stderr, "Couldn't post send: qp %d scnt=%d \n", idx, c.scnt[idx])
+					return 0, err
+				}
+				if pl == 1 && p.Size <= uint64(p.CycleBuffer/2) {
+					c.incLoc(&w.SGL[0], c.scnt[idx], c.myAdr[idx])
+				}
+				c.scnt[idx] += pl
+				totS += pl
+				if pl == 1 && (c.scnt[idx]%cqMod == cqMod-1 || (!dur && c.scnt[idx] == iters-1)) {
+					w.Flags |= uverbs.SendSignaled
+				}
+			}
+		}
+		if p.UseEvent {
+			if err := c.waitEvent(); err != nil {
+				fmt.Fprintf(stderr, "Failed to notify events to CQ")
+				return 0, err
+			}
+		}
+		ne := c.recvCQ.Poll(wc)
+		if ne > 0 && beforeFirstRx {
+			beforeFirstRx = false
+			if dur {
+				d.start(p)
+			}
+		}
+		for i := 0; i < ne; i++ {
+			id := int(wc[i].WRID)
+			if wc[i].Status != uverbs.WCSuccess {
+				compErrRecv(stderr, &wc[i], totR)
+				return 0, fmt.Errorf("receive completion status %d", wc[i].Status)
+			}
+			rcntQP[id]++
+			totR++
+			if dur && d.state.Load() == stSample {
+				d.iters.Add(1)
+			}
+			if dur || posted[id]+1 <= iters {
+				if _, err := c.qps[id].PostRecv(c.rwr[id : id+1]); err != nil {
+					fmt.Fprintf(stderr, "Couldn't post recv Qp=%d rcnt=%d\n", id, rcntQP[id])
+					return 0, err
+				}
+				posted[id]++
+				sz := p.Size
+				if p.Conn == ConnUD && p.Server {
+					sz += udAddition
+				}
+				if sz <= uint64(p.CycleBuffer/2) {
+					c.incLoc(&c.rsge[id], posted[id], c.rxAdr[id])
+				}
+			}
+		}
+		ne = c.sendCQ.Poll(wc)
+		for i := 0; i < ne; i++ {
+			if wc[i].Status != uverbs.WCSuccess {
+				compErrSend(stderr, &wc[i], totS, totC)
+				return 0, fmt.Errorf("send completion status %d", wc[i].Status)
+			}
+			totC += cqMod
+			c.ccnt[int(wc[i].WRID)] += cqMod
+			if !p.NoPeak {
+				if !dur && totC > totIters {
+					c.tcompleted[totIters-1] = now()
+				} else {
+					c.tcompleted[totC-1] = now()
+				}
+			}
+			if dur && d.state.Load() == stSample {
+				d.iters.Add(cqMod)
+			}
+			if count != nil {
+				count.Add(cqMod)
+			}
+		}
+	}
+	if p.NoPeak && !dur {
+		c.tcompleted[0] = now()
+	}
+	if dur {
+		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		return d.iters.Load(), nil
+	}
+	return iters, nil
+}

@@ -170,7 +170,7 @@ type Params struct {
 	IPv6             bool
 	SourceIP         string
 	FlowLabel        int
-	Progress         bool // goverbs: per-second progress on stderr for -D runs
+	NoProgress       bool // goverbs: no per-second progress lines on stderr in -D runs
 
 	// Filled once the device is open.
 	LinkLayer  uint8
@@ -240,7 +240,7 @@ var longOpts = []getopt.LongOption{
 	{Name: "source_ip", HasArg: getopt.RequiredArgument, Val: 0x8e},
 	{Name: "flow_label", HasArg: getopt.RequiredArgument, Val: 0x8f},
 	{Name: "use_old_post_send", HasArg: getopt.NoArgument, Val: 0x90},
-	{Name: "progress", HasArg: getopt.NoArgument, Val: 0x91},
+	{Name: "no_progress", HasArg: getopt.NoArgument, Val: 0x91},
 	{Name: "use-srq", HasArg: getopt.NoArgument, Val: 0xa0},
 	{Name: "odp", HasArg: getopt.NoArgument, Val: 0xa1},
 	{Name: "use_hugepages", HasArg: getopt.NoArgument, Val: 0xa2},
@@ -603,7 +603,7 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 		case 0x90:
 			// goverbs has one post path; accepted for command-line compatibility.
 		case 0x91:
-			p.Progress = true
+			p.NoProgress = true
 		case 'g', 'M':
 			return unsupported("Multicast (-g/-M)")
 		case 'z', 'R':
@@ -877,10 +877,6 @@ func forceDependencies(p *Params, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, " Events must be enabled to select a completion vector\n")
 		return 1
 	}
-	if p.Duplex {
-		fmt.Fprintf(stderr, " Bidirectional mode (-b) is not supported by goverbs perftest yet\n")
-		return 1
-	}
 	return -1
 }
 
@@ -944,7 +940,7 @@ func usage(w io.Writer, prog string, p *Params) {
 	opt("", "--output=<units>", "Set verbosity output level: bandwidth , message_rate, latency")
 	opt("", "--perform_warm_up", "Perform some iterations before start measuring in order to warming-up memory cache")
 	opt("", "--pkey_index=<pkey index>", "PKey index to use for QP")
-	opt("", "--progress", "goverbs: print per-second progress to stderr in -D runs")
+	opt("", "--no_progress", "goverbs: no per-second progress lines on stderr in -D runs")
 	opt("", "--report_gbits", "Report Max/Average BW of test in Gbit/sec (instead of MiB/sec)")
 	opt("", "--retry_count=<value>", "Set retry count value in rdma_cm mode")
 	if p.Kind == KindBW {

@@ -85,6 +85,8 @@ type runner struct {
 	nc     net.Conn
 	ti     testInfo
 	pa     *uverbs.PortAttr
+
+	progressStop context.CancelFunc
 }
 
 func (r *runner) errf(format string, a ...any) int {
@@ -400,11 +402,53 @@ func (r *runner) armEvents() bool {
 	return true
 }
 
-// printBW is print_report_bw + print_full_bw_report for this side's result.
-func (r *runner) printBW(iters uint64) BWReport {
-	rep := bwReport(r.p, r.c.tposted, r.c.tcompleted, iters)
-	r.printFullBW(&rep)
-	return rep
+// reportBW is print_report_bw and, in bidirectional runs, the report exchange and the summed line. It returns
+// this side's report and the peer's (zero unless bidirectional).
+func (r *runner) reportBW(iters uint64) (BWReport, BWReport, bool) {
+	p := r.p
+	rep := bwReport(p, r.c.tposted, r.c.tcompleted, iters)
+	var rem BWReport
+	if !p.Duplex || (p.Verb == VerbSend && p.TestType == byDuration) {
+		r.printFullBW(&rep)
+	}
+	if p.Duplex && !(p.Verb == VerbSend && p.TestType == byDuration) {
+		var err error
+		if rem, err = r.conn.BWReports(&rep, false); err != nil {
+			fmt.Fprintf(r.stderr, " Failed to exchange data between server and clients\n")
+			return rep, rem, false
+		}
+		sum := rep
+		sum.BWPeak += rem.BWPeak
+		sum.BWAvg += rem.BWAvg
+		sum.MsgRateAvg += rem.MsgRateAvg
+		r.printFullBW(&sum)
+	}
+	return rep, rem, true
+}
+
+// printBoth is --report-both: this side's and the peer's results after the summed line.
+func (r *runner) printBoth(mine, rem *BWReport) {
+	p, out := r.p, r.stdout
+	head := func(title string) {
+		io.WriteString(out, resultLine)
+		io.WriteString(out, title)
+		io.WriteString(out, resultLine)
+		if p.ReportGbits {
+			io.WriteString(out, resultFmtG)
+		} else {
+			io.WriteString(out, resultFmt)
+		}
+		io.WriteString(out, "\n")
+	}
+	local, remote := "\n Local results: \n", "\n Remote results: \n"
+	if p.Verb == VerbAtomic {
+		local, remote = "\n Local results:\n", "\n Remote results:\n"
+	}
+	head(local)
+	r.printFullBW(mine)
+	io.WriteString(out, resultLine)
+	head(remote)
+	r.printFullBW(rem)
 }
 
 func (r *runner) printFullBW(rep *BWReport) {
@@ -451,12 +495,8 @@ func (r *runner) rdmaBW() int {
 	if !r.exchangeAndConnect(false, false) || !r.hs(0) {
 		return 1
 	}
-	if p.Server {
-		if p.Verb == VerbAtomic {
-			printBWHeader(out, p)
-		} else if p.Output == outFull {
-			printBWHeader(out, p)
-		}
+	if p.Server && !p.Duplex {
+		printBWHeader(out, p)
 		if !r.hs(0) {
 			return 1
 		}
@@ -487,13 +527,14 @@ func (r *runner) rdmaBW() int {
 		return 1
 	}
 	printBWHeader(out, p)
-	var rep BWReport
+	var rep, rem BWReport
 	switch p.TestMethod {
 	case runInfinitely:
 		c.setSendWQEs()
 		r.allocTimes()
 		return r.runInfinitely()
 	default:
+		all := p.TestMethod == runAll
 		for _, sz := range r.sizes(false) {
 			p.Size = sz
 			c.setSendWQEs()
@@ -503,23 +544,37 @@ func (r *runner) rdmaBW() int {
 					return r.errf("Problems with warm up\n")
 				}
 			}
+			if p.Duplex && !r.hs(0) {
+				return r.errf("Failed to sync between server and client between different msg sizes\n")
+			}
 			n, err := c.runBW(r.stderr, r.progressCounter())
 			r.stopProgress()
 			if err != nil {
 				return r.errf(" Failed to complete run_iter_bw function successfully\n")
 			}
-			rep = r.printBW(n)
+			if all && p.Duplex && !r.hs(0) {
+				return r.errf("Failed to sync between server and client between different msg sizes\n")
+			}
+			var ok bool
+			if rep, rem, ok = r.reportBW(n); !ok {
+				return 1
+			}
+		}
+		if p.ReportBoth && p.Duplex && !all {
+			r.printBoth(&rep, &rem)
 		}
 	}
 	if p.Output == outFull {
 		io.WriteString(out, resultLine)
 	}
-	if !r.hs(0) {
-		return 1
-	}
-	if _, err := r.conn.BWReports(&rep, false); err != nil {
-		fmt.Fprintf(r.stderr, " Failed to exchange data between server and clients\n")
-		return 1
+	if !p.Duplex {
+		if !r.hs(0) {
+			return 1
+		}
+		if _, err := r.conn.BWReports(&rep, false); err != nil {
+			fmt.Fprintf(r.stderr, " Failed to exchange data between server and clients\n")
+			return 1
+		}
 	}
 	if !r.closeConn() {
 		return r.errf("Failed to close connection between server and client\n")
@@ -551,12 +606,16 @@ func (r *runner) sendBW() int {
 		return r.runInfinitely()
 	}
 	all := p.TestMethod == runAll
+	var rem BWReport
 	for _, sz := range r.sizes(true) {
 		p.Size = sz
-		if !p.Server {
+		if !p.Server || p.Duplex {
 			c.setSendWQEs()
-		} else if err := c.setRecvWQEs(r.stderr); err != nil {
-			return r.errf(" Failed to post receive recv_wqes\n")
+		}
+		if p.Server || p.Duplex {
+			if err := c.setRecvWQEs(r.stderr); err != nil {
+				return r.errf(" Failed to post receive recv_wqes\n")
+			}
 		}
 		if !r.hs(0) {
 			return 1
@@ -564,19 +623,28 @@ func (r *runner) sendBW() int {
 		r.allocTimes()
 		var n uint64
 		var err error
-		if p.Server {
+		switch {
+		case p.Duplex:
+			n, err = c.runBi(r.stderr, r.progressCounter())
+		case p.Server:
 			n, err = c.runBWServer(r.stderr, r.progressCounter())
-		} else {
+		default:
 			n, err = c.runBW(r.stderr, r.progressCounter())
 		}
 		r.stopProgress()
 		if err != nil {
 			return 17
 		}
-		rep = r.printBW(n)
+		var ok bool
+		if rep, rem, ok = r.reportBW(n); !ok {
+			return 1
+		}
 		if all && !r.hs(0) {
 			return 1
 		}
+	}
+	if p.ReportBoth && p.Duplex && !all {
+		r.printBoth(&rep, &rem)
 	}
 	if p.Output == outFull {
 		io.WriteString(out, resultLine)
@@ -711,24 +779,23 @@ func (r *runner) sendLat() int {
 	return 0
 }
 
-// Progress for -D runs (--progress) and the periodic reports of --run_infinitely.
-var progressStop context.CancelFunc
+// Progress lines for bandwidth -D runs (off with --no_progress) and the periodic reports of --run_infinitely.
 
 func (r *runner) progressCounter() *atomic.Uint64 {
-	if !r.p.Progress || r.p.TestType != byDuration {
+	if r.p.NoProgress || r.p.TestType != byDuration || r.p.TestMethod == runInfinitely {
 		return nil
 	}
 	var n atomic.Uint64
 	ctx, cancel := context.WithCancel(context.Background())
-	progressStop = cancel
+	r.progressStop = cancel
 	go progress(ctx, r.stderr, &n)
 	return &n
 }
 
 func (r *runner) stopProgress() {
-	if progressStop != nil {
-		progressStop()
-		progressStop = nil
+	if r.progressStop != nil {
+		r.progressStop()
+		r.progressStop = nil
 	}
 }
 
