@@ -11,11 +11,6 @@ import (
 	"github.com/goverbs/goverbs/uverbs"
 )
 
-var clockBase = time.Now()
-
-// now is the timestamp the measured loops take: monotonic nanoseconds, allocation free.
-func now() int64 { return int64(time.Since(clockBase)) }
-
 // Duration states (perftest's DurationStates).
 const (
 	stStart int32 = iota
@@ -319,7 +314,7 @@ func (c *ctx) runLatWrite(stderr io.Writer) (uint64, error) {
 		}
 		if scnt < iters || dur {
 			if p.LatencyGap > 0 {
-				end := now() + int64(p.LatencyGap)*1000
+				end := now() + int64(float64(p.LatencyGap)*c.rate)
 				for now() < end {
 				}
 			}
@@ -376,7 +371,7 @@ func (c *ctx) runLat(stderr io.Writer) (uint64, error) {
 	wcs := c.wc[:1]
 	for scnt < iters || (dur && d.state.Load() != stEnd) {
 		if p.LatencyGap > 0 {
-			end := now() + int64(p.LatencyGap)*1000
+			end := now() + int64(float64(p.LatencyGap)*c.rate)
 			for now() < end {
 			}
 		}
@@ -483,7 +478,7 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 		}
 		if scnt < iters || (dur && d.state.Load() != stEnd) {
 			if p.LatencyGap > 0 {
-				end := now() + int64(p.LatencyGap)*1000
+				end := now() + int64(float64(p.LatencyGap)*c.rate)
 				for now() < end {
 				}
 			}

@@ -48,6 +48,7 @@ type ctx struct {
 	rposted             int
 	rcntQP, postedQP    []uint64
 	dur                 duration
+	rate                float64 // counter ticks per microsecond, for --latency_gap
 }
 
 func (c *ctx) close() {
@@ -162,6 +163,7 @@ func (c *ctx) initResources(stderr io.Writer) error {
 	p := c.p
 	var err error
 	c.size = p.Size
+	c.rate = ticksPerUsec()
 	nq := p.NumQPs
 	c.buffSize = int(inc(buffSize(c.size, p.CycleBuffer), p.CacheLine)) * 2 * nq
 	c.sendQPBufSize = c.buffSize / nq / 2

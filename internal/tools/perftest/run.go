@@ -406,7 +406,7 @@ func (r *runner) armEvents() bool {
 // this side's report and the peer's (zero unless bidirectional).
 func (r *runner) reportBW(iters uint64) (BWReport, BWReport, bool) {
 	p := r.p
-	rep := bwReport(p, r.c.tposted, r.c.tcompleted, iters)
+	rep := bwReport(p, r.c.tposted, r.c.tcompleted, iters, ticksPerUsec())
 	var rem BWReport
 	if !p.Duplex || (p.Verb == VerbSend && p.TestType == byDuration) {
 		r.printFullBW(&rep)
@@ -661,14 +661,14 @@ func (r *runner) printLat(iters uint64) {
 	p, out := r.p, r.stdout
 	if p.TestType == byDuration {
 		t := r.c.tcompleted[0] - r.c.tposted[0]
-		lat, tps := latDuration(p, t, iters)
+		lat, tps := latDuration(p, t, iters, ticksPerUsec())
 		if p.OutJSON {
 			os.WriteFile(p.OutJSONFile, []byte(latDurJSON(p, &r.ti, p.Size, iters, lat, tps)), 0o600)
 		}
 		io.WriteString(out, formatLatDurLine(p, p.Size, iters, lat, tps))
 		return
 	}
-	res := latReport(p, r.c.tposted[:p.Iters])
+	res := latReport(p, r.c.tposted[:p.Iters], ticksPerUsec())
 	if p.Unsorted {
 		fmt.Fprintf(out, "#, %s\n", res.Units)
 		for i, v := range res.Unsorted {
@@ -827,7 +827,7 @@ func (r *runner) reportEvery(count *atomic.Uint64) {
 		time.Sleep(time.Duration(p.Duration) * time.Second)
 		n := count.Load()
 		end := now()
-		rep := bwReport(p, []int64{start}, []int64{end}, n-last)
+		rep := bwReport(p, []int64{start}, []int64{end}, n-last, ticksPerUsec())
 		r.printFullBW(&rep)
 		last, start = n, end
 	}

@@ -5,13 +5,10 @@ import (
 	"sort"
 )
 
-// Timestamps are nanoseconds of the monotonic clock; in perftest's formulas they stand where CPU cycles
-// stand, with a "CPU frequency" of 1000 MHz (so -C reports nanoseconds).
-const ticksPerUsec = 1000.0
-
 // bwReport is print_report_bw's arithmetic. tposted and tcompleted are the run's timestamps (one entry each
-// when noPeak), iters the completed iterations (per QP in iteration mode, the sample count in duration mode).
-func bwReport(p *Params, tposted, tcompleted []int64, iters uint64) BWReport {
+// when noPeak), iters the completed iterations (per QP in iteration mode, the sample count in duration mode),
+// rate the counter's ticks per microsecond.
+func bwReport(p *Params, tposted, tcompleted []int64, iters uint64, rate float64) BWReport {
 	numQPs := uint64(p.NumQPs)
 	optDelta := uint64(tcompleted[0] - tposted[0])
 	if !p.NoPeak {
@@ -33,7 +30,7 @@ func bwReport(p *Params, tposted, tcompleted []int64, iters uint64) BWReport {
 			}
 		}
 	}
-	cyclesToUnits := ticksPerUsec * 1000000
+	cyclesToUnits := rate * 1000000
 	tsize := p.Size
 	n := iters
 	if p.TestType != byDuration {
@@ -68,14 +65,14 @@ func roundUp(v, a uint64) uint64 {
 }
 
 // latReport is print_report_lat's arithmetic over the iteration timestamps tposted (iters of them).
-func latReport(p *Params, tposted []int64) LatResult {
+func latReport(p *Params, tposted []int64, rate float64) LatResult {
 	iters := len(tposted)
 	measure := iters - 1
 	rtt := 2.0
 	if p.Verb == VerbRead || p.Verb == VerbAtomic {
 		rtt = 1
 	}
-	units, ctu := "usec", ticksPerUsec
+	units, ctu := "usec", rate
 	if p.Cycles {
 		units, ctu = "cycles", 1
 	}
@@ -128,13 +125,13 @@ func latReport(p *Params, tposted []int64) LatResult {
 
 // latDuration is print_report_lat_duration's arithmetic: average one-way latency and transactions per second
 // over a sample window of ticks with iters iterations.
-func latDuration(p *Params, ticks int64, iters uint64) (lat, tps float64) {
+func latDuration(p *Params, ticks int64, iters uint64, rate float64) (lat, tps float64) {
 	rtt := 2.0
 	if p.Verb == VerbRead || p.Verb == VerbAtomic {
 		rtt = 1
 	}
 	t := float64(ticks)
-	lat = ((t / ticksPerUsec) / rtt) / float64(iters)
-	tps = float64(iters) / (t / (ticksPerUsec * 1000000))
+	lat = ((t / rate) / rtt) / float64(iters)
+	tps = float64(iters) / (t / (rate * 1000000))
 	return lat, tps
 }
