@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,6 +322,9 @@ func parseResult(out string, lat bool) (string, result, bool) {
 		ok := true
 		for i, s := range f {
 			x, err := strconv.ParseFloat(s, 64)
+			if err != nil && (s == "-nan" || s == "nan") {
+				x, err = math.NaN(), nil // perftest's stdev overflow prints -nan
+			}
 			if err != nil {
 				ok = false
 				break
