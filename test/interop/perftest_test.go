@@ -179,6 +179,10 @@ func cases() []pcase {
 		pcase{"ib_read_lat", "RC", []string{"-D", "2"}},
 		pcase{"ib_send_lat", "RC", []string{"-s", "4096"}},
 		pcase{"ib_write_bw", "RC", []string{"-s", "1024", "--report_gbits"}},
+		pcase{"ib_send_bw", "RC", []string{"-e"}},
+		pcase{"ib_read_lat", "RC", []string{"-e"}},
+		pcase{"ib_atomic_bw", "RC", []string{"-A", "CMP_AND_SWAP"}},
+		pcase{"ib_send_lat", "UD", []string{"-a"}},
 	)
 	return cs
 }

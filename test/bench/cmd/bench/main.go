@@ -3,7 +3,7 @@
 // repetition, inside one lab VM boot. It prints every run's raw result line, then a table of medians with the
 // Go/C cost ratios. `make bench` runs it.
 //
-//	go run ./test/bench/cmd/bench [-reps 2] [-sizes 2,64,4096,65536] [-tests write_bw,...] [-pairs cc,gg,gc,cg]
+//	go run ./test/bench/cmd/bench [-reps 3] [-sizes 2,64,4096,65536] [-tests write_bw,...] [-pairs cc,gg,gc,cg]
 //	                              [-bw-iters 200] [-lat-iters 100] [-profile] [-timeout 40m]
 //
 // Ratios are costs, so lower is better and 1.00 means parity: latency is t_typical Go/C, bandwidth and message
@@ -12,7 +12,7 @@
 // .scratch/bench/cpu.pprof (go tool pprof -top .scratch/bench/goverbs .scratch/bench/cpu.pprof).
 //
 // The lab runs QEMU under TCG when KVM is missing; the defaults keep the run near 10 minutes there. More
-// repetitions: -reps 5 (each repetition of the default matrix takes about 4 to 5 minutes under TCG).
+// repetitions: -reps 8 (each repetition of the default matrix takes about 2.5 minutes under TCG).
 package main
 
 import (
@@ -53,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	inner := fs.Bool("inner", false, "run the matrix here (inside the lab; internal)")
-	reps := fs.Int("reps", 2, "repetitions of every cell")
+	reps := fs.Int("reps", 3, "repetitions of every cell")
 	sizes := fs.String("sizes", "2,64,4096,65536", "message sizes (atomic tests always use 8)")
 	tests := fs.String("tests", "write_bw,write_lat,read_bw,read_lat,send_bw,send_lat,atomic_bw,atomic_lat", "perftests to run")
 	pairs := fs.String("pairs", "cc,gg,gc,cg", "server/client pairs: c = C perftest, g = goverbs")
