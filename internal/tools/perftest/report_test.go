@@ -50,6 +50,19 @@ func TestFormatMatchesC(t *testing.T) {
 				Stdev: 4.99, P99: 239.34, P999: 239.34}))
 			b.WriteString(resultLine)
 		}},
+		{"c_write_lat_client.txt", func(b *bytes.Buffer) {
+			p := &Params{Verb: VerbWrite, Kind: KindLat, NumQPs: 1, Conn: ConnRC, TxDepth: 1, CurrMTU: 3, GIDIndex: 1,
+				Output: outFull, PostList: 1}
+			info := rxeInfo
+			info.RelaxOrder = false // ib_write_lat disables relaxed ordering
+			printTestInfo(b, p, &info)
+			printDest(b, p, &Dest{QPN: 0x13, PSN: 0xbd89ff, RKey: 0x50f, VAddr: 0x558373775000, GID: rxeGID}, "local")
+			printDest(b, p, &Dest{QPN: 0x14, PSN: 0x9783dd, RKey: 0x4df, VAddr: 0x557094021000, GID: rxeGID}, "remote")
+			printLatHeader(b, p)
+			b.WriteString(formatLatLine(p, &LatResult{Size: 2, Iters: 20, Min: 961.08, Max: 36101.05, Typical: 4151.48,
+				Avg: 7285.80, Stdev: 7183.62, P99: 36101.05, P999: 36101.05}))
+			b.WriteString(resultLine)
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.golden, func(t *testing.T) {
