@@ -8,8 +8,9 @@
 //
 // Ratios are costs, so lower is better and 1.00 means parity: latency is t_typical Go/C, bandwidth and message
 // rate are C/Go (time per byte, time per message). The Go/C ratio of a pair compares it with C↔C in the same
-// table row. With -profile it also runs one Go↔Go ib_write_bw with a CPU profile of the Go client written to
-// .scratch/bench/cpu.pprof (go tool pprof -top .scratch/bench/goverbs .scratch/bench/cpu.pprof).
+// table row. With -profile it also runs Go↔Go ib_write_bw, ib_read_lat and ib_send_lat at 64 B with a CPU
+// profile of the Go client written to .scratch/bench/cpu-TEST.pprof (go tool pprof -top .scratch/bench/goverbs
+// .scratch/bench/cpu-write_bw.pprof); -reps 0 -profile only profiles.
 //
 // The lab runs QEMU under TCG when KVM is missing; the defaults keep the run near 10 minutes there. More
 // repetitions: -reps 8 (each repetition of the default matrix takes about 2.5 minutes under TCG).
@@ -59,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	pairs := fs.String("pairs", "cc,gg,gc,cg", "server/client pairs: c = C perftest, g = goverbs")
 	bwIters := fs.Int("bw-iters", 200, "-n for bandwidth tests")
 	latIters := fs.Int("lat-iters", 100, "-n for latency tests")
-	profile := fs.Bool("profile", false, "also profile one Go↔Go ib_write_bw client run")
+	profile := fs.Bool("profile", false, "also profile Go↔Go write_bw, read_lat and send_lat client runs")
 	timeout := fs.Duration("timeout", 40*time.Minute, "limit for the lab run")
 	dev := fs.String("d", "rxe0", "RDMA device")
 	if err := fs.Parse(args); err != nil {
@@ -208,7 +209,9 @@ func runMatrix(cfg *config, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	printTable(stdout, cfg, res)
+	if cfg.reps > 0 {
+		printTable(stdout, cfg, res)
+	}
 	if cfg.profile {
 		profileRun(cfg, goDir, port+1, stdout, stderr)
 	}
@@ -414,20 +417,27 @@ func printTable(w io.Writer, cfg *config, res map[cellKey][]result) {
 	}
 }
 
-// profileRun runs one Go↔Go ib_write_bw of small messages with the Go client CPU-profiled.
+// profileRun runs Go↔Go ib_write_bw, ib_read_lat and ib_send_lat at 64 B with the Go client CPU-profiled
+// into cpu-TEST.pprof in the output directory.
 func profileRun(cfg *config, goDir string, port int, stdout, stderr io.Writer) {
 	if cfg.outDir == "" {
 		fmt.Fprintf(stdout, "# profile: no GOVERBS_LAB_OUT to write to\n")
 		return
 	}
-	prof := filepath.Join(cfg.outDir, "cpu.pprof")
-	c := *cfg
-	c.cliEnv = []string{"GOVERBS_PERFTEST_CPUPROFILE=" + prof}
-	c.bwIters = 20000
-	line, _, err := runOne(&c, goDir, "write_bw", 64, "gg", port)
-	if err != nil {
-		fmt.Fprintf(stdout, "# profile run failed: %v\n", err)
-		return
+	for _, pr := range []struct {
+		test  string
+		iters int
+	}{{"write_bw", 20000}, {"read_lat", 5000}, {"send_lat", 5000}} {
+		port++
+		prof := filepath.Join(cfg.outDir, "cpu-"+pr.test+".pprof")
+		c := *cfg
+		c.cliEnv = []string{"GOVERBS_PERFTEST_CPUPROFILE=" + prof}
+		c.bwIters, c.latIters = pr.iters, pr.iters
+		line, _, err := runOne(&c, goDir, pr.test, 64, "gg", port)
+		if err != nil {
+			fmt.Fprintf(stdout, "# profile run %s failed: %v\n", pr.test, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "# profile: %s 64 B Go-Go, -n %d |%s\n# profile of the Go client: %s\n", pr.test, pr.iters, line, prof)
 	}
-	fmt.Fprintf(stdout, "# profile: write_bw 64 B Go-Go, -n 20000 |%s\n# profile of the Go client written to %s\n", line, prof)
 }
