@@ -4,7 +4,7 @@
 // Go/C cost ratios. `make bench` runs it.
 //
 //	go run ./test/bench/cmd/bench [-reps 3] [-sizes 2,64,4096,65536] [-tests write_bw,...] [-pairs cc,gg,gc,cg]
-//	                              [-bw-iters 200] [-lat-iters 100] [-profile] [-timeout 40m]
+//	                              [-bw-iters N] [-lat-iters N] [-profile] [-timeout 40m]
 //
 // Ratios are costs, so lower is better and 1.00 means parity: latency is t_typical Go/C, bandwidth and message
 // rate are C/Go (time per byte, time per message). The Go/C ratio of a pair compares it with C↔C in the same
@@ -12,8 +12,9 @@
 // profile of the Go client written to .scratch/bench/cpu-TEST.pprof (go tool pprof -top .scratch/bench/goverbs
 // .scratch/bench/cpu-write_bw.pprof); -reps 0 -profile only profiles.
 //
-// The lab runs QEMU under TCG when KVM is missing; the defaults keep the run near 10 minutes there. More
-// repetitions: -reps 8 (each repetition of the default matrix takes about 2.5 minutes under TCG).
+// By default a bandwidth run moves 16 MiB (200 to 5000 messages) and a latency run 8 MiB (100 to 1000 round
+// trips), so that no run is only a few milliseconds long. The lab runs QEMU under TCG when KVM is missing; the
+// defaults keep the run near 10 minutes there. More repetitions: -reps 8 (about 3 minutes per repetition).
 package main
 
 import (
@@ -59,8 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	sizes := fs.String("sizes", "2,64,4096,65536", "message sizes (atomic tests always use 8)")
 	tests := fs.String("tests", "write_bw,write_lat,read_bw,read_lat,send_bw,send_lat,atomic_bw,atomic_lat", "perftests to run")
 	pairs := fs.String("pairs", "cc,gg,gc,cg", "server/client pairs: c = C perftest, g = goverbs")
-	bwIters := fs.Int("bw-iters", 200, "-n for bandwidth tests")
-	latIters := fs.Int("lat-iters", 100, "-n for latency tests")
+	bwIters := fs.Int("bw-iters", 0, "-n for bandwidth tests (0: 16 MiB worth of messages, 200 to 5000)")
+	latIters := fs.Int("lat-iters", 0, "-n for latency tests (0: 8 MiB worth of round trips, 100 to 1000)")
 	profile := fs.Bool("profile", false, "also profile Go↔Go write_bw, read_lat and send_lat client runs")
 	timeout := fs.Duration("timeout", 40*time.Minute, "limit for the lab run")
 	dev := fs.String("d", "rxe0", "RDMA device")
@@ -257,10 +258,16 @@ func binary(goDir string, impl byte, test string) string {
 func runOne(cfg *config, goDir, test string, size int, pair string, port int) (string, result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	iters := cfg.bwIters
 	lat := strings.HasSuffix(test, "_lat")
+	iters := cfg.bwIters
+	if iters == 0 {
+		iters = min(max(16<<20/size, 200), 5000)
+	}
 	if lat {
 		iters = cfg.latIters
+		if iters == 0 {
+			iters = min(max(8<<20/size, 100), 1000)
+		}
 	}
 	args := []string{"-d", cfg.dev, "-p", strconv.Itoa(port), "-n", strconv.Itoa(iters)}
 	if !strings.HasPrefix(test, "atomic") {
