@@ -132,7 +132,7 @@ func (c *ctx) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 	wc := c.wc
 	y := newYielder(c.rate)
 	for totS < totIters || totC < totIters || (dur && d.state.Load() != stEnd) {
-		y.maybe()
+		y.check()
 		for idx := 0; idx < nq; idx++ {
 			for (c.scnt[idx] < iters || dur) && c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
 				w := &c.wr[idx*int(pl)]
@@ -232,7 +232,7 @@ func (c *ctx) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, error
 			}
 		}
 		for {
-			y.maybe()
+			y.spin()
 			if dur && d.state.Load() == stEnd {
 				break
 			}
@@ -316,7 +316,7 @@ func (c *ctx) runLatWrite(stderr io.Writer) (uint64, error) {
 		if (rcnt < iters || dur) && !(scnt < 1 && p.Server) {
 			rcnt++
 			for atomicLoad8(poll) != uint8(rcnt) && d.state.Load() != stEnd {
-				y.maybe()
+				y.spin()
 			}
 		}
 		if scnt < iters || dur {
@@ -342,7 +342,7 @@ func (c *ctx) runLatWrite(stderr io.Writer) (uint64, error) {
 			ne := 0
 			for ne == 0 {
 				ne = c.sendCQ.Poll(wcs)
-				y.maybe()
+				y.spin()
 			}
 			if wcs[0].Status != uverbs.WCSuccess {
 				compErrSend(stderr, &wcs[0], scnt, ccnt)
@@ -402,7 +402,7 @@ func (c *ctx) runLat(stderr io.Writer) (uint64, error) {
 			}
 		}
 		for {
-			y.maybe()
+			y.spin()
 			ne := c.sendCQ.Poll(wcs)
 			if ne > 0 {
 				if wcs[0].Status != uverbs.WCSuccess {
@@ -455,7 +455,7 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 				}
 			}
 			for {
-				y.maybe()
+				y.spin()
 				ne := c.recvCQ.Poll(wcs)
 				if dur && d.state.Load() == stEnd {
 					break
@@ -518,7 +518,7 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 				}
 				ne := 0
 				for {
-					y.maybe()
+					y.spin()
 					ne = c.sendCQ.Poll(swc)
 					if p.UseEvent || ne != 0 {
 						break
@@ -592,7 +592,7 @@ func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) er
 	y := newYielder(c.rate)
 	if server {
 		for {
-			y.maybe()
+			y.spin()
 			ne := c.recvCQ.Poll(wc)
 			for i := 0; i < ne; i++ {
 				id := int(wc[i].WRID)
@@ -610,7 +610,7 @@ func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) er
 	}
 	var totS, totC uint64
 	for {
-		y.maybe()
+		y.check()
 		for idx := 0; idx < nq; idx++ {
 			for c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
 				w := &c.wr[idx*int(pl)]
@@ -671,7 +671,7 @@ func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 	wc := c.wc
 	y := newYielder(c.rate)
 	for (dur && d.state.Load() != stEnd) || totC < totIters || totR < totIters {
-		y.maybe()
+		y.check()
 		for idx := 0; idx < nq; idx++ {
 			for !beforeFirstRx && (c.scnt[idx] < iters || dur) && c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
 				w := &c.wr[idx*int(pl)]
@@ -778,11 +778,21 @@ func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 type yielder struct {
 	every int64
 	last  int64
+	n     uint32
 }
 
 func newYielder(rate float64) yielder { return yielder{every: int64(2000 * rate), last: now()} }
 
-func (y *yielder) maybe() {
+// spin is called in spin-waits: it looks at the counter every 64th call.
+func (y *yielder) spin() {
+	y.n++
+	if y.n%64 == 0 {
+		y.check()
+	}
+}
+
+// check is called once per round of a loop that does real work each round (posts, polls).
+func (y *yielder) check() {
 	if t := now(); t-y.last > y.every {
 		runtime.Gosched()
 		y.last = t
