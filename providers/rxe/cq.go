@@ -68,6 +68,7 @@ func (cq *cq) Poll(wc []provider.WC) int {
 	for n < len(wc) && cons != prod {
 		w := &wc[n]
 		*w = *(*provider.WC)(q.elem(cons))
+		w.Flags = wcFlagsFromKernel(w.Flags)
 		if w.Flags&provider.WCWithImm != 0 {
 			w.Imm = binary.BigEndian.Uint32((*[4]byte)(unsafe.Pointer(&w.Imm))[:])
 		}
@@ -76,6 +77,27 @@ func (cq *cq) Poll(wc []provider.WC) int {
 	}
 	cq.mu.Unlock()
 	return n
+}
+
+// Kernel completion flags (enum ib_wc_flags) that differ from the IBV_WC_* numbering of provider.WCFlags: the
+// kernel has WITH_INVALIDATE at bit 2 and IP_CSUM_OK at bit 3, userspace the other way round. rxe writes the
+// kernel's numbering into the shared ring.
+const (
+	kernelWCWithInvalidate provider.WCFlags = 1 << 2
+	kernelWCIPCSumOK       provider.WCFlags = 1 << 3
+)
+
+// wcFlagsFromKernel converts the kernel's completion flags to provider.WCFlags (swapping bits 2 and 3; the
+// conversion is its own inverse).
+func wcFlagsFromKernel(f provider.WCFlags) provider.WCFlags {
+	out := f &^ (kernelWCWithInvalidate | kernelWCIPCSumOK)
+	if f&kernelWCWithInvalidate != 0 {
+		out |= provider.WCWithInv
+	}
+	if f&kernelWCIPCSumOK != 0 {
+		out |= provider.WCIPCSumOK
+	}
+	return out
 }
 
 // Arm requests a completion event for the next completion (only for solicited ones if solicitedOnly): the
