@@ -81,6 +81,12 @@ func warmUp(dev string) error {
 // open fds after the suite must equal those before it. A difference fails the run.
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// An explicit -device means "test this device" on real hardware, outside the lab too.
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "device" {
+			os.Setenv("GOVERBS_DEVICE", f.Value.String())
+		}
+	})
 	if !labtest.InLab() || testing.Short() {
 		os.Exit(m.Run())
 	}
