@@ -36,7 +36,9 @@ func (c Command) progName() string {
 // commands is the registry; adding a tool is one entry.
 var commands = []Command{
 	{Name: "devices", Aliases: []string{"ibv_devices"}, Summary: "list RDMA devices and node GUIDs",
-		Run: func(_ string, a []string, o, e io.Writer) int { return devices.Run(a, o, e) }},
+		Run: func(_ string, a []string, o, e io.Writer) int {
+			return devices.Command{Source: uverbssrc.New(e)}.Run(a, o, e)
+		}},
 	{Name: "devinfo", Aliases: []string{"ibv_devinfo"}, Summary: "show device and port attributes",
 		Run: func(p string, a []string, o, e io.Writer) int {
 			return devinfo.Command{Prog: p, Source: uverbssrc.New(e)}.Run(a, o, e)

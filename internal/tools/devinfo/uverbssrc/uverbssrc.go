@@ -1,4 +1,5 @@
-// Package uverbssrc is the devinfo.Source over goverbs' own uverbs package:
+// Package uverbssrc is the devinfo.Source (and devices.Source) over goverbs'
+// own uverbs package:
 // devices from RDMA netlink (sysfs as fallback), attributes from the kernel
 // queries libibverbs 44 makes (extended QUERY_DEVICE, QUERY_PORT,
 // QUERY_GID_TABLE), so that "goverbs devinfo" prints what ibv_devinfo prints.
@@ -12,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/verbsdev"
 	"github.com/goverbs/goverbs/uverbs"
@@ -30,6 +32,20 @@ type Source struct {
 // RLIMIT_MEMLOCK) and may be nil.
 func New(stderr io.Writer) *Source {
 	return &Source{stderr: stderr, devs: map[string]uverbs.Device{}}
+}
+
+// Entries implements devices.Source: ibv_devices' list, in the same order
+// and with the same node GUIDs as Devices.
+func (s *Source) Entries() ([]devices.Entry, error) {
+	ids, err := s.Devices()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]devices.Entry, len(ids))
+	for i, id := range ids {
+		out[i] = devices.Entry{Name: id.Name, NodeGUID: uint64(s.devs[id.Name].NodeGUID)}
+	}
+	return out, nil
 }
 
 // Devices implements devinfo.Source: the usable devices in kernel index
