@@ -2,6 +2,5 @@
 // rdma-core C tools side by side on rxe0 in the lab VM and require identical
 // output, errors and exit status. It has no non-test code.
 //
-//	go test -c -o /tmp/labdiff.test ./internal/tools/labdiff
-//	go run ./test/lab/cmd/lab -- /tmp/labdiff.test -test.v
+//	go run ./test/lab/cmd/labsuite ./internal/tools/labdiff
 package labdiff

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -14,20 +13,8 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
 	"github.com/goverbs/goverbs/internal/tools/golden"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
+	"github.com/goverbs/goverbs/test/labtest"
 )
-
-// requireLab is the lab gate of docs/DESIGN.md: skip outside the lab VM,
-// unless GOVERBS_LAB_REQUIRED=1 makes that a failure.
-func requireLab(t *testing.T) {
-	t.Helper()
-	if os.Getenv("GOVERBS_LAB") != "" {
-		return
-	}
-	if os.Getenv("GOVERBS_LAB_REQUIRED") == "1" {
-		t.Fatal("this test needs the lab VM (GOVERBS_LAB_REQUIRED=1)")
-	}
-	t.Skip("needs the lab VM (rxe0); run it with test/lab")
-}
 
 // runC runs the C tool and returns its result with pids normalized.
 func runC(t *testing.T, prog string, args []string) golden.Result {
@@ -50,11 +37,12 @@ func runC(t *testing.T, prog string, args []string) golden.Result {
 
 type goTool func(prog string, args []string, stdout, stderr io.Writer) int
 
-// compare runs the C tool and ours with the same arguments.
+// compare runs the C tool and ours with the same arguments; DEV in a case
+// stands for the test device (rxe0 in the lab).
 func compare(t *testing.T, prog string, run goTool, cases []string) {
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(prog+" "+c, " ", "_"), func(t *testing.T) {
-			args := strings.Fields(c)
+			args := strings.Fields(strings.ReplaceAll(c, "DEV", labtest.Device()))
 			want := runC(t, prog, args)
 			var out, errb bytes.Buffer
 			st := run(prog, args, &out, &errb)
@@ -67,7 +55,7 @@ func compare(t *testing.T, prog string, run goTool, cases []string) {
 }
 
 func TestDevices(t *testing.T) {
-	requireLab(t)
+	labtest.Require(t)
 	compare(t, "ibv_devices", func(_ string, a []string, o, e io.Writer) int {
 		return devices.Command{Source: uverbssrc.New(e)}.Run(a, o, e)
 	}, []string{"", "-v"})
@@ -76,15 +64,15 @@ func TestDevices(t *testing.T) {
 }
 
 func TestIbstat(t *testing.T) {
-	requireLab(t)
+	labtest.Require(t)
 	compare(t, "ibstat", func(p string, a []string, o, e io.Writer) int { return ibstat.Command{Prog: p}.Run(a, o, e) },
-		[]string{"", "-s", "-p", "-l", "rxe0", "rxe0 1", "rxe0 2", "rxe0 0", "foo", "-l rxe0", "-p rxe0", "-s rxe0",
-			"-dd rxe0 2", "-dd -p", "-V", "-h", "-x"})
+		[]string{"", "-s", "-p", "-l", "DEV", "DEV 1", "DEV 2", "DEV 0", "DEV 9", "foo", "-l DEV", "-p DEV", "-s DEV",
+			"-dd DEV 9", "-dd -p", "-V", "-h", "-x"})
 }
 
 // DevinfoCases are the ibv_devinfo invocations compared in the lab.
-var DevinfoCases = []string{"", "-v", "-l", "-d rxe0", "-d rxe0 -i 1", "-v -i 1", "-i 2", "-i 257", "-d foo",
-	"-i 0", "-v -d rxe0", "--ib-dev=rxe0 --verbose", "-x"}
+var DevinfoCases = []string{"", "-v", "-l", "-d DEV", "-d DEV -i 1", "-v -i 1", "-i 9", "-i 257", "-d foo",
+	"-i 0", "-v -d DEV", "--ib-dev=DEV --verbose", "-x"}
 
 // DiffDevinfo compares ibv_devinfo with goverbs' devinfo over src, a
 // devinfo.Source implementation.
@@ -95,6 +83,6 @@ func DiffDevinfo(t *testing.T, src devinfo.Source) {
 }
 
 func TestDevinfo(t *testing.T) {
-	requireLab(t)
+	labtest.Require(t)
 	DiffDevinfo(t, uverbssrc.New(io.Discard))
 }
