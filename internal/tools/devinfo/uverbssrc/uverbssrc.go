@@ -80,7 +80,9 @@ func FWVer(raw uint64, driver uverbs.DriverID) string {
 	return fmt.Sprintf("%d.%d.%d", major, minor, sub)
 }
 
-// Query implements devinfo.Source.
+// Query implements devinfo.Source. The uverbs package does not yet return
+// mlx5's driver part of the QUERY_DEVICE response, so on mlx5 the TSO, RSS
+// hash and packet pacing capabilities (see devinfo's model.go) are zero.
 func (s *Source) Query(id devinfo.DeviceID) (*devinfo.Model, error) {
 	d, ok := s.devs[id.Name]
 	if !ok {
