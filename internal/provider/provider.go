@@ -241,10 +241,3 @@ func Names() []string {
 	sort.Strings(n)
 	return n
 }
-
-// FWVerFormatter is optionally implemented by a provider Context whose rdma-core counterpart formats
-// ibv_device_attr.fw_ver differently from "%d.%d.%d" (major.minor.sub_minor of the raw 64-bit version; mlx5
-// pads sub_minor to four digits).
-type FWVerFormatter interface {
-	FormatFWVer(raw uint64) string
-}
