@@ -23,7 +23,7 @@ func TestDeviceListAndOpen(t *testing.T) {
 	require.NotEmpty(t, devs)
 	found := false
 	for _, d := range devs {
-		if d.Name == *deviceFlag {
+		if d.Name == labtest.Device() {
 			found = true
 		}
 		if d.Err != nil {
@@ -34,7 +34,7 @@ func TestDeviceListAndOpen(t *testing.T) {
 		require.Equal(t, d.Name, ctx.Name())
 		require.NoError(t, ctx.Close())
 	}
-	require.True(t, found, "device %s not listed in %+v", *deviceFlag, devs)
+	require.True(t, found, "device %s not listed in %+v", labtest.Device(), devs)
 }
 
 // verifyDeviceAttr is pyverbs' DeviceTest.verify_device_attr.

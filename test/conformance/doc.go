@@ -1,10 +1,11 @@
 // Package conformance is goverbs' device-agnostic conformance suite for the verbs API (package uverbs). It runs
 // against any RDMA device: in the lab (go run ./test/lab/cmd/lab, rxe0 on Debian's 6.1 kernel) and on real
-// hardware with -device NAME. Every test calls labtest.Require, so outside the lab (and without -device or
-// GOVERBS_DEVICE) the suite skips, unless GOVERBS_LAB_REQUIRED=1, which makes it fail instead. A test skips only
+// hardware with -device NAME. Every test calls labtest.Require, so on a machine without the device the suite
+// skips, unless GOVERBS_LAB_REQUIRED=1 (as `make test` sets), which makes it fail instead. A test skips only
 // for a capability the device lacks (atomic_cap NONE, no SRQ, ErrNotSupported from a create), with the reason.
 //
-// Flags: -device NAME (default labtest.Device(): GOVERBS_DEVICE or rxe0), -port N (1), -gid N (default: the
+// Flags: -device NAME (package labtest's: default $GOVERBS_DEVICE, rxe0 in the lab, else the first device),
+// -port N (1), -gid N (default: the
 // first RoCE v2 IPv4 GID, as rdma-core's tests are run with --gid 1, else the first valid GID).
 //
 // Traffic uses rdma-core's tests/base.py defaults: path MTU 1024, max_rd_atomic = max_dest_rd_atomic = 1,
@@ -22,8 +23,9 @@
 //
 // # Running
 //
+//	go run ./test/lab/cmd/labsuite ./test/conformance  # as make test runs it: one VM boot
 //	go test -c -o .scratch/conf.test ./test/conformance
-//	go run ./test/lab/cmd/lab -sh 'cd test/conformance && ../../.scratch/conf.test -test.v'
+//	go run ./test/lab/cmd/lab -sh 'cd test/conformance && ../../.scratch/conf.test -test.v -test.run TestMW'
 //	.scratch/conf.test -device mlx5_0 -test.v            # real hardware
 //
 // # pyverbs counterparts

@@ -15,10 +15,11 @@ import (
 	"github.com/goverbs/goverbs/uverbs"
 )
 
+// The device under test is labtest.Device(): the -device flag (registered by package labtest), $GOVERBS_DEVICE,
+// rxe0 in the lab, else the first device.
 var (
-	deviceFlag = flag.String("device", labtest.Device(), "RDMA device under test")
-	portFlag   = flag.Int("port", 1, "port of the device under test")
-	gidFlag    = flag.Int("gid", -1, "GID index for traffic (-1: the first RoCE v2 IPv4 GID, else the first valid one)")
+	portFlag = flag.Int("port", 1, "port of the device under test")
+	gidFlag  = flag.Int("gid", -1, "GID index for traffic (-1: the first RoCE v2 IPv4 GID, else the first valid one)")
 )
 
 // Default traffic parameters, as rdma-core's tests/base.py sets them.
@@ -54,8 +55,8 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	labtest.Require(t)
-	ctx, err := uverbs.Open(*deviceFlag)
-	require.NoError(t, err, "open %s", *deviceFlag)
+	ctx, err := uverbs.Open(labtest.Device())
+	require.NoError(t, err, "open %s", labtest.Device())
 	t.Cleanup(func() { require.NoError(t, ctx.Close(), "close context") })
 	dev, err := ctx.QueryDevice()
 	require.NoError(t, err)

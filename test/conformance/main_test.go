@@ -81,26 +81,20 @@ func warmUp(dev string) error {
 // open fds after the suite must equal those before it. A difference fails the run.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	// An explicit -device means "test this device" on real hardware, outside the lab too.
-	flag.Visit(func(f *flag.Flag) {
-		if f.Name == "device" {
-			os.Setenv("GOVERBS_DEVICE", f.Value.String())
-		}
-	})
-	if !labtest.InLab() || testing.Short() {
+	if !labtest.HasDevice() || testing.Short() {
 		os.Exit(m.Run())
 	}
-	if err := warmUp(*deviceFlag); err != nil {
-		fmt.Fprintf(os.Stderr, "conformance: open %s: %v\n", *deviceFlag, err)
+	if err := warmUp(labtest.Device()); err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: open %s: %v\n", labtest.Device(), err)
 		os.Exit(m.Run()) // the tests themselves report the failure
 	}
-	before, err := takeSnapshot(*deviceFlag)
+	before, err := takeSnapshot(labtest.Device())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: leak check: snapshot before: %v\n", err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	after, err := takeSnapshot(*deviceFlag)
+	after, err := takeSnapshot(labtest.Device())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: leak check: snapshot after: %v\n", err)
 		os.Exit(1)

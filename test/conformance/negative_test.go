@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
 )
 
@@ -332,7 +333,7 @@ func TestNegCloseParentWithChildren(t *testing.T) {
 		require.NoError(t, cq.Close())
 	})
 	t.Run("context with PD", func(t *testing.T) {
-		ctx, err := uverbs.Open(*deviceFlag)
+		ctx, err := uverbs.Open(labtest.Device())
 		require.NoError(t, err)
 		pd, err := ctx.AllocPD()
 		require.NoError(t, err)
@@ -367,7 +368,7 @@ func TestNegCloseParentWithChildren(t *testing.T) {
 // refused by the kernel (the handle is gone).
 func TestNegUseAfterClose(t *testing.T) {
 	e := newEnv(t)
-	ctx, err := uverbs.Open(*deviceFlag)
+	ctx, err := uverbs.Open(labtest.Device())
 	require.NoError(t, err)
 	require.NoError(t, ctx.Close())
 	_, err = ctx.AllocPD()
