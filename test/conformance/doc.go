@@ -213,4 +213,13 @@
 //	73  TestNegSRQ (QP with SRQ)                     post recv on a QP attached to an SRQ: EINVAL
 //	74  TestNegSRQ (overflow)                        max_wr+1 SRQ receives: ENOMEM
 //	75  TestXRCDSupportIsTyped                       XRCD on a device without XRC: ErrNotSupported
+//	76  TestMulticastAttach (second detach)          detach from a group not attached: EINVAL
+//	77  TestMulticastAttach (unicast GID)            attach to a non-multicast GID: EINVAL
+//	78  TestMulticastAttach (RC QP)                  attach a QP that is not UD: EINVAL
+//	79  TestReregMRAccess                            rereg without remote write, then a remote write: REM_ACCESS_ERR
+//	                                                 (rxe on 6.1 cannot re-register: typed ErrNotSupported, skip)
+//
+// Further positive tests beyond the pyverbs set: TestTraffic/UC/*, TestTrafficInline, TestSRQTraffic,
+// TestSRQLimitEvent (EventSRQLimitReached on the async event fd), TestQueryRCQPAfterConnect (every RTR/RTS
+// attribute reads back).
 package conformance
