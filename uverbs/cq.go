@@ -134,6 +134,15 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	if attr.CQE < 1 {
 		return nil, wrap("create CQ", c.dev.Name, fmt.Errorf("cqe %d: %w", attr.CQE, unix.EINVAL))
 	}
+	if attr.Channel != nil {
+		// A closed channel's fd number may already belong to another file.
+		attr.Channel.mu.Lock()
+		closed := attr.Channel.closed
+		attr.Channel.mu.Unlock()
+		if closed {
+			return nil, wrap("create CQ", c.dev.Name, fmt.Errorf("completion channel: %w", ErrClosed))
+		}
+	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap("create CQ", c.dev.Name, err)
 	}
@@ -217,6 +226,9 @@ func (cq *CQ) AckEvents(n int) {
 // Resize changes the CQ's size to at least cqe entries (ibv_resize_cq).
 func (cq *CQ) Resize(cqe int) error {
 	c := cq.ctx
+	if err := cq.checkOpen(); err != nil {
+		return wrapf(c.dev.Name, err, "resize CQ %#x", cq.handle)
+	}
 	p := &provider.CQParams{CQE: cqe}
 	err := cq.prov.Resize(p, func(uhwIn, uhwOut []byte) error {
 		in := &abi.IbUverbsResizeCq{CqHandle: cq.handle, Cqe: uint32(cqe)}
@@ -231,6 +243,16 @@ func (cq *CQ) Resize(cqe int) error {
 		return wrapf(c.dev.Name, err, "resize CQ %#x to %d", cq.handle, cqe)
 	}
 	cq.cqe = p.Out.CQE
+	return nil
+}
+
+// checkOpen is ErrClosed once the CQ is closed (its handle may name a newer CQ).
+func (cq *CQ) checkOpen() error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.closed {
+		return ErrClosed
+	}
 	return nil
 }
 

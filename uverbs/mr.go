@@ -80,6 +80,9 @@ func (pd *PD) RegMRAddr(addr uintptr, length int, iova uint64, access Access) (*
 
 func (pd *PD) regMR(addr uintptr, length int, iova uint64, access Access) (*MR, error) {
 	c := pd.ctx
+	if err := pd.checkOpen(); err != nil {
+		return nil, wrap("reg MR", c.dev.Name, err)
+	}
 	if err := access.validate(); err != nil {
 		return nil, wrap("reg MR", c.dev.Name, err)
 	}
@@ -132,6 +135,14 @@ const (
 // with ReregAccess new access rights. Devices that cannot re-register answer ErrNotSupported (rxe on 6.1).
 func (mr *MR) Rereg(flags int, pd *PD, buf []byte, access Access) error {
 	c := mr.pd.ctx
+	if err := mr.checkOpen(); err != nil {
+		return wrapf(c.dev.Name, err, "rereg MR %#x", mr.handle)
+	}
+	if flags&ReregPD != 0 {
+		if err := pd.checkOpen(); err != nil {
+			return wrapf(c.dev.Name, err, "rereg MR %#x to a new PD", mr.handle)
+		}
+	}
 	in := &abi.IbUverbsReregMr{MrHandle: mr.handle, Flags: uint32(flags)}
 	if flags&ReregTrans != 0 {
 		if len(buf) == 0 {
@@ -163,6 +174,16 @@ func (mr *MR) Rereg(flags int, pd *PD, buf []byte, access Access) error {
 	}
 	if flags&ReregAccess != 0 {
 		mr.access = access
+	}
+	return nil
+}
+
+// checkOpen is ErrClosed once the MR is closed (its handle may name a newer MR).
+func (mr *MR) checkOpen() error {
+	mr.mu.Lock()
+	defer mr.mu.Unlock()
+	if mr.closed {
+		return ErrClosed
 	}
 	return nil
 }

@@ -30,6 +30,9 @@ type MW struct {
 // AllocMW allocates a memory window (ibv_alloc_mw).
 func (pd *PD) AllocMW(typ MWType) (*MW, error) {
 	c := pd.ctx
+	if err := pd.checkOpen(); err != nil {
+		return nil, wrap("alloc MW", c.dev.Name, err)
+	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap("alloc MW", c.dev.Name, err)
 	}

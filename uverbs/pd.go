@@ -71,6 +71,17 @@ func (pd *PD) Close() error {
 	return nil
 }
 
+// checkOpen is ErrClosed once the PD is closed. The kernel reuses the lowest free handle, so a closed PD's
+// handle may already name a newer PD: verbs on a closed PD must not reach the kernel.
+func (pd *PD) checkOpen() error {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	if pd.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
 // destroyObject runs a DESTROY method whose only attribute is the object's handle.
 func (c *Context) destroyObject(object, method, attr uint16, handle uint32) error {
 	cmd := c.newCmd(object, method)

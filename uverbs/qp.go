@@ -99,6 +99,20 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	if attr.RecvCQ == nil {
 		attr.RecvCQ = attr.SendCQ
 	}
+	if err := pd.checkOpen(); err != nil {
+		return nil, wrap(op, c.dev.Name, err)
+	}
+	if err := attr.SendCQ.checkOpen(); err != nil {
+		return nil, wrap(op, c.dev.Name, fmt.Errorf("send CQ: %w", err))
+	}
+	if err := attr.RecvCQ.checkOpen(); err != nil {
+		return nil, wrap(op, c.dev.Name, fmt.Errorf("receive CQ: %w", err))
+	}
+	if attr.SRQ != nil {
+		if err := attr.SRQ.checkOpen(); err != nil {
+			return nil, wrap(op, c.dev.Name, fmt.Errorf("SRQ: %w", err))
+		}
+	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap(op, c.dev.Name, err)
 	}
@@ -181,6 +195,16 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) { return qp.prov.PostSend(wrs)
 
 // PostRecv posts receive work requests (ibv_post_recv).
 func (qp *QP) PostRecv(wrs []RecvWR) (int, error) { return qp.prov.PostRecv(wrs) }
+
+// checkOpen is ErrClosed once the QP is closed (its handle may name a newer QP).
+func (qp *QP) checkOpen() error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.closed {
+		return ErrClosed
+	}
+	return nil
+}
 
 // Close destroys the QP (ibv_destroy_qp).
 func (qp *QP) Close() error {
@@ -302,6 +326,9 @@ func ahAttrFromDest(d *abi.IbUverbsQpDest) AHAttr {
 // kernel checks the state transition and the attributes each transition requires.
 func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	c := qp.ctx
+	if err := qp.checkOpen(); err != nil {
+		return wrapf(c.dev.Name, err, "modify QP %#x", qp.qpn)
+	}
 	in := &abi.IbUverbsModifyQp{
 		Dest: qpDest(&attr.AHAttr), AltDest: qpDest(&attr.AltAHAttr), QpHandle: qp.handle, AttrMask: uint32(mask),
 		Qkey: attr.QKey, RqPsn: attr.RQPSN, SqPsn: attr.SQPSN, DestQpNum: attr.DestQPN,
@@ -329,6 +356,9 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 // Query returns the QP's current attributes (ibv_query_qp) and its creation attributes' capacities.
 func (qp *QP) Query(mask QPAttrMask) (*QPAttr, error) {
 	c := qp.ctx
+	if err := qp.checkOpen(); err != nil {
+		return nil, wrapf(c.dev.Name, err, "query QP %#x", qp.qpn)
+	}
 	in := &abi.IbUverbsQueryQp{QpHandle: qp.handle, AttrMask: uint32(mask)}
 	out := new(abi.IbUverbsQueryQpResp)
 	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_QUERY_QP, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
@@ -350,6 +380,9 @@ func (qp *QP) Query(mask QPAttrMask) (*QPAttr, error) {
 
 // AttachMcast attaches the QP (UD) to a multicast group (ibv_attach_mcast).
 func (qp *QP) AttachMcast(gid GID, lid uint16) error {
+	if err := qp.checkOpen(); err != nil {
+		return wrapf(qp.ctx.dev.Name, err, "attach QP %#x to multicast group %v", qp.qpn, gid)
+	}
 	in := &abi.IbUverbsAttachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
 	if err := qp.ctx.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_ATTACH_MCAST, CoreIn: rawcmd.Bytes(in)}); err != nil {
 		return wrapf(qp.ctx.dev.Name, err, "attach QP %#x to multicast group %v", qp.qpn, gid)
@@ -359,6 +392,9 @@ func (qp *QP) AttachMcast(gid GID, lid uint16) error {
 
 // DetachMcast detaches the QP from a multicast group (ibv_detach_mcast).
 func (qp *QP) DetachMcast(gid GID, lid uint16) error {
+	if err := qp.checkOpen(); err != nil {
+		return wrapf(qp.ctx.dev.Name, err, "detach QP %#x from multicast group %v", qp.qpn, gid)
+	}
 	in := &abi.IbUverbsDetachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
 	if err := qp.ctx.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_DETACH_MCAST, CoreIn: rawcmd.Bytes(in)}); err != nil {
 		return wrapf(qp.ctx.dev.Name, err, "detach QP %#x from multicast group %v", qp.qpn, gid)

@@ -34,6 +34,9 @@ type SRQ struct {
 // CreateSRQ creates a basic shared receive queue (ibv_create_srq) through the SRQ_CREATE ioctl.
 func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
 	c := pd.ctx
+	if err := pd.checkOpen(); err != nil {
+		return nil, wrap("create SRQ", c.dev.Name, err)
+	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap("create SRQ", c.dev.Name, err)
 	}
@@ -106,6 +109,9 @@ const (
 // (SRQAttrLimit) (ibv_modify_srq).
 func (srq *SRQ) Modify(attr SRQAttr, mask int) error {
 	c := srq.ctx
+	if err := srq.checkOpen(); err != nil {
+		return wrapf(c.dev.Name, err, "modify SRQ %#x", srq.srqn)
+	}
 	in := &abi.IbUverbsModifySrq{SrqHandle: srq.handle, AttrMask: uint32(mask), MaxWr: attr.MaxWR, SrqLimit: attr.Limit}
 	err := srq.prov.Modify(attr.MaxWR, func(uhwIn, uhwOut []byte) error {
 		return c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_MODIFY_SRQ, CoreIn: rawcmd.Bytes(in), UHWIn: uhwIn, UHWOut: uhwOut})
@@ -125,12 +131,25 @@ func (srq *SRQ) Modify(attr SRQAttr, mask int) error {
 // Query returns the SRQ's attributes (ibv_query_srq).
 func (srq *SRQ) Query() (SRQAttr, error) {
 	c := srq.ctx
+	if err := srq.checkOpen(); err != nil {
+		return SRQAttr{}, wrapf(c.dev.Name, err, "query SRQ %#x", srq.srqn)
+	}
 	in := &abi.IbUverbsQuerySrq{SrqHandle: srq.handle}
 	out := new(abi.IbUverbsQuerySrqResp)
 	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_QUERY_SRQ, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
 		return SRQAttr{}, wrapf(c.dev.Name, err, "query SRQ %#x", srq.srqn)
 	}
 	return SRQAttr{MaxWR: out.MaxWr, MaxSGE: out.MaxSge, Limit: out.SrqLimit}, nil
+}
+
+// checkOpen is ErrClosed once the SRQ is closed (its handle may name a newer SRQ).
+func (srq *SRQ) checkOpen() error {
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.closed {
+		return ErrClosed
+	}
+	return nil
 }
 
 // Close destroys the SRQ (ibv_destroy_srq). The kernel refuses (EBUSY) while QPs use it.
@@ -167,6 +186,9 @@ type AH struct {
 // source GID index), as the kernel requires.
 func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	c := pd.ctx
+	if err := pd.checkOpen(); err != nil {
+		return nil, wrap("create AH", c.dev.Name, err)
+	}
 	port := int(attr.PortNum)
 	pa, err := c.QueryPort(port)
 	if err != nil {
