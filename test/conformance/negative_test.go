@@ -440,3 +440,64 @@ func TestXRCDSupportIsTyped(t *testing.T) {
 	}
 	require.NoError(t, x.Close())
 }
+
+// Negative: use after close where the kernel reuses handles. The kernel hands out the lowest free handle, so a
+// PD, CQ or QP allocated after a Close gets the closed one's handle; a verb on the closed Go object must fail
+// with ErrClosed instead of acting on the new object.
+func TestNegUseAfterCloseHandleReuse(t *testing.T) {
+	e := newEnv(t)
+	buf := e.buffer(4096)
+
+	old, err := e.ctx.AllocPD()
+	require.NoError(t, err)
+	require.NoError(t, old.Close())
+	pd := e.pd()
+	t.Logf("closed PD handle %#x, new PD handle %#x", old.Handle(), pd.Handle())
+	mr, err := old.RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
+	if err == nil {
+		mr.Close()
+	}
+	require.ErrorIs(t, err, uverbs.ErrClosed, "reg MR on a closed PD")
+	cq := e.cq(16)
+	_, err = old.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	require.ErrorIs(t, err, uverbs.ErrClosed, "create QP on a closed PD")
+	_, err = old.CreateSRQ(uverbs.SRQAttr{MaxWR: 4, MaxSGE: 1})
+	require.ErrorIs(t, err, uverbs.ErrClosed, "create SRQ on a closed PD")
+	_, err = old.AllocMW(uverbs.MWType2)
+	require.ErrorIs(t, err, uverbs.ErrClosed, "alloc MW on a closed PD")
+	_, err = old.CreateAH(e.globalAH())
+	require.ErrorIs(t, err, uverbs.ErrClosed, "create AH on a closed PD")
+
+	oldCQ, err := e.ctx.CreateCQ(uverbs.CQAttr{CQE: 4})
+	require.NoError(t, err)
+	require.NoError(t, oldCQ.Close())
+	_ = e.cq(4) // takes the closed CQ's handle
+	requireErrorIsClosed(t, oldCQ.Resize(8), "resize a closed CQ")
+	_, err = pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeUD, SendCQ: oldCQ, RecvCQ: oldCQ, Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	require.ErrorIs(t, err, uverbs.ErrClosed, "create QP with a closed CQ")
+
+	ch, err := e.ctx.CreateCompChannel()
+	require.NoError(t, err)
+	require.NoError(t, ch.Close())
+	_, err = e.ctx.CreateCQ(uverbs.CQAttr{CQE: 4, Channel: ch})
+	require.ErrorIs(t, err, uverbs.ErrClosed, "create CQ on a closed completion channel")
+
+	oldQP, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	require.NoError(t, err)
+	require.NoError(t, oldQP.Close())
+	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	require.NoError(t, err)
+	cleanup(t, qp)
+	requireErrorIsClosed(t, oldQP.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, QKey: 1, PortNum: uint8(e.pnum)},
+		uverbs.QPAttrState|uverbs.QPAttrQKey|uverbs.QPAttrPort|uverbs.QPAttrPKeyIndex), "modify a closed QP")
+	_, err = oldQP.Query(uverbs.QPAttrState)
+	requireErrorIsClosed(t, err, "query a closed QP")
+	a, err := qp.Query(uverbs.QPAttrState)
+	require.NoError(t, err)
+	require.Equal(t, "RESET", uverbs.QPStateName(a.State), "the new QP was not touched")
+}
+
+func requireErrorIsClosed(t *testing.T, err error, what string) {
+	t.Helper()
+	require.ErrorIs(t, err, uverbs.ErrClosed, what)
+}
