@@ -82,44 +82,33 @@ func TestNegCreateCQBadCompVector(t *testing.T) {
 	}
 }
 
-// pyverbs: test_cq.CQTest.test_resize_cq — shrink to 1, grow to 7, fill all but one entry with UD sends, then a
-// shrink below the outstanding completions is EINVAL.
+// pyverbs: test_cq.CQTest.test_resize_cq — shrink to 1, grow to 7, fill all but one entry, then a shrink below
+// the outstanding completions is EINVAL and they are all still there. pyverbs fills a UD sender's CQ, whose
+// completions arrive asynchronously; here the filled CQ is an RC receiver's, and the sender's completions (each
+// after the responder's receive completion and ACK) prove every receive completion is in before the resize.
 func TestResizeCQ(t *testing.T) {
 	e := newEnv(t)
-	client, _ := e.pair(playerOpts{qpType: uverbs.QPTypeUD, cqDepth: 3})
-	err := client.cq.Resize(1)
+	client, server := e.pair(playerOpts{qpType: uverbs.QPTypeRC, cqDepth: 3})
+	err := server.cq.Resize(1)
 	skipIfUnsupported(t, err, "resize CQ")
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, client.cq.CQE(), 1)
-	require.NoError(t, client.cq.Resize(7))
-	require.GreaterOrEqual(t, client.cq.CQE(), 7)
-	n := client.cq.CQE() - 1
+	require.GreaterOrEqual(t, server.cq.CQE(), 1)
+	require.NoError(t, server.cq.Resize(7))
+	require.GreaterOrEqual(t, server.cq.CQE(), 7)
+	n := min(server.cq.CQE()-1, int(server.qp.Cap().MaxRecvWR), int(client.qp.Cap().MaxSendWR))
+	for i := 0; i < n; i++ {
+		server.postRecv(uint64(i))
+	}
 	for i := 0; i < n; i++ {
 		client.post(client.sendWR(uverbs.WRSend, client.o.msgSize))
+		requireSuccess(t, pollOne(t, client.cq))
 	}
-	// The completions are generated asynchronously: wait until the CQ holds them all before shrinking, by
-	// arming nothing and reading nothing: poll with a zero-length slice is not possible, so resize until it
-	// refuses once every completion is in.
-	err = waitResizeRefused(t, client, n)
-	requireErrno(t, err, unix.EINVAL)
-	wcs := poll(t, client.cq, n)
+	requireErrno(t, server.cq.Resize(1), unix.EINVAL, "shrink to 1 with %d completions outstanding", n)
+	wcs := poll(t, server.cq, n)
 	requireSuccess(t, wcs...)
-}
-
-// waitResizeRefused retries the shrink to 1 until the CQ holds more completions than that (the UD sends
-// complete asynchronously); a shrink that succeeds early is undone.
-func waitResizeRefused(t *testing.T, p *player, outstanding int) error {
-	t.Helper()
-	for i := 0; i < 100000; i++ {
-		err := p.cq.Resize(1)
-		if err != nil {
-			return err
-		}
-		// Accepted: fewer than 2 completions were in the CQ yet; grow back so the rest fit.
-		require.NoError(t, p.cq.Resize(outstanding+1))
+	for i, wc := range wcs {
+		require.Equal(t, uint64(i), wc.WRID)
 	}
-	t.Fatal("resize below the outstanding completions never failed")
-	return nil
 }
 
 // pyverbs: test_cq_events.CqEventsTestCase.test_cq_events_rc, test_cq_events_ud — traffic whose completions
