@@ -145,7 +145,7 @@
 //	 6  TestNegCreateCQTooLarge                      cqe = max_cqe+1: EINVAL
 //	 7  TestNegCreateCQBadCompVector                 comp_vector = num_comp_vectors (+1): EINVAL
 //	 8  TestNegResizeCQTooLarge                      resize to max_cqe+1: EINVAL
-//	 9  TestResizeCQ                                 shrink below the outstanding completions: EINVAL
+//	 9  TestResizeCQ                                 shrink below the outstanding completions: EINVAL, none lost
 //	10  TestNegCreateQPIllegalCaps/max_send_wr       max_send_wr 0xffffffff: EINVAL
 //	11  TestNegCreateQPIllegalCaps/max_send_sge      max_send_sge 0xffff: EINVAL
 //	12  TestNegCreateQPIllegalCaps/max_recv_sge      max_recv_sge 0xffff: EINVAL
@@ -218,6 +218,9 @@
 //	78  TestMulticastAttach (RC QP)                  attach a QP that is not UD: EINVAL
 //	79  TestReregMRAccess                            rereg without remote write, then a remote write: REM_ACCESS_ERR
 //	                                                 (rxe on 6.1 cannot re-register: typed ErrNotSupported, skip)
+//	80  TestNegUseAfterCloseHandleReuse              after Close the kernel reuses the handle for the next object;
+//	                                                 verbs on the closed PD, CQ, QP, channel: ErrClosed, the new
+//	                                                 object untouched
 //
 // Further positive tests beyond the pyverbs set: TestTraffic/UC/*, TestTrafficInline, TestSRQTraffic,
 // TestSRQLimitEvent (EventSRQLimitReached on the async event fd), TestQueryRCQPAfterConnect (every RTR/RTS
