@@ -5,8 +5,8 @@
 // for a capability the device lacks (atomic_cap NONE, no SRQ, ErrNotSupported from a create), with the reason.
 //
 // Flags: -device NAME (package labtest's: default $GOVERBS_DEVICE, rxe0 in the lab, else the first device),
-// -port N (1), -gid N (default: the
-// first RoCE v2 IPv4 GID, as rdma-core's tests are run with --gid 1, else the first valid GID).
+// -port N (1), -gid N (default: the first RoCE v2 IPv4 GID, as rdma-core's tests are run with --gid 1, else the
+// first valid GID).
 //
 // Traffic uses rdma-core's tests/base.py defaults: path MTU 1024, max_rd_atomic = max_dest_rd_atomic = 1,
 // min_rnr_timer 12, timeout 14, retry_cnt 7, rnr_retry 7, UD qkey 0x11111111, a 40-byte GRH in UD receives,
@@ -23,10 +23,10 @@
 //
 // # Running
 //
-//	go run ./test/lab/cmd/labsuite ./test/conformance  # as make test runs it: one VM boot
+//	go run ./test/lab/cmd/labsuite ./test/conformance  # as make test runs it, one VM boot
 //	go test -c -o .scratch/conf.test ./test/conformance
 //	go run ./test/lab/cmd/lab -sh 'cd test/conformance && ../../.scratch/conf.test -test.v -test.run TestMW'
-//	.scratch/conf.test -device mlx5_0 -test.v            # real hardware
+//	.scratch/conf.test -device mlx5_0 -test.v  # real hardware
 //
 // # pyverbs counterparts
 //
