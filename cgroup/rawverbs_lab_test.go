@@ -105,10 +105,16 @@ func (c *rawContext) deallocPD(h uint32) error {
 }
 
 // Close closes the context; the kernel destroys its objects and uncharges
-// everything.
+// everything. Closing again does nothing.
 func (c *rawContext) Close() error {
 	if c.asyncFD >= 0 {
 		unix.Close(c.asyncFD)
+		c.asyncFD = -1
 	}
-	return unix.Close(c.fd)
+	if c.fd < 0 {
+		return nil
+	}
+	err := unix.Close(c.fd)
+	c.fd = -1
+	return err
 }
