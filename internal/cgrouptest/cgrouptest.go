@@ -25,11 +25,13 @@ import (
 	"time"
 
 	"github.com/goverbs/goverbs/cgroup"
+	"github.com/goverbs/goverbs/test/labtest"
 	"golang.org/x/sys/unix"
 )
 
-// Device is the rxe device the lab creates.
-const Device = "rxe0"
+// Device returns the RDMA device under test: labtest.Device(), rxe0 in the
+// lab.
+func Device() string { return labtest.Device() }
 
 // Settle retries fn while it fails with one of the errnos the kernel gives
 // while a cgroup hierarchy is still being released asynchronously (css
