@@ -19,19 +19,27 @@ import (
 // labDevice is the RDMA device under test (rxe0 in the lab).
 func labDevice() string { return labtest.Device() }
 
-// The lab tests run the same suite on cgroup v2 (mounted by the lab at
-// /sys/fs/cgroup) and on a cgroup v1 rdma hierarchy that the test mounts
-// itself (see package cgrouptest for how the controller moves between them).
-// TestLabCgroupRefusedContext must come last.
-
-func TestLabCgroupV2(t *testing.T) {
+// TestLab is the only entry point of the lab tests of this package, so that
+// their order holds even with -shuffle:
+//
+//  1. the library suite on cgroup v2 (mounted by the lab at /sys/fs/cgroup),
+//  2. the same suite on a cgroup v1 rdma hierarchy the test mounts itself
+//     (see package cgrouptest for how the controller moves between them),
+//  3. the acceptance test of "goverbs cgroup" on v2 and on v1 (lab_tool_test.go),
+//  4. last, RefusedContext: on Linux 6.1 a refused ioctl GET_CONTEXT leaks a
+//     task reference that pins its cgroup for the rest of the boot, after
+//     which the controller cannot move to v1 any more.
+//
+// The tool's acceptance test lives here rather than in package cgrouptool
+// because all tests that move the controller must run in one package, in
+// this order: the lab suite runs every package in one boot.
+func TestLab(t *testing.T) {
 	labtest.Require(t)
-	runSuite(t, cgrouptest.UseV2(t))
-}
-
-func TestLabCgroupV1(t *testing.T) {
-	labtest.Require(t)
-	runSuite(t, cgrouptest.UseV1(t))
+	t.Run("V2", func(t *testing.T) { runSuite(t, cgrouptest.UseV2(t)) })
+	t.Run("V1", func(t *testing.T) { runSuite(t, cgrouptest.UseV1(t)) })
+	t.Run("ToolV2", func(t *testing.T) { testTool(t, cgrouptest.UseV2(t)) })
+	t.Run("ToolV1", func(t *testing.T) { testTool(t, cgrouptest.UseV1(t)) })
+	t.Run("RefusedContext", testRefusedContext)
 }
 
 func setLimit(t *testing.T, c *cgroup.Cgroup, r cgroup.Resource, v cgroup.Value) {
@@ -185,7 +193,7 @@ type verbsImpl struct {
 	open func(dev string) (verbsContext, error)
 	// ioctlGetContext: the context is made with the ioctl GET_CONTEXT method.
 	// Refusing it leaks a task reference on Linux 6.1 (see
-	// TestLabCgroupRefusedContext), so its refusal is only tested there.
+	// testRefusedContext), so its refusal is only tested there.
 	ioctlGetContext bool
 }
 
@@ -417,7 +425,7 @@ func runIn(t *testing.T, c *cgroup.Cgroup, name string, args ...string) (string,
 
 // testDevinfo: rdma-core's ibv_devinfo needs one context, so it runs with
 // hca_handle=1 and gives the handle back when it exits. (hca_handle=0 is
-// TestLabCgroupRefusedContext, which must come last.)
+// TestLab/RefusedContext, which must come last.)
 func testDevinfo(t *testing.T, h *cgroup.Hierarchy) {
 	c := cgrouptest.NewCgroup(t, h, "devinfo")
 	setLimit(t, c, cgroup.HCAHandle, 1)
@@ -427,18 +435,16 @@ func testDevinfo(t *testing.T, h *cgroup.Hierarchy) {
 	wantUsage(t, c, 0, 0)
 }
 
-// TestLabCgroupRefusedContext checks that hca_handle=0 stops rdma-core's
-// ibv_devinfo, which opens a context through the ioctl GET_CONTEXT method.
+// testRefusedContext checks that hca_handle=0 stops rdma-core's ibv_devinfo,
+// which opens a context through the ioctl GET_CONTEXT method.
 //
-// It runs last, on cgroup v2, because
-// Linux 6.1 leaks a task reference when that method fails: its error path
-// frees the new ucontext without dropping the restrack task reference taken
-// by ib_alloc_ucontext (the write() GET_CONTEXT path does drop it). The
-// leaked task pins its css_set, so the cgroup it ran in stays as a dying
-// cgroup forever and the RDMA controller can no longer move between v1 and
-// v2 in this boot. Tests that need to rebind the controller must run before.
-func TestLabCgroupRefusedContext(t *testing.T) {
-	labtest.Require(t)
+// It runs last, on cgroup v2, because Linux 6.1 leaks a task reference when
+// that method fails: its error path frees the new ucontext without dropping
+// the restrack task reference taken by ib_alloc_ucontext (the write()
+// GET_CONTEXT path does drop it). The leaked task pins its css_set, so the
+// cgroup it ran in stays as a dying cgroup forever and the RDMA controller
+// can no longer move between v1 and v2 in this boot.
+func testRefusedContext(t *testing.T) {
 	h := cgrouptest.UseV2(t)
 	c := cgrouptest.NewCgroup(t, h, "refused")
 	setLimit(t, c, cgroup.HCAHandle, 0)

@@ -88,7 +88,7 @@ func UseV1(t testing.TB) *cgroup.Hierarchy {
 	if err != nil {
 		cgroups, _ := os.ReadFile("/proc/cgroups")
 		t.Fatalf("mount -t cgroup -o rdma none %s: %v (a dying v2 cgroup still holds the controller; "+
-			"did TestLabCgroupRefusedContext or another failed ioctl GET_CONTEXT run earlier in this boot?)\n/proc/cgroups:\n%s",
+			"did TestLab/RefusedContext (package cgroup) or another refused ioctl GET_CONTEXT run earlier in this boot?)\n/proc/cgroups:\n%s",
 			dir, err, cgroups)
 	}
 	t.Cleanup(func() {

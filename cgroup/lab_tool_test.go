@@ -1,4 +1,4 @@
-package cgrouptool
+package cgroup_test
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/goverbs/goverbs/cgroup"
 	"github.com/goverbs/goverbs/internal/cgrouptest"
-	"github.com/goverbs/goverbs/test/labtest"
+	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
 )
 
 // asToolEnv makes the test binary act as "goverbs cgroup" (see TestMain), so
@@ -21,7 +21,7 @@ const asToolEnv = "GOVERBS_TEST_CGROUPTOOL_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asToolEnv) == "1" {
-		os.Exit(Run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(cgrouptool.Run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -34,25 +34,22 @@ func toolCmd(args ...string) *exec.Cmd {
 	return cmd
 }
 
+// runTool runs "goverbs cgroup ARGS..." in-process.
+func runTool(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := cgrouptool.Run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
 // hierarchyArgs names h explicitly, as -mount and -version.
 func hierarchyArgs(h *cgroup.Hierarchy) []string {
 	return []string{"-mount", h.Mountpoint, "-version", strconv.Itoa(int(h.Version))}
 }
 
-func TestLabToolV2(t *testing.T) {
-	labtest.Require(t)
-	testTool(t, cgrouptest.UseV2(t))
-}
-
-func TestLabToolV1(t *testing.T) {
-	labtest.Require(t)
-	testTool(t, cgrouptest.UseV1(t))
-}
-
 // showRow runs "show -j -d rxe0 CGROUP" in-process and returns its one row.
 func showRow(t *testing.T, hargs []string, path string) map[string]any {
 	t.Helper()
-	code, out, errs := run(t, append(hargs, "show", "-j", "-d", cgrouptest.Device(), path)...)
+	code, out, errs := runTool(append(hargs, "show", "-j", "-d", cgrouptest.Device(), path)...)
 	if code != 0 {
 		t.Fatalf("show: %d %s", code, errs)
 	}
@@ -80,13 +77,13 @@ func wantRow(t *testing.T, row map[string]any, want map[string]any) {
 func testTool(t *testing.T, h *cgroup.Hierarchy) {
 	hargs := hierarchyArgs(h)
 	const path = "/goverbs-lab/tool"
-	if code, _, errs := run(t, append(hargs, "create", path)...); code != 0 {
+	if code, _, errs := runTool(append(hargs, "create", path)...); code != 0 {
 		t.Fatalf("create: %d %s", code, errs)
 	}
 	// NewCgroup finds the existing cgroup and removes it at cleanup.
 	c := cgrouptest.NewCgroup(t, h, "tool")
 
-	if code, _, errs := run(t, append(hargs, "set", path, cgrouptest.Device(), "hca_object=2")...); code != 0 {
+	if code, _, errs := runTool(append(hargs, "set", path, cgrouptest.Device(), "hca_object=2")...); code != 0 {
 		t.Fatalf("set: %d %s", code, errs)
 	}
 	if l, err := c.DeviceLimit(cgrouptest.Device()); err != nil || l.HCAObject != 2 || l.HCAHandle != cgroup.Max {
@@ -105,7 +102,7 @@ func testTool(t *testing.T, h *cgroup.Hierarchy) {
 	}
 	wantRow(t, showRow(t, hargs, path), map[string]any{"hca_handle": float64(0), "hca_object": float64(0)})
 
-	if code, _, errs := run(t, append(hargs, "unset", path, cgrouptest.Device())...); code != 0 {
+	if code, _, errs := runTool(append(hargs, "unset", path, cgrouptest.Device())...); code != 0 {
 		t.Fatalf("unset: %d %s", code, errs)
 	}
 	wantRow(t, showRow(t, hargs, path), map[string]any{"hca_handle_max": "max", "hca_object_max": "max"})
