@@ -150,16 +150,26 @@ var ErrPoll = fmt.Errorf("mlx5: CQE for unknown queue: %w", errInvalid)
 // (rdma-core poll_cq). Requester completions retire the signaled WQE and the unsignaled ones before it. Payloads
 // the device scattered into a CQE are copied to the posted buffers. A CQE whose QP is not attached stops the
 // poll with an error wrapping ErrPoll; the CQE is consumed, the completions before it are returned.
+//
+// Ordering: rdma-core checks one CQE's ownership, issues udma_from_device_barrier and then reads it. Poll first
+// checks the ownership of every CQE it will consume, then issues one barrier, then reads them: each CQE's
+// ownership load still precedes its content loads, with one barrier per batch instead of one per CQE.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
+	avail := uint32(0)
+	for int(avail) < len(wcs) && cq.sw(cq.ci+avail) != nil {
+		avail++
+	}
+	if avail == 0 {
+		cq.dbr.set(0, cq.ci&0xffffff)
+		return 0, nil
+	}
+	mmio.FromDeviceBarrier()
 	n := 0
 	var err error
-	for n < len(wcs) {
-		cqe := cq.sw(cq.ci)
-		if cqe == nil {
-			break
-		}
+	for ; avail > 0; avail-- {
+		off := int(cq.ci&cq.mask) * CQESize
+		cqe := cq.buf[off : off+CQESize : off+CQESize]
 		cq.ci++
-		mmio.FromDeviceBarrier()
 		if cqe[cqeOffOpOwn]>>4 == CQEResizeCQ {
 			continue
 		}
