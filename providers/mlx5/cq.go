@@ -3,8 +3,8 @@ package mlx5
 import (
 	"fmt"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
 )
 
 // QP binds the queues of one queue pair for completion demultiplexing. A CQ finds the QP of a CQE by user index
@@ -224,13 +224,13 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		iip := be.Uint32(cqe[cqeOffImmInvalPKey:])
 		switch opcode {
 		case CQERespWRImm:
-			wc.Opcode, wc.Flags, wc.ImmData = wr.WCRecvRDMAWithImm, wr.WCWithImm, iip
+			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecvRDMAWithImm, provider.WCWithImm, iip
 		case CQERespSend:
-			wc.Opcode = wr.WCRecv
+			wc.Opcode = provider.WCRecv
 		case CQERespSendImm:
-			wc.Opcode, wc.Flags, wc.ImmData = wr.WCRecv, wr.WCWithImm, iip
+			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecv, provider.WCWithImm, iip
 		case CQERespSendInv:
-			wc.Opcode, wc.Flags, wc.InvalidatedRKey = wr.WCRecv, wr.WCWithInv, iip
+			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecv, provider.WCWithInv, iip
 		}
 		fr := be.Uint32(cqe[cqeOffFlagsRQPN:])
 		wc.SLID = be.Uint16(cqe[cqeOffSLID:])
@@ -238,7 +238,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		wc.SrcQP = fr & 0xffffff
 		wc.DLIDPathBits = cqe[cqeOffMLPath] & 0x7f
 		if (fr>>28)&3 != 0 {
-			wc.Flags |= wr.WCGRH
+			wc.Flags |= provider.WCWithGRH
 		}
 		wc.PKeyIndex = uint16(iip)
 	case CQEReqErr, CQERespErr:
@@ -255,7 +255,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 	default:
 		// NO_PACKET (tag matching), SIG_ERR (signature MRs) and unknown opcodes belong to features this provider
 		// does not enable; surface them as a general error on the QP rather than dropping them silently.
-		wc.Status = wr.WCGeneralErr
+		wc.Status = provider.WCGeneralErr
 	}
 	return true
 }

@@ -1,6 +1,6 @@
 package mlx5
 
-import "github.com/goverbs/goverbs/providers/mlx5/internal/wr"
+import "github.com/goverbs/goverbs/internal/provider"
 
 // CQE geometry and fields (struct mlx5_cqe64, struct mlx5_err_cqe in mlx5dv.h). All multi-byte fields are
 // big-endian.
@@ -69,33 +69,33 @@ const (
 func SyndromeStatus(syndrome uint8) WCStatus {
 	switch syndrome {
 	case SyndromeLocalLengthErr:
-		return wr.WCLocLenErr
+		return provider.WCLocLenErr
 	case SyndromeLocalQPOpErr:
-		return wr.WCLocQPOpErr
+		return provider.WCLocQPOpErr
 	case SyndromeLocalProtErr:
-		return wr.WCLocProtErr
+		return provider.WCLocProtErr
 	case SyndromeWRFlushErr:
-		return wr.WCWRFlushErr
+		return provider.WCWRFlushErr
 	case SyndromeMWBindErr:
-		return wr.WCMWBindErr
+		return provider.WCMWBindErr
 	case SyndromeBadRespErr:
-		return wr.WCBadRespErr
+		return provider.WCBadRespErr
 	case SyndromeLocalAccessErr:
-		return wr.WCLocAccessErr
+		return provider.WCLocAccessErr
 	case SyndromeRemoteInvalReqErr:
-		return wr.WCRemInvReqErr
+		return provider.WCRemInvReqErr
 	case SyndromeRemoteAccessErr:
-		return wr.WCRemAccessErr
+		return provider.WCRemAccessErr
 	case SyndromeRemoteOpErr:
-		return wr.WCRemOpErr
+		return provider.WCRemOpErr
 	case SyndromeTransportRetryExc:
-		return wr.WCRetryExcErr
+		return provider.WCRetryExcErr
 	case SyndromeRNRRetryExcErr:
-		return wr.WCRNRRetryExcErr
+		return provider.WCRNRRetryExcErr
 	case SyndromeRemoteAbortedErr:
-		return wr.WCRemAbortErr
+		return provider.WCRemAbortErr
 	}
-	return wr.WCGeneralErr
+	return provider.WCGeneralErr
 }
 
 // requesterOpcode maps the WQE opcode a requester CQE echoes (sop_drop_qpn >> 24) to the completion's opcode,
@@ -104,21 +104,21 @@ func SyndromeStatus(syndrome uint8) WCStatus {
 func requesterOpcode(op uint8, byteCnt uint32) (wcOp WCOpcode, flags WCFlags, byteLen uint32, ok bool) {
 	switch op {
 	case OpcodeRDMAWriteImm:
-		return wr.WCRDMAWrite, wr.WCWithImm, 0, true
+		return provider.WCRDMAWrite, provider.WCWithImm, 0, true
 	case OpcodeRDMAWrite:
-		return wr.WCRDMAWrite, 0, 0, true
+		return provider.WCRDMAWrite, 0, 0, true
 	case OpcodeSendImm:
-		return wr.WCSend, wr.WCWithImm, 0, true
+		return provider.WCSend, provider.WCWithImm, 0, true
 	case OpcodeSend, OpcodeSendInval:
-		return wr.WCSend, 0, 0, true
+		return provider.WCSend, 0, 0, true
 	case OpcodeRDMARead:
-		return wr.WCRDMARead, 0, byteCnt, true
+		return provider.WCRDMARead, 0, byteCnt, true
 	case OpcodeAtomicCS:
-		return wr.WCCompSwap, 0, AtomicSize, true
+		return provider.WCCompSwap, 0, AtomicSize, true
 	case OpcodeAtomicFA:
-		return wr.WCFetchAdd, 0, AtomicSize, true
+		return provider.WCFetchAdd, 0, AtomicSize, true
 	case OpcodeTSO:
-		return wr.WCTSO, 0, 0, true
+		return wcTSO, 0, 0, true
 	}
 	return 0, 0, 0, false
 }

@@ -3,8 +3,8 @@ package mlx5
 import (
 	"fmt"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
 )
 
 // SendQueueConfig describes a send queue whose memory the caller owns: the SQ part of a QP buffer, the QP's
@@ -143,42 +143,42 @@ const (
 
 // classify returns the mlx5 opcode and segment layout for op on a QP of type t, or an error for opcodes this
 // provider does not build.
-func classify(op wr.Opcode, t QPType, atomics bool) (uint8, wrKind, error) {
+func classify(op provider.WROpcode, t QPType, atomics bool) (uint8, wrKind, error) {
 	switch op {
-	case wr.WRSend:
+	case provider.WRSend:
 		return OpcodeSend, kindSend, nil
-	case wr.WRSendWithImm:
+	case provider.WRSendWithImm:
 		return OpcodeSendImm, kindSend, nil
-	case wr.WRSendWithInv:
+	case provider.WRSendWithInv:
 		if t == QPTypeUD {
 			return 0, 0, errInvalid
 		}
 		return OpcodeSendInval, kindSend, nil
-	case wr.WRRDMAWrite, wr.WRRDMAWriteWithImm:
+	case provider.WRRDMAWrite, provider.WRRDMAWriteWithImm:
 		if t == QPTypeUD {
 			return 0, 0, errInvalid
 		}
-		if op == wr.WRRDMAWrite {
+		if op == provider.WRRDMAWrite {
 			return OpcodeRDMAWrite, kindRDMA, nil
 		}
 		return OpcodeRDMAWriteImm, kindRDMA, nil
-	case wr.WRRDMARead:
+	case provider.WRRDMARead:
 		if t != QPTypeRC {
 			return 0, 0, errInvalid
 		}
 		return OpcodeRDMARead, kindRDMA, nil
-	case wr.WRAtomicCmpAndSwp, wr.WRAtomicFetchAdd:
+	case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
 		if t != QPTypeRC {
 			return 0, 0, errInvalid
 		}
 		if !atomics {
 			return 0, 0, ErrNotSupported
 		}
-		if op == wr.WRAtomicCmpAndSwp {
+		if op == provider.WRAtomicCmpAndSwp {
 			return OpcodeAtomicCS, kindAtomic, nil
 		}
 		return OpcodeAtomicFA, kindAtomic, nil
-	case wr.WRLocalInv, wr.WRBindMW, wr.WRTSO, wr.WRDriver1, wr.WRAtomicWrite:
+	case provider.WRLocalInv, provider.WRBindMW, wrTSO, wrDriver1, wrAtomicWrite:
 		return 0, 0, ErrNotSupported
 	}
 	return 0, 0, errInvalid
@@ -217,7 +217,7 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 			break
 		}
 		fence := nextFnce
-		if w.Flags&wr.SendFence != 0 {
+		if w.Flags&provider.SendFence != 0 {
 			fence = CtrlFence
 		}
 		idx := sq.curPost & sq.mask
@@ -241,7 +241,7 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 			n += 2
 		}
 		if sq.typ == QPTypeUD {
-			PutDatagramSeg(buf[p:], w.AH, w.RemoteQPN, w.RemoteQKey)
+			PutDatagramSeg(buf[p:], &w.AH.AV, w.RemoteQPN, w.RemoteQKey)
 			p += DatagramSegSize
 			n += DatagramSegSize / 16
 			if p == qend {
@@ -249,7 +249,7 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 			}
 		}
 
-		if w.Flags&wr.SendInline != 0 && len(w.SGL) > 0 {
+		if w.Flags&provider.SendInline != 0 && len(w.SGL) > 0 {
 			sz, e := sq.putInline(p, w.SGL)
 			if e != nil {
 				err = e
@@ -278,16 +278,16 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 
 		var imm uint32
 		switch w.Opcode {
-		case wr.WRSendWithImm, wr.WRRDMAWriteWithImm:
-			imm = w.ImmData
-		case wr.WRSendWithInv:
-			imm = w.InvalidateRKey
+		case provider.WRSendWithImm, provider.WRRDMAWriteWithImm:
+			imm = w.Imm
+		case provider.WRSendWithInv:
+			imm = w.Imm
 		}
 		fmCeSe := sq.sigBits | fence
-		if w.Flags&wr.SendSignaled != 0 {
+		if w.Flags&provider.SendSignaled != 0 {
 			fmCeSe |= CtrlCQUpdate
 		}
-		if w.Flags&wr.SendSolicited != 0 {
+		if w.Flags&provider.SendSolicited != 0 {
 			fmCeSe |= CtrlSolicited
 		}
 		PutCtrlSeg(buf[pos:], uint16(sq.curPost), opcode, 0, sq.qpn, fmCeSe, uint8(n), 0, imm)
@@ -363,7 +363,7 @@ func (sq *SendQueue) complete(wqeCounter uint16) uint64 {
 // the CQE; copy it to the buffers named by the WQE's data segments (rdma-core mlx5_copy_to_send_wqe).
 func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 	if sq.typ != QPTypeRC {
-		return wr.WCGeneralErr
+		return provider.WCGeneralErr
 	}
 	pos := int(uint32(wqeCounter)&sq.mask) * SendWQEBB
 	ctrl := sq.buf[pos:]
@@ -374,7 +374,7 @@ func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 	case OpcodeAtomicCS, OpcodeAtomicFA:
 		off = CtrlSegSize + RaddrSegSize + AtomicSegSize
 	default:
-		return wr.WCRemInvReqErr
+		return provider.WCRemInvReqErr
 	}
 	nseg := int(be.Uint32(ctrl[4:])&0x3f) - off/16
 	return copyToScatter(sq.buf, pos+off, nseg, src)
@@ -384,7 +384,7 @@ func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 // at the end of ring), each taking at most its byte_count (rdma-core copy_to_scat).
 func copyToScatter(ring []byte, p, nseg int, src []byte) WCStatus {
 	if len(src) == 0 {
-		return wr.WCSuccess
+		return provider.WCSuccess
 	}
 	for i := 0; i < nseg; i++ {
 		if p >= len(ring) {
@@ -395,9 +395,9 @@ func copyToScatter(ring []byte, p, nseg int, src []byte) WCStatus {
 		copy(hostBytes(be.Uint64(seg[8:]), n), src[:n])
 		src = src[n:]
 		if len(src) == 0 {
-			return wr.WCSuccess
+			return provider.WCSuccess
 		}
 		p += DataSegSize
 	}
-	return wr.WCLocLenErr
+	return provider.WCLocLenErr
 }
