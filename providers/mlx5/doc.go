@@ -22,7 +22,9 @@
 //     pending CQEs to a new buffer.
 //   - [SizeQP] and [SizeSRQ] reproduce rdma-core's queue sizing; [DefaultAllocUcontextReq], [CreateCQReq],
 //     [CreateQPReq], [CreateSRQReq], [ResizeCQReq] fill the uverbs/abi driver structs; [CapsFromResp] reports
-//     BlueFlame availability (MLX5DV_CONTEXT_FLAGS_BLUEFLAME: bf_reg_size != 0).
+//     BlueFlame availability (MLX5DV_CONTEXT_FLAGS_BLUEFLAME: bf_reg_size != 0); [AllocUAR]/[BuildUARAlloc]
+//     allocate dynamic UAR objects, [MmapOffset] encodes mmap offsets, and [DynamicBfregs] / [StaticBfreg] locate
+//     the send doorbell registers inside a mapped UAR page.
 //
 // Posting and polling never allocate and never box values in interfaces. Queues are not safe for concurrent use
 // (as rdma-core with MLX5_SINGLE_THREADED): the caller serialises a QP's posts with the polling of its CQs. Only a
