@@ -141,47 +141,59 @@ const (
 	kindAtomic
 )
 
+// opInfo describes how this provider builds one work-request opcode.
+type opInfo struct {
+	opcode      uint8  // MLX5_OPCODE_*
+	kind        wrKind // segment layout
+	types       uint8  // bit 1<<QPType for each QP type that can carry it
+	atomic      bool   // needs atomics enabled
+	unsupported bool   // a valid verbs opcode this provider does not build
+	valid       bool
+}
+
+const (
+	onRC  = 1 << QPTypeRC
+	onUC  = 1 << QPTypeUC
+	onUD  = 1 << QPTypeUD
+	onAll = onRC | onUC | onUD
+)
+
+// opTable maps ibv_wr_opcode values to their WQE (rdma-core's mlx5_ib_opcode table, restricted to what this
+// provider builds, and to what each transport can carry).
+var opTable = [16]opInfo{
+	provider.WRRDMAWrite:         {opcode: OpcodeRDMAWrite, kind: kindRDMA, types: onRC | onUC, valid: true},
+	provider.WRRDMAWriteWithImm:  {opcode: OpcodeRDMAWriteImm, kind: kindRDMA, types: onRC | onUC, valid: true},
+	provider.WRSend:              {opcode: OpcodeSend, kind: kindSend, types: onAll, valid: true},
+	provider.WRSendWithImm:       {opcode: OpcodeSendImm, kind: kindSend, types: onAll, valid: true},
+	provider.WRRDMARead:          {opcode: OpcodeRDMARead, kind: kindRDMA, types: onRC, valid: true},
+	provider.WRAtomicCmpAndSwp:   {opcode: OpcodeAtomicCS, kind: kindAtomic, types: onRC, atomic: true, valid: true},
+	provider.WRAtomicFetchAndAdd: {opcode: OpcodeAtomicFA, kind: kindAtomic, types: onRC, atomic: true, valid: true},
+	provider.WRLocalInv:          {unsupported: true, valid: true},
+	provider.WRBindMW:            {unsupported: true, valid: true},
+	provider.WRSendWithInv:       {opcode: OpcodeSendInval, kind: kindSend, types: onRC | onUC, valid: true},
+	wrTSO:                        {unsupported: true, valid: true},
+	wrDriver1:                    {unsupported: true, valid: true},
+	wrAtomicWrite:                {unsupported: true, valid: true},
+}
+
 // classify returns the mlx5 opcode and segment layout for op on a QP of type t, or an error for opcodes this
-// provider does not build.
+// provider does not build (ErrNotSupported) or the transport cannot carry (EINVAL).
 func classify(op provider.WROpcode, t QPType, atomics bool) (uint8, wrKind, error) {
-	switch op {
-	case provider.WRSend:
-		return OpcodeSend, kindSend, nil
-	case provider.WRSendWithImm:
-		return OpcodeSendImm, kindSend, nil
-	case provider.WRSendWithInv:
-		if t == QPTypeUD {
-			return 0, 0, errInvalid
-		}
-		return OpcodeSendInval, kindSend, nil
-	case provider.WRRDMAWrite, provider.WRRDMAWriteWithImm:
-		if t == QPTypeUD {
-			return 0, 0, errInvalid
-		}
-		if op == provider.WRRDMAWrite {
-			return OpcodeRDMAWrite, kindRDMA, nil
-		}
-		return OpcodeRDMAWriteImm, kindRDMA, nil
-	case provider.WRRDMARead:
-		if t != QPTypeRC {
-			return 0, 0, errInvalid
-		}
-		return OpcodeRDMARead, kindRDMA, nil
-	case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
-		if t != QPTypeRC {
-			return 0, 0, errInvalid
-		}
-		if !atomics {
-			return 0, 0, ErrNotSupported
-		}
-		if op == provider.WRAtomicCmpAndSwp {
-			return OpcodeAtomicCS, kindAtomic, nil
-		}
-		return OpcodeAtomicFA, kindAtomic, nil
-	case provider.WRLocalInv, provider.WRBindMW, wrTSO, wrDriver1, wrAtomicWrite:
+	if op >= provider.WROpcode(len(opTable)) {
+		return 0, 0, errInvalid
+	}
+	in := &opTable[op]
+	switch {
+	case !in.valid:
+		return 0, 0, errInvalid
+	case in.unsupported:
+		return 0, 0, ErrNotSupported
+	case in.types&(1<<t) == 0:
+		return 0, 0, errInvalid
+	case in.atomic && !atomics:
 		return 0, 0, ErrNotSupported
 	}
-	return 0, 0, errInvalid
+	return in.opcode, in.kind, nil
 }
 
 // PostSend builds one WQE per work request in order and rings the doorbell once for the batch (rdma-core
