@@ -45,7 +45,12 @@
 //   - Completion bookkeeping: ownership across many CQ wraps, unsignaled-WQE retirement, SRQ free-list recycling
 //     with out-of-order completions, resize, CQE version 0 and 1 demultiplexing; a fuzz target feeds arbitrary
 //     CQEs to Poll.
-//   - The mmio primitives' instructions are pinned by disassembly for amd64 and arm64 (package mmio).
+//   - End to end against package mlx5emu, an emulated ConnectX written independently from the same
+//     specification (emu_test.go): RC send with immediate, RDMA write/read, atomics, UD with an address vector,
+//     SRQ, scatter-to-CQE, error and flush completions, CQ arming and events, with and without BlueFlame, the
+//     emulator verifying every doorbell and BlueFlame copy.
+//   - The mmio primitives' instructions are pinned by disassembly for amd64 and arm64, and their functional
+//     tests run as arm64 code under qemu-user when it is installed (package mmio).
 //
 // # What only hardware (or a faithful emulator) can prove
 //
