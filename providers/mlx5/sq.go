@@ -234,20 +234,21 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 		}
 		idx := sq.curPost & sq.mask
 		pos := int(idx) * SendWQEBB
+		bb := (*[SendWQEBB]byte)(buf[pos:]) // the first basic block: ctrl, raddr and atomic never leave it
 		p := pos + CtrlSegSize
 		n := 1
 
 		switch kind {
 		case kindRDMA:
-			PutRaddrSeg(buf[p:], w.RemoteAddr, w.RKey)
+			PutRaddrSeg(bb[16:32], w.RemoteAddr, w.RKey)
 			p += RaddrSegSize
 			n++
 		case kindAtomic:
-			PutRaddrSeg(buf[p:], w.RemoteAddr, w.RKey)
+			PutRaddrSeg(bb[16:32], w.RemoteAddr, w.RKey)
 			if opcode == OpcodeAtomicCS {
-				PutAtomicSeg(buf[p+RaddrSegSize:], w.Swap, w.CompareAdd)
+				PutAtomicSeg(bb[32:48], w.Swap, w.CompareAdd)
 			} else {
-				PutAtomicSeg(buf[p+RaddrSegSize:], w.CompareAdd, 0)
+				PutAtomicSeg(bb[32:48], w.CompareAdd, 0)
 			}
 			p += RaddrSegSize + AtomicSegSize
 			n += 2
@@ -302,7 +303,7 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 		if w.Flags&provider.SendSolicited != 0 {
 			fmCeSe |= CtrlSolicited
 		}
-		PutCtrlSeg(buf[pos:], uint16(sq.curPost), opcode, 0, sq.qpn, fmCeSe, uint8(n), 0, imm)
+		PutCtrlSeg(bb[0:16], uint16(sq.curPost), opcode, 0, sq.qpn, fmCeSe, uint8(n), 0, imm)
 		nextFnce = 0
 
 		sq.wrid[idx] = w.WRID
