@@ -205,7 +205,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		if qp.SQ == nil {
 			return false
 		}
-		op, flags, byteLen, _ := requesterOpcode(uint8(be.Uint32(cqe[cqeOffSopDropQPN:])>>24),
+		op, flags, byteLen := requesterOpcode(uint8(be.Uint32(cqe[cqeOffSopDropQPN:])>>24),
 			be.Uint32(cqe[cqeOffByteCnt:]))
 		wc.Opcode, wc.Flags, wc.ByteLen = op, flags, byteLen
 		if opOwn&InlineScatter32 != 0 {
