@@ -295,7 +295,9 @@ func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, 
 	}
 	cq, err := NewCQ(CQConfig{Buf: buf, CQECount: n, CQN: resp.Cqn, DBR: dbr, UAR: c.cqUAR, CQEVersion: c.caps.CQEVersion})
 	if err != nil {
-		return nil, err // the core destroys the kernel CQ
+		c.putDBR(dbrb) // the core destroys the kernel CQ
+		c.sys.unmap(buf)
+		return nil, err
 	}
 	return &cqAdapter{CQ: cq, ctx: c, mem: buf, dbr: dbrb}, nil
 }
