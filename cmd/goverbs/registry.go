@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
+	"github.com/goverbs/goverbs/internal/tools/pingpong"
 )
 
 // Command is one goverbs tool.
@@ -40,4 +42,17 @@ var commands = []Command{
 		Run: func(p string, a []string, o, e io.Writer) int { return devinfo.Command{Prog: p}.Run(a, o, e) }},
 	{Name: "ibstat", Aliases: []string{"ibstat"}, Summary: "show InfiniBand CA and port state from sysfs",
 		Run: func(p string, a []string, o, e io.Writer) int { return ibstat.Command{Prog: p}.Run(a, o, e) }},
+	{Name: "pingpong", Summary: "ping-pong tests wire compatible with rdma-core's: goverbs pingpong rc [options] [host]",
+		Run: runPingpong},
+	{Name: "rc_pingpong", Aliases: []string{"ibv_rc_pingpong"}, Summary: "RC ping-pong, same as ibv_rc_pingpong",
+		Run: pingpong.RunRC},
+}
+
+// runPingpong runs "goverbs pingpong TRANSPORT ...".
+func runPingpong(_ string, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "rc" {
+		return pingpong.RunRC("ibv_rc_pingpong", args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "usage: goverbs pingpong rc [options] [host]\n")
+	return 1
 }
