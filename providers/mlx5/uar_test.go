@@ -1,8 +1,12 @@
 package mlx5
 
 import (
+	"errors"
+	"os"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/goverbs/mmio"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -72,5 +76,21 @@ func TestDynamicBfregs(t *testing.T) {
 	}
 	if _, err := DynamicBfregs(r, 3, 512, false); err == nil {
 		t.Error("page too small accepted")
+	}
+}
+
+// TestAllocUARErrors checks that a kernel refusal comes back wrapped with its errno (here: a file that is not a
+// uverbs device, and a closed descriptor).
+func TestAllocUARErrors(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := AllocUAR(int(f.Fd()), UARTypeNC); !errors.Is(err, unix.ENOTTY) {
+		t.Errorf("AllocUAR on /dev/null: %v, want ENOTTY", err)
+	}
+	if err := DestroyUAR(-1, 1); !errors.Is(err, unix.EBADF) {
+		t.Errorf("DestroyUAR on fd -1: %v, want EBADF", err)
 	}
 }
