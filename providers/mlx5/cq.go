@@ -66,9 +66,9 @@ func NewCQ(cfg CQConfig) (*CQ, error) {
 	case !isPow2(cfg.CQECount) || cfg.CQECount > 1<<24:
 		return nil, fmt.Errorf("mlx5: new CQ %#x: CQE count %d is not a power of two <= 2^24: %w",
 			cfg.CQN, cfg.CQECount, errInvalid)
-	case len(cfg.Buf) < cfg.CQECount*CQESize:
-		return nil, fmt.Errorf("mlx5: new CQ %#x: buffer of %d bytes, need %d: %w",
-			cfg.CQN, len(cfg.Buf), cfg.CQECount*CQESize, errInvalid)
+	case len(cfg.Buf) < cfg.CQECount*CQESize || addrOf(cfg.Buf)%8 != 0:
+		return nil, fmt.Errorf("mlx5: new CQ %#x: buffer of %d bytes at %#x, need %d, 8-byte aligned: %w",
+			cfg.CQN, len(cfg.Buf), addrOf(cfg.Buf), cfg.CQECount*CQESize, errInvalid)
 	case cfg.CQEVersion != 0 && cfg.CQEVersion != 1:
 		return nil, fmt.Errorf("mlx5: new CQ %#x: CQE version %d: %w", cfg.CQN, cfg.CQEVersion, ErrNotSupported)
 	case !cfg.DBR.valid():
@@ -136,7 +136,7 @@ func (cq *CQ) lookup(k uint32) *QP {
 func (cq *CQ) sw(n uint32) []byte {
 	off := int(n&cq.mask) * CQESize
 	cqe := cq.buf[off : off+CQESize : off+CQESize]
-	opOwn := cqe[cqeOffOpOwn]
+	opOwn := ownerByte(cqe)
 	if opOwn>>4 == CQEInvalid || (opOwn&CQEOwnerMask != 0) != (n&cq.ncqe != 0) {
 		return nil
 	}
@@ -307,7 +307,7 @@ func (cq *CQ) Event() { cq.armSN++ }
 // BeginResize stamps newBuf for count CQEs (a power of two) and remembers it; the caller then issues the kernel's
 // RESIZE_CQ with cqe = count-1 and, on success, calls CompleteResize. Do not poll in between.
 func (cq *CQ) BeginResize(newBuf []byte, count int) error {
-	if !isPow2(count) || count > 1<<24 || len(newBuf) < count*CQESize {
+	if !isPow2(count) || count > 1<<24 || len(newBuf) < count*CQESize || addrOf(newBuf)%8 != 0 {
 		return fmt.Errorf("mlx5: resize CQ %#x to %d CQEs in %d bytes: %w", cq.cqn, count, len(newBuf), errInvalid)
 	}
 	StampCQBuffer(newBuf[:count*CQESize])

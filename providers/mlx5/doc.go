@@ -55,7 +55,11 @@
 //   - End to end against package mlx5emu, an emulated ConnectX written independently from the same
 //     specification (emu_test.go): RC send with immediate, RDMA write/read, atomics, UD with an address vector,
 //     SRQ, scatter-to-CQE, error and flush completions, CQ arming and events, with and without BlueFlame, the
-//     emulator verifying every doorbell and BlueFlame copy.
+//     emulator verifying every doorbell and BlueFlame copy; and with the emulator running concurrently in its own
+//     goroutine under the race detector (TestEmuBackground), which checks that WQEs, doorbell records and CQEs
+//     cross to and from the device only through the orderings the data path provides. (In race builds the
+//     doorbell-record store is a sync/atomic store so the detector sees that edge; otherwise it is the plain
+//     store rdma-core uses. The CQE ownership word is always read with an atomic 32-bit load.)
 //   - The mmio primitives' instructions are pinned by disassembly for amd64 and arm64, and their functional
 //     tests run as arm64 code under qemu-user when it is installed (package mmio).
 //
