@@ -6,6 +6,7 @@ import (
 
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
+	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 )
@@ -37,9 +38,13 @@ func (c Command) progName() string {
 // commands is the registry; adding a tool is one entry.
 var commands = []Command{
 	{Name: "devices", Aliases: []string{"ibv_devices"}, Summary: "list RDMA devices and node GUIDs",
-		Run: func(_ string, a []string, o, e io.Writer) int { return devices.Run(a, o, e) }},
+		Run: func(_ string, a []string, o, e io.Writer) int {
+			return devices.Command{Source: uverbssrc.New(e)}.Run(a, o, e)
+		}},
 	{Name: "devinfo", Aliases: []string{"ibv_devinfo"}, Summary: "show device and port attributes",
-		Run: func(p string, a []string, o, e io.Writer) int { return devinfo.Command{Prog: p}.Run(a, o, e) }},
+		Run: func(p string, a []string, o, e io.Writer) int {
+			return devinfo.Command{Prog: p, Source: uverbssrc.New(e)}.Run(a, o, e)
+		}},
 	{Name: "ibstat", Aliases: []string{"ibstat"}, Summary: "show InfiniBand CA and port state from sysfs",
 		Run: func(p string, a []string, o, e io.Writer) int { return ibstat.Command{Prog: p}.Run(a, o, e) }},
 	{Name: "pingpong", Summary: "ping-pong tests wire compatible with rdma-core's: goverbs pingpong rc [options] [host]",
