@@ -106,6 +106,9 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	qp.uhandle = c.handles.add(qp)
 	p := &provider.QPParams{Type: attr.Type, Cap: attr.Cap, SigAll: attr.SigAll, HasSRQ: attr.SRQ != nil,
 		SendCQ: attr.SendCQ.prov, RecvCQ: attr.RecvCQ.prov, Handle: qp.uhandle}
+	if attr.SRQ != nil {
+		p.SRQ = attr.SRQ.prov
+	}
 	created := false
 	prov, err := c.prov.CreateQP(p, func(uhwIn, uhwOut []byte) error {
 		capIn := &abi.IbUverbsQpCap{MaxSendWr: p.Cap.MaxSendWR, MaxRecvWr: p.Cap.MaxRecvWR,
