@@ -207,3 +207,10 @@ func dimSetting(v uint8) *bool {
 	on := v == 1
 	return &on
 }
+
+// With returns s with attribute type t added; for building fixed data in
+// tests and examples.
+func (s AttrSet) With(t uint16) AttrSet {
+	s.add(t)
+	return s
+}

@@ -255,7 +255,7 @@ func run(args []string, stdout, stderr io.Writer, dial func() (backend, error)) 
 		details:       opts.details > 0,
 		driverDetails: opts.details > 1,
 		raw:           opts.raw,
-		taskName:      procTaskName,
+		taskName:      taskName,
 		openNetNS:     func(name string) (*os.File, error) { return os.Open("/var/run/netns/" + name) },
 	}
 
@@ -327,6 +327,10 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// taskName is how process names are looked up; tests replace it.
+var taskName = procTaskName
+
+// procTaskName reads /proc/PID/comm as iproute2's get_task_name does.
 func procTaskName(pid uint32) (string, bool) {
 	if pid == 0 {
 		return "", false
