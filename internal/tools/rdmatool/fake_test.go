@@ -93,7 +93,10 @@ func (f *fakeBackend) System() (netlinkrdma.System, error) {
 	return netlinkrdma.System{NetNSMode: netlinkrdma.NetNSShared, CopyOnFork: true,
 		Present: present(abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE, abi.RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK)}, nil
 }
-func (f *fakeBackend) SetNetNSMode(m netlinkrdma.NetNSMode) error { f.record("netns " + m.String()); return nil }
+func (f *fakeBackend) SetNetNSMode(m netlinkrdma.NetNSMode) error {
+	f.record("netns " + m.String())
+	return nil
+}
 
 func (f *fakeBackend) ResourceSummary(idx uint32) (netlinkrdma.ResourceSummary, error) {
 	s := netlinkrdma.ResourceSummary{DevIndex: idx, DevName: fakeDevices[idx].Name}
@@ -277,8 +280,10 @@ func (f *fakeBackend) QPCounterMode(dev, port uint32) (netlinkrdma.QPCounterMode
 func (f *fakeBackend) SetQPCounterAuto(dev, port uint32, mask netlinkrdma.CounterMask) error {
 	return unix.EOPNOTSUPP
 }
-func (f *fakeBackend) BindQPCounter(dev, port, lqpn uint32, cntn *uint32) error { return unix.EOPNOTSUPP }
-func (f *fakeBackend) UnbindQPCounter(dev, port, cntn, lqpn uint32) error     { return unix.EOPNOTSUPP }
+func (f *fakeBackend) BindQPCounter(dev, port, lqpn uint32, cntn *uint32) error {
+	return unix.EOPNOTSUPP
+}
+func (f *fakeBackend) UnbindQPCounter(dev, port, cntn, lqpn uint32) error { return unix.EOPNOTSUPP }
 
 func (f *fakeBackend) QPCounters(dev, port uint32) ([]netlinkrdma.QPCounter, error) {
 	if dev != 1 || port != 1 {
