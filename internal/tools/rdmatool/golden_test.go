@@ -14,21 +14,23 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
-func init() {
-	// Fixed process names for the fixed PIDs of fakeBackend.
-	taskName = func(pid uint32) (string, bool) {
-		switch pid {
-		case 4242:
-			return "ibv_rc_pingpong", true
-		case 4243:
-			return "a-process-name15", true
-		}
-		return "", false
+// fakeTaskName gives fixed process names for the fixed PIDs of fakeBackend.
+func fakeTaskName(pid uint32) (string, bool) {
+	switch pid {
+	case 4242:
+		return "ibv_rc_pingpong", true
+	case 4243:
+		return "a-process-name15", true
 	}
+	return "", false
 }
 
-// runFake runs the tool against the fixed data of fakeBackend.
+// runFake runs the tool against the fixed data of fakeBackend. (The tool
+// must keep the real process names when the test binary runs as the tool in
+// the lab, so the fake is installed only here.)
 func runFake(fb *fakeBackend, args ...string) toolResult {
+	taskName = fakeTaskName
+	defer func() { taskName = procTaskName }()
 	var o, e bytes.Buffer
 	code := run(args, &o, &e, func() (backend, error) { return fb, nil })
 	return toolResult{o.String(), e.String(), code}

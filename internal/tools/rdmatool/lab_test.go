@@ -55,6 +55,12 @@ func (r toolResult) String() string {
 
 func runTool(t *testing.T, prefix []string, path string, env []string, args ...string) toolResult {
 	t.Helper()
+	return runToolIn(t, "", prefix, path, env, args...)
+}
+
+// runToolIn runs a tool with stdin as its standard input.
+func runToolIn(t *testing.T, stdin string, prefix []string, path string, env []string, args ...string) toolResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	argv := append(append([]string{}, prefix...), path)
@@ -62,6 +68,7 @@ func runTool(t *testing.T, prefix []string, path string, env []string, args ...s
 	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
+	cmd.Stdin = strings.NewReader(stdin)
 	err := cmd.Run()
 	var ee *exec.ExitError
 	code := 0
@@ -120,8 +127,57 @@ func TestLabShowMatchesIproute2(t *testing.T) {
 		{"res", "show", "qp", "lqpn"}, {"res", "show", "qp", "bogus", "1"}, {"res", "show", "qp", "lqpn", "x"},
 		{"res", "show", "qp", "link"}, {"res", "show", "qp", "link", "rxe0/1", "type", "gsi"},
 		{"res", "show", "qp", "lqpn", "1"}, {"-j", "res", "show", "qp", "lqpn", "0-5"},
+		{"-r", "res", "show", "qp"}, {"-dd", "res", "show", "qp"}, {"-ddj", "res", "show", "cq"},
+		{"dev", "set", "rxe0", "netns", "nosuch"}, {"dev", "set"}, {"dev", "set", "rxe0"},
+		{"dev", "set", "rxe0", "adaptive-moderation"}, {"dev", "set", "rxe0", "name"},
+		{"stat", "qp", "unbind", "link", "rxe0/1", "cntn", "1"}, {"stat", "set", "link", "rxe0/1"},
+		{"stat", "unset", "link", "rxe0/1", "optional-counters"},
+		{"-b", "/nonexistent"},
 	} {
 		same(t, args...)
+	}
+	// Batch commands from standard input (the lab's file systems are read
+	// only): comments, blank lines, continuations, quotes, a failing line.
+	batch := "dev show # comment\n\nlink \\\nshow\ndev show nosuch\n-j sys\n'dev' \"show\"\n"
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"-b", "-"}, {"-f", "-b", "-"}, {"-j", "-force", "-batch=-"}, {"--force", "--batch", "-"}} {
+		o := runToolIn(t, batch, nil, self, []string{execEnv + "=1"}, args...)
+		r := runToolIn(t, batch, nil, "/usr/bin/rdma", nil, args...)
+		if o != r {
+			t.Errorf("rdma %s < batch differs:\n=== iproute2:\n%s=== goverbs:\n%s", strings.Join(args, " "), r, o)
+		}
+	}
+}
+
+// TestLabSettingsBothWays changes device and system settings with one tool
+// and reads them back with the other.
+func TestLabSettingsBothWays(t *testing.T) {
+	requireLab(t)
+	t.Cleanup(func() {
+		theirs(t, "dev", "set", "rxe0", "adaptive-moderation", "off")
+		theirs(t, "sys", "set", "netns", "shared")
+	})
+	for _, step := range []struct {
+		by   func(*testing.T, ...string) toolResult
+		args []string
+	}{
+		{ours, []string{"dev", "set", "rxe0", "adaptive-moderation", "on"}},
+		{theirs, []string{"dev", "set", "rxe0", "adaptive-moderation", "off"}},
+		{ours, []string{"sys", "set", "netns", "exclusive"}},
+		{theirs, []string{"sys", "set", "netns", "shared"}},
+		{ours, []string{"dev", "set", "rxe0", "name", "rxe7"}},
+		{theirs, []string{"dev", "set", "rxe7", "name", "rxe0"}},
+	} {
+		if r := step.by(t, step.args...); r != (toolResult{}) {
+			t.Fatalf("rdma %s: %v", strings.Join(step.args, " "), r)
+		}
+		same(t, "-d", "dev")
+		same(t, "-j", "-d", "dev")
+		same(t, "sys")
+		same(t, "link")
 	}
 }
 
