@@ -319,6 +319,9 @@ func (t *tool) nlError(err error) int {
 func errText(err error) string {
 	var errno unix.Errno
 	if errors.As(err, &errno) {
+		if errno == 0 {
+			return "Success"
+		}
 		s := errno.Error()
 		if s != "" {
 			return strings.ToUpper(s[:1]) + s[1:]

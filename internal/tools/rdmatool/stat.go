@@ -475,40 +475,55 @@ func (t *tool) statSet() int {
 			if err != nil {
 				return t.nlError(err)
 			}
-			if t.noArg() {
-				t.statHelp()
-				return -int(unix.EINVAL)
-			}
-			list, ret := t.optionalCountersArg(false)
-			if ret != 0 {
-				return ret
-			}
-			var idx []uint32
-			for _, name := range strings.Split(list, ",") {
-				if name == "" {
-					continue
-				}
-				found := false
-				for _, c := range s.Counters {
-					if !c.Present.Has(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX) {
-						return -int(unix.EINVAL)
-					}
-					if c.Optional && c.Name == name {
-						idx = append(idx, c.Index)
-						found = true
-					}
-				}
-				if !found {
-					return -int(unix.EINVAL)
-				}
-			}
-			if err := t.be.SetOptionalCounters(t.devIdx, t.portIdx, idx); err != nil {
+			if ret, err := t.statSetCounters(s); err != nil {
+				// iproute2 sends the set request from inside its receive
+				// callback: the failure is reported by both receive loops.
+				t.nlError(err)
 				return t.nlError(err)
+			} else if ret != 0 {
+				// The callback's own failures are reported with perror
+				// while errno is still 0.
+				return t.nlError(unix.Errno(0))
 			}
 			return 0
 		}, true)
 	}
 	return t.execCmd([]command{{"", t.statHelp}, {"link", link}, {"help", t.statHelp}}, "parameter")
+}
+
+// statSetCounters enables the optional counters named by the arguments.
+func (t *tool) statSetCounters(s netlinkrdma.PortStats) (int, error) {
+	if t.noArg() {
+		t.statHelp()
+		return -int(unix.EINVAL), nil
+	}
+	list, ret := t.optionalCountersArg(false)
+	if ret != 0 {
+		return ret, nil
+	}
+	var idx []uint32
+	for _, name := range strings.Split(list, ",") {
+		if name == "" {
+			continue
+		}
+		found := false
+		for _, c := range s.Counters {
+			if !c.Present.Has(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX) {
+				return -int(unix.EINVAL), nil
+			}
+			if c.Optional && c.Name == name {
+				idx = append(idx, c.Index)
+				found = true
+			}
+		}
+		if !found {
+			return -int(unix.EINVAL), nil
+		}
+	}
+	if err := t.be.SetOptionalCounters(t.devIdx, t.portIdx, idx); err != nil {
+		return -1, err
+	}
+	return 0, nil
 }
 
 func (t *tool) statUnset() int {
