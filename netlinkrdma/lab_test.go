@@ -3,6 +3,7 @@ package netlinkrdma_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -101,5 +102,49 @@ func TestLabLibrary(t *testing.T) {
 	}
 	if err := c.LinkDel("rxe9"); !errors.Is(err, unix.ENODEV) {
 		t.Errorf("deleting a deleted link: want ENODEV, got %v", err)
+	}
+}
+
+// TestLabUnprivileged checks the errors of a caller without CAP_NET_ADMIN:
+// it re-runs itself under setpriv as nobody with no capabilities.
+func TestLabUnprivileged(t *testing.T) {
+	if os.Getenv("NETLINKRDMA_UNPRIVILEGED") == "1" {
+		c, err := netlinkrdma.Dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Device("rxe0"); err != nil {
+			t.Errorf("listing devices needs no privilege: %v", err)
+		}
+		if err := c.LinkAdd("rxe9", netlinkrdma.LinkTypeRXE, "veth1"); !errors.Is(err, unix.EPERM) {
+			t.Errorf("LinkAdd without CAP_NET_ADMIN: want EPERM, got %v", err)
+		}
+		if err := c.LinkDel("rxe0"); !errors.Is(err, unix.EPERM) {
+			t.Errorf("LinkDel without CAP_NET_ADMIN: want EPERM, got %v", err)
+		}
+		if err := c.SetDeviceName(0, "foo"); !errors.Is(err, unix.EPERM) {
+			t.Errorf("SetDeviceName without CAP_NET_ADMIN: want EPERM, got %v", err)
+		}
+		return
+	}
+	labtest.Require(t)
+	if !labtest.InLab() {
+		t.Skip("runs only in the lab VM")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("setpriv not installed")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+		"--bounding-set=-all", self, "-test.run=^TestLabUnprivileged$", "-test.v")
+	cmd.Env = append(os.Environ(), "NETLINKRDMA_UNPRIVILEGED=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestLabUnprivileged") {
+		t.Fatalf("unprivileged run: %v\n%s", err, out)
 	}
 }
