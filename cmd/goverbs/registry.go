@@ -10,6 +10,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
+	"github.com/goverbs/goverbs/internal/tools/rdmatool"
 )
 
 // Command is one goverbs tool.
@@ -54,6 +55,8 @@ var commands = []Command{
 		Run: pingpong.RunRC},
 	{Name: "cgroup", Summary: "show/set RDMA cgroup limits and usage; run a command in a cgroup",
 		Run: func(_ string, a []string, o, e io.Writer) int { return cgrouptool.Run(a, o, e) }},
+	{Name: "rdma", Aliases: []string{"rdma"}, Summary: "RDMA netlink tool, same as iproute2's rdma (dev, link, resource, system, statistic)",
+		Run: func(_ string, a []string, o, e io.Writer) int { return rdmatool.Run(a, o, e) }},
 }
 
 // runPingpong runs "goverbs pingpong TRANSPORT ...".
