@@ -41,9 +41,9 @@ type Device struct {
 	NodeGUID GUID     // as ibv_get_device_guid reports it
 	NodeType NodeType // CA, RNIC, ...
 	NumPorts uint32
-	Chardev  string   // "uverbs0"
-	DevPath  string   // "/dev/infiniband/uverbs0"
-	Major    uint32   // character device number of DevPath
+	Chardev  string // "uverbs0"
+	DevPath  string // "/dev/infiniband/uverbs0"
+	Major    uint32 // character device number of DevPath
 	Minor    uint32
 	DriverID DriverID // RDMA_DRIVER_*, DriverUnknown if the kernel does not say
 	ABI      uint32   // the driver's uverbs ABI version

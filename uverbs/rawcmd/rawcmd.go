@@ -143,7 +143,7 @@ func (c *Cmd) EnumIn(id uint16, elem uint8, p unsafe.Pointer, n int) int {
 	} else {
 		i = c.PtrIn(id, p, n)
 	}
-	c.Attrs[i].EnumData().Id = elem
+	c.Attrs[i].EnumData().ElemId = elem
 	return i
 }
 

@@ -1,0 +1,228 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/goverbs/goverbs/test/lab/internal/cpio"
+	"github.com/goverbs/goverbs/test/lab/internal/kmod"
+	"github.com/goverbs/goverbs/test/lab/internal/proto"
+)
+
+// modulePath is the Go module the lab's init program is built from.
+const modulePath = "github.com/goverbs/goverbs"
+
+// initPackage is the init program, relative to the module root.
+const initPackage = "./test/lab/internal/labinit/cmd/labinit"
+
+// initSourceDir holds every module-internal package the init imports; its
+// .go files (with go.mod and go.sum) make up the init's cache key.
+const initSourceDir = "test/lab/internal"
+
+// Modules are the kernel modules the VM loads (their dependencies are added
+// from modinfo), in the order they are wanted. crc32_generic must be loaded
+// before rdma_rxe: rxe asks the crypto API for "crc32", and with no modprobe
+// in the VM, "rdma link add" would fail with ENOENT.
+var Modules = []string{
+	"virtio_pci", "virtio_console", "virtio_rng",
+	"9pnet_virtio", "9p",
+	"veth",
+	"crc32_generic",
+	"ib_core", "ib_uverbs", "ib_umad",
+	"udp_tunnel", "ip6_udp_tunnel", "rdma_rxe",
+	"configfs", "iw_cm", "ib_cm", "rdma_cm", "rdma_ucm",
+}
+
+// moduleRoot finds the goverbs source tree: $GOVERBS_LAB_SRC, the current
+// directory or a parent of it, or the directory this file was compiled from.
+func moduleRoot() (string, error) {
+	isRoot := func(dir string) bool {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		return err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("module "+modulePath+"\n"))
+	}
+	if d := os.Getenv("GOVERBS_LAB_SRC"); d != "" {
+		if isRoot(d) {
+			return filepath.Abs(d)
+		}
+		return "", fmt.Errorf("lab: GOVERBS_LAB_SRC=%s is not the %s module root", d, modulePath)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; ; d = filepath.Dir(d) {
+			if isRoot(d) {
+				return d, nil
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		if d := filepath.Join(filepath.Dir(file), "..", ".."); isRoot(d) {
+			return filepath.Clean(d), nil
+		}
+	}
+	return "", errors.New("lab: cannot find the goverbs source tree to build the VM's init from; run inside the module or set GOVERBS_LAB_SRC")
+}
+
+// initSourceHash hashes what the init binary is built from.
+func initSourceHash(ctx context.Context, root string) (string, error) {
+	goVersion, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", errors.New("lab: go not found in PATH: the lab builds its VM init with the Go toolchain")
+		}
+		return "", fmt.Errorf("lab: go env GOVERSION: %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "labinit v1\x00%s\x00", bytes.TrimSpace(goVersion))
+	var files []string
+	for _, f := range []string{"go.mod", "go.sum"} {
+		files = append(files, filepath.Join(root, f))
+	}
+	err = filepath.WalkDir(filepath.Join(root, initSourceDir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("lab: hash init sources: %w", err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil && !(errors.Is(err, fs.ErrNotExist) && strings.HasSuffix(f, "go.sum")) {
+			return "", fmt.Errorf("lab: hash init sources: %w", err)
+		}
+		rel, _ := filepath.Rel(root, f)
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// ensureInit returns the path of the static init binary, building it with
+// the host Go toolchain when its sources changed.
+func ensureInit(ctx context.Context, cacheDir string) (path, hash string, err error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", "", err
+	}
+	hash, err = initSourceHash(ctx, root)
+	if err != nil {
+		return "", "", err
+	}
+	path = filepath.Join(cacheDir, "init", "labinit-"+hash)
+	if exists(path) {
+		return path, hash, nil
+	}
+	unlock, err := lockCache(cacheDir)
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
+	if exists(path) {
+		return path, hash, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", "", fmt.Errorf("lab: build init: %w", err)
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+	defer os.Remove(tmp)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, initPackage)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=-buildvcs=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("lab: build init (go build %s in %s): %w: %s", initPackage, root, err, tail(out, 4000))
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", "", fmt.Errorf("lab: build init: %w", err)
+	}
+	return path, hash, nil
+}
+
+// ensureInitramfs returns the path of the initramfs for kernel k with the
+// init binary initPath, building it (an uncompressed newc cpio) if needed.
+func ensureInitramfs(cacheDir string, k *Kernel, initPath, initHash string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "initramfs v1\x00%s\x00%s\x00%s\x00%s", initHash, k.Package, k.Version, strings.Join(Modules, ","))
+	path := filepath.Join(cacheDir, "initramfs", hex.EncodeToString(h.Sum(nil))[:24]+".cpio")
+	if exists(path) {
+		return path, nil
+	}
+	unlock, err := lockCache(cacheDir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if exists(path) {
+		return path, nil
+	}
+	data, err := buildInitramfs(k, initPath)
+	if err != nil {
+		return "", err
+	}
+	if err := writeFileAtomic(path, data, 0o644); err != nil {
+		return "", fmt.Errorf("lab: write initramfs: %w", err)
+	}
+	return path, nil
+}
+
+// buildInitramfs assembles the archive in memory.
+func buildInitramfs(k *Kernel, initPath string) ([]byte, error) {
+	tree, err := kmod.OpenTree(k.ModulesDir)
+	if err != nil {
+		return nil, fmt.Errorf("lab: build initramfs: %w", err)
+	}
+	mods, err := tree.Closure(Modules)
+	if err != nil {
+		return nil, fmt.Errorf("lab: build initramfs for kernel %s: %w", k.Version, err)
+	}
+	initBin, err := os.ReadFile(initPath)
+	if err != nil {
+		return nil, fmt.Errorf("lab: build initramfs: %w", err)
+	}
+	var buf bytes.Buffer
+	w := cpio.NewWriter(&buf)
+	for _, d := range []string{"dev", "proc", "sys", "host", "lab", "lab/ctl", proto.ModulesDir} {
+		if err := w.WriteDir(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	// The kernel opens /dev/console for init's stdio before devtmpfs exists.
+	if err := w.WriteHeader(&cpio.Header{Name: "dev/console", Mode: cpio.TypeChar | 0o600, DevMajor: 5, DevMinor: 1}); err != nil {
+		return nil, err
+	}
+	if err := w.WriteFile("init", 0o755, initBin); err != nil {
+		return nil, err
+	}
+	var order strings.Builder
+	for i, m := range mods {
+		name := fmt.Sprintf("%02d-%s.ko", i, m.Name)
+		if err := w.WriteFile(proto.ModulesDir+"/"+name, 0o644, m.Image); err != nil {
+			return nil, err
+		}
+		order.WriteString(name + "\n")
+	}
+	if err := w.WriteFile(proto.ModulesOrder, 0o644, []byte(order.String())); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

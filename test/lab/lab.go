@@ -1,0 +1,597 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/goverbs/goverbs/test/lab/internal/proto"
+)
+
+// Names of things inside the VM, for callers that print or check them.
+const (
+	Device     = proto.RXEDevice  // the rxe device: "rxe0"
+	Netdev     = proto.Netdev     // its netdev: "veth0", 10.233.0.1/24
+	PeerNetdev = proto.PeerNetdev // the other end of the veth pair: "veth1", 10.233.0.2/24
+	OutDirEnv  = "GOVERBS_LAB_OUT"
+)
+
+// Exit codes Run reports when the command did not run to completion.
+const (
+	ExitSetupFailed = proto.SetupFailedCode // the VM could not be set up (err says where)
+	ExitTimeout     = 124                   // Config.Timeout or the context expired
+)
+
+// Share is a host directory mounted in the VM.
+type Share struct {
+	HostPath  string // absolute host directory
+	GuestPath string // absolute mount point in the VM; "" means the same as HostPath
+	Writable  bool
+}
+
+// Config describes one lab run. The zero value is usable.
+type Config struct {
+	// Memory is the VM's memory in MiB (default 2048).
+	Memory int
+	// CPUs is the number of virtual CPUs (default 2).
+	CPUs int
+	// Timeout bounds the whole run, boot included; 0 means no limit beyond ctx.
+	Timeout time.Duration
+	// Env is the command's environment. nil means HostEnv(). GOVERBS_LAB=1
+	// is always added.
+	Env map[string]string
+	// Workdir is the command's working directory, a host path (default: the
+	// current directory). Inside the VM it is the same path in the
+	// read-only host root.
+	Workdir string
+	// Stdout and Stderr receive the command's output byte for byte
+	// (default os.Stdout and os.Stderr).
+	Stdout, Stderr io.Writer
+	// Log receives the lab's own messages (downloads, the TCG note, and the
+	// kernel console when Debug is set). Default os.Stderr.
+	Log io.Writer
+	// OutDir, if set, is a host directory the command can write to; inside
+	// the VM it is at $GOVERBS_LAB_OUT (/run/goverbs-lab/out).
+	OutDir string
+	// Shares are extra host directories to mount, after the built-in ones.
+	// Host paths under /tmp, /run or /dev/shm are hidden by the VM's own
+	// tmpfs mounts; share them here to see them. The working directory
+	// and the command's executable are shared automatically when hidden.
+	Shares []Share
+	// NoRXE skips creating rxe0 (also set by GOVERBS_LAB_NO_RXE=1).
+	NoRXE bool
+	// Debug shows the kernel console and init's steps on Log (also set by
+	// GOVERBS_LAB_DEBUG=1).
+	Debug bool
+	// CacheDir overrides CacheDir().
+	CacheDir string
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	// ExitCode is the command's exit status (128+signal if it was killed),
+	// ExitSetupFailed or ExitTimeout.
+	ExitCode int
+	// Accel is "kvm" or "tcg".
+	Accel string
+	// Prepare is the time spent on the host before QEMU started (kernel,
+	// init and initramfs checks; long only when something is (re)built).
+	Prepare time.Duration
+	// Boot is the time from QEMU's start until the command started.
+	Boot time.Duration
+	// Command is the time the command ran.
+	Command time.Duration
+}
+
+// SetupError reports that the VM's init failed before running the command.
+type SetupError struct {
+	Step string // e.g. "create rxe0"
+	Msg  string
+}
+
+func (e *SetupError) Error() string { return "lab: VM setup failed at " + e.Step + ": " + e.Msg }
+
+// HostEnv returns the environment the lab passes by default: PATH, HOME,
+// USER, LOGNAME, LANG and LC_ALL, every GOVERBS_* variable, and the Go
+// runtime and test knobs GOTRACEBACK, GODEBUG, GOMAXPROCS, GORACE and
+// GOCOVERDIR, where set. TERM is left out, so tools do not emit colors.
+func HostEnv() map[string]string {
+	keep := map[string]bool{
+		"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "LANG": true, "LC_ALL": true,
+		"GOTRACEBACK": true, "GODEBUG": true, "GOMAXPROCS": true, "GORACE": true, "GOCOVERDIR": true,
+	}
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && (keep[k] || strings.HasPrefix(k, "GOVERBS_")) {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// Shell returns the argv that runs script with /bin/sh.
+func Shell(script string) []string { return []string{"/bin/sh", "-c", script} }
+
+// Run boots the lab VM, runs argv in it and returns the command's exit code.
+// err is non-nil only when the lab itself failed (then the code is
+// ExitSetupFailed or ExitTimeout); a command that fails is not an error.
+func Run(ctx context.Context, cfg Config, argv []string) (exitCode int, err error) {
+	res, err := RunResult(ctx, cfg, argv)
+	return res.ExitCode, err
+}
+
+// RunResult is Run with timings.
+func RunResult(ctx context.Context, cfg Config, argv []string) (Result, error) {
+	res := Result{ExitCode: ExitSetupFailed}
+	start := time.Now()
+	if len(argv) == 0 {
+		return res, errors.New("lab: no command")
+	}
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+	}
+	r, err := newRun(ctx, &cfg, argv)
+	if err != nil {
+		return res, err
+	}
+	defer r.cleanup()
+	res.Accel = r.accel
+	res.Prepare = time.Since(start)
+	return r.boot(ctx, res)
+}
+
+func envTrue(name string) bool {
+	v, _ := strconv.ParseBool(os.Getenv(name))
+	return v
+}
+
+// run is one VM boot.
+type run struct {
+	cfg     *Config
+	kernel  *Kernel
+	initrd  string
+	ctlDir  string
+	accel   string
+	qemu    string
+	shares  []proto.Share
+	virtfs  []string // -virtfs arguments for the shares
+	guest   proto.Config
+	console *ringBuffer
+}
+
+func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
+	if cfg.Memory <= 0 {
+		cfg.Memory = 2048
+	}
+	if cfg.CPUs <= 0 {
+		cfg.CPUs = 2
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	cfg.NoRXE = cfg.NoRXE || envTrue("GOVERBS_LAB_NO_RXE")
+	cfg.Debug = cfg.Debug || envTrue("GOVERBS_LAB_DEBUG")
+	if cfg.Workdir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("lab: working directory: %w", err)
+		}
+		cfg.Workdir = wd
+	}
+	wd, err := filepath.Abs(cfg.Workdir)
+	if err != nil {
+		return nil, fmt.Errorf("lab: working directory: %w", err)
+	}
+	cfg.Workdir = wd
+
+	r := &run{cfg: cfg, console: &ringBuffer{max: 64 << 10}}
+	r.qemu, err = exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		return nil, missingTool("qemu-system-x86_64", "qemu-system-x86")
+	}
+	accel, whyNot, err := chooseAccel()
+	if err != nil {
+		return nil, err
+	}
+	r.accel = accel
+	if whyNot != nil && !envTrue("GOVERBS_LAB_QUIET") {
+		fmt.Fprintf(cfg.Log, "lab: KVM is not usable (%v); using TCG emulation\n", whyNot)
+	}
+
+	cacheDir := cfg.CacheDir
+	if cacheDir == "" {
+		if cacheDir, err = CacheDir(); err != nil {
+			return nil, err
+		}
+	}
+	if r.kernel, err = EnsureKernel(ctx, cacheDir, cfg.Log); err != nil {
+		return nil, err
+	}
+	initPath, initHash, err := ensureInit(ctx, cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	if r.initrd, err = ensureInitramfs(cacheDir, r.kernel, initPath, initHash); err != nil {
+		return nil, err
+	}
+
+	env := cfg.Env
+	if env == nil {
+		env = HostEnv()
+	}
+	env = clone(env)
+	env["GOVERBS_LAB"] = "1"
+
+	shares := append([]Share(nil), cfg.Shares...)
+	if cfg.OutDir != "" {
+		out, err := filepath.Abs(cfg.OutDir)
+		if err != nil {
+			return nil, fmt.Errorf("lab: out dir: %w", err)
+		}
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return nil, fmt.Errorf("lab: out dir: %w", err)
+		}
+		shares = append(shares, Share{HostPath: out, GuestPath: proto.GuestOut, Writable: true})
+		env[OutDirEnv] = proto.GuestOut
+	}
+	// Make paths the VM's tmpfs mounts would hide visible again.
+	for _, p := range []string{cfg.Workdir, exeDir(argv[0])} {
+		if p != "" && Hidden(p) && !covered(shares, p) {
+			shares = append(shares, Share{HostPath: p})
+		}
+	}
+	for i, s := range shares {
+		if !filepath.IsAbs(s.HostPath) {
+			return nil, fmt.Errorf("lab: share %q: host path must be absolute", s.HostPath)
+		}
+		if s.GuestPath == "" {
+			s.GuestPath = s.HostPath
+		}
+		if !filepath.IsAbs(s.GuestPath) {
+			return nil, fmt.Errorf("lab: share %q: guest path %q must be absolute", s.HostPath, s.GuestPath)
+		}
+		tag := "share" + strconv.Itoa(i)
+		r.shares = append(r.shares, proto.Share{Tag: tag, Path: filepath.Clean(s.GuestPath), Writable: s.Writable})
+		r.virtfs = append(r.virtfs, virtfsArg(s.HostPath, tag, !s.Writable))
+	}
+	r.guest = proto.Config{
+		Argv:   argv,
+		Env:    envList(env),
+		Dir:    cfg.Workdir,
+		NoRXE:  cfg.NoRXE,
+		Shares: r.shares,
+		Debug:  cfg.Debug,
+	}
+	if r.ctlDir, err = os.MkdirTemp("", "goverbs-lab-"); err != nil {
+		return nil, fmt.Errorf("lab: create control directory: %w", err)
+	}
+	b, err := json.Marshal(r.guest)
+	if err != nil {
+		r.cleanup()
+		return nil, fmt.Errorf("lab: encode run configuration: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(r.ctlDir, proto.ConfigFile), b, 0o644); err != nil {
+		r.cleanup()
+		return nil, fmt.Errorf("lab: write run configuration: %w", err)
+	}
+	return r, nil
+}
+
+func (r *run) cleanup() {
+	if r.ctlDir != "" {
+		os.RemoveAll(r.ctlDir)
+	}
+}
+
+// hiddenPrefixes are host paths the VM mounts its own filesystems over.
+var hiddenPrefixes = []string{"/tmp", "/run", "/dev", "/proc", "/sys"}
+
+// Hidden reports whether the host path p is covered, inside the VM, by a
+// filesystem of the VM's own (tmpfs on /tmp and /run, devtmpfs, proc,
+// sysfs), so that the host's files there are not visible without a Share.
+func Hidden(p string) bool {
+	p = filepath.Clean(p)
+	for _, h := range hiddenPrefixes {
+		if p == h || strings.HasPrefix(p, h+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// covered reports whether p lies inside one of the shares.
+func covered(shares []Share, p string) bool {
+	for _, s := range shares {
+		g := s.GuestPath
+		if g == "" {
+			g = s.HostPath
+		}
+		if g == s.HostPath && (p == g || strings.HasPrefix(p, g+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// exeDir returns the directory of an executable given by path, or "".
+func exeDir(argv0 string) string {
+	if !filepath.IsAbs(argv0) {
+		return ""
+	}
+	return filepath.Dir(argv0)
+}
+
+func virtfsArg(path, tag string, readonly bool) string {
+	// QEMU's option syntax escapes commas by doubling them.
+	a := "local,path=" + strings.ReplaceAll(path, ",", ",,") + ",mount_tag=" + tag + ",security_model=none,multidevs=remap"
+	if readonly {
+		a += ",readonly=on"
+	}
+	return a
+}
+
+func clone(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func envList(env map[string]string) []string {
+	l := make([]string, 0, len(env))
+	for k, v := range env {
+		l = append(l, k+"="+v)
+	}
+	sort.Strings(l)
+	return l
+}
+
+// cmdline is the kernel command line.
+func (r *run) cmdline() string {
+	args := []string{
+		"console=ttyS0", "panic=-1", "oops=panic", "rdinit=/init",
+		"mitigations=off", "8250.nr_uarts=1", "i8042.noaux", "i8042.nomux", "i8042.nopnp", "i8042.dumbkbd",
+		"random.trust_cpu=on", "nowatchdog",
+	}
+	if r.cfg.Debug {
+		args = append(args, "loglevel=7", "goverbs.debug")
+	} else {
+		args = append(args, "quiet", "loglevel=1")
+	}
+	return strings.Join(args, " ")
+}
+
+// qemuArgs builds the QEMU command line. The stdout, stderr, events and
+// console pipes are inherited as fds 3, 4, 5 and 6.
+func (r *run) qemuArgs() []string {
+	args := []string{
+		"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
+		"-machine", "pc", "-m", strconv.Itoa(r.cfg.Memory) + "M", "-smp", strconv.Itoa(r.cfg.CPUs),
+		"-kernel", r.kernel.Vmlinuz, "-initrd", r.initrd, "-append", r.cmdline(),
+		"-chardev", "file,id=console,path=/proc/self/fd/6", "-serial", "chardev:console",
+		"-device", "virtio-rng-pci",
+		"-virtfs", virtfsArg("/", proto.TagHostRoot, true),
+		"-virtfs", virtfsArg(r.ctlDir, proto.TagControl, false),
+		"-device", "virtio-serial-pci,id=vser",
+	}
+	if r.accel == "kvm" {
+		args = append(args, "-accel", "kvm", "-cpu", "host")
+	} else {
+		args = append(args, "-accel", "tcg,thread=multi", "-cpu", "max")
+	}
+	for i, p := range []string{proto.PortStdout, proto.PortStderr, proto.PortEvents} {
+		id := "port" + strconv.Itoa(i)
+		args = append(args,
+			"-chardev", fmt.Sprintf("file,id=%s,path=/proc/self/fd/%d", id, 3+i),
+			"-device", fmt.Sprintf("virtserialport,bus=vser.0,chardev=%s,name=%s", id, p))
+	}
+	for _, v := range r.virtfs {
+		args = append(args, "-virtfs", v)
+	}
+	return args
+}
+
+// boot runs QEMU and collects the outcome.
+func (r *run) boot(ctx context.Context, res Result) (Result, error) {
+	type pipe struct{ r, w *os.File }
+	var pipes [4]pipe // stdout, stderr, events, console
+	closeAll := func() {
+		for _, p := range pipes {
+			if p.r != nil {
+				p.r.Close()
+			}
+			if p.w != nil {
+				p.w.Close()
+			}
+		}
+	}
+	for i := range pipes {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return res, fmt.Errorf("lab: create pipe: %w", err)
+		}
+		pipes[i] = pipe{pr, pw}
+	}
+	var qemuOut ringBuffer
+	qemuOut.max = 16 << 10
+	cmd := exec.Command(r.qemu, r.qemuArgs()...)
+	cmd.Stdout = &qemuOut
+	cmd.Stderr = &qemuOut
+	cmd.ExtraFiles = []*os.File{pipes[0].w, pipes[1].w, pipes[2].w, pipes[3].w}
+	// QEMU must not outlive us (e.g. when go test kills a hung test binary).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if r.cfg.Debug {
+		fmt.Fprintf(r.cfg.Log, "lab: %s %s\n", r.qemu, strings.Join(cmd.Args[1:], " "))
+	}
+
+	// Start with the OS thread locked: Pdeathsig follows the thread that
+	// forked QEMU, and a locked thread is not reused or ended under us.
+	runtime.LockOSThread()
+	qemuStart := time.Now()
+	err := cmd.Start()
+	runtime.UnlockOSThread()
+	for _, p := range pipes {
+		p.w.Close()
+	}
+	if err != nil {
+		closeAll()
+		return res, fmt.Errorf("lab: start %s: %w", r.qemu, err)
+	}
+
+	var wg sync.WaitGroup
+	copyOut := func(dst io.Writer, src *os.File) {
+		defer wg.Done()
+		_, _ = io.Copy(dst, src)
+		src.Close()
+	}
+	wg.Add(3)
+	go copyOut(r.cfg.Stdout, pipes[0].r)
+	go copyOut(r.cfg.Stderr, pipes[1].r)
+	var console io.Writer = r.console
+	if r.cfg.Debug {
+		console = io.MultiWriter(r.console, r.cfg.Log)
+	}
+	go copyOut(console, pipes[3].r)
+
+	var (
+		mu       sync.Mutex
+		started  time.Time
+		exited   time.Time
+		exitCode = -1
+		setupErr *SetupError
+		eventErr error
+	)
+	eventsDone := make(chan struct{})
+	go func() {
+		defer close(eventsDone)
+		sc := bufio.NewScanner(pipes[2].r)
+		for sc.Scan() {
+			e, err := proto.ParseEvent(sc.Bytes())
+			mu.Lock()
+			switch {
+			case err != nil:
+				eventErr = err
+			case e.Kind == proto.EventStart:
+				started = time.Now()
+			case e.Kind == proto.EventExit:
+				exited, exitCode = time.Now(), e.Code
+			case e.Kind == proto.EventSetupError:
+				setupErr = &SetupError{Step: e.Step, Msg: e.Error}
+			}
+			mu.Unlock()
+		}
+		pipes[2].r.Close()
+	}()
+
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	var qerr error
+	timedOut := false
+	select {
+	case qerr = <-waitErr:
+	case <-ctx.Done():
+		timedOut = true
+		_ = cmd.Process.Kill()
+		qerr = <-waitErr
+	}
+	<-eventsDone
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if !started.IsZero() {
+		res.Boot = started.Sub(qemuStart)
+		end := exited
+		if end.IsZero() {
+			end = time.Now()
+		}
+		res.Command = end.Sub(started)
+	}
+	switch {
+	case timedOut:
+		res.ExitCode = ExitTimeout
+		what := "booting"
+		if !started.IsZero() {
+			what = "running " + strconv.Quote(strings.Join(r.guest.Argv, " "))
+		}
+		return res, fmt.Errorf("lab: stopped the VM while %s: %w", what, context.Cause(ctx))
+	case setupErr != nil:
+		return res, fmt.Errorf("%w%s", setupErr, r.diagnostics(&qemuOut))
+	case exitCode >= 0:
+		res.ExitCode = exitCode
+		return res, nil
+	case eventErr != nil:
+		return res, fmt.Errorf("%w%s", eventErr, r.diagnostics(&qemuOut))
+	default:
+		return res, fmt.Errorf("lab: the VM stopped without reporting the command's exit status (qemu: %v)%s", qerr, r.diagnostics(&qemuOut))
+	}
+}
+
+// diagnostics formats QEMU's own output and the console tail for an error.
+func (r *run) diagnostics(qemuOut *ringBuffer) string {
+	var b strings.Builder
+	if s := strings.TrimSpace(qemuOut.String()); s != "" {
+		fmt.Fprintf(&b, "\nqemu output:\n%s", s)
+	}
+	if s := strings.TrimSpace(r.console.String()); s != "" {
+		fmt.Fprintf(&b, "\nconsole (last lines):\n%s", lastLines(s, 40))
+	} else if !r.cfg.Debug {
+		b.WriteString("\n(rerun with GOVERBS_LAB_DEBUG=1 to see the kernel log)")
+	}
+	return b.String()
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ringBuffer keeps the last max bytes written to it.
+type ringBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *ringBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > b.max {
+		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.max:]...)
+	}
+	return len(p), nil
+}
+
+func (b *ringBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
