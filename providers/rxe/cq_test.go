@@ -204,3 +204,34 @@ func unixPwriteU32(fd int, off int64, v uint32) (int, error) {
 	binary.NativeEndian.PutUint32(b[:], v)
 	return unix.Pwrite(fd, b[:], off)
 }
+
+// FuzzPoll lets the "kernel" leave arbitrary (even unmasked or inconsistent) indices and entry bytes in the
+// ring: Poll returns at most what fits, never more than the ring holds, and moves the consumer index by exactly
+// what it returned.
+func FuzzPoll(f *testing.F) {
+	f.Add(uint32(0), uint32(0), uint8(4), []byte{})
+	f.Add(uint32(3), uint32(1), uint8(1), []byte{1, 2, 3})
+	f.Add(uint32(0xffffffff), uint32(0x80000000), uint8(255), []byte{0xff, 0xff, 0xff, 0xff, 0x02})
+	f.Fuzz(func(t *testing.T, prod, cons uint32, want uint8, entries []byte) {
+		k := newFakeKernel(t)
+		c := k.newCQ(7)
+		for i := 0; i <= int(c.k.mask); i++ {
+			slot := unsafeBytes(c.k.elem(uint32(i)), c.k.elemSize())
+			for j := range slot {
+				if len(entries) > 0 {
+					slot[j] = entries[(i*len(slot)+j)%len(entries)]
+				}
+			}
+		}
+		*c.k.prod, *c.k.cons = prod, cons
+		wc := make([]provider.WC, int(want))
+		n := c.Poll(wc)
+		avail := int((prod - cons) & c.k.mask)
+		if n > len(wc) || n > c.k.capacity() || n != min(avail, len(wc)) {
+			t.Fatalf("Poll = %d with %d available and room for %d", n, avail, len(wc))
+		}
+		if got, wantCons := c.k.consumer(), (cons+uint32(n))&c.k.mask; got != wantCons {
+			t.Fatalf("consumer index %d after %d completions from %d, want %d", got, n, cons&c.k.mask, wantCons)
+		}
+	})
+}
