@@ -41,10 +41,15 @@
 // # Differences from rdma-core
 //
 // The provider follows rdma-core's rxe provider (v44) in validation and error numbers, with these deliberate
-// differences: PostSend refuses a QP that has not reached RTS before writing anything into the ring (rdma-core
-// writes the WQEs and then reports the kernel's EINVAL from the doorbell, leaving them queued); an unknown send
-// opcode is refused with EINVAL instead of being handed to the kernel; the immediate-data field of a WQE is only
-// written for opcodes that carry immediate data or an rkey to invalidate; and address handles without a kernel
-// AH number (kernels older than the ah_num interface) are refused at creation with EOPNOTSUPP instead of building
-// a userspace address vector.
+// differences:
+//
+//   - PostSend refuses a QP that has not reached RTS before writing anything into the ring (rdma-core writes
+//     the WQEs and then reports the kernel's EINVAL from the doorbell, leaving them queued);
+//   - an unknown send opcode, and SGE lengths adding up to more than 2^32-1 (rdma-core's sum wraps), are
+//     refused with EINVAL instead of being handed to the kernel;
+//   - the immediate-data field of a WQE is only written for opcodes that carry immediate data or an rkey to
+//     invalidate;
+//   - an empty PostSend is a no-op (no doorbell) rather than EINVAL;
+//   - address handles without a kernel AH number (kernels older than the ah_num interface) are refused at
+//     creation with EOPNOTSUPP instead of building a userspace address vector.
 package rxe
