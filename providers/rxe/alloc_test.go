@@ -68,7 +68,7 @@ func TestDataPathAllocations(t *testing.T) {
 		}},
 		{"Poll", func() {
 			for i := 0; i < 5; i++ {
-				c.produce(abi.IbUverbsWc{WrId: uint64(i), WcFlags: uint32(provider.WCWithImm)})
+				c.produce(abi.IbUverbsWc{WrId: uint64(i), WcFlags: kernelWCWithImm})
 			}
 			if n := c.Poll(wc); n != 5 {
 				t.Fatalf("Poll = %d", n)

@@ -50,6 +50,9 @@
 //   - the immediate-data field of a WQE is only written for opcodes that carry immediate data or an rkey to
 //     invalidate;
 //   - an empty PostSend is a no-op (no doorbell) rather than EINVAL;
+//   - Poll translates wc_flags from the kernel's ib_wc_flags numbering, which rxe writes into the ring, to
+//     IBV_WC_* (rdma-core copies the raw value, so a C program sees IBV_WC_IP_CSUM_OK where a receive
+//     invalidated an rkey; goverbs reports WCWithInv);
 //   - address handles without a kernel AH number (kernels older than the ah_num interface) are refused at
 //     creation with EOPNOTSUPP instead of building a userspace address vector.
 package rxe

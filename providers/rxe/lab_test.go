@@ -617,3 +617,61 @@ func TestLabAllocations(t *testing.T) {
 		t.Errorf("post recv: %v allocations per call", a)
 	}
 }
+
+// Memory windows through the send queue: BIND_MW (type 2, bound on the target QP), an RDMA write through the
+// window, LOCAL_INV, a second bind, and SEND_WITH_INV from the peer, whose receive completion reports the
+// invalidated rkey in host order, flagged WITH_INV (the kernel's IB_WC_WITH_INVALIDATE bit, translated).
+func TestLabMemoryWindow(t *testing.T) {
+	e := newLab(t)
+	p := e.rcPair(t, labCap, nil)
+	mw, err := e.pd.AllocMW(uverbs.MWType2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { check(t, mw.Close()) })
+	window := 64 << 10
+	bind := func(key uint32) uint32 {
+		t.Helper()
+		newRKey := mw.RKey()&^0xff | key
+		if _, err := p.b.PostSend([]uverbs.SendWR{{WRID: 50, Opcode: uverbs.WROpcode(8), Flags: uverbs.SendFlags(2),
+			Bind: uverbs.MWBind{MWRKey: mw.RKey(), NewRKey: newRKey, MRLKey: e.mr.LKey(),
+				Addr: e.mr.Addr() + uint64(window), Length: 4096, Access: uint32(uverbs.AccessRemoteWrite)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if w := poll(t, p.cqB, 1)[0]; w.WRID != 50 || w.Opcode != uverbs.WCOpcode(5) {
+			t.Fatalf("bind completion %+v", w)
+		}
+		mw.SetRKey(newRKey)
+		return newRKey
+	}
+	rkey := bind(0x21)
+	copy(e.buf, "through the window")
+	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 51, Opcode: uverbs.WROpcode(0), Flags: uverbs.SendFlags(2),
+		SGL: []uverbs.SGE{e.mr.SGE(0, 18)}, RemoteAddr: e.mr.Addr() + uint64(window) + 100, RKey: rkey}}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, p.cqA, 1)
+	if got := string(e.buf[window+100 : window+118]); got != "through the window" {
+		t.Fatalf("write through the MW landed %q", got)
+	}
+
+	if _, err := p.b.PostSend([]uverbs.SendWR{{WRID: 52, Opcode: uverbs.WROpcode(7), Flags: uverbs.SendFlags(2), Imm: rkey}}); err != nil {
+		t.Fatal(err)
+	}
+	if w := poll(t, p.cqB, 1)[0]; w.WRID != 52 || w.Opcode != uverbs.WCOpcode(6) {
+		t.Fatalf("local invalidate completion %+v", w)
+	}
+
+	rkey = bind(0x22)
+	if _, err := p.b.PostRecv([]uverbs.RecvWR{{WRID: 53, SGL: []uverbs.SGE{e.mr.SGE(8192, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 54, Opcode: uverbs.WROpcode(9), Flags: uverbs.SendFlags(2),
+		SGL: []uverbs.SGE{e.mr.SGE(0, 8)}, Imm: rkey}}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, p.cqA, 1)
+	if w := poll(t, p.cqB, 1)[0]; w.WRID != 53 || w.Flags&uverbs.WCFlags(8) == 0 || w.Imm != rkey {
+		t.Fatalf("send-with-invalidate receive %+v, want WITH_INV and rkey %#x", w, rkey)
+	}
+}
