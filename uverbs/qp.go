@@ -208,27 +208,27 @@ type QPAttrMask uint32
 
 // QP attribute mask bits.
 const (
-	QPAttrState             QPAttrMask = 1 << 0
-	QPAttrCurState          QPAttrMask = 1 << 1
-	QPAttrEnSQDAsyncNotify  QPAttrMask = 1 << 2
-	QPAttrAccessFlags       QPAttrMask = 1 << 3
-	QPAttrPKeyIndex         QPAttrMask = 1 << 4
-	QPAttrPort              QPAttrMask = 1 << 5
-	QPAttrQKey              QPAttrMask = 1 << 6
-	QPAttrAV                QPAttrMask = 1 << 7
-	QPAttrPathMTU           QPAttrMask = 1 << 8
-	QPAttrTimeout           QPAttrMask = 1 << 9
-	QPAttrRetryCnt          QPAttrMask = 1 << 10
-	QPAttrRNRRetry          QPAttrMask = 1 << 11
-	QPAttrRQPSN             QPAttrMask = 1 << 12
-	QPAttrMaxQPRdAtomic     QPAttrMask = 1 << 13
-	QPAttrAltPath           QPAttrMask = 1 << 14
-	QPAttrMinRNRTimer       QPAttrMask = 1 << 15
-	QPAttrSQPSN             QPAttrMask = 1 << 16
-	QPAttrMaxDestRdAtomic   QPAttrMask = 1 << 17
-	QPAttrPathMigState      QPAttrMask = 1 << 18
-	QPAttrCap               QPAttrMask = 1 << 19
-	QPAttrDestQPN           QPAttrMask = 1 << 20
+	QPAttrState            QPAttrMask = 1 << 0
+	QPAttrCurState         QPAttrMask = 1 << 1
+	QPAttrEnSQDAsyncNotify QPAttrMask = 1 << 2
+	QPAttrAccessFlags      QPAttrMask = 1 << 3
+	QPAttrPKeyIndex        QPAttrMask = 1 << 4
+	QPAttrPort             QPAttrMask = 1 << 5
+	QPAttrQKey             QPAttrMask = 1 << 6
+	QPAttrAV               QPAttrMask = 1 << 7
+	QPAttrPathMTU          QPAttrMask = 1 << 8
+	QPAttrTimeout          QPAttrMask = 1 << 9
+	QPAttrRetryCnt         QPAttrMask = 1 << 10
+	QPAttrRNRRetry         QPAttrMask = 1 << 11
+	QPAttrRQPSN            QPAttrMask = 1 << 12
+	QPAttrMaxQPRdAtomic    QPAttrMask = 1 << 13
+	QPAttrAltPath          QPAttrMask = 1 << 14
+	QPAttrMinRNRTimer      QPAttrMask = 1 << 15
+	QPAttrSQPSN            QPAttrMask = 1 << 16
+	QPAttrMaxDestRdAtomic  QPAttrMask = 1 << 17
+	QPAttrPathMigState     QPAttrMask = 1 << 18
+	QPAttrCap              QPAttrMask = 1 << 19
+	QPAttrDestQPN          QPAttrMask = 1 << 20
 )
 
 // GlobalRoute is the GRH part of an address (struct ibv_global_route).
@@ -253,32 +253,32 @@ type AHAttr struct {
 
 // QPAttr are a QP's attributes (struct ibv_qp_attr).
 type QPAttr struct {
-	State             QPState
-	CurState          QPState
-	PathMTU           MTU
-	PathMigState      uint8
-	QKey              uint32
-	RQPSN             uint32
-	SQPSN             uint32
-	DestQPN           uint32
-	AccessFlags       Access
-	Cap               QPCap
-	AHAttr            AHAttr
-	AltAHAttr         AHAttr
-	PKeyIndex         uint16
-	AltPKeyIndex      uint16
-	EnSQDAsyncNotify  uint8
-	SQDraining        uint8
-	MaxRdAtomic       uint8
-	MaxDestRdAtomic   uint8
-	MinRNRTimer       uint8
-	PortNum           uint8
-	Timeout           uint8
-	RetryCnt          uint8
-	RNRRetry          uint8
-	AltPortNum        uint8
-	AltTimeout        uint8
-	SQSigAll          bool
+	State            QPState
+	CurState         QPState
+	PathMTU          MTU
+	PathMigState     uint8
+	QKey             uint32
+	RQPSN            uint32
+	SQPSN            uint32
+	DestQPN          uint32
+	AccessFlags      Access
+	Cap              QPCap
+	AHAttr           AHAttr
+	AltAHAttr        AHAttr
+	PKeyIndex        uint16
+	AltPKeyIndex     uint16
+	EnSQDAsyncNotify uint8
+	SQDraining       uint8
+	MaxRdAtomic      uint8
+	MaxDestRdAtomic  uint8
+	MinRNRTimer      uint8
+	PortNum          uint8
+	Timeout          uint8
+	RetryCnt         uint8
+	RNRRetry         uint8
+	AltPortNum       uint8
+	AltTimeout       uint8
+	SQSigAll         bool
 }
 
 func qpDest(a *AHAttr) abi.IbUverbsQpDest {
