@@ -150,7 +150,7 @@ func poll(t *testing.T, cq *uverbs.CQ, n int) []uverbs.WC {
 		}
 	}
 	for i, w := range wc {
-		if w.Status != uverbs.WCStatus(0) {
+		if w.Status != uverbs.WCSuccess {
 			t.Fatalf("completion %d: status %d (wr_id %d, opcode %d, vendor_err %#x)", i, w.Status, w.WRID, w.Opcode, w.VendorErr)
 		}
 	}
@@ -188,14 +188,14 @@ func TestLabRCOpcodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 1, SGL: []uverbs.SGE{e.mr.SGE(src, 19)},
-		Opcode: uverbs.WROpcode(3), Flags: uverbs.SendFlags(2), Imm: 0xcafe0001}}); err != nil {
+		Opcode: uverbs.WRSendWithImm, Flags: uverbs.SendSignaled, Imm: 0xcafe0001}}); err != nil {
 		t.Fatal(err)
 	}
 	ws, wr := poll(t, p.cqA, 1)[0], poll(t, p.cqB, 1)[0]
-	if ws.WRID != 1 || ws.Opcode != uverbs.WCOpcode(0) {
+	if ws.WRID != 1 || ws.Opcode != uverbs.WCSend {
 		t.Errorf("send completion %+v", ws)
 	}
-	if wr.WRID != 100 || wr.Opcode != uverbs.WCOpcode(128) || wr.ByteLen != 19 || wr.Flags&uverbs.WCFlags(2) == 0 ||
+	if wr.WRID != 100 || wr.Opcode != uverbs.WCRecv || wr.ByteLen != 19 || wr.Flags&uverbs.WCWithImm == 0 ||
 		wr.Imm != 0xcafe0001 || wr.QPNum != p.b.QPN() {
 		t.Errorf("receive completion %+v", wr)
 	}
@@ -210,17 +210,17 @@ func TestLabRCOpcodes(t *testing.T) {
 	}
 	remote := e.mr.Addr() + uint64(dst+1024)
 	if _, err := p.a.PostSend([]uverbs.SendWR{
-		{WRID: 2, SGL: []uverbs.SGE{e.mr.SGE(src, 7)}, Opcode: uverbs.WROpcode(0), RemoteAddr: remote, RKey: e.mr.RKey()},
-		{WRID: 3, SGL: []uverbs.SGE{e.mr.SGE(src+7, 8)}, Opcode: uverbs.WROpcode(1), Flags: uverbs.SendFlags(2),
+		{WRID: 2, SGL: []uverbs.SGE{e.mr.SGE(src, 7)}, Opcode: uverbs.WRRDMAWrite, RemoteAddr: remote, RKey: e.mr.RKey()},
+		{WRID: 3, SGL: []uverbs.SGE{e.mr.SGE(src+7, 8)}, Opcode: uverbs.WRRDMAWriteWithImm, Flags: uverbs.SendSignaled,
 			RemoteAddr: remote + 7, RKey: e.mr.RKey(), Imm: 0x01020304},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	ws, wr = poll(t, p.cqA, 1)[0], poll(t, p.cqB, 1)[0]
-	if ws.WRID != 3 || ws.Opcode != uverbs.WCOpcode(1) {
+	if ws.WRID != 3 || ws.Opcode != uverbs.WCRDMAWrite {
 		t.Errorf("RDMA write completion %+v (the unsignaled write must not complete)", ws)
 	}
-	if wr.WRID != 101 || wr.Opcode != uverbs.WCOpcode(129) || wr.Imm != 0x01020304 || wr.Flags&uverbs.WCFlags(2) == 0 {
+	if wr.WRID != 101 || wr.Opcode != uverbs.WCRecvRDMAWithImm || wr.Imm != 0x01020304 || wr.Flags&uverbs.WCWithImm == 0 {
 		t.Errorf("write-with-imm receive completion %+v", wr)
 	}
 	if got := string(buf[dst+1024 : dst+1024+15]); got != "written by RDMA" {
@@ -229,10 +229,10 @@ func TestLabRCOpcodes(t *testing.T) {
 
 	// RDMA_READ back from B into A.
 	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 4, SGL: []uverbs.SGE{e.mr.SGE(src+2048, 15)},
-		Opcode: uverbs.WROpcode(4), Flags: uverbs.SendFlags(2), RemoteAddr: remote, RKey: e.mr.RKey()}}); err != nil {
+		Opcode: uverbs.WRRDMARead, Flags: uverbs.SendSignaled, RemoteAddr: remote, RKey: e.mr.RKey()}}); err != nil {
 		t.Fatal(err)
 	}
-	if w := poll(t, p.cqA, 1)[0]; w.WRID != 4 || w.Opcode != uverbs.WCOpcode(2) || w.ByteLen != 15 {
+	if w := poll(t, p.cqA, 1)[0]; w.WRID != 4 || w.Opcode != uverbs.WCRDMARead || w.ByteLen != 15 {
 		t.Errorf("RDMA read completion %+v", w)
 	}
 	if got := string(buf[src+2048 : src+2048+15]); got != "written by RDMA" {
@@ -244,15 +244,15 @@ func TestLabRCOpcodes(t *testing.T) {
 	binary.NativeEndian.PutUint64(buf[word:], 40)
 	atomic := e.mr.Addr() + uint64(word)
 	if _, err := p.a.PostSend([]uverbs.SendWR{
-		{WRID: 5, SGL: []uverbs.SGE{e.mr.SGE(src+3000, 8)}, Opcode: uverbs.WROpcode(6), Flags: uverbs.SendFlags(2),
+		{WRID: 5, SGL: []uverbs.SGE{e.mr.SGE(src+3000, 8)}, Opcode: uverbs.WRAtomicFetchAndAdd, Flags: uverbs.SendSignaled,
 			RemoteAddr: atomic, RKey: e.mr.RKey(), CompareAdd: 2},
-		{WRID: 6, SGL: []uverbs.SGE{e.mr.SGE(src+3008, 8)}, Opcode: uverbs.WROpcode(5), Flags: uverbs.SendFlags(2),
+		{WRID: 6, SGL: []uverbs.SGE{e.mr.SGE(src+3008, 8)}, Opcode: uverbs.WRAtomicCmpAndSwp, Flags: uverbs.SendSignaled,
 			RemoteAddr: atomic, RKey: e.mr.RKey(), CompareAdd: 42, Swap: 7},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	wcs := poll(t, p.cqA, 2)
-	if wcs[0].Opcode != uverbs.WCOpcode(4) || wcs[1].Opcode != uverbs.WCOpcode(3) {
+	if wcs[0].Opcode != uverbs.WCFetchAdd || wcs[1].Opcode != uverbs.WCCompSwap {
 		t.Errorf("atomic completions %+v", wcs)
 	}
 	if old := binary.NativeEndian.Uint64(buf[src+3000:]); old != 40 {
@@ -270,7 +270,7 @@ func TestLabRCOpcodes(t *testing.T) {
 	if _, err := p.b.PostRecv([]uverbs.RecvWR{{WRID: 102, SGL: []uverbs.SGE{e.mr.SGE(dst, 512)}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 7, Opcode: uverbs.WROpcode(2), Flags: uverbs.SendFlags(2 | 8),
+	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 7, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled | uverbs.SendInline,
 		SGL: []uverbs.SGE{{Addr: uint64(uintptr(unsafe.Pointer(&msg[0]))), Length: uint32(len(msg))}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestLabWrapAround(t *testing.T) {
 	capSQ := int(p.a.Cap().MaxSendWR)
 	batch := make([]uverbs.SendWR, 64)
 	for i := range batch {
-		batch[i] = uverbs.SendWR{WRID: uint64(i), Opcode: uverbs.WROpcode(0), Flags: uverbs.SendFlags(2),
+		batch[i] = uverbs.SendWR{WRID: uint64(i), Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled,
 			SGL: []uverbs.SGE{e.mr.SGE(0, 8)}, RemoteAddr: e.mr.Addr() + 16384, RKey: e.mr.RKey()}
 	}
 	n, err := p.a.PostSend(batch)
@@ -314,8 +314,8 @@ func TestLabWrapAround(t *testing.T) {
 		}
 		for sent < posted {
 			binary.NativeEndian.PutUint64(e.buf[sent%8*8:], uint64(sent))
-			_, err := p.a.PostSend([]uverbs.SendWR{{WRID: uint64(sent), Opcode: uverbs.WROpcode(2),
-				Flags: uverbs.SendFlags(2 | 8), SGL: []uverbs.SGE{e.mr.SGE(sent%8*8, 8)}}})
+			_, err := p.a.PostSend([]uverbs.SendWR{{WRID: uint64(sent), Opcode: uverbs.WRSend,
+				Flags: uverbs.SendSignaled | uverbs.SendInline, SGL: []uverbs.SGE{e.mr.SGE(sent%8*8, 8)}}})
 			if errors.Is(err, unix.ENOMEM) {
 				break // reap completions first
 			}
@@ -327,7 +327,7 @@ func TestLabWrapAround(t *testing.T) {
 		p.cqA.Poll(wc)
 		n := p.cqB.Poll(wc)
 		for _, w := range wc[:n] {
-			if w.Status != 0 || w.WRID != uint64(recvd) {
+			if w.Status != uverbs.WCSuccess || w.WRID != uint64(recvd) {
 				t.Fatalf("receive %d: %+v", recvd, w)
 			}
 			if v := binary.NativeEndian.Uint64(e.buf[8192+recvd%4*64:]); v != uint64(recvd) {
@@ -359,7 +359,7 @@ func TestLabArmAndEvent(t *testing.T) {
 	if _, err := p.b.PostRecv([]uverbs.RecvWR{{WRID: 1, SGL: []uverbs.SGE{e.mr.SGE(0, 64)}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 1, Opcode: uverbs.WROpcode(2), Flags: uverbs.SendFlags(2 | 4),
+	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 1, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled | uverbs.SendSolicited,
 		SGL: []uverbs.SGE{e.mr.SGE(64, 64)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestLabUD(t *testing.T) {
 	if _, err := b.PostRecv([]uverbs.RecvWR{{WRID: 9, SGL: []uverbs.SGE{e.mr.SGE(4096, 40+64)}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.PostSend([]uverbs.SendWR{{WRID: 8, Opcode: uverbs.WROpcode(3), Flags: uverbs.SendFlags(2),
+	if _, err := a.PostSend([]uverbs.SendWR{{WRID: 8, Opcode: uverbs.WRSendWithImm, Flags: uverbs.SendSignaled,
 		SGL: []uverbs.SGE{e.mr.SGE(0, 8)}, AH: ah.Data(), RemoteQPN: b.QPN(), RemoteQKey: qkey, Imm: 77}}); err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestLabUD(t *testing.T) {
 			recv = w
 		}
 	}
-	if recv.ByteLen != 40+8 || recv.SrcQP != a.QPN() || recv.Imm != 77 || recv.Flags&uverbs.WCFlags(1) == 0 {
+	if recv.ByteLen != 40+8 || recv.SrcQP != a.QPN() || recv.Imm != 77 || recv.Flags&uverbs.WCWithGRH == 0 {
 		t.Errorf("UD receive %+v (want byte_len 48, src_qp %#x, imm 77, GRH flag)", recv, a.QPN())
 	}
 	if got := string(e.buf[4096+40 : 4096+48]); got != "datagram" {
@@ -454,7 +454,7 @@ func TestLabSRQResize(t *testing.T) {
 		if _, err := srq.PostRecv([]uverbs.RecvWR{{WRID: id, SGL: []uverbs.SGE{e.mr.SGE(4096, 64)}}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.PostSend([]uverbs.SendWR{{WRID: id, Opcode: uverbs.WROpcode(2), Flags: uverbs.SendFlags(2),
+		if _, err := a.PostSend([]uverbs.SendWR{{WRID: id, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
 			SGL: []uverbs.SGE{e.mr.SGE(0, 16)}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -478,7 +478,7 @@ func TestLabSRQResize(t *testing.T) {
 	if n, err := srq.PostRecv(wrs); n != len(wrs) || err != nil {
 		t.Fatalf("PostRecv after resize = %d, %v", n, err)
 	}
-	if _, err := a.PostSend([]uverbs.SendWR{{WRID: 5, Opcode: uverbs.WROpcode(2), Flags: uverbs.SendFlags(2),
+	if _, err := a.PostSend([]uverbs.SendWR{{WRID: 5, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
 		SGL: []uverbs.SGE{e.mr.SGE(0, 16)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +507,7 @@ func TestLabCQResize(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		if _, err := a.PostSend([]uverbs.SendWR{{WRID: uint64(i), Opcode: uverbs.WROpcode(0), Flags: uverbs.SendFlags(2),
+		if _, err := a.PostSend([]uverbs.SendWR{{WRID: uint64(i), Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled,
 			SGL: []uverbs.SGE{e.mr.SGE(0, 8)}, RemoteAddr: e.mr.Addr() + 8192, RKey: e.mr.RKey()}}); err != nil {
 			t.Fatal(err)
 		}
@@ -526,7 +526,7 @@ func TestLabCQResize(t *testing.T) {
 		t.Fatalf("CQE %d after resize to 256", cq.CQE())
 	}
 	for i, w := range poll(t, cq, 3) {
-		if w.WRID != uint64(i) || w.Opcode != uverbs.WCOpcode(1) {
+		if w.WRID != uint64(i) || w.Opcode != uverbs.WCRDMAWrite {
 			t.Errorf("completion %d after resize: %+v", i, w)
 		}
 	}
@@ -540,7 +540,7 @@ func TestLabStateGates(t *testing.T) {
 	if _, err := qp.PostRecv([]uverbs.RecvWR{{}}); !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("PostRecv in RESET: %v, want EINVAL", err)
 	}
-	if _, err := qp.PostSend([]uverbs.SendWR{{Opcode: uverbs.WROpcode(2)}}); !errors.Is(err, unix.EINVAL) {
+	if _, err := qp.PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend}}); !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("PostSend in RESET: %v, want EINVAL", err)
 	}
 	attr := uverbs.QPAttr{State: uverbs.QPStateInit, PortNum: 1}
@@ -550,7 +550,7 @@ func TestLabStateGates(t *testing.T) {
 	if _, err := qp.PostRecv([]uverbs.RecvWR{{}}); err != nil {
 		t.Fatalf("PostRecv in INIT: %v", err)
 	}
-	if _, err := qp.PostSend([]uverbs.SendWR{{Opcode: uverbs.WROpcode(2)}}); !errors.Is(err, unix.EINVAL) {
+	if _, err := qp.PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend}}); !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("PostSend in INIT: %v, want EINVAL", err)
 	}
 	// In ERR, sends are accepted and flushed with an error completion.
@@ -558,7 +558,7 @@ func TestLabStateGates(t *testing.T) {
 	if err := qp.Modify(&attr, uverbs.QPAttrState); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := qp.PostSend([]uverbs.SendWR{{WRID: 42, Opcode: uverbs.WROpcode(2), Flags: uverbs.SendFlags(2)}}); err != nil {
+	if _, err := qp.PostSend([]uverbs.SendWR{{WRID: 42, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled}}); err != nil {
 		t.Fatalf("PostSend in ERR: %v", err)
 	}
 	wc := make([]uverbs.WC, 4)
@@ -568,7 +568,7 @@ func TestLabStateGates(t *testing.T) {
 		found := false
 		for _, w := range wc[:n] {
 			if w.WRID == 42 {
-				if w.Status != uverbs.WCStatus(5) {
+				if w.Status != uverbs.WCWRFlushErr {
 					t.Errorf("flushed send status %d, want WR_FLUSH_ERR", w.Status)
 				}
 				found = true
@@ -587,7 +587,7 @@ func TestLabStateGates(t *testing.T) {
 func TestLabAllocations(t *testing.T) {
 	e := newLab(t)
 	p := e.rcPair(t, labCap, nil)
-	sends := []uverbs.SendWR{{WRID: 1, Opcode: uverbs.WROpcode(0), Flags: uverbs.SendFlags(2),
+	sends := []uverbs.SendWR{{WRID: 1, Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled,
 		SGL: []uverbs.SGE{e.mr.SGE(0, 64)}, RemoteAddr: e.mr.Addr() + 65536, RKey: e.mr.RKey()}}
 	wc := make([]uverbs.WC, 4)
 	round := func() {
@@ -633,12 +633,12 @@ func TestLabMemoryWindow(t *testing.T) {
 	bind := func(key uint32) uint32 {
 		t.Helper()
 		newRKey := mw.RKey()&^0xff | key
-		if _, err := p.b.PostSend([]uverbs.SendWR{{WRID: 50, Opcode: uverbs.WROpcode(8), Flags: uverbs.SendFlags(2),
+		if _, err := p.b.PostSend([]uverbs.SendWR{{WRID: 50, Opcode: uverbs.WRBindMW, Flags: uverbs.SendSignaled,
 			Bind: uverbs.MWBind{MWRKey: mw.RKey(), NewRKey: newRKey, MRLKey: e.mr.LKey(),
 				Addr: e.mr.Addr() + uint64(window), Length: 4096, Access: uint32(uverbs.AccessRemoteWrite)}}}); err != nil {
 			t.Fatal(err)
 		}
-		if w := poll(t, p.cqB, 1)[0]; w.WRID != 50 || w.Opcode != uverbs.WCOpcode(5) {
+		if w := poll(t, p.cqB, 1)[0]; w.WRID != 50 || w.Opcode != uverbs.WCBindMW {
 			t.Fatalf("bind completion %+v", w)
 		}
 		mw.SetRKey(newRKey)
@@ -646,7 +646,7 @@ func TestLabMemoryWindow(t *testing.T) {
 	}
 	rkey := bind(0x21)
 	copy(e.buf, "through the window")
-	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 51, Opcode: uverbs.WROpcode(0), Flags: uverbs.SendFlags(2),
+	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 51, Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled,
 		SGL: []uverbs.SGE{e.mr.SGE(0, 18)}, RemoteAddr: e.mr.Addr() + uint64(window) + 100, RKey: rkey}}); err != nil {
 		t.Fatal(err)
 	}
@@ -655,10 +655,10 @@ func TestLabMemoryWindow(t *testing.T) {
 		t.Fatalf("write through the MW landed %q", got)
 	}
 
-	if _, err := p.b.PostSend([]uverbs.SendWR{{WRID: 52, Opcode: uverbs.WROpcode(7), Flags: uverbs.SendFlags(2), Imm: rkey}}); err != nil {
+	if _, err := p.b.PostSend([]uverbs.SendWR{{WRID: 52, Opcode: uverbs.WRLocalInv, Flags: uverbs.SendSignaled, Imm: rkey}}); err != nil {
 		t.Fatal(err)
 	}
-	if w := poll(t, p.cqB, 1)[0]; w.WRID != 52 || w.Opcode != uverbs.WCOpcode(6) {
+	if w := poll(t, p.cqB, 1)[0]; w.WRID != 52 || w.Opcode != uverbs.WCLocalInv {
 		t.Fatalf("local invalidate completion %+v", w)
 	}
 
@@ -666,12 +666,12 @@ func TestLabMemoryWindow(t *testing.T) {
 	if _, err := p.b.PostRecv([]uverbs.RecvWR{{WRID: 53, SGL: []uverbs.SGE{e.mr.SGE(8192, 64)}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 54, Opcode: uverbs.WROpcode(9), Flags: uverbs.SendFlags(2),
+	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 54, Opcode: uverbs.WRSendWithInv, Flags: uverbs.SendSignaled,
 		SGL: []uverbs.SGE{e.mr.SGE(0, 8)}, Imm: rkey}}); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, p.cqA, 1)
-	if w := poll(t, p.cqB, 1)[0]; w.WRID != 53 || w.Flags&uverbs.WCFlags(8) == 0 || w.Imm != rkey {
+	if w := poll(t, p.cqB, 1)[0]; w.WRID != 53 || w.Flags&uverbs.WCWithInv == 0 || w.Imm != rkey {
 		t.Fatalf("send-with-invalidate receive %+v, want WITH_INV and rkey %#x", w, rkey)
 	}
 }
