@@ -583,6 +583,49 @@ func TestLabStateGates(t *testing.T) {
 			t.Fatal("no flush completion for a send posted in ERR")
 		}
 	}
+	// Back to RESET: receives are refused again; the kernel keeps the ring indices across the reset (it only
+	// clears the slots), so after reconnecting (to itself) the rings go on from where they were.
+	attr = uverbs.QPAttr{State: uverbs.QPStateReset}
+	if err := qp.Modify(&attr, uverbs.QPAttrState); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qp.PostRecv([]uverbs.RecvWR{{}}); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("PostRecv after RESET: %v, want EINVAL", err)
+	}
+	e.connectRC(t, qp, qp.QPN())
+	for i := 0; i < 3; i++ {
+		copy(e.buf[100:], []byte{byte('a' + i)})
+		if _, err := qp.PostRecv([]uverbs.RecvWR{{WRID: uint64(200 + i), SGL: []uverbs.SGE{e.mr.SGE(200, 1)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := qp.PostSend([]uverbs.SendWR{{WRID: uint64(300 + i), Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
+			SGL: []uverbs.SGE{e.mr.SGE(100, 1)}}}); err != nil {
+			t.Fatal(err)
+		}
+		// Wait for both completions; flushes of the requests posted before the RESET may still trail in.
+		var sent, recvd bool
+		deadline := time.Now().Add(30 * time.Second)
+		for !sent || !recvd {
+			n := cq.Poll(wc)
+			for _, w := range wc[:n] {
+				switch {
+				case w.WRID < 200 && w.Status == uverbs.WCWRFlushErr:
+				case w.WRID == uint64(200+i) && w.Status == uverbs.WCSuccess && w.Opcode == uverbs.WCRecv:
+					recvd = true
+				case w.WRID == uint64(300+i) && w.Status == uverbs.WCSuccess && w.Opcode == uverbs.WCSend:
+					sent = true
+				default:
+					t.Fatalf("round %d after RESET: unexpected completion %+v", i, w)
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d after RESET: send completed %v, receive completed %v after 30s", i, sent, recvd)
+			}
+		}
+		if e.buf[200] != byte('a'+i) {
+			t.Fatalf("round %d after RESET: received %q", i, e.buf[200])
+		}
+	}
 }
 
 // The data path against the real kernel allocates nothing: post (with the doorbell write), poll, arm.
@@ -680,16 +723,22 @@ func TestLabMemoryWindow(t *testing.T) {
 
 // Concurrent posters on one QP against the kernel, with a concurrent poller and arming: every request
 // completes exactly once. Run the lab binary built with -race.
+//
+// Posters take a credit per request and the poller returns one per completion, so no more completions are
+// outstanding than the CQ holds: rxe frees send-queue slots as requests complete, so a send queue that never
+// reports ENOMEM does not keep an unpolled CQ from overflowing (an overrun CQ stops the QP's completer).
 func TestLabConcurrentPosters(t *testing.T) {
 	e := newLab(t)
 	p := e.rcPair(t, uverbs.QPCap{MaxSendWR: 32, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}, nil)
 	const posters, each = 4, 200
+	credits := make(chan struct{}, p.cqA.CQE())
 	var wg sync.WaitGroup
 	for g := 0; g < posters; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < each; {
+				credits <- struct{}{}
 				_, err := p.a.PostSend([]uverbs.SendWR{{WRID: uint64(g*each + i), Opcode: uverbs.WRRDMAWrite,
 					Flags: uverbs.SendSignaled, SGL: []uverbs.SGE{e.mr.SGE(g*64, 64)},
 					RemoteAddr: e.mr.Addr() + uint64(32768+g*64), RKey: e.mr.RKey()}})
@@ -697,7 +746,9 @@ func TestLabConcurrentPosters(t *testing.T) {
 				case err == nil:
 					i++
 				case errors.Is(err, unix.ENOMEM):
+					<-credits
 					runtime.Gosched()
+					continue
 				default:
 					t.Errorf("poster %d: %v", g, err)
 					return
@@ -722,6 +773,7 @@ func TestLabConcurrentPosters(t *testing.T) {
 			}
 			seen[w.WRID] = true
 			got++
+			<-credits
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d completions after 60s", got, len(seen))
