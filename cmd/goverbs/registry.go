@@ -1,11 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
+	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
+	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
+	"github.com/goverbs/goverbs/internal/tools/pingpong"
 )
 
 // Command is one goverbs tool.
@@ -35,9 +39,28 @@ func (c Command) progName() string {
 // commands is the registry; adding a tool is one entry.
 var commands = []Command{
 	{Name: "devices", Aliases: []string{"ibv_devices"}, Summary: "list RDMA devices and node GUIDs",
-		Run: func(_ string, a []string, o, e io.Writer) int { return devices.Run(a, o, e) }},
+		Run: func(_ string, a []string, o, e io.Writer) int {
+			return devices.Command{Source: uverbssrc.New(e)}.Run(a, o, e)
+		}},
 	{Name: "devinfo", Aliases: []string{"ibv_devinfo"}, Summary: "show device and port attributes",
-		Run: func(p string, a []string, o, e io.Writer) int { return devinfo.Command{Prog: p}.Run(a, o, e) }},
+		Run: func(p string, a []string, o, e io.Writer) int {
+			return devinfo.Command{Prog: p, Source: uverbssrc.New(e)}.Run(a, o, e)
+		}},
 	{Name: "ibstat", Aliases: []string{"ibstat"}, Summary: "show InfiniBand CA and port state from sysfs",
 		Run: func(p string, a []string, o, e io.Writer) int { return ibstat.Command{Prog: p}.Run(a, o, e) }},
+	{Name: "pingpong", Summary: "ping-pong tests wire compatible with rdma-core's: goverbs pingpong rc [options] [host]",
+		Run: runPingpong},
+	{Name: "rc_pingpong", Aliases: []string{"ibv_rc_pingpong"}, Summary: "RC ping-pong, same as ibv_rc_pingpong",
+		Run: pingpong.RunRC},
+	{Name: "cgroup", Summary: "show/set RDMA cgroup limits and usage; run a command in a cgroup",
+		Run: func(_ string, a []string, o, e io.Writer) int { return cgrouptool.Run(a, o, e) }},
+}
+
+// runPingpong runs "goverbs pingpong TRANSPORT ...".
+func runPingpong(_ string, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "rc" {
+		return pingpong.RunRC("ibv_rc_pingpong", args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "usage: goverbs pingpong rc [options] [host]\n")
+	return 1
 }

@@ -94,6 +94,9 @@ type Result struct {
 	Boot time.Duration
 	// Command is the time the command ran.
 	Command time.Duration
+	// CPU is the host CPU time QEMU used (user+system), a measure of the
+	// run's cost that does not depend on the host's load.
+	CPU time.Duration
 }
 
 // SetupError reports that the VM's init failed before running the command.
@@ -163,16 +166,16 @@ func envTrue(name string) bool {
 
 // run is one VM boot.
 type run struct {
-	cfg     *Config
-	kernel  *Kernel
-	initrd  string
-	ctlDir  string
-	accel   string
-	qemu    string
-	shares  []proto.Share
-	virtfs  []string // -virtfs arguments for the shares
-	guest   proto.Config
-	console *ringBuffer
+	cfg      *Config
+	kernel   *Kernel
+	initrd   string
+	ctlDir   string
+	accel    string
+	qemu     string
+	shares   []proto.Share
+	fsShares []fsShare // the shares' QEMU side
+	guest    proto.Config
+	console  *ringBuffer
 }
 
 func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
@@ -229,6 +232,7 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 	if r.kernel, err = EnsureKernel(ctx, cacheDir, cfg.Log); err != nil {
 		return nil, err
 	}
+	ensureVmlinux(ctx, cacheDir, r.kernel)
 	initPath, initHash, err := ensureInit(ctx, cacheDir)
 	if err != nil {
 		return nil, err
@@ -274,7 +278,7 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 		}
 		tag := "share" + strconv.Itoa(i)
 		r.shares = append(r.shares, proto.Share{Tag: tag, Path: filepath.Clean(s.GuestPath), Writable: s.Writable})
-		r.virtfs = append(r.virtfs, virtfsArg(s.HostPath, tag, !s.Writable))
+		r.fsShares = append(r.fsShares, fsShare{hostPath: s.HostPath, tag: tag, readonly: !s.Writable})
 	}
 	r.guest = proto.Config{
 		Argv:   argv,
@@ -343,15 +347,6 @@ func exeDir(argv0 string) string {
 	return filepath.Dir(argv0)
 }
 
-func virtfsArg(path, tag string, readonly bool) string {
-	// QEMU's option syntax escapes commas by doubling them.
-	a := "local,path=" + strings.ReplaceAll(path, ",", ",,") + ",mount_tag=" + tag + ",security_model=none,multidevs=remap"
-	if readonly {
-		a += ",readonly=on"
-	}
-	return a
-}
-
 func clone(m map[string]string) map[string]string {
 	c := make(map[string]string, len(m))
 	for k, v := range m {
@@ -375,11 +370,19 @@ func (r *run) cmdline() string {
 		"console=ttyS0", "panic=-1", "oops=panic", "rdinit=/init",
 		"mitigations=off", "8250.nr_uarts=1", "i8042.noaux", "i8042.nomux", "i8042.nopnp", "i8042.dumbkbd",
 		"random.trust_cpu=on", "nowatchdog",
+		// Boot speed, which matters most under TCG: no crypto self-tests,
+		// no delay-loop calibration of secondary CPUs (slow and unreliable
+		// under emulation), no X.509 certificates (the modules are loaded
+		// without their signatures).
+		"cryptomgr.notests", "lpj=10000000", "initcall_blacklist=load_system_certificate_list",
 	}
 	if r.cfg.Debug {
 		args = append(args, "loglevel=7", "goverbs.debug")
 	} else {
 		args = append(args, "quiet", "loglevel=1")
+	}
+	if extra := os.Getenv("GOVERBS_LAB_KERNEL_ARGS"); extra != "" {
+		args = append(args, extra)
 	}
 	return strings.Join(args, " ")
 }
@@ -387,15 +390,19 @@ func (r *run) cmdline() string {
 // qemuArgs builds the QEMU command line. The stdout, stderr, events and
 // console pipes are inherited as fds 3, 4, 5 and 6.
 func (r *run) qemuArgs() []string {
+	kimg := r.kernel.Vmlinuz
+	if r.kernel.Vmlinux != "" {
+		kimg = r.kernel.Vmlinux
+	}
+	// The pc machine, not microvm: under TCG microvm has no timer the
+	// kernel can calibrate the TSC against, and boot stalls.
+	const bus = "pci"
 	args := []string{
 		"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
 		"-machine", "pc", "-m", strconv.Itoa(r.cfg.Memory) + "M", "-smp", strconv.Itoa(r.cfg.CPUs),
-		"-kernel", r.kernel.Vmlinuz, "-initrd", r.initrd, "-append", r.cmdline(),
+		"-kernel", kimg, "-initrd", r.initrd, "-append", r.cmdline(),
 		"-chardev", "file,id=console,path=/proc/self/fd/6", "-serial", "chardev:console",
-		"-device", "virtio-rng-pci",
-		"-virtfs", virtfsArg("/", proto.TagHostRoot, true),
-		"-virtfs", virtfsArg(r.ctlDir, proto.TagControl, false),
-		"-device", "virtio-serial-pci,id=vser",
+		"-device", "virtio-serial-" + bus + ",id=vser",
 	}
 	if r.accel == "kvm" {
 		args = append(args, "-accel", "kvm", "-cpu", "host")
@@ -408,11 +415,29 @@ func (r *run) qemuArgs() []string {
 			"-chardev", fmt.Sprintf("file,id=%s,path=/proc/self/fd/%d", id, 3+i),
 			"-device", fmt.Sprintf("virtserialport,bus=vser.0,chardev=%s,name=%s", id, p))
 	}
-	for _, v := range r.virtfs {
-		args = append(args, "-virtfs", v)
+	fs := append([]fsShare{
+		{hostPath: "/", tag: proto.TagHostRoot, readonly: true},
+		{hostPath: r.ctlDir, tag: proto.TagControl},
+	}, r.fsShares...)
+	for i, f := range fs {
+		id := "fs" + strconv.Itoa(i)
+		opt := "local,id=" + id + ",path=" + qemuEscape(f.hostPath) + ",security_model=none,multidevs=remap"
+		if f.readonly {
+			opt += ",readonly=on"
+		}
+		args = append(args, "-fsdev", opt, "-device", "virtio-9p-"+bus+",fsdev="+id+",mount_tag="+f.tag)
 	}
 	return args
 }
+
+// fsShare is a host directory exported over virtio-9p.
+type fsShare struct {
+	hostPath, tag string
+	readonly      bool
+}
+
+// qemuEscape escapes a value for QEMU's option syntax (commas doubled).
+func qemuEscape(v string) string { return strings.ReplaceAll(v, ",", ",,") }
 
 // boot runs QEMU and collects the outcome.
 func (r *run) boot(ctx context.Context, res Result) (Result, error) {
@@ -486,6 +511,10 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 		eventErr error
 	)
 	eventsDone := make(chan struct{})
+	// The guest's writes to the virtio-serial ports complete only when QEMU
+	// has written the bytes to our pipes, so once the exit event is here
+	// all output is too, and the VM's shutdown need not be waited for.
+	exitSeen := make(chan struct{})
 	go func() {
 		defer close(eventsDone)
 		sc := bufio.NewScanner(pipes[2].r)
@@ -498,7 +527,10 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 			case e.Kind == proto.EventStart:
 				started = time.Now()
 			case e.Kind == proto.EventExit:
-				exited, exitCode = time.Now(), e.Code
+				if exitCode < 0 {
+					exited, exitCode = time.Now(), e.Code
+					close(exitSeen)
+				}
 			case e.Kind == proto.EventSetupError:
 				setupErr = &SetupError{Step: e.Step, Msg: e.Error}
 			}
@@ -513,6 +545,9 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 	timedOut := false
 	select {
 	case qerr = <-waitErr:
+	case <-exitSeen:
+		_ = cmd.Process.Kill()
+		qerr = <-waitErr
 	case <-ctx.Done():
 		timedOut = true
 		_ = cmd.Process.Kill()
@@ -521,6 +556,9 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 	<-eventsDone
 	wg.Wait()
 
+	if ps := cmd.ProcessState; ps != nil {
+		res.CPU = ps.UserTime() + ps.SystemTime()
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if !started.IsZero() {

@@ -3,20 +3,18 @@ package smoke
 import (
 	"testing"
 
+	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
-	"os"
 )
 
 func TestOpenQuery(t *testing.T) {
-	if os.Getenv("GOVERBS_LAB") == "" {
-		t.Skip("needs the lab")
-	}
+	labtest.Require(t)
 	devs, err := uverbs.Devices()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("devices: %+v", devs)
-	ctx, err := uverbs.Open("rxe0")
+	ctx, err := uverbs.Open(labtest.Device())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +84,8 @@ func connectRC(t *testing.T, qp *uverbs.QP, remote uint32, gid uverbs.GID) {
 }
 
 func TestRCLoopback(t *testing.T) {
-	if os.Getenv("GOVERBS_LAB") == "" {
-		t.Skip("needs the lab")
-	}
-	ctx, err := uverbs.Open("rxe0")
+	labtest.Require(t)
+	ctx, err := uverbs.Open(labtest.Device())
 	if err != nil {
 		t.Fatal(err)
 	}

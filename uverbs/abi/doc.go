@@ -21,6 +21,17 @@
 //     <Parent><Member> (ib_uverbs_odp_caps.per_transport_caps ->
 //     IbUverbsOdpCapsPerTransportCaps).
 //   - SizeofXxx is sizeof(struct xxx) as computed by the C compiler.
+//   - Derived names never silently replace one another: a clash (two fields
+//     with one Go name, or a derived type name equal to another type's) stops
+//     the generator or fails to compile, and would need an explicit rule in
+//     internal/cmd/genabi/config.go.
+//   - Function-like macros are not generated; RDMA_NL_GET_TYPE, _CLIENT and
+//     _OP are available as RdmaNlGetType, RdmaNlGetClient and RdmaNlGetOp.
+//
+// Constants are untyped and carry C's value, including its sign:
+// RDMA_NLA_TYPE_MASK is ~(NLA_F_NESTED|NLA_F_NET_BYTEORDER|RDMA_NLA_F_MANDATORY)
+// in C's int, i.e. -0xe001, so use it as uint16(RDMA_NLA_TYPE_MASK & 0xffff)
+// or clear the flag bits with &^ instead.
 //
 // # Layout
 //

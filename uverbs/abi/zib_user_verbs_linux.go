@@ -54,8 +54,8 @@ type IbUverbsExCmdHdr struct {
 
 // IbUverbsGetContext is struct ib_uverbs_get_context.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsGetContext.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsGetContext.
 type IbUverbsGetContext struct {
 	_        structs.HostLayout
 	Response uint64
@@ -63,8 +63,8 @@ type IbUverbsGetContext struct {
 
 // IbUverbsGetContextResp is struct ib_uverbs_get_context_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsGetContextResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsGetContextResp.
 type IbUverbsGetContextResp struct {
 	_              structs.HostLayout
 	AsyncFd        uint32
@@ -73,8 +73,8 @@ type IbUverbsGetContextResp struct {
 
 // IbUverbsQueryDevice is struct ib_uverbs_query_device.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsQueryDevice.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsQueryDevice.
 type IbUverbsQueryDevice struct {
 	_        structs.HostLayout
 	Response uint64
@@ -84,8 +84,8 @@ type IbUverbsQueryDevice struct {
 type IbUverbsQueryDeviceResp struct {
 	_                     structs.HostLayout
 	FwVer                 uint64
-	NodeGuid              uint64
-	SysImageGuid          uint64
+	NodeGuid              uint64 // big-endian
+	SysImageGuid          uint64 // big-endian
 	MaxMrSize             uint64
 	PageSizeCap           uint64
 	VendorId              uint32
@@ -141,7 +141,8 @@ type IbUverbsOdpCaps struct {
 	Reserved         uint32
 }
 
-// IbUverbsOdpCapsPerTransportCaps is the type of member per_transport_caps of struct ib_uverbs_odp_caps, an anonymous struct in C.
+// IbUverbsOdpCapsPerTransportCaps is the type of member per_transport_caps of struct
+// ib_uverbs_odp_caps, an anonymous struct in C.
 type IbUverbsOdpCapsPerTransportCaps struct {
 	_         structs.HostLayout
 	RcOdpCaps uint32
@@ -191,8 +192,8 @@ type IbUverbsExQueryDeviceResp struct {
 
 // IbUverbsQueryPort is struct ib_uverbs_query_port.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsQueryPort.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsQueryPort.
 type IbUverbsQueryPort struct {
 	_        structs.HostLayout
 	Response uint64
@@ -229,8 +230,8 @@ type IbUverbsQueryPortResp struct {
 
 // IbUverbsAllocPd is struct ib_uverbs_alloc_pd.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsAllocPd.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsAllocPd.
 type IbUverbsAllocPd struct {
 	_        structs.HostLayout
 	Response uint64
@@ -238,8 +239,8 @@ type IbUverbsAllocPd struct {
 
 // IbUverbsAllocPdResp is struct ib_uverbs_alloc_pd_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsAllocPdResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsAllocPdResp.
 type IbUverbsAllocPdResp struct {
 	_        structs.HostLayout
 	PdHandle uint32
@@ -253,8 +254,8 @@ type IbUverbsDeallocPd struct {
 
 // IbUverbsOpenXrcd is struct ib_uverbs_open_xrcd.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsOpenXrcd.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsOpenXrcd.
 type IbUverbsOpenXrcd struct {
 	_        structs.HostLayout
 	Response uint64
@@ -264,8 +265,8 @@ type IbUverbsOpenXrcd struct {
 
 // IbUverbsOpenXrcdResp is struct ib_uverbs_open_xrcd_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsOpenXrcdResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsOpenXrcdResp.
 type IbUverbsOpenXrcdResp struct {
 	_          structs.HostLayout
 	XrcdHandle uint32
@@ -279,8 +280,8 @@ type IbUverbsCloseXrcd struct {
 
 // IbUverbsRegMr is struct ib_uverbs_reg_mr.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsRegMr.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsRegMr.
 type IbUverbsRegMr struct {
 	_           structs.HostLayout
 	Response    uint64
@@ -293,8 +294,8 @@ type IbUverbsRegMr struct {
 
 // IbUverbsRegMrResp is struct ib_uverbs_reg_mr_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsRegMrResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsRegMrResp.
 type IbUverbsRegMrResp struct {
 	_        structs.HostLayout
 	MrHandle uint32
@@ -304,8 +305,8 @@ type IbUverbsRegMrResp struct {
 
 // IbUverbsReregMr is struct ib_uverbs_rereg_mr.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsReregMr.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsReregMr.
 type IbUverbsReregMr struct {
 	_           structs.HostLayout
 	Response    uint64
@@ -320,8 +321,8 @@ type IbUverbsReregMr struct {
 
 // IbUverbsReregMrResp is struct ib_uverbs_rereg_mr_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsReregMrResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsReregMrResp.
 type IbUverbsReregMrResp struct {
 	_    structs.HostLayout
 	Lkey uint32
@@ -336,8 +337,8 @@ type IbUverbsDeregMr struct {
 
 // IbUverbsAllocMw is struct ib_uverbs_alloc_mw.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsAllocMw.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsAllocMw.
 type IbUverbsAllocMw struct {
 	_        structs.HostLayout
 	Response uint64
@@ -348,8 +349,8 @@ type IbUverbsAllocMw struct {
 
 // IbUverbsAllocMwResp is struct ib_uverbs_alloc_mw_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsAllocMwResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsAllocMwResp.
 type IbUverbsAllocMwResp struct {
 	_        structs.HostLayout
 	MwHandle uint32
@@ -376,8 +377,8 @@ type IbUverbsCreateCompChannelResp struct {
 
 // IbUverbsCreateCq is struct ib_uverbs_create_cq.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsCreateCq.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsCreateCq.
 type IbUverbsCreateCq struct {
 	_           structs.HostLayout
 	Response    uint64
@@ -402,8 +403,8 @@ type IbUverbsExCreateCq struct {
 
 // IbUverbsCreateCqResp is struct ib_uverbs_create_cq_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsCreateCqResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsCreateCqResp.
 type IbUverbsCreateCqResp struct {
 	_        structs.HostLayout
 	CqHandle uint32
@@ -420,8 +421,8 @@ type IbUverbsExCreateCqResp struct {
 
 // IbUverbsResizeCq is struct ib_uverbs_resize_cq.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsResizeCq.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsResizeCq.
 type IbUverbsResizeCq struct {
 	_        structs.HostLayout
 	Response uint64
@@ -431,8 +432,8 @@ type IbUverbsResizeCq struct {
 
 // IbUverbsResizeCqResp is struct ib_uverbs_resize_cq_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsResizeCqResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsResizeCqResp.
 type IbUverbsResizeCqResp struct {
 	_        structs.HostLayout
 	Cqe      uint32
@@ -449,8 +450,8 @@ type IbUverbsPollCq struct {
 
 // IbUverbsWc is struct ib_uverbs_wc.
 //
-// The union ex is rendered as a byte array of its size; the other members are
-// reached through ImmData, InvalidateRkey.
+// The union ex is rendered as a byte array of its size; the other members are reached through
+// ImmData, InvalidateRkey.
 type IbUverbsWc struct {
 	_            structs.HostLayout
 	WrId         uint64
@@ -472,8 +473,8 @@ type IbUverbsWc struct {
 
 // IbUverbsPollCqResp is struct ib_uverbs_poll_cq_resp.
 //
-// Flexible array member wc[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsPollCqResp.
+// Flexible array member wc[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsPollCqResp.
 type IbUverbsPollCqResp struct {
 	_        structs.HostLayout
 	Count    uint32
@@ -564,8 +565,8 @@ type IbUverbsQpAttr struct {
 
 // IbUverbsCreateQp is struct ib_uverbs_create_qp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsCreateQp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsCreateQp.
 type IbUverbsCreateQp struct {
 	_             structs.HostLayout
 	Response      uint64
@@ -610,8 +611,8 @@ type IbUverbsExCreateQp struct {
 
 // IbUverbsOpenQp is struct ib_uverbs_open_qp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsOpenQp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsOpenQp.
 type IbUverbsOpenQp struct {
 	_          structs.HostLayout
 	Response   uint64
@@ -624,8 +625,8 @@ type IbUverbsOpenQp struct {
 
 // IbUverbsCreateQpResp is struct ib_uverbs_create_qp_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsCreateQpResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsCreateQpResp.
 type IbUverbsCreateQpResp struct {
 	_             structs.HostLayout
 	QpHandle      uint32
@@ -665,8 +666,8 @@ type IbUverbsQpDest struct {
 
 // IbUverbsQueryQp is struct ib_uverbs_query_qp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsQueryQp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsQueryQp.
 type IbUverbsQueryQp struct {
 	_        structs.HostLayout
 	Response uint64
@@ -676,8 +677,8 @@ type IbUverbsQueryQp struct {
 
 // IbUverbsQueryQpResp is struct ib_uverbs_query_qp_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsQueryQpResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsQueryQpResp.
 type IbUverbsQueryQpResp struct {
 	_               structs.HostLayout
 	Dest            IbUverbsQpDest
@@ -714,8 +715,8 @@ type IbUverbsQueryQpResp struct {
 
 // IbUverbsModifyQp is struct ib_uverbs_modify_qp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsModifyQp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsModifyQp.
 type IbUverbsModifyQp struct {
 	_                structs.HostLayout
 	Dest             IbUverbsQpDest
@@ -785,11 +786,11 @@ type IbUverbsSge struct {
 
 // IbUverbsSendWr is struct ib_uverbs_send_wr.
 //
-// The union ex is rendered as a byte array of its size; the other members are
-// reached through ImmData, InvalidateRkey.
+// The union ex is rendered as a byte array of its size; the other members are reached through
+// ImmData, InvalidateRkey.
 //
-// The union wr is rendered as a byte array of its size; the other members are
-// reached through Rdma, Atomic, Ud.
+// The union wr is rendered as a byte array of its size; the other members are reached through Rdma,
+// Atomic, Ud.
 type IbUverbsSendWr struct {
 	_         structs.HostLayout
 	WrId      uint64
@@ -800,8 +801,8 @@ type IbUverbsSendWr struct {
 	Wr        [32]byte
 }
 
-// IbUverbsSendWrRdma is member wr.rdma of struct ib_uverbs_send_wr, an anonymous struct in C;
-// reach it through (*IbUverbsSendWr).Rdma.
+// IbUverbsSendWrRdma is member wr.rdma of struct ib_uverbs_send_wr, an anonymous struct in C; reach
+// it through (*IbUverbsSendWr).Rdma.
 type IbUverbsSendWrRdma struct {
 	_          structs.HostLayout
 	RemoteAddr uint64
@@ -820,8 +821,8 @@ type IbUverbsSendWrAtomic struct {
 	Reserved   uint32
 }
 
-// IbUverbsSendWrUd is member wr.ud of struct ib_uverbs_send_wr, an anonymous struct in C;
-// reach it through (*IbUverbsSendWr).Ud.
+// IbUverbsSendWrUd is member wr.ud of struct ib_uverbs_send_wr, an anonymous struct in C; reach it
+// through (*IbUverbsSendWr).Ud.
 type IbUverbsSendWrUd struct {
 	_          structs.HostLayout
 	Ah         uint32
@@ -832,8 +833,8 @@ type IbUverbsSendWrUd struct {
 
 // IbUverbsPostSend is struct ib_uverbs_post_send.
 //
-// Flexible array member send_wr[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsPostSend.
+// Flexible array member send_wr[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsPostSend.
 type IbUverbsPostSend struct {
 	_        structs.HostLayout
 	Response uint64
@@ -859,8 +860,8 @@ type IbUverbsRecvWr struct {
 
 // IbUverbsPostRecv is struct ib_uverbs_post_recv.
 //
-// Flexible array member recv_wr[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsPostRecv.
+// Flexible array member recv_wr[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsPostRecv.
 type IbUverbsPostRecv struct {
 	_        structs.HostLayout
 	Response uint64
@@ -878,8 +879,8 @@ type IbUverbsPostRecvResp struct {
 
 // IbUverbsPostSrqRecv is struct ib_uverbs_post_srq_recv.
 //
-// Flexible array member recv[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsPostSrqRecv.
+// Flexible array member recv[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsPostSrqRecv.
 type IbUverbsPostSrqRecv struct {
 	_         structs.HostLayout
 	Response  uint64
@@ -897,8 +898,8 @@ type IbUverbsPostSrqRecvResp struct {
 
 // IbUverbsCreateAh is struct ib_uverbs_create_ah.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsCreateAh.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsCreateAh.
 type IbUverbsCreateAh struct {
 	_          structs.HostLayout
 	Response   uint64
@@ -910,8 +911,8 @@ type IbUverbsCreateAh struct {
 
 // IbUverbsCreateAhResp is struct ib_uverbs_create_ah_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsCreateAhResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsCreateAhResp.
 type IbUverbsCreateAhResp struct {
 	_        structs.HostLayout
 	AhHandle uint32
@@ -925,8 +926,8 @@ type IbUverbsDestroyAh struct {
 
 // IbUverbsAttachMcast is struct ib_uverbs_attach_mcast.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsAttachMcast.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsAttachMcast.
 type IbUverbsAttachMcast struct {
 	_        structs.HostLayout
 	Gid      [16]uint8
@@ -937,8 +938,8 @@ type IbUverbsAttachMcast struct {
 
 // IbUverbsDetachMcast is struct ib_uverbs_detach_mcast.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsDetachMcast.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsDetachMcast.
 type IbUverbsDetachMcast struct {
 	_        structs.HostLayout
 	Gid      [16]uint8
@@ -949,8 +950,8 @@ type IbUverbsDetachMcast struct {
 
 // IbUverbsFlowSpecHdr is struct ib_uverbs_flow_spec_hdr.
 //
-// Flexible array member flow_spec_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsFlowSpecHdr.
+// Flexible array member flow_spec_data[] is omitted: the data starts right after the struct, at
+// offset SizeofIbUverbsFlowSpecHdr.
 type IbUverbsFlowSpecHdr struct {
 	_        structs.HostLayout
 	Type     uint32
@@ -963,8 +964,8 @@ type IbUverbsFlowEthFilter struct {
 	_         structs.HostLayout
 	DstMac    [6]uint8
 	SrcMac    [6]uint8
-	EtherType uint16
-	VlanTag   uint16
+	EtherType uint16 // big-endian
+	VlanTag   uint16 // big-endian
 }
 
 // IbUverbsFlowSpecEth is struct ib_uverbs_flow_spec_eth.
@@ -980,8 +981,8 @@ type IbUverbsFlowSpecEth struct {
 // IbUverbsFlowIpv4Filter is struct ib_uverbs_flow_ipv4_filter.
 type IbUverbsFlowIpv4Filter struct {
 	_     structs.HostLayout
-	SrcIp uint32
-	DstIp uint32
+	SrcIp uint32 // big-endian
+	DstIp uint32 // big-endian
 	Proto uint8
 	Tos   uint8
 	Ttl   uint8
@@ -1001,8 +1002,8 @@ type IbUverbsFlowSpecIpv4 struct {
 // IbUverbsFlowTcpUdpFilter is struct ib_uverbs_flow_tcp_udp_filter.
 type IbUverbsFlowTcpUdpFilter struct {
 	_       structs.HostLayout
-	DstPort uint16
-	SrcPort uint16
+	DstPort uint16 // big-endian
+	SrcPort uint16 // big-endian
 }
 
 // IbUverbsFlowSpecTcpUdp is struct ib_uverbs_flow_spec_tcp_udp.
@@ -1020,7 +1021,7 @@ type IbUverbsFlowIpv6Filter struct {
 	_            structs.HostLayout
 	SrcIp        [16]uint8
 	DstIp        [16]uint8
-	FlowLabel    uint32
+	FlowLabel    uint32 // big-endian
 	NextHdr      uint8
 	TrafficClass uint8
 	HopLimit     uint8
@@ -1078,7 +1079,7 @@ type IbUverbsFlowSpecActionCount struct {
 // IbUverbsFlowTunnelFilter is struct ib_uverbs_flow_tunnel_filter.
 type IbUverbsFlowTunnelFilter struct {
 	_        structs.HostLayout
-	TunnelId uint32
+	TunnelId uint32 // big-endian
 }
 
 // IbUverbsFlowSpecTunnel is struct ib_uverbs_flow_spec_tunnel.
@@ -1111,9 +1112,9 @@ type IbUverbsFlowSpecEsp struct {
 // IbUverbsFlowGreFilter is struct ib_uverbs_flow_gre_filter.
 type IbUverbsFlowGreFilter struct {
 	_          structs.HostLayout
-	CKsRes0Ver uint16
-	Protocol   uint16
-	Key        uint32
+	CKsRes0Ver uint16 // big-endian
+	Protocol   uint16 // big-endian
+	Key        uint32 // big-endian
 }
 
 // IbUverbsFlowSpecGre is struct ib_uverbs_flow_spec_gre.
@@ -1129,7 +1130,7 @@ type IbUverbsFlowSpecGre struct {
 // IbUverbsFlowMplsFilter is struct ib_uverbs_flow_mpls_filter.
 type IbUverbsFlowMplsFilter struct {
 	_     structs.HostLayout
-	Label uint32
+	Label uint32 // big-endian
 }
 
 // IbUverbsFlowSpecMpls is struct ib_uverbs_flow_spec_mpls.
@@ -1144,8 +1145,8 @@ type IbUverbsFlowSpecMpls struct {
 
 // IbUverbsFlowAttr is struct ib_uverbs_flow_attr.
 //
-// Flexible array member flow_specs[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsFlowAttr.
+// Flexible array member flow_specs[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsFlowAttr.
 type IbUverbsFlowAttr struct {
 	_          structs.HostLayout
 	Type       uint32
@@ -1181,8 +1182,8 @@ type IbUverbsDestroyFlow struct {
 
 // IbUverbsCreateSrq is struct ib_uverbs_create_srq.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsCreateSrq.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsCreateSrq.
 type IbUverbsCreateSrq struct {
 	_          structs.HostLayout
 	Response   uint64
@@ -1195,8 +1196,8 @@ type IbUverbsCreateSrq struct {
 
 // IbUverbsCreateXsrq is struct ib_uverbs_create_xsrq.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsCreateXsrq.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsCreateXsrq.
 type IbUverbsCreateXsrq struct {
 	_          structs.HostLayout
 	Response   uint64
@@ -1213,8 +1214,8 @@ type IbUverbsCreateXsrq struct {
 
 // IbUverbsCreateSrqResp is struct ib_uverbs_create_srq_resp.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsCreateSrqResp.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsCreateSrqResp.
 type IbUverbsCreateSrqResp struct {
 	_         structs.HostLayout
 	SrqHandle uint32
@@ -1225,8 +1226,8 @@ type IbUverbsCreateSrqResp struct {
 
 // IbUverbsModifySrq is struct ib_uverbs_modify_srq.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsModifySrq.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsModifySrq.
 type IbUverbsModifySrq struct {
 	_         structs.HostLayout
 	SrqHandle uint32
@@ -1237,8 +1238,8 @@ type IbUverbsModifySrq struct {
 
 // IbUverbsQuerySrq is struct ib_uverbs_query_srq.
 //
-// Flexible array member driver_data[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsQuerySrq.
+// Flexible array member driver_data[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsQuerySrq.
 type IbUverbsQuerySrq struct {
 	_         structs.HostLayout
 	Response  uint64
@@ -1323,8 +1324,8 @@ type IbUverbsExModifyWq struct {
 
 // IbUverbsExCreateRwqIndTable is struct ib_uverbs_ex_create_rwq_ind_table.
 //
-// Flexible array member wq_handles[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsExCreateRwqIndTable.
+// Flexible array member wq_handles[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsExCreateRwqIndTable.
 type IbUverbsExCreateRwqIndTable struct {
 	_             structs.HostLayout
 	CompMask      uint32

@@ -199,8 +199,8 @@ type Mlx5IbCreateQpDciStreams struct {
 
 // Mlx5IbCreateQp is struct mlx5_ib_create_qp.
 //
-// The anonymous union (first member sq_buf_addr) is rendered as that member, SqBufAddr; the other members are
-// reached through AccessKey.
+// The anonymous union (first member sq_buf_addr) is rendered as that member, SqBufAddr; the other
+// members are reached through AccessKey.
 type Mlx5IbCreateQp struct {
 	_          structs.HostLayout
 	BufAddr    uint64
@@ -352,15 +352,16 @@ type Mlx5IbFlowCountersData struct {
 
 // Mlx5IbCreateFlow is struct mlx5_ib_create_flow.
 //
-// Flexible array member data[] is omitted: the data starts right
-// after the struct, at offset SizeofMlx5IbCreateFlow.
+// Flexible array member data[] is omitted: the data starts right after the struct, at offset
+// SizeofMlx5IbCreateFlow.
 type Mlx5IbCreateFlow struct {
 	_             structs.HostLayout
 	NcountersData uint32
 	Reserved      uint32
 }
 
-// AccessKey returns a pointer to the anonymous {sq_buf_addr, access_key} union as access_key (DCI streams / DCT access key).
+// AccessKey returns a pointer to the anonymous {sq_buf_addr, access_key} union as access_key (DCI
+// streams / DCT access key).
 func (s *Mlx5IbCreateQp) AccessKey() *uint64 { return (*uint64)(unsafe.Pointer(&s.SqBufAddr)) }
 
 // anonymous enum
@@ -377,8 +378,16 @@ const (
 	MLX5_QP_FLAG_PACKET_BASED_CREDIT_MODE = 0x200
 	MLX5_QP_FLAG_UAR_PAGE_INDEX           = 0x400
 	MLX5_QP_FLAG_DCI_STREAM               = 0x800
-	MLX5_SRQ_FLAG_SIGNATURE               = 0x1
-	MLX5_WQ_FLAG_SIGNATURE                = 0x1
+)
+
+// anonymous enum
+const (
+	MLX5_SRQ_FLAG_SIGNATURE = 0x1
+)
+
+// anonymous enum
+const (
+	MLX5_WQ_FLAG_SIGNATURE = 0x1
 )
 
 // #define
@@ -529,7 +538,11 @@ const (
 // anonymous enum
 const (
 	MLX5_IB_CLOCK_INFO_KERNEL_UPDATING = 0x1
-	MLX5_IB_CLOCK_INFO_V1              = 0x0
+)
+
+// anonymous enum
+const (
+	MLX5_IB_CLOCK_INFO_V1 = 0x0
 )
 
 // Sizes of the C types, computed by the C compiler (sizeof).

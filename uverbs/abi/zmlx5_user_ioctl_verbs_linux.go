@@ -15,8 +15,8 @@ import (
 
 // Mlx5IbUapiDevxAsyncCmdHdr is struct mlx5_ib_uapi_devx_async_cmd_hdr.
 //
-// Flexible array member out_data[] is omitted: the data starts right
-// after the struct, at offset SizeofMlx5IbUapiDevxAsyncCmdHdr.
+// Flexible array member out_data[] is omitted: the data starts right after the struct, at offset
+// SizeofMlx5IbUapiDevxAsyncCmdHdr.
 type Mlx5IbUapiDevxAsyncCmdHdr struct {
 	_    structs.HostLayout
 	WrId uint64
@@ -24,8 +24,8 @@ type Mlx5IbUapiDevxAsyncCmdHdr struct {
 
 // Mlx5IbUapiDevxAsyncEventHdr is struct mlx5_ib_uapi_devx_async_event_hdr.
 //
-// Flexible array member out_data[] is omitted: the data starts right
-// after the struct, at offset SizeofMlx5IbUapiDevxAsyncEventHdr.
+// Flexible array member out_data[] is omitted: the data starts right after the struct, at offset
+// SizeofMlx5IbUapiDevxAsyncEventHdr.
 type Mlx5IbUapiDevxAsyncEventHdr struct {
 	_      structs.HostLayout
 	Cookie uint64

@@ -15,8 +15,8 @@ import (
 
 // IbUverbsAttr is struct ib_uverbs_attr.
 //
-// The union attr_data is rendered as a byte array of its size; the other members are
-// reached through EnumData.
+// The union attr_data is rendered as a byte array of its size; the other members are reached
+// through EnumData.
 //
 // The anonymous union (first member data) is rendered as that member, Data; the other members are
 // reached through DataS64.
@@ -29,8 +29,8 @@ type IbUverbsAttr struct {
 	Data     uint64
 }
 
-// IbUverbsAttrEnumData is member attr_data.enum_data of struct ib_uverbs_attr, an anonymous struct in C;
-// reach it through (*IbUverbsAttr).EnumData.
+// IbUverbsAttrEnumData is member attr_data.enum_data of struct ib_uverbs_attr, an anonymous struct
+// in C; reach it through (*IbUverbsAttr).EnumData.
 type IbUverbsAttrEnumData struct {
 	_        structs.HostLayout
 	ElemId   uint8
@@ -39,8 +39,8 @@ type IbUverbsAttrEnumData struct {
 
 // IbUverbsIoctlHdr is struct ib_uverbs_ioctl_hdr.
 //
-// Flexible array member attrs[] is omitted: the data starts right
-// after the struct, at offset SizeofIbUverbsIoctlHdr.
+// Flexible array member attrs[] is omitted: the data starts right after the struct, at offset
+// SizeofIbUverbsIoctlHdr.
 type IbUverbsIoctlHdr struct {
 	_         structs.HostLayout
 	Length    uint16
@@ -52,12 +52,14 @@ type IbUverbsIoctlHdr struct {
 	Reserved2 uint32
 }
 
-// EnumData returns a pointer to the attr_data union as enum_data (ENUM_IN attributes: elem_id selects the enum element).
+// EnumData returns a pointer to the attr_data union as enum_data (ENUM_IN attributes: elem_id
+// selects the enum element).
 func (s *IbUverbsAttr) EnumData() *IbUverbsAttrEnumData {
 	return (*IbUverbsAttrEnumData)(unsafe.Pointer(&s.AttrData))
 }
 
-// DataS64 returns a pointer to the anonymous data union as data_s64 (the signed view used for FD_IN and FD_OUT).
+// DataS64 returns a pointer to the anonymous data union as data_s64 (the signed view used for FD_IN
+// and FD_OUT).
 func (s *IbUverbsAttr) DataS64() *int64 { return (*int64)(unsafe.Pointer(&s.Data)) }
 
 // #define

@@ -16,15 +16,15 @@ import (
 
 // RxeGid is union rxe_gid.
 //
-// cgo -godefs renders a C union as a byte array of its size; here the
-// array is the union's first member, raw.
+// cgo -godefs renders a C union as a byte array of its size; here the array is the union's first
+// member, raw.
 type RxeGid [16]byte
 
 // RxeGidGlobal is the type of member global of union rxe_gid, an anonymous struct in C.
 type RxeGidGlobal struct {
 	_            structs.HostLayout
-	SubnetPrefix uint64
-	InterfaceId  uint64
+	SubnetPrefix uint64 // big-endian
+	InterfaceId  uint64 // big-endian
 }
 
 // RxeGlobalRoute is struct rxe_global_route.
@@ -40,8 +40,8 @@ type RxeGlobalRoute struct {
 
 // RxeAv is struct rxe_av.
 //
-// The unions sgid_addr, dgid_addr are each rendered as a byte array of their size; the other members are
-// reached through SgidAddrIn6, SgidAddrIn, DgidAddrIn6, DgidAddrIn.
+// The unions sgid_addr, dgid_addr are each rendered as a byte array of their size; the other
+// members are reached through SgidAddrIn6, SgidAddrIn, DgidAddrIn6, DgidAddrIn.
 type RxeAv struct {
 	_           structs.HostLayout
 	PortNum     uint8
@@ -54,11 +54,11 @@ type RxeAv struct {
 
 // RxeSendWr is struct rxe_send_wr.
 //
-// The union ex is rendered as a byte array of its size; the other members are
-// reached through ImmData, InvalidateRkey.
+// The union ex is rendered as a byte array of its size; the other members are reached through
+// ImmData, InvalidateRkey.
 //
-// The union wr is rendered as a byte array of its size; the other members are
-// reached through Rdma, Atomic, Ud, Mw.
+// The union wr is rendered as a byte array of its size; the other members are reached through Rdma,
+// Atomic, Ud, Mw.
 type RxeSendWr struct {
 	_         structs.HostLayout
 	WrId      uint64
@@ -69,8 +69,8 @@ type RxeSendWr struct {
 	Wr        [120]byte
 }
 
-// RxeSendWrRdma is member wr.rdma of struct rxe_send_wr, an anonymous struct in C;
-// reach it through (*RxeSendWr).Rdma.
+// RxeSendWrRdma is member wr.rdma of struct rxe_send_wr, an anonymous struct in C; reach it through
+// (*RxeSendWr).Rdma.
 type RxeSendWrRdma struct {
 	_          structs.HostLayout
 	RemoteAddr uint64
@@ -78,8 +78,8 @@ type RxeSendWrRdma struct {
 	Reserved   uint32
 }
 
-// RxeSendWrAtomic is member wr.atomic of struct rxe_send_wr, an anonymous struct in C;
-// reach it through (*RxeSendWr).Atomic.
+// RxeSendWrAtomic is member wr.atomic of struct rxe_send_wr, an anonymous struct in C; reach it
+// through (*RxeSendWr).Atomic.
 type RxeSendWrAtomic struct {
 	_          structs.HostLayout
 	RemoteAddr uint64
@@ -89,8 +89,8 @@ type RxeSendWrAtomic struct {
 	Reserved   uint32
 }
 
-// RxeSendWrUd is member wr.ud of struct rxe_send_wr, an anonymous struct in C;
-// reach it through (*RxeSendWr).Ud.
+// RxeSendWrUd is member wr.ud of struct rxe_send_wr, an anonymous struct in C; reach it through
+// (*RxeSendWr).Ud.
 type RxeSendWrUd struct {
 	_          structs.HostLayout
 	RemoteQpn  uint32
@@ -102,8 +102,8 @@ type RxeSendWrUd struct {
 	Av         RxeAv
 }
 
-// RxeSendWrMw is member wr.mw of struct rxe_send_wr, an anonymous struct in C;
-// reach it through (*RxeSendWr).Mw.
+// RxeSendWrMw is member wr.mw of struct rxe_send_wr, an anonymous struct in C; reach it through
+// (*RxeSendWr).Mw.
 type RxeSendWrMw struct {
 	_      structs.HostLayout
 	Addr   uint64
@@ -132,8 +132,8 @@ type Mminfo struct {
 
 // RxeDmaInfo is struct rxe_dma_info.
 //
-// Flexible array members inline_data[], sge[] (a union) are omitted: the data starts right
-// after the struct, at offset SizeofRxeDmaInfo.
+// Flexible array members inline_data[], sge[] (a union) are omitted: the data starts right after
+// the struct, at offset SizeofRxeDmaInfo.
 type RxeDmaInfo struct {
 	_         structs.HostLayout
 	Length    uint32
@@ -211,8 +211,8 @@ type RxeModifySrqCmd struct {
 
 // RxeQueueBuf is struct rxe_queue_buf.
 //
-// Flexible array member data[] is omitted: the data starts right
-// after the struct, at offset SizeofRxeQueueBuf.
+// Flexible array member data[] is omitted: the data starts right after the struct, at offset
+// SizeofRxeQueueBuf.
 type RxeQueueBuf struct {
 	_             structs.HostLayout
 	Log2ElemSize  uint32
@@ -224,22 +224,26 @@ type RxeQueueBuf struct {
 	_             [31]uint32
 }
 
-// SgidAddrIn6 returns a pointer to the sgid_addr union as struct sockaddr_in6 (the union's full 28 bytes; use Family to tell IPv4 from IPv6).
+// SgidAddrIn6 returns a pointer to the sgid_addr union as struct sockaddr_in6 (the union's full 28
+// bytes; use Family to tell IPv4 from IPv6).
 func (s *RxeAv) SgidAddrIn6() *unix.RawSockaddrInet6 {
 	return (*unix.RawSockaddrInet6)(unsafe.Pointer(&s.SgidAddr))
 }
 
-// DgidAddrIn6 returns a pointer to the dgid_addr union as struct sockaddr_in6 (the union's full 28 bytes; use Family to tell IPv4 from IPv6).
+// DgidAddrIn6 returns a pointer to the dgid_addr union as struct sockaddr_in6 (the union's full 28
+// bytes; use Family to tell IPv4 from IPv6).
 func (s *RxeAv) DgidAddrIn6() *unix.RawSockaddrInet6 {
 	return (*unix.RawSockaddrInet6)(unsafe.Pointer(&s.DgidAddr))
 }
 
-// SgidAddrIn returns a pointer to the sgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4).
+// SgidAddrIn returns a pointer to the sgid_addr union as struct sockaddr_in (network_type
+// RXE_NETWORK_TYPE_IPV4).
 func (s *RxeAv) SgidAddrIn() *unix.RawSockaddrInet4 {
 	return (*unix.RawSockaddrInet4)(unsafe.Pointer(&s.SgidAddr))
 }
 
-// DgidAddrIn returns a pointer to the dgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4).
+// DgidAddrIn returns a pointer to the dgid_addr union as struct sockaddr_in (network_type
+// RXE_NETWORK_TYPE_IPV4).
 func (s *RxeAv) DgidAddrIn() *unix.RawSockaddrInet4 {
 	return (*unix.RawSockaddrInet4)(unsafe.Pointer(&s.DgidAddr))
 }
@@ -256,7 +260,8 @@ func (s *RxeSendWr) Rdma() *RxeSendWrRdma { return (*RxeSendWrRdma)(unsafe.Point
 // Atomic returns a pointer to the wr union as atomic (ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD).
 func (s *RxeSendWr) Atomic() *RxeSendWrAtomic { return (*RxeSendWrAtomic)(unsafe.Pointer(&s.Wr)) }
 
-// Ud returns a pointer to the wr union as ud (UD sends: remote QPN/QKey, ah_num and the legacy inline AV).
+// Ud returns a pointer to the wr union as ud (UD sends: remote QPN/QKey, ah_num and the legacy
+// inline AV).
 func (s *RxeSendWr) Ud() *RxeSendWrUd { return (*RxeSendWrUd)(unsafe.Pointer(&s.Wr)) }
 
 // Mw returns a pointer to the wr union as mw (BIND_MW).

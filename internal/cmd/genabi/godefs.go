@@ -113,6 +113,14 @@ func nestedTypes(r cRecord) []nestedType {
 	return out
 }
 
+// target is the Go type an accessor points to.
+func (u unionMember) target() string {
+	if u.goType != "" {
+		return u.goType
+	}
+	return camel(u.parent + "_" + lastPart(u.member))
+}
+
 func unionsOf(tag string) []unionMember {
 	var out []unionMember
 	for _, u := range unions {

@@ -20,6 +20,7 @@ type cHeader struct {
 type cConst struct {
 	name  string
 	group string // "enum ib_uverbs_access_flags", "anonymous enum", "#define"
+	block int    // position of the declaring enum (or #define) in the header
 }
 
 // cRecord is a top-level struct or union definition.
@@ -52,10 +53,10 @@ type cUnion struct {
 var (
 	blockComment = regexp.MustCompile(`(?s)/\*.*?\*/`)
 	lineComment  = regexp.MustCompile(`//[^\n]*`)
-	defineRe     = regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+(\w+)([^\n]*)$`)
+	defineRe     = regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)([^\n]*)$`)
 	enumRe       = regexp.MustCompile(`\benum\s*(\w*)\s*\{([^}]*)\}`)
 	identRe      = regexp.MustCompile(`^[A-Za-z_]\w*`)
-	recordRe     = regexp.MustCompile(`^(struct|union)\s+(\w+)\s*\{`)
+	recordRe     = regexp.MustCompile(`^(struct|union)\s+([A-Za-z_]\w*)\s*\{`)
 	flexRe       = regexp.MustCompile(`(\w+)\s*\[\s*0?\s*\]\s*;`)
 	macroDeclRe  = regexp.MustCompile(`^\w+\s*\(.*,\s*(\w+)\s*\)$`)
 	declFlexRe   = regexp.MustCompile(`__DECLARE_FLEX_ARRAY\(\s*[^,]+,\s*(\w+)\s*\)`)
@@ -78,7 +79,7 @@ func scanHeader(text string) (*cHeader, error) {
 		if strings.HasPrefix(rest, "(") || strings.TrimSpace(rest) == "" {
 			continue // function-like macro, or an include guard / flag macro without a value
 		}
-		found = append(found, pos{m[0], cConst{name, "#define"}})
+		found = append(found, pos{m[0], cConst{name, "#define", -1}})
 	}
 	for _, m := range enumRe.FindAllStringSubmatchIndex(text, -1) {
 		group := "anonymous enum"
@@ -94,7 +95,7 @@ func scanHeader(text string) (*cHeader, error) {
 			if name == "" {
 				return nil, fmt.Errorf("%s: cannot parse enum member %q", group, item)
 			}
-			found = append(found, pos{m[0], cConst{name, group}})
+			found = append(found, pos{m[0], cConst{name, group, m[0]}})
 		}
 	}
 	// Keep header order: a stable sort by position keeps enum members in order.
@@ -119,6 +120,9 @@ func scanHeader(text string) (*cHeader, error) {
 		}
 		if depth != 0 || (i > 0 && isIdentByte(text[i-1])) {
 			continue
+		}
+		if !strings.HasPrefix(text[i:], "struct") && !strings.HasPrefix(text[i:], "union") {
+			continue // cheap test first: the regexp would cost O(len(text)) per byte
 		}
 		m := recordRe.FindStringSubmatch(text[i:])
 		if m == nil {
@@ -187,6 +191,9 @@ func scanUnions(body string) []cUnion {
 		if depth != 0 || (i > 0 && isIdentByte(body[i-1])) {
 			continue
 		}
+		if !strings.HasPrefix(body[i:], "union") {
+			continue
+		}
 		m := unionRe.FindString(body[i:])
 		if m == "" {
 			continue
@@ -197,7 +204,10 @@ func scanUnions(body string) []cUnion {
 		}
 		u := cUnion{first: firstMember(ub[1 : len(ub)-1])}
 		rest := body[i+len(m)-1+len(ub):]
-		decl := rest[:strings.IndexByte(rest, ';')]
+		decl := rest
+		if semi := strings.IndexByte(rest, ';'); semi >= 0 {
+			decl = rest[:semi]
+		}
 		for _, d := range strings.Split(decl, ",") {
 			if d = strings.TrimSpace(d); d != "" {
 				u.names = append(u.names, d)
@@ -237,28 +247,39 @@ func firstMember(body string) string {
 // memberNames returns the declarator names of the direct members of a
 // struct body.
 func memberNames(body string) []string {
-	names, _, _ := members(body)
+	names, _, _, _ := members(body)
 	return names
 }
 
-// nestedMembers returns the member names of the anonymous struct reached by
-// a member path such as "wr.ud" (member ud of union member wr).
-func nestedMembers(body, path string) ([]string, error) {
+// nestedBody returns the body of the anonymous struct reached by a member
+// path such as "wr.ud" (member ud of union member wr).
+func nestedBody(body, path string) (string, error) {
 	for _, p := range strings.Split(path, ".") {
-		names, inners, _ := members(body)
+		names, inners, _, _ := members(body)
 		i := slices.Index(names, p)
 		if i < 0 || inners[i] == "" {
-			return nil, fmt.Errorf("no struct or union member %s in path %s", p, path)
+			return "", fmt.Errorf("no struct or union member %s in path %s", p, path)
 		}
 		body = inners[i]
 	}
-	return memberNames(body), nil
+	return body, nil
+}
+
+// nestedMembers returns the member names of the anonymous struct reached by
+// a member path.
+func nestedMembers(body, path string) ([]string, error) {
+	b, err := nestedBody(body, path)
+	if err != nil {
+		return nil, err
+	}
+	return memberNames(b), nil
 }
 
 // members returns the declarator names of the direct members of a struct or
 // union body and, for members declared with an inline struct/union body, that
-// body (else "") and its kind ("struct" or "union", else "").
-func members(body string) (names, inners, kinds []string) {
+// body (else "") and its kind ("struct" or "union", else ""), and whether
+// the member's C type is big-endian (__be16, __be32, __be64).
+func members(body string) (names, inners, kinds []string, be []bool) {
 	depth, start := 0, 0
 	for k := 0; k < len(body); k++ {
 		switch body[k] {
@@ -281,9 +302,11 @@ func members(body string) (names, inners, kinds []string) {
 				names = append(names, m[1])
 				inners = append(inners, "")
 				kinds = append(kinds, "")
+				be = append(be, false)
 				continue
 			}
 			inner, kind := "", ""
+			isBE := strings.HasPrefix(decl, "__be")
 			if open := strings.IndexByte(decl, '{'); open >= 0 {
 				b, err := braceBody(decl[open:])
 				if err != nil {
@@ -296,6 +319,7 @@ func members(body string) (names, inners, kinds []string) {
 					names = append(names, firstMember(inner))
 					inners = append(inners, "")
 					kinds = append(kinds, "")
+					be = append(be, false)
 					continue
 				}
 				decl = "x " + rest
@@ -311,11 +335,25 @@ func members(body string) (names, inners, kinds []string) {
 					names = append(names, m[1])
 					inners = append(inners, inner)
 					kinds = append(kinds, kind)
+					be = append(be, isBE)
 				}
 			}
 		}
 	}
-	return names, inners, kinds
+	return names, inners, kinds, be
+}
+
+// bigEndianMembers returns the names of the direct members of a struct body
+// whose C type is __be16, __be32 or __be64.
+func bigEndianMembers(body string) map[string]bool {
+	out := map[string]bool{}
+	names, _, _, be := members(body)
+	for i, n := range names {
+		if be[i] {
+			out[n] = true
+		}
+	}
+	return out
 }
 
 // anonStructMembers returns the paths of members declared with an anonymous
@@ -324,7 +362,7 @@ func members(body string) (names, inners, kinds []string) {
 // byte array (or as its first member), never as the anonymous struct.
 func anonStructMembers(body, prefix string) []string {
 	var out []string
-	names, inners, kinds := members(body)
+	names, inners, kinds, _ := members(body)
 	for i, n := range names {
 		if kinds[i] != "struct" {
 			continue

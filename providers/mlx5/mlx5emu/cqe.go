@@ -24,6 +24,21 @@ const (
 	inlineScatter = 0x4 // MLX5_INLINE_SCATTER_32
 )
 
+// vendorSyndrome returns the vendor_err_synd ConnectX reports with a
+// syndrome, for the ones seen in field reports (flush 0xf9, transport
+// retries exceeded 0x81, local protection 0x51); 0 for the others.
+func vendorSyndrome(syndrome uint8) uint8 {
+	switch syndrome {
+	case synWRFlush:
+		return 0xf9
+	case synRetryExc:
+		return 0x81
+	case synLocProt:
+		return 0x51
+	}
+	return 0
+}
+
 // cqe is what the emulator knows about one completion before encoding it.
 type cqe struct {
 	opcode     uint8 // CQE opcode
@@ -51,7 +66,10 @@ func (d *Device) pushCQE(c *cq, e *cqe) {
 		return
 	}
 	ci := loadBE32(c.dbr[0:]) & 0xffffff
-	if (c.pi-ci)&0xffffff >= c.ncqe {
+	if used := (c.pi - ci) & 0xffffff; used >= c.ncqe {
+		if used > c.ncqe {
+			d.protoErr("CQ %#x: set_ci %#x is ahead of the %#x CQEs written", c.cqn, ci, c.pi&0xffffff)
+		}
 		c.overrun = true
 		c.stats.Dropped++
 		return
@@ -64,7 +82,7 @@ func (d *Device) pushCQE(c *cq, e *cqe) {
 	if e.isErr() {
 		// struct mlx5_err_cqe
 		binary.BigEndian.PutUint32(b[32:], e.srqnUidx)
-		b[54] = 0 // vendor_err_synd: not modelled
+		b[54] = vendorSyndrome(e.syndrome)
 		b[55] = e.syndrome
 		binary.BigEndian.PutUint32(b[56:], uint32(e.sqOpcode)<<24|e.qpn&0xffffff)
 	} else {
@@ -113,7 +131,8 @@ func (d *Device) arm(c *cq, word uint32) {
 	}
 	pending := (c.pi - ci) & 0xffffff
 	if pending > c.ncqe {
-		pending = c.ncqe
+		d.protoErr("CQ %#x: armed with consumer index %#x, ahead of the %#x CQEs written", c.cqn, ci, c.pi&0xffffff)
+		return
 	}
 	for i := uint32(0); i < pending; i++ {
 		if !sol || c.notify[(ci+i)&(c.ncqe-1)] {
@@ -127,6 +146,10 @@ func (d *Device) fire(c *cq) {
 	c.armed = false
 	c.stats.Events++
 	d.events = append(d.events, c.cqn)
+	select {
+	case d.evReady <- struct{}{}:
+	default:
+	}
 }
 
 // checkArmDBR treats a change of the CQ doorbell record's arm word as an arm
@@ -138,6 +161,7 @@ func (d *Device) checkArmDBR(c *cq) int {
 		return 0
 	}
 	c.lastArm = w
+	c.recArm = true
 	c.stats.ArmsFromRecord++
 	d.arm(c, w)
 	return 1

@@ -40,9 +40,9 @@ type Options struct {
 	// 1024. Each register has two halves of BFRegSize/2 bytes (buf_size)
 	// which the driver alternates; registers start at BFOffset.
 	BFRegSize int
-	// CQEVersion selects what CQEs carry in srqn_uidx: 1 (the default,
-	// also chosen for 0 unless CQEVersionZero is set) puts the QP's user
-	// index; version 0 puts the SRQ number for SRQ receives.
+	// CQEVersionZero selects CQE version 0 (cqe_version negotiated as 0):
+	// srqn_uidx then carries the SRQ number for SRQ receives and 0
+	// otherwise. By default (version 1) it carries the QP's user index.
 	CQEVersionZero bool
 	// MTU bounds UD message sizes (LOC_LEN_ERR above it). 0 means 4096.
 	MTU int
@@ -57,6 +57,10 @@ type Options struct {
 	GID [16]byte
 	// LID is reported as slid in UD receive CQEs.
 	LID uint16
+	// UARPages is the number of UAR pages (default 1), each with its own
+	// CQ doorbell and send/BlueFlame registers; more pages give more
+	// QPs a register of their own, as the kernel's dynamic UARs do.
+	UARPages int
 }
 
 // Device is one emulated ConnectX HCA with its UAR page and the objects the
@@ -77,8 +81,9 @@ type Device struct {
 	nextSRQN uint32
 	errs     []error
 	events   []uint32
+	evReady  chan struct{}
 	slots    []uarSlot
-	armSlot  uarSlot
+	armSlots []uarSlot
 
 	bgStop chan struct{}
 	bgDone chan struct{}
@@ -97,7 +102,13 @@ func New(opts Options) (*Device, error) {
 	if opts.MTU < 256 {
 		return nil, fmt.Errorf("mlx5emu: new device: mtu %d: %w", opts.MTU, unix.EINVAL)
 	}
-	uar, err := unix.Mmap(-1, 0, UARSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if opts.UARPages == 0 {
+		opts.UARPages = 1
+	}
+	if opts.UARPages < 0 || opts.UARPages > 256 {
+		return nil, fmt.Errorf("mlx5emu: new device: %d UAR pages: %w", opts.UARPages, unix.EINVAL)
+	}
+	uar, err := unix.Mmap(-1, 0, opts.UARPages*UARSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, fmt.Errorf("mlx5emu: new device: map UAR page: %w", err)
 	}
@@ -112,12 +123,16 @@ func New(opts Options) (*Device, error) {
 		nextCQN:  0x40,
 		nextQPN:  0x100,
 		nextSRQN: 0x20,
+		evReady:  make(chan struct{}, 1),
 	}
 	stride := d.slotSize()
-	for off := BFOffset; off+stride <= UARSize; off += stride {
-		d.slots = append(d.slots, uarSlot{off: off, size: stride})
+	for p := 0; p < opts.UARPages; p++ {
+		base := p * UARSize
+		d.armSlots = append(d.armSlots, uarSlot{off: base + CQDoorbellOffset, size: 8})
+		for off := BFOffset; off+stride <= UARSize; off += stride {
+			d.slots = append(d.slots, uarSlot{off: base + off, size: stride})
+		}
 	}
-	d.armSlot = uarSlot{off: CQDoorbellOffset, size: 8}
 	return d, nil
 }
 
@@ -128,11 +143,17 @@ func (d *Device) slotSize() int {
 	return d.opts.BFRegSize / 2
 }
 
-// UAR returns the emulated UAR page (4096 bytes, page aligned). The driver
-// writes send doorbells / BlueFlame copies at BFOffset + k*slot and CQ arm
-// doorbells at CQDoorbellOffset, exactly as it would to the mmap'd UAR.
-// The emulator clears a register after consuming it.
-func (d *Device) UAR() []byte { return d.uar }
+// UAR returns the first emulated UAR page (4096 bytes, page aligned). The
+// driver writes send doorbells / BlueFlame copies at BFOffset + k*slot and
+// CQ arm doorbells at CQDoorbellOffset, exactly as it would to the mmap'd
+// UAR. The emulator clears a register after consuming it.
+func (d *Device) UAR() []byte { return d.UARPage(0) }
+
+// UARPage returns UAR page i (0 <= i < Options.UARPages); every page works
+// like the one UAR returns, and any QP or CQ may use any page.
+func (d *Device) UARPage(i int) []byte {
+	return d.uar[i*UARSize : (i+1)*UARSize : (i+1)*UARSize]
+}
 
 // BFRegSize returns the configured bf_reg_size (0: no BlueFlame).
 func (d *Device) BFRegSize() int { return d.opts.BFRegSize }
@@ -233,6 +254,11 @@ func (d *Device) Events() []uint32 {
 	d.events = nil
 	return ev
 }
+
+// EventReady returns a channel that receives a value (coalesced) whenever
+// a completion event fires, for waiting on events with the background
+// engine; Events then returns them.
+func (d *Device) EventReady() <-chan struct{} { return d.evReady }
 
 func (d *Device) protoErr(format string, args ...any) {
 	d.errs = append(d.errs, fmt.Errorf("%w: "+format, append([]any{ErrProtocol}, args...)...))

@@ -9,15 +9,17 @@
 //
 // # Model
 //
-// A [Device] owns one 4096-byte UAR page ([Device.UAR]). The driver writes,
-// exactly as to the real mmap'd UAR:
+// A [Device] owns one or more 4096-byte UAR pages ([Device.UAR],
+// [Device.UARPage]; Options.UARPages). The driver writes, exactly as to the
+// real mmap'd UAR:
 //   - send doorbells: the first 8 bytes of the last WQE's ctrl segment
 //     (opmod_idx_opcode, qpn_ds), or BlueFlame copies of the whole WQE in
 //     64-byte blocks, at BFOffset (0x800) + k*slot, where slot is
 //     bf_reg_size/2 (the two alternating halves of each BlueFlame register)
 //     or 0x100 without BlueFlame;
 //   - CQ arm doorbells at CQDoorbellOffset (0x20): be32(sn<<28 | cmd | ci)
-//     followed by be32(cqn).
+//     followed by be32(cqn), after writing the same be32 into the arm word
+//     of the CQ doorbell record (a mismatch is recorded as an error).
 //
 // Objects are registered as the kernel would on create: RegisterMR (mkey,
 // lkey == rkey, never 0x100), CreateCQ (ring of ncqe 64-byte CQEs stamped
@@ -38,7 +40,7 @@
 //  2. handles arm requests; a CQE already present at or after the armed
 //     consumer index fires at once, otherwise the next CQE (solicited-only:
 //     the next CQE with SE set or an error CQE) fires an event
-//     ([Device.Events]) and disarms the CQ;
+//     ([Device.Events], [Device.EventReady]) and disarms the CQ;
 //  3. executes, QP by QP in QPN order, the send WQEs between the QP's
 //     consumer position and the SQ doorbell record counter (with
 //     Options.RequireDoorbell: only those covered by a doorbell seen), as
@@ -89,6 +91,19 @@
 // not. When a CQ would overflow (producer - set_ci == ncqe) it enters the
 // overrun state ([Device.CQOverrun]) and drops that and every later CQE.
 //
+// # Use from a driver's tests
+//
+//	dev, _ := mlx5emu.New(mlx5emu.Options{BFRegSize: 512})
+//	cqn, _ := dev.CreateCQ(cqBuf, cqDBR)             // what CREATE_CQ would register
+//	qpn, _ := dev.CreateQP(mlx5emu.QPConfig{...})    // what CREATE_QP would register
+//	dev.ModifyQP(qpn, mlx5emu.QPAttr{State: mlx5emu.StateInit, ...}) // ... RTR, RTS
+//	lkey, rkey, _ := dev.RegisterMR(buf, access, pdn)
+//	// the driver posts WQEs into QPConfig.Buf, updates the doorbell record
+//	// and writes its doorbell / BlueFlame copy into dev.UAR()
+//	dev.Process()                                    // the hardware runs
+//	// the driver polls CQEs from cqBuf and updates set_ci
+//	if errs := dev.Errors(); len(errs) != 0 { ... }  // protocol violations
+//
 // # Concurrency and the race detector
 //
 // All methods are safe for concurrent use. The engine reads doorbell
@@ -105,6 +120,8 @@
 //     no ordering between QPs beyond QPN order within a pass. FENCE and
 //     small-fence bits are accepted and trivially satisfied (execution is
 //     in order and synchronous).
+//   - QP states SQD and SQE: a UC/UD send-side error moves the QP to
+//     ERROR (real devices use SQE and keep receiving).
 //   - Doorbells overwritten on a register before a pass sees them are
 //     lost: the doorbell record drives execution (unless RequireDoorbell),
 //     so only the counters and the verification of the overwritten write
@@ -116,12 +133,15 @@
 //     such writes are counted in QPStats.UnverifiedUARWrites instead of
 //     being reported as errors, so use Process for verification.
 //   - 128-byte CQEs, CQE compression, requester scatter-to-CQE, resize CQ,
-//     timestamps, checksums, vendor error syndromes (always 0), CQ error
+//     timestamps, checksums, vendor error syndromes other than those for
+//     WR_FLUSH_ERR (0xf9), RETRY_EXC_ERR (0x81) and LOC_PROT_ERR (0x51)
+//     (0), CQ error
 //     async events (only the overrun flag), moving QPs to ERROR on CQ
 //     overrun.
 //   - XRC, DC, RAW_PACKET, UMR/memory windows/LOCAL_INV (SEND_INVAL
 //     reports the rkey but invalidates nothing), masked atomics, TSO,
-//     tag matching, signature, ODP, the SQD/SQE states, max_rd_atomic
+//     tag matching, signature, ODP, SRQ limit events and SRQ error
+//     flushes, max_rd_atomic
 //     limits, P_Keys, the MLX5_QP_SIGNATURE WQE signatures, the 32-byte
 //     compact UD address vector, RoCE/IB addressing (paths are not
 //     checked; LID and GID are plain options).

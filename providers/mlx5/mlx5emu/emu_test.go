@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -226,9 +227,16 @@ func TestUD(t *testing.T) {
 	b.postRecv(dataSeg(40, dst.key, dst.addr), dataSeg(100, dst.key, dst.addr+100))
 	a.post(tOpSend, tCQUpdate, 0, udAV(0x2222, b.qpn, 5, true, rgid), dataSeg(15, src.key, src.addr))
 	d.Process()
-	e := parseTCQE(rcq.poll())
-	if e.opcode != tCQERespSend || e.byteCnt != 55 || e.flagsRqpn != 1<<28|5<<24|a.qpn || e.slid != 7 || e.srqnUidx != 4 {
-		t.Errorf("UD responder %+v", e)
+	raw := rcq.poll()
+	want := make([]byte, 64)
+	binary.BigEndian.PutUint16(want[22:], 7)                 // slid
+	binary.BigEndian.PutUint32(want[24:], 1<<28|5<<24|a.qpn) // GRH, SL, src QP
+	binary.BigEndian.PutUint32(want[32:], 4)                 // user index
+	binary.BigEndian.PutUint32(want[44:], 55)                // GRH + payload
+	binary.BigEndian.PutUint32(want[56:], b.qpn)
+	want[63] = tCQERespSend << 4
+	if !bytes.Equal(raw, want) {
+		t.Errorf("UD responder CQE\n got %x\nwant %x", raw, want)
 	}
 	if string(dst.buf[100:115]) != "hello, datagram" {
 		t.Errorf("UD payload %q", dst.buf[100:115])
@@ -247,7 +255,7 @@ func TestUD(t *testing.T) {
 	b.postRecv(dataSeg(100, dst.key, dst.addr))
 	a.post(tOpSendImm, tCQUpdate, 0x01020304, udAV(0x2222, b.qpn, 0, false, [16]byte{}), inlineSeg([]byte("xyz")))
 	d.Process()
-	e = parseTCQE(rcq.poll())
+	e := parseTCQE(rcq.poll())
 	if e.opcode != tCQERespSendImm || e.byteCnt != 43 || e.imm != 0x01020304 || e.flagsRqpn != a.qpn {
 		t.Errorf("UD no-GRH responder %+v", e)
 	}
@@ -489,7 +497,7 @@ func TestErrorCompletions(t *testing.T) {
 			if e.opcode != tCQEReqErr || e.syndrome != c.reqSyn || e.sqOpcode != c.reqOp || e.wqeCounter != 0 || e.qpn != p.a.qpn {
 				t.Errorf("requester error CQE %+v", e)
 			}
-			if e := p.scqA.mustPoll(d); e.opcode != tCQEReqErr || e.syndrome != 0x05 || e.sqOpcode != tOpSend {
+			if e := p.scqA.mustPoll(d); e.opcode != tCQEReqErr || e.syndrome != 0x05 || e.vendor != 0xf9 || e.sqOpcode != tOpSend {
 				t.Errorf("requester flush CQE %+v", e)
 			}
 			if e := p.rcqA.mustPoll(d); e.opcode != tCQERespErr || e.syndrome != 0x05 || e.wqeCounter != 0 {
@@ -550,10 +558,17 @@ func TestModifyToErrorFlushes(t *testing.T) {
 	p.b.postRecv(dataSeg(8, p.dstMR.key, p.dstMR.addr))
 	p.b.postRecv(dataSeg(8, p.dstMR.key, p.dstMR.addr))
 	p.b.modify(QPAttr{State: StateError})
-	for i := uint16(0); i < 2; i++ {
-		if e := parseTCQE(p.rcqB.poll()); e.opcode != tCQERespErr || e.syndrome != 0x05 || e.wqeCounter != i {
-			t.Errorf("flush %d: %+v", i, e)
-		}
+	// struct mlx5_err_cqe, byte for byte.
+	want := make([]byte, 64)
+	binary.BigEndian.PutUint32(want[32:], 0x22) // srqn (user index)
+	want[54], want[55] = 0xf9, 0x05             // vendor_err_synd, syndrome
+	binary.BigEndian.PutUint32(want[56:], p.b.qpn)
+	want[63] = tCQERespErr << 4
+	if got := p.rcqB.poll(); !bytes.Equal(got, want) {
+		t.Errorf("flush CQE\n got %x\nwant %x", got, want)
+	}
+	if e := parseTCQE(p.rcqB.poll()); e.opcode != tCQERespErr || e.syndrome != 0x05 || e.wqeCounter != 1 {
+		t.Errorf("flush 1: %+v", e)
 	}
 	// Posting in ERROR is flushed as well.
 	p.b.postRecv(dataSeg(8, p.dstMR.key, p.dstMR.addr))
@@ -851,9 +866,11 @@ func TestBackground(t *testing.T) {
 		p.a.post(tOpSend, tCQUpdate, uint32(i), dataSeg(uint32(1+i%200), p.srcMR.key, p.srcMR.addr+uint64(i)))
 		var req, resp []byte
 		for req == nil {
+			runtime.Gosched()
 			req = p.scqA.poll()
 		}
 		for resp == nil {
+			runtime.Gosched()
 			resp = p.rcqB.poll()
 		}
 		if e := parseTCQE(resp); e.byteCnt != uint32(1+i%200) {
@@ -863,6 +880,197 @@ func TestBackground(t *testing.T) {
 			t.Fatalf("send %d: data", i)
 		}
 	}
+	// Completion events with the engine running: wait on the channel.
+	p.rcqB.arm(d, false)
+	p.b.postRecv(dataSeg(256, p.dstMR.key, p.dstMR.addr))
+	p.a.post(tOpSend, 0, 0, inlineSeg([]byte("event")))
+	<-d.EventReady()
+	if ev := d.Events(); len(ev) != 1 || ev[0] != p.rcqB.cqn {
+		t.Errorf("events %v", ev)
+	}
 	d.Stop()
+	st, _ := d.QPStats(p.a.qpn)
+	if st.WQEsExecuted != n+1 || st.BlueFlameWrites+st.Doorbells+st.UnverifiedUARWrites > n+1 || st.BlueFlameWrites == 0 {
+		t.Errorf("stats %+v", st)
+	}
+	t.Logf("background stats %+v", st)
+	noErrors(t, d)
+}
+
+// TestWrapMidWQE places multi-block WQEs across the SQ end: inline data,
+// data segments and the remote address segment wrap to block 0.
+func TestWrapMidWQE(t *testing.T) {
+	for _, bf := range []bool{false, true} {
+		d := newDev(t, Options{BFRegSize: 512})
+		p := newPair(t, d, RC, 0, qpOpts{sqCnt: 4})
+		p.a.useBF = bf
+		for i := 0; i < 3; i++ {
+			p.a.post(tOpNOP, 0, 0)
+		}
+		d.Process() // the driver may reuse the blocks once they completed
+		p.b.postRecv(dataSeg(256, p.dstMR.key, p.dstMR.addr))
+		idx := p.a.post(tOpSend, tCQUpdate, 0, inlineSeg(p.srcMR.buf[:100])) // blocks 3, 0
+		if idx != 3 {
+			t.Fatalf("idx %d", idx)
+		}
+		if e := p.scqA.mustPoll(d); e.wqeCounter != 3 || e.opcode != tCQEReq {
+			t.Fatalf("%+v", e)
+		}
+		if e := p.rcqB.mustPoll(d); e.byteCnt != 100 || !bytes.Equal(p.dstMR.buf[:100], p.srcMR.buf[:100]) {
+			t.Fatalf("inline across the SQ end: %+v", e)
+		}
+		p.a.post(tOpNOP, 0, 0) // block 1
+		p.a.post(tOpNOP, 0, 0) // block 2
+		// ctrl at block 3, raddr and 6 data segments in blocks 0-1.
+		segs := [][]byte{raddrSeg(p.dstMR.addr+4000, p.dstMR.key)}
+		for i := 0; i < 6; i++ {
+			segs = append(segs, dataSeg(10, p.srcMR.key, p.srcMR.addr+uint64(i*20)))
+		}
+		if idx := p.a.post(tOpRDMAWrite, tCQUpdate, 0, segs...); idx != 7 {
+			t.Fatalf("idx %d", idx)
+		}
+		if e := p.scqA.mustPoll(d); e.wqeCounter != 7 || e.byteCnt != 60 {
+			t.Fatalf("%+v", e)
+		}
+		for i := 0; i < 6; i++ {
+			if !bytes.Equal(p.dstMR.buf[4000+i*10:4010+i*10], p.srcMR.buf[i*20:i*20+10]) {
+				t.Fatalf("segment %d", i)
+			}
+		}
+		// Seven writes, two of them lost to rewrites of the same half before
+		// a pass (NOP, NOP, NOP | SEND | NOP, NOP, WRITE). A BlueFlame copy
+		// of a NOP (ds 1, zero tail) cannot be told from a doorbell.
+		st, _ := d.QPStats(p.a.qpn)
+		if st.Doorbells+st.BlueFlameWrites != 5 || bf && st.BlueFlameWrites != 2 {
+			t.Errorf("bf=%v %+v", bf, st)
+		}
+		noErrors(t, d)
+	}
+}
+
+// TestUARPages gives each QP its own register on its own page, with
+// RequireDoorbell, and arms CQs through a second page.
+func TestUARPages(t *testing.T) {
+	d := newDev(t, Options{BFRegSize: 512, UARPages: 3, RequireDoorbell: true})
+	p := newPair(t, d, RC, 0, qpOpts{})
+	p.a.uarPage, p.b.uarPage = 1, 2
+	p.a.useBF = true
+	for i := 0; i < 10; i++ {
+		p.a.postRecv(dataSeg(64, p.dstMR.key, p.dstMR.addr))
+		p.b.postRecv(dataSeg(64, p.dstMR.key, p.dstMR.addr))
+		p.a.post(tOpSend, tCQUpdate, 0, inlineSeg([]byte("ping")))
+		p.b.post(tOpSend, tCQUpdate, 0, inlineSeg([]byte("pong")))
+	}
+	d.Process()
+	for i := 0; i < 10; i++ {
+		for _, c := range []*tCQ{p.scqA, p.scqB, p.rcqA, p.rcqB} {
+			if c.poll() == nil {
+				t.Fatalf("round %d: CQ %#x empty", i, c.cqn)
+			}
+		}
+	}
+	sa, _ := d.QPStats(p.a.qpn)
+	sb, _ := d.QPStats(p.b.qpn)
+	// Both halves of a register alternate, so the last two writes survive.
+	if sa.BlueFlameWrites != 2 || sb.Doorbells != 2 {
+		t.Errorf("A %+v B %+v", sa, sb)
+	}
+	noErrors(t, d)
+}
+
+func TestArmRecordMismatch(t *testing.T) {
+	d := newDev(t, Options{})
+	c := newCQ(t, d, 4)
+	c.arm(d, false)
+	storeBE32(c.dbr[4:], 0x30000000)
+	d.Process()
+	if errs := d.Errors(); len(errs) != 1 || !errors.Is(errs[0], ErrProtocol) {
+		t.Fatalf("errors %v", errs)
+	}
+}
+
+func TestConsumerIndexAhead(t *testing.T) {
+	d := newDev(t, Options{})
+	p := newPair(t, d, RC, 0, qpOpts{})
+	p.rcqB.ci = 5 // claims five CQEs consumed, none written
+	p.rcqB.arm(d, false)
+	d.Process()
+	storeBE32(p.scqA.dbr[0:], 3)
+	p.a.post(tOpNOP, tCQUpdate, 0)
+	d.Process()
+	if errs := d.Errors(); len(errs) != 2 {
+		t.Fatalf("errors %v", errs)
+	}
+	if !d.CQOverrun(p.scqA.cqn) {
+		t.Error("bogus set_ci must put the CQ in error")
+	}
+}
+
+func TestUC(t *testing.T) {
+	d := newDev(t, Options{})
+	p := newPair(t, d, UC, 0, qpOpts{})
+	// No receive posted: the message is dropped, the sender completes.
+	p.a.post(tOpSend, tCQUpdate, 0, inlineSeg([]byte("lost")))
+	if e := p.scqA.mustPoll(d); e.opcode != tCQEReq {
+		t.Errorf("%+v", e)
+	}
+	p.rcqB.empty(d)
+	// WRITE_IMM consumes a receive.
+	p.b.postRecv()
+	p.a.post(tOpRDMAWriteImm, tCQUpdate, 7, raddrSeg(p.dstMR.addr, p.dstMR.key), inlineSeg([]byte("uc")))
+	if e := p.rcqB.mustPoll(d); e.opcode != tCQERespWrImm || e.imm != 7 || e.byteCnt != 2 || string(p.dstMR.buf[:2]) != "uc" {
+		t.Errorf("%+v", e)
+	}
+	p.scqA.mustPoll(d)
+	// RDMA READ is not a UC operation: local QP operation error.
+	p.a.post(tOpRDMARead, 0, 0, raddrSeg(p.dstMR.addr, p.dstMR.key), dataSeg(8, p.rdMR.key, p.rdMR.addr))
+	if e := p.scqA.mustPoll(d); e.opcode != tCQEReqErr || e.syndrome != 0x02 {
+		t.Errorf("%+v", e)
+	}
+	if errs := d.Errors(); len(errs) != 1 {
+		t.Errorf("errors %v", errs)
+	}
+}
+
+func TestSRQEmptyIsRNR(t *testing.T) {
+	d := newDev(t, Options{})
+	buf, dbr := pageMem(t, 4<<6), pageMem(t, 64)[:8]
+	for i := 0; i < 4; i++ {
+		binary.BigEndian.PutUint16(buf[i<<6+2:], uint16(i+1))
+	}
+	srqn, err := d.CreateSRQ(SRQConfig{PDN: 1, Buf: buf, WQECnt: 4, WQEShift: 6, DBR: dbr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPair(t, d, RC, 1, qpOpts{srqn: srqn})
+	p.a.post(tOpSend, tCQUpdate, 0, inlineSeg([]byte("x")))
+	d.Process() // first attempt: RNR, one retry left
+	if b := p.scqA.poll(); b != nil {
+		t.Fatalf("completion after the first attempt: %+v", parseTCQE(b))
+	}
+	d.Process() // the retry fails too
+	if e := parseTCQE(p.scqA.poll()); e.opcode != tCQEReqErr || e.syndrome != 0x16 {
+		t.Errorf("%+v", e)
+	}
+	// Flushing the requester leaves the SRQ alone (nothing to flush there).
+	if s, _ := d.QPState(p.b.qpn); s != StateRTS {
+		t.Errorf("responder state %v", s)
+	}
+	noErrors(t, d)
+}
+
+func TestIdle(t *testing.T) {
+	d := newDev(t, Options{BFRegSize: 512})
+	p := newPair(t, d, RC, 0, qpOpts{})
+	if n := d.Process(); n != 0 {
+		t.Errorf("idle device did %d units of work", n)
+	}
+	p.a.post(tOpNOP, 0, 0)
+	if n := d.Process(); n != 2 { // the doorbell and the WQE
+		t.Errorf("work %d", n)
+	}
+	if n := d.Process(); n != 0 {
+		t.Errorf("work %d after the NOP", n)
+	}
 	noErrors(t, d)
 }

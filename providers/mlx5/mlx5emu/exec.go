@@ -453,7 +453,15 @@ type recvWQE struct {
 func (d *Device) takeRecv(dst *qp) (*recvWQE, bool) {
 	if dst.cfg.SRQN != 0 {
 		s := d.srqs[dst.cfg.SRQN]
-		if s == nil || uint16(loadBE32(s.cfg.DBR[0:])) == s.counter {
+		if s == nil {
+			return nil, false
+		}
+		posted := uint16(loadBE32(s.cfg.DBR[0:]))
+		if posted == s.counter {
+			return nil, false
+		}
+		if int(uint16(posted-s.counter)) > s.cfg.WQECnt {
+			d.protoErr("SRQ %#x: doorbell record %#x is more than a ring ahead of %#x", s.srqn, posted, s.counter)
 			return nil, false
 		}
 		size := 1 << s.cfg.WQEShift

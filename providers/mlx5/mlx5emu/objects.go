@@ -144,7 +144,11 @@ type cq struct {
 	armed   bool
 	armSol  bool
 	lastArm uint32
-	stats   CQStats
+	// recArm is set when an arm was taken from the record's arm word
+	// before its UAR doorbell was seen (background mode): the doorbell
+	// with the same word is then not a new request.
+	recArm bool
+	stats  CQStats
 }
 
 // CQStats are per-CQ counters for tests.
@@ -502,6 +506,7 @@ func (d *Device) ModifyQP(qpn uint32, attr QPAttr) error {
 		}
 	}
 	q.state = to
+	q.warned = false
 	if to == StateError {
 		d.flushQP(q)
 	}

@@ -65,13 +65,24 @@ func (d *Device) take(s *uarSlot, lenient bool) []byte {
 // registers.
 func (d *Device) scanUAR(lenient bool) int {
 	work := 0
-	if b := d.take(&d.armSlot, lenient); b != nil {
+	for i := range d.armSlots {
+		b := d.take(&d.armSlots[i], lenient)
+		if b == nil {
+			continue
+		}
 		work++
 		word, cqn := be32(b[0:]), be32(b[4:])
 		if c, ok := d.cqs[cqn]; ok {
 			c.stats.ArmDoorbells++
-			d.arm(c, word)
-			c.lastArm = loadBE32(c.dbr[4:])
+			rec := loadBE32(c.dbr[4:])
+			if rec != word && !lenient {
+				d.protoErr("CQ %#x arm doorbell %#08x differs from the arm word %#08x of its doorbell record", cqn, word, rec)
+			}
+			if !c.recArm || word != c.lastArm {
+				d.arm(c, word)
+			}
+			c.recArm = false
+			c.lastArm = rec
 		} else {
 			d.protoErr("CQ arm doorbell %#016x names no CQ", binary.BigEndian.Uint64(b))
 		}

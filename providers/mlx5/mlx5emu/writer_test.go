@@ -132,7 +132,8 @@ type tQP struct {
 	sqCnt   int
 	curPost uint16 // SQ position in basic blocks
 	rqHead  uint16
-	bfOff   int // offset of this QP's register inside the UAR
+	uarPage int // UAR page of this QP's register
+	bfOff   int // offset of this QP's register inside the page
 	bfHalf  int
 	useBF   bool
 }
@@ -234,7 +235,7 @@ func (q *tQP) post(opcode uint8, fm uint8, imm uint32, segs ...[]byte) uint16 {
 }
 
 func (q *tQP) ring(idx uint16, w []byte) {
-	uar := q.d.UAR()
+	uar := q.d.UARPage(q.uarPage)
 	reg := q.bfOff + q.bfHalf
 	if q.useBF {
 		nbb := (len(w) + 63) / 64
@@ -336,7 +337,7 @@ type tCQE struct {
 	srqnUidx                  uint32
 	flagsRqpn                 uint32
 	slid                      uint16
-	syndrome                  uint8
+	syndrome, vendor          uint8
 }
 
 func parseTCQE(b []byte) tCQE {
@@ -344,7 +345,7 @@ func parseTCQE(b []byte) tCQE {
 		opcode: b[63] >> 4, owner: b[63] & 1, se: b[63] >> 1 & 1, format: b[63] >> 2 & 3,
 		qpn: be32(b[56:]) & 0xffffff, sqOpcode: b[56], wqeCounter: be16(b[60:]),
 		byteCnt: be32(b[44:]), imm: be32(b[36:]), srqnUidx: be32(b[32:]),
-		flagsRqpn: be32(b[24:]), slid: be16(b[22:]), syndrome: b[55],
+		flagsRqpn: be32(b[24:]), slid: be16(b[22:]), syndrome: b[55], vendor: b[54],
 	}
 }
 

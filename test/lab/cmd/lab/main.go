@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return res.ExitCode
 	}
 	if !*quiet {
-		fmt.Fprintf(stderr, "lab: booted in %.2fs, command ran in %.2fs (%s)\n", res.Boot.Seconds(), res.Command.Seconds(), res.Accel)
+		fmt.Fprintf(stderr, "lab: booted in %.2fs, command ran in %.2fs (%s, %.2fs CPU)\n", res.Boot.Seconds(), res.Command.Seconds(), res.Accel, res.CPU.Seconds())
 	}
 	return res.ExitCode
 }

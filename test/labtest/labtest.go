@@ -1,0 +1,72 @@
+// Package labtest gates tests that need a real RDMA device: the lab VM (test/lab), or a host with a device.
+//
+// Require skips the test when there is no device, unless GOVERBS_LAB_REQUIRED=1, in which case it fails: `make
+// test` sets that, so the lab can never be skipped silently.
+package labtest
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var device = flag.String("device", "", "RDMA device for tests that need one (default $GOVERBS_DEVICE, else rxe0 in the lab, else the first device)")
+
+// InLab reports whether the test runs inside the goverbs lab VM.
+func InLab() bool { return os.Getenv("GOVERBS_LAB") == "1" }
+
+// Required reports whether a missing device must fail the test instead of skipping it.
+func Required() bool { return os.Getenv("GOVERBS_LAB_REQUIRED") == "1" }
+
+// Device is the device the tests use: -device, $GOVERBS_DEVICE, "rxe0" in the lab, else the first device in
+// /sys/class/infiniband.
+func Device() string {
+	if *device != "" {
+		return *device
+	}
+	if d := os.Getenv("GOVERBS_DEVICE"); d != "" {
+		return d
+	}
+	if InLab() {
+		return "rxe0"
+	}
+	if ents, err := os.ReadDir("/sys/class/infiniband"); err == nil && len(ents) > 0 {
+		return ents[0].Name()
+	}
+	return "rxe0"
+}
+
+// Netdev is the lab's netdev carrying rxe0.
+func Netdev() string { return "veth0" }
+
+// HasDevice reports whether the device exists on this machine.
+func HasDevice() bool {
+	_, err := os.Stat(filepath.Join("/sys/class/infiniband", Device()))
+	return err == nil
+}
+
+// Require skips t unless an RDMA device is available (in the lab, or on a host with one); with
+// GOVERBS_LAB_REQUIRED=1 a missing device is a failure.
+func Require(t testing.TB) {
+	t.Helper()
+	if HasDevice() {
+		return
+	}
+	if Required() {
+		t.Fatalf("labtest: RDMA device %s not found, and GOVERBS_LAB_REQUIRED=1 (run the test in the lab: go run ./test/lab/cmd/labsuite)", Device())
+	}
+	t.Skipf("needs an RDMA device (%s): run in the lab (go run ./test/lab/cmd/labsuite) or on a host with one", Device())
+}
+
+// RequireRoot skips (or, with GOVERBS_LAB_REQUIRED=1, fails) unless running as root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if Required() {
+		t.Fatal("labtest: test needs root")
+	}
+	t.Skip("needs root")
+}
