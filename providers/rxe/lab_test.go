@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -13,31 +12,19 @@ import (
 	"unsafe"
 
 	_ "github.com/goverbs/goverbs/providers/rxe"
+	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
+	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
 )
 
-// These tests run the provider against the kernel's rdma_rxe in the lab VM (test/lab): build the test binary
-// on the host and run it there, e.g.
+// These tests run the provider against the kernel's rdma_rxe: in the lab VM (test/lab), e.g.
 //
-//	go test -c -o /tmp/rxe.test ./providers/rxe && go run ./test/lab/cmd/lab -- /tmp/rxe.test -test.run Lab -test.v
+//	go run ./test/lab/cmd/labsuite ./providers/rxe
+//
+// or on a host with an rxe device (-device / $GOVERBS_DEVICE). They skip on other devices.
 
-// requireLab skips outside the lab unless GOVERBS_LAB_REQUIRED=1, in which case it fails (the contract of
-// test/labtest.Require, which replaces this helper once that package is on main).
-func requireLab(t *testing.T) {
-	t.Helper()
-	if os.Getenv("GOVERBS_LAB") == "1" {
-		return
-	}
-	if os.Getenv("GOVERBS_LAB_REQUIRED") == "1" {
-		t.Fatal("this test needs the lab VM (rxe0), and GOVERBS_LAB_REQUIRED=1")
-	}
-	t.Skip("needs the lab VM with rxe0 (GOVERBS_LAB=1)")
-}
-
-const labDevice = "rxe0"
-
-// labEnv is an open rxe0 with a PD and one registered 1 MiB buffer.
+// labEnv is an open rxe device with a PD and one registered 1 MiB buffer.
 type labEnv struct {
 	ctx      *uverbs.Context
 	pd       *uverbs.PD
@@ -48,13 +35,16 @@ type labEnv struct {
 }
 
 func newLab(t *testing.T) *labEnv {
-	requireLab(t)
+	labtest.Require(t)
 	e := &labEnv{}
 	var err error
-	if e.ctx, err = uverbs.Open(labDevice); err != nil {
+	if e.ctx, err = uverbs.Open(labtest.Device()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { check(t, e.ctx.Close()) })
+	if id := e.ctx.DriverID(); id != abi.RDMA_DRIVER_RXE {
+		t.Skipf("%s is not an rxe device (driver id %d)", labtest.Device(), id)
+	}
 	if e.pd, err = e.ctx.AllocPD(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +73,7 @@ func newLab(t *testing.T) *labEnv {
 		}
 	}
 	if !found {
-		t.Fatalf("no IPv4 RoCE v2 GID on %s port 1: %+v", labDevice, gids)
+		t.Fatalf("no IPv4 RoCE v2 GID on %s port 1: %+v", labtest.Device(), gids)
 	}
 	return e
 }
