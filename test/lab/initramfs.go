@@ -35,7 +35,7 @@ const initSourceDir = "test/lab/internal"
 // before rdma_rxe: rxe asks the crypto API for "crc32", and with no modprobe
 // in the VM, "rdma link add" would fail with ENOENT.
 var Modules = []string{
-	"virtio_pci", "virtio_console", "virtio_rng",
+	"virtio_pci", "virtio_console",
 	"9pnet_virtio", "9p",
 	"veth",
 	"crc32_generic",
@@ -159,7 +159,7 @@ func ensureInit(ctx context.Context, cacheDir string) (path, hash string, err er
 // init binary initPath, building it (an uncompressed newc cpio) if needed.
 func ensureInitramfs(cacheDir string, k *Kernel, initPath, initHash string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "initramfs v1\x00%s\x00%s\x00%s\x00%s", initHash, k.Package, k.Version, strings.Join(Modules, ","))
+	fmt.Fprintf(h, "initramfs v2\x00%s\x00%s\x00%s\x00%s", initHash, k.Package, k.Version, strings.Join(Modules, ","))
 	path := filepath.Join(cacheDir, "initramfs", hex.EncodeToString(h.Sum(nil))[:24]+".cpio")
 	if exists(path) {
 		return path, nil
