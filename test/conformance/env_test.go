@@ -312,7 +312,7 @@ func (p *player) restate() {
 	p.connect(p.peer)
 }
 
-// sendArea and recvArea are the two halves of the player's buffer.
+// sendOff and recvOff locate the two halves of the player's buffer.
 func (p *player) sendOff() int { return 0 }
 func (p *player) recvOff() int { return p.o.msgSize + 64 }
 
@@ -517,7 +517,7 @@ func rdmaTraffic(t *testing.T, client, server *player, op uverbs.WROpcode) {
 	}
 }
 
-// rdmaWriteResult posts one RDMA WRITE of n bytes from s to r (rkey, raddr) and returns its completion.
+// rdmaWriteOnce posts one RDMA WRITE of n bytes from s to r (rkey, raddr) and returns its completion.
 func rdmaWriteOnce(t *testing.T, s *player, rkey uint32, raddr uint64, n int) uverbs.WC {
 	t.Helper()
 	wr := s.sendWR(uverbs.WRRDMAWrite, n)
