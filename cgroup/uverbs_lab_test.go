@@ -1,4 +1,3 @@
-
 // This file runs the charging tests of TestLab with goverbs' own uverbs
 // package. It needs the uverbs package (branch main) and uverbs/limit.go
 // returning cgroup.ChargeError(err, dev, cgroup.Resource(resource)); once
