@@ -3,8 +3,7 @@ module github.com/goverbs/goverbs
 go 1.26.0
 
 require (
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/vishvananda/netlink v1.3.1
-	github.com/vishvananda/netns v0.0.5 // indirect
+	github.com/vishvananda/netns v0.0.5
 	golang.org/x/sys v0.49.0
 )

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/goverbs/goverbs/internal/tools/devices"
+	"github.com/goverbs/goverbs/internal/tools/devinfo"
+	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
+	"github.com/goverbs/goverbs/internal/tools/ibstat"
+	"github.com/goverbs/goverbs/internal/tools/pingpong"
+)
+
+// Command is one goverbs tool.
+type Command struct {
+	// Name is the subcommand: "goverbs NAME ...".
+	Name string
+	// Aliases are program names that run the tool when goverbs is invoked
+	// through a link of that name. The first is the C tool's name, which
+	// the tool reports as its program name when run as a subcommand, so
+	// that "goverbs devinfo" prints exactly what "ibv_devinfo" prints.
+	Aliases []string
+	// Summary is the one-line description "goverbs help" shows.
+	Summary string
+	// Run runs the tool: prog is argv[0] as the tool should print it,
+	// args exclude it; the result is the exit status.
+	Run func(prog string, args []string, stdout, stderr io.Writer) int
+}
+
+// progName is the program name the tool reports when run as a subcommand.
+func (c Command) progName() string {
+	if len(c.Aliases) > 0 {
+		return c.Aliases[0]
+	}
+	return "goverbs " + c.Name
+}
+
+// commands is the registry; adding a tool is one entry.
+var commands = []Command{
+	{Name: "devices", Aliases: []string{"ibv_devices"}, Summary: "list RDMA devices and node GUIDs",
+		Run: func(_ string, a []string, o, e io.Writer) int {
+			return devices.Command{Source: uverbssrc.New(e)}.Run(a, o, e)
+		}},
+	{Name: "devinfo", Aliases: []string{"ibv_devinfo"}, Summary: "show device and port attributes",
+		Run: func(p string, a []string, o, e io.Writer) int {
+			return devinfo.Command{Prog: p, Source: uverbssrc.New(e)}.Run(a, o, e)
+		}},
+	{Name: "ibstat", Aliases: []string{"ibstat"}, Summary: "show InfiniBand CA and port state from sysfs",
+		Run: func(p string, a []string, o, e io.Writer) int { return ibstat.Command{Prog: p}.Run(a, o, e) }},
+	{Name: "pingpong", Summary: "ping-pong tests wire compatible with rdma-core's: goverbs pingpong rc [options] [host]",
+		Run: runPingpong},
+	{Name: "rc_pingpong", Aliases: []string{"ibv_rc_pingpong"}, Summary: "RC ping-pong, same as ibv_rc_pingpong",
+		Run: pingpong.RunRC},
+}
+
+// runPingpong runs "goverbs pingpong TRANSPORT ...".
+func runPingpong(_ string, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "rc" {
+		return pingpong.RunRC("ibv_rc_pingpong", args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "usage: goverbs pingpong rc [options] [host]\n")
+	return 1
+}

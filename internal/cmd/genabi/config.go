@@ -1,0 +1,112 @@
+package main
+
+// This file is the generator's allow-list: which headers are turned into
+// which Go files, which constant names each contributes, and how C unions are
+// exposed. Everything else (values, layouts, sizes) comes from the C compiler.
+
+// headerSpec describes one uAPI header under <include>/rdma.
+type headerSpec struct {
+	// name is the header's file name, e.g. "ib_user_verbs.h". The Go output
+	// is uverbs/abi/z<base>_linux.go with '-' replaced by '_' (mlx5-abi.h ->
+	// zmlx5_abi_linux.go), because hyphens are unusual in Go file names.
+	name string
+	// prefixes select the enum members and object-like #defines the header
+	// contributes; an entry matches a constant that starts with it (so an
+	// exact name may be listed too). Every constant the header declares must
+	// match a prefix or be listed in skip, otherwise generation fails: a new
+	// kernel header can never silently lose a member.
+	prefixes []string
+	// skip maps a constant name to the reason it is left out.
+	skip map[string]string
+}
+
+var headers = []headerSpec{
+	{name: "rdma_user_ioctl_cmds.h", prefixes: []string{"RDMA_", "UVERBS_"}},
+	{name: "ib_user_ioctl_cmds.h", prefixes: []string{"UVERBS_"}},
+	{name: "ib_user_ioctl_verbs.h", prefixes: []string{"IB_UVERBS_", "RDMA_"}},
+	{name: "ib_user_verbs.h", prefixes: []string{
+		"IB_USER_VERBS_", "IB_UVERBS_", "IB_USER_LEGACY_",
+		"IB_DEVICE_NAME_MAX", // the only IB_DEVICE_ name; bounds device names in RENAME and netlink
+	}},
+	{name: "rdma_netlink.h", prefixes: []string{"RDMA_", "IWPM_", "LS_"}},
+	{name: "rdma_user_rxe.h", prefixes: []string{"RXE_"}},
+	{name: "mlx5-abi.h", prefixes: []string{
+		"MLX5_",
+		"MPW_RESERVED", // bit 0 of enum mlx5_ib_query_dev_resp_flags' neighbour enum, un-prefixed in C
+	}},
+	{name: "mlx5_user_ioctl_cmds.h", prefixes: []string{"MLX5_"}},
+	{name: "mlx5_user_ioctl_verbs.h", prefixes: []string{"MLX5_"}},
+}
+
+// unionMember exposes one member of a C union as an accessor method on the
+// struct that contains the union.
+//
+// cgo -godefs renders a named union field (union {...} ex;) as a byte array of
+// the union's size, and an anonymous union as its first member. Neither lets Go
+// code reach the other members, so each member that callers need gets a method
+// returning a typed pointer into the union's storage. The pointer is valid
+// because the union is stored inside its parent struct, whose Go alignment is
+// the alignment of its widest field (checked by the layout tests).
+type unionMember struct {
+	parent string // C struct tag containing the union
+	field  string // Go field holding the union storage (after renaming)
+	method string // accessor name
+	member string // C member path inside the parent, e.g. "wr.ud"
+	// goType is the Go type the accessor points to. Empty means the member is
+	// an anonymous C struct: the generator then declares the C typedef
+	// "typedef __typeof__(((struct parent *)0)->member) parent_last;" so that
+	// cgo -godefs lays it out, and names the Go type CamelCase(parent_last),
+	// e.g. rxe_send_wr's wr.ud becomes RxeSendWrUd.
+	goType string
+	doc    string // completes "X returns a pointer to ..."
+}
+
+var unions = []unionMember{
+	// struct ib_uverbs_attr (rdma_user_ioctl_cmds.h)
+	{parent: "ib_uverbs_attr", field: "AttrData", method: "EnumData", member: "attr_data.enum_data",
+		doc: "the attr_data union as enum_data (ENUM_IN attributes: elem_id selects the enum element)"},
+	{parent: "ib_uverbs_attr", field: "Data", method: "DataS64", member: "data_s64", goType: "int64",
+		doc: "the anonymous data union as data_s64 (the signed view used for FD_IN and FD_OUT)"},
+
+	// struct ib_uverbs_wc and struct ib_uverbs_send_wr (ib_user_verbs.h)
+	{parent: "ib_uverbs_wc", field: "Ex", method: "ImmData", member: "ex.imm_data", goType: "uint32",
+		doc: "the ex union as imm_data (big-endian immediate data)"},
+	{parent: "ib_uverbs_wc", field: "Ex", method: "InvalidateRkey", member: "ex.invalidate_rkey", goType: "uint32",
+		doc: "the ex union as invalidate_rkey"},
+	{parent: "ib_uverbs_send_wr", field: "Ex", method: "ImmData", member: "ex.imm_data", goType: "uint32",
+		doc: "the ex union as imm_data (big-endian immediate data)"},
+	{parent: "ib_uverbs_send_wr", field: "Ex", method: "InvalidateRkey", member: "ex.invalidate_rkey", goType: "uint32",
+		doc: "the ex union as invalidate_rkey"},
+	{parent: "ib_uverbs_send_wr", field: "Wr", method: "Rdma", member: "wr.rdma",
+		doc: "the wr union as rdma (RDMA_WRITE[_WITH_IMM], RDMA_READ)"},
+	{parent: "ib_uverbs_send_wr", field: "Wr", method: "Atomic", member: "wr.atomic",
+		doc: "the wr union as atomic (ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD)"},
+	{parent: "ib_uverbs_send_wr", field: "Wr", method: "Ud", member: "wr.ud",
+		doc: "the wr union as ud (UD sends)"},
+
+	// mlx5-abi.h
+	{parent: "mlx5_ib_create_qp", field: "SqBufAddr", method: "AccessKey", member: "access_key", goType: "uint64",
+		doc: "the anonymous {sq_buf_addr, access_key} union as access_key (DCI streams / DCT access key)"},
+
+	// rdma_user_rxe.h
+	{parent: "rxe_send_wr", field: "Ex", method: "ImmData", member: "ex.imm_data", goType: "uint32",
+		doc: "the ex union as imm_data (big-endian immediate data)"},
+	{parent: "rxe_send_wr", field: "Ex", method: "InvalidateRkey", member: "ex.invalidate_rkey", goType: "uint32",
+		doc: "the ex union as invalidate_rkey"},
+	{parent: "rxe_send_wr", field: "Wr", method: "Rdma", member: "wr.rdma",
+		doc: "the wr union as rdma (RDMA_WRITE[_WITH_IMM], RDMA_READ)"},
+	{parent: "rxe_send_wr", field: "Wr", method: "Atomic", member: "wr.atomic",
+		doc: "the wr union as atomic (ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD)"},
+	{parent: "rxe_send_wr", field: "Wr", method: "Ud", member: "wr.ud",
+		doc: "the wr union as ud (UD sends: remote QPN/QKey, ah_num and the legacy inline AV)"},
+	{parent: "rxe_send_wr", field: "Wr", method: "Mw", member: "wr.mw",
+		doc: "the wr union as mw (BIND_MW)"},
+	{parent: "rxe_av", field: "SgidAddr", method: "SgidAddrIn6", member: "sgid_addr._sockaddr_in6", goType: "unix.RawSockaddrInet6",
+		doc: "the sgid_addr union as struct sockaddr_in6 (the union's full 28 bytes; use Family to tell IPv4 from IPv6)"},
+	{parent: "rxe_av", field: "DgidAddr", method: "DgidAddrIn6", member: "dgid_addr._sockaddr_in6", goType: "unix.RawSockaddrInet6",
+		doc: "the dgid_addr union as struct sockaddr_in6 (the union's full 28 bytes; use Family to tell IPv4 from IPv6)"},
+	{parent: "rxe_av", field: "SgidAddr", method: "SgidAddrIn", member: "sgid_addr._sockaddr_in", goType: "unix.RawSockaddrInet4",
+		doc: "the sgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4)"},
+	{parent: "rxe_av", field: "DgidAddr", method: "DgidAddrIn", member: "dgid_addr._sockaddr_in", goType: "unix.RawSockaddrInet4",
+		doc: "the dgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4)"},
+}

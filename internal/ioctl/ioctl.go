@@ -1,0 +1,58 @@
+// Package ioctl is the one place where goverbs talks to a uverbs command file descriptor: the RDMA_VERBS_IOCTL
+// ioctl and the legacy write() command channel. Both functions are allocation free and keep their argument alive
+// for the duration of the system call.
+//
+// Every byte the kernel reads or writes through a pointer inside the command (attribute data pointers, legacy
+// response pointers, provider udata such as ring addresses) must live in memory that cannot move and stays
+// reachable until the call returns: heap memory kept alive by the caller (the Go heap does not move objects;
+// callers pin with runtime.Pinner or runtime.KeepAlive), or mmap'd memory. Stack memory is never acceptable,
+// because a goroutine stack can move between the moment an address is taken and the system call.
+package ioctl
+
+import (
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// RDMA_VERBS_IOCTL is _IOWR(RDMA_IOCTL_MAGIC=0x1b, 1, struct ib_uverbs_ioctl_hdr (24 bytes)). The generated ABI
+// package carries the same value (computed by the C preprocessor); a test checks they agree.
+const rdmaVerbsIoctl = 0xc0181b01
+
+// Ioctl issues RDMA_VERBS_IOCTL on fd with the command at hdr (an ib_uverbs_ioctl_hdr followed by its attribute
+// array, in one contiguous buffer). It returns nil or the kernel's errno as a unix.Errno (never allocates:
+// errno values are small and box without allocation).
+func Ioctl(fd int, hdr unsafe.Pointer) error {
+	for {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), rdmaVerbsIoctl, uintptr(hdr))
+		if e == unix.EINTR {
+			continue
+		}
+		runtime.KeepAlive(hdr)
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
+
+// Write issues a legacy uverbs write() command of n bytes at buf on fd. The kernel answers a successful command
+// by returning n; anything else is an error. Used for rxe's send doorbell (POST_SEND with no work requests),
+// which rdma-core also sends with write().
+func Write(fd int, buf unsafe.Pointer, n int) error {
+	for {
+		r, _, e := unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(buf), uintptr(n))
+		if e == unix.EINTR {
+			continue
+		}
+		runtime.KeepAlive(buf)
+		if e != 0 {
+			return e
+		}
+		if int(r) != n {
+			return unix.EIO
+		}
+		return nil
+	}
+}

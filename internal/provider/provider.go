@@ -1,0 +1,250 @@
+// Package provider is the contract between the verbs core (package uverbs) and the per-driver providers
+// (providers/rxe, providers/mlx5). It is internal: our providers implement it, users cannot.
+//
+// # Shape
+//
+// The core owns the kernel command path: it builds every uverbs command (core attributes) and issues it. A
+// provider takes part in the commands that carry driver data ("udata": the UHW_IN / UHW_OUT attributes) through
+// an Exec callback: the provider prepares its request bytes (for mlx5: ring and doorbell-record addresses, UAR
+// page ids), calls Exec, and then finishes its side with the response bytes (rxe: mmap the rings the kernel
+// describes; mlx5: record the CQN/QPN and the BlueFlame register). If the provider fails after Exec succeeded,
+// it returns the error and the core destroys the kernel object it just created, so nothing leaks.
+//
+// The data path (PostSend, PostRecv, Poll, Arm) is entirely the provider's: it writes WQEs into user-mapped rings
+// and rings its doorbell (rxe: a POST_SEND write() with no work requests; mlx5: doorbell record + UAR MMIO), with
+// caller-owned slices and no allocation.
+package provider
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Exec runs the core command for the object being created, with the provider's driver request (sent as UHW_IN;
+// nil for none) and a buffer for the driver response (UHW_OUT; nil for none). It returns the kernel's error.
+type Exec func(uhwIn, uhwOut []byte) error
+
+// Device describes the opened uverbs device to a provider.
+type Device struct {
+	Name     string // e.g. "rxe0"
+	FD       int    // the /dev/infiniband/uverbsN command fd
+	DriverID uint32 // RDMA_DRIVER_*
+	ABI      uint32 // the driver's uverbs ABI version
+	PageSize int
+}
+
+// Driver is one provider. It is registered at init time with Register.
+type Driver interface {
+	// Name is the provider's short name ("rxe", "mlx5").
+	Name() string
+	// DriverID is the kernel's RDMA_DRIVER_* id this provider serves.
+	DriverID() uint32
+	// ABI is the range of driver uverbs ABI versions this provider speaks.
+	ABI() (min, max uint32)
+	// AllocContext takes part in GET_CONTEXT and returns the provider's per-context state.
+	AllocContext(dev *Device, exec Exec) (Context, error)
+}
+
+// Context is a provider's per-device-context state: the factory for provider objects.
+type Context interface {
+	// AllocPD takes part in ALLOC_PD (mlx5 returns its pdn in the driver response).
+	AllocPD(exec Exec) (PD, error)
+	// CreateCQ takes part in CQ_CREATE. p.Out is filled by the core when exec returns.
+	CreateCQ(p *CQParams, exec Exec) (CQ, error)
+	// CreateQP takes part in QP_CREATE.
+	CreateQP(p *QPParams, exec Exec) (QP, error)
+	// CreateSRQ takes part in SRQ_CREATE.
+	CreateSRQ(p *SRQParams, exec Exec) (SRQ, error)
+	// CreateAH takes part in CREATE_AH, or builds the address vector in userspace without calling exec where
+	// the device needs no kernel object (mlx5 on InfiniBand links).
+	CreateAH(p *AHParams, exec Exec) (*AHData, error)
+	// Close releases the provider's context resources (UAR mappings, doorbell pages) after the core has closed
+	// every object. The core closes the command fd afterwards.
+	Close() error
+}
+
+// PD is a provider's protection-domain state (may be empty).
+type PD interface {
+	// PDN is the provider's protection domain number where the driver reports one (mlx5), else 0.
+	PDN() uint32
+}
+
+// CQParams is the core's CQ_CREATE request and result.
+type CQParams struct {
+	CQE        int    // requested minimum number of entries
+	CompVector uint32 // completion vector
+	Handle     uint64 // user handle reported back in completion events
+	Out        struct {
+		CQE    int    // the kernel's actual number of entries
+		Handle uint32 // kernel object handle
+	}
+}
+
+// CQ is a provider's completion-queue data path.
+type CQ interface {
+	// Poll fills wc with up to len(wc) completions and returns how many it wrote. It never allocates.
+	Poll(wc []WC) int
+	// Arm requests a completion event for the next completion (only solicited ones if solicitedOnly).
+	Arm(solicitedOnly bool) error
+	// EventReceived is called once for every completion event read from the channel for this CQ (mlx5 advances
+	// its arm sequence number).
+	EventReceived()
+	// Resize takes part in RESIZE_CQ; p.CQE is the new minimum size and p.Out is filled by the core.
+	Resize(p *CQParams, exec Exec) error
+	// Destroyed is called after the kernel destroyed the CQ: release rings and mappings.
+	Destroyed()
+}
+
+// QPType is the QP transport type (IB_QPT_* numbering).
+type QPType uint8
+
+// QP types.
+const (
+	QPTRC        QPType = 2
+	QPTUC        QPType = 3
+	QPTUD        QPType = 4
+	QPTRawPacket QPType = 8
+	QPTXRCSend   QPType = 9
+	QPTXRCRecv   QPType = 10
+)
+
+// QPCap are a QP's queue capacities (struct ibv_qp_cap).
+type QPCap struct {
+	MaxSendWR     uint32
+	MaxRecvWR     uint32
+	MaxSendSGE    uint32
+	MaxRecvSGE    uint32
+	MaxInlineData uint32
+}
+
+// QPParams is the core's QP_CREATE request and result.
+type QPParams struct {
+	Type   QPType
+	Cap    QPCap
+	SigAll bool // every send WR generates a completion
+	HasSRQ bool // receives come from an SRQ: no receive queue of its own
+	SendCQ CQ
+	RecvCQ CQ
+	Handle uint64 // user handle
+	Out    struct {
+		Cap    QPCap  // capacities the kernel granted
+		QPN    uint32 // QP number
+		Handle uint32 // kernel object handle
+	}
+}
+
+// QPState is the QP state (IB_QPS_* numbering).
+type QPState uint8
+
+// QP states.
+const (
+	QPSReset QPState = iota
+	QPSInit
+	QPSRTR
+	QPSRTS
+	QPSSQD
+	QPSSQE
+	QPSErr
+)
+
+// QP is a provider's queue-pair data path.
+type QP interface {
+	// PostSend posts wrs in order and rings the doorbell once. It returns how many were posted; on error the
+	// first unposted request is wrs[n].
+	PostSend(wrs []SendWR) (n int, err error)
+	// PostRecv posts receive requests (not for QPs on an SRQ).
+	PostRecv(wrs []RecvWR) (n int, err error)
+	// StateChanged is called after the kernel accepted a transition to state (mlx5 resets its rings on RESET;
+	// both gate posting on the state).
+	StateChanged(state QPState)
+	// Destroyed is called after the kernel destroyed the QP.
+	Destroyed()
+}
+
+// SRQParams is the core's SRQ_CREATE request and result.
+type SRQParams struct {
+	MaxWR  uint32
+	MaxSGE uint32
+	Limit  uint32
+	Handle uint64
+	Out    struct {
+		MaxWR  uint32
+		MaxSGE uint32
+		SRQN   uint32
+		Handle uint32
+	}
+}
+
+// SRQ is a provider's shared-receive-queue data path.
+type SRQ interface {
+	PostRecv(wrs []RecvWR) (n int, err error)
+	// Modify takes part in MODIFY_SRQ (rxe passes a pointer for the resized ring's mmap info).
+	Modify(maxWR uint32, exec Exec) error
+	Destroyed()
+}
+
+// AHParams is the address an AH is created for (struct ibv_ah_attr with its GRH), plus what the core knows
+// about the port.
+type AHParams struct {
+	DLID         uint16
+	SL           uint8
+	SrcPathBits  uint8
+	StaticRate   uint8
+	IsGlobal     bool
+	PortNum      uint8
+	DGID         [16]byte
+	FlowLabel    uint32
+	SGIDIndex    uint8
+	HopLimit     uint8
+	TrafficClass uint8
+	// Ethernet is true on a RoCE port.
+	Ethernet bool
+	// RoCEv2 is true when the source GID is a RoCE v2 GID.
+	RoCEv2 bool
+	Out    struct {
+		Handle uint32
+	}
+}
+
+var (
+	mu      sync.RWMutex
+	drivers = map[uint32]Driver{}
+)
+
+// Register makes a provider available for its driver id. Providers call it from init.
+func Register(d Driver) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := drivers[d.DriverID()]; dup {
+		panic(fmt.Sprintf("provider: driver id %d registered twice", d.DriverID()))
+	}
+	drivers[d.DriverID()] = d
+}
+
+// Lookup returns the provider for a driver id.
+func Lookup(driverID uint32) (Driver, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	d, ok := drivers[driverID]
+	return d, ok
+}
+
+// Names lists the registered providers, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	var n []string
+	for _, d := range drivers {
+		n = append(n, d.Name())
+	}
+	sort.Strings(n)
+	return n
+}
+
+// FWVerFormatter is optionally implemented by a provider Context whose rdma-core counterpart formats
+// ibv_device_attr.fw_ver differently from "%d.%d.%d" (major.minor.sub_minor of the raw 64-bit version; mlx5
+// pads sub_minor to four digits).
+type FWVerFormatter interface {
+	FormatFWVer(raw uint64) string
+}

@@ -1,0 +1,84 @@
+// Package devices is goverbs' clone of rdma-core 44's ibv_devices: it lists
+// the verbs devices and their node GUIDs, byte for byte like the C tool.
+package devices
+
+import (
+	"fmt"
+	"io"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/sysfs"
+	"github.com/goverbs/goverbs/internal/tools/verbsdev"
+)
+
+// Entry is one line of the listing.
+type Entry struct {
+	Name     string // ibv_get_device_name
+	NodeGUID uint64 // ibv_get_device_guid, as a number (0 when unknown)
+}
+
+// Render writes the ibv_devices table for entries.
+func Render(w io.Writer, entries []Entry) {
+	fmt.Fprintf(w, "    %-16s\t   node GUID\n", "device")
+	fmt.Fprintf(w, "    %-16s\t----------------\n", "------")
+	for _, e := range entries {
+		fmt.Fprintf(w, "    %-16s\t%016x\n", e.Name, e.NodeGUID)
+	}
+}
+
+// Source lists the devices. Errors must wrap a unix.Errno, which is printed
+// the way perror does.
+type Source interface {
+	Entries() ([]Entry, error)
+}
+
+// SysfsSource lists devices like libibverbs' sysfs scan (package verbsdev).
+type SysfsSource struct {
+	FS sysfs.FS
+	// Stderr receives libibverbs' own warnings.
+	Stderr io.Writer
+}
+
+// Entries implements Source.
+func (s SysfsSource) Entries() ([]Entry, error) {
+	devs, err := verbsdev.Lister{FS: s.FS, Stderr: s.Stderr}.List()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(devs))
+	for i, d := range devs {
+		out[i] = Entry{Name: d.Name, NodeGUID: verbsdev.NodeGUID(d)}
+	}
+	return out, nil
+}
+
+// Command is one configured ibv_devices.
+type Command struct {
+	// Source lists the devices; the real system's sysfs when nil.
+	Source Source
+}
+
+// Run runs ibv_devices on the real system. ibv_devices takes no options:
+// args are ignored, as the C tool ignores them.
+func Run(args []string, stdout, stderr io.Writer) int {
+	return Command{}.Run(args, stdout, stderr)
+}
+
+// Run runs the command and returns the exit status of the C tool: 0, or 1
+// when the device list cannot be read.
+func (c Command) Run(args []string, stdout, stderr io.Writer) int {
+	src := c.Source
+	if src == nil {
+		verbsdev.WarnMemlock(stderr)
+		src = SysfsSource{FS: sysfs.Host, Stderr: stderr}
+	}
+	entries, err := src.Entries()
+	if err != nil {
+		fmt.Fprintf(stderr, "Failed to get IB devices list: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
+		return 1
+	}
+	Render(stdout, entries)
+	return 0
+}

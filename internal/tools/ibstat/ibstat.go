@@ -1,0 +1,230 @@
+// Package ibstat is goverbs' clone of infiniband-diags' ibstat (rdma-core
+// 44): it prints the state of InfiniBand CAs and ports from sysfs, byte for
+// byte like the C tool, with the same options, diagnostics and exit codes.
+//
+// The data model (CA, Port) is libibumad's umad_ca_t/umad_port_t; WriteCA and
+// WritePort format it without any device, and Command reads it from a
+// configurable sysfs tree.
+package ibstat
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/internal/tools/sysfs"
+)
+
+// Version is the infiniband-diags version ibstat -V reports.
+const Version = "44.0"
+
+// Command is one configured ibstat. The zero value reads the real system.
+type Command struct {
+	// Prog is argv[0] as diagnostics print it; "ibstat" when empty.
+	Prog string
+	// FS is the tree to read; sysfs.Host when zero.
+	FS sysfs.FS
+	// Config is the default configuration file whose existence ibstat
+	// checks (it affects the errno text of fatal messages);
+	// /etc/infiniband-diags/ibdiag.conf when empty.
+	Config string
+	// Pid is printed in "ibwarn: [pid]" and "ibpanic: [pid]" lines;
+	// os.Getpid() when zero.
+	Pid int
+	// Posix stops option parsing at the first operand (POSIXLY_CORRECT);
+	// when nil, the environment decides.
+	Posix *bool
+}
+
+// Run runs ibstat with args (without the program name) on the real system
+// and returns its exit status.
+func Run(args []string, stdout, stderr io.Writer) int {
+	return Command{}.Run(args, stdout, stderr)
+}
+
+// exit is how the C tool's exit() calls unwind Run.
+type exit int
+
+// Run runs the command with args (without the program name), writing to
+// stdout and stderr, and returns the exit status the C tool would have.
+func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
+	if c.Prog == "" {
+		c.Prog = "ibstat"
+	}
+	if c.FS == (sysfs.FS{}) {
+		c.FS = sysfs.Host
+	}
+	if c.Config == "" {
+		c.Config = defaultConfig
+	}
+	if c.Pid == 0 {
+		c.Pid = os.Getpid()
+	}
+	posix := os.Getenv("POSIXLY_CORRECT") != ""
+	if c.Posix != nil {
+		posix = *c.Posix
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(exit)
+			if !ok {
+				panic(r)
+			}
+			status = int(e)
+		}
+	}()
+	s := &state{cmd: c, stdout: stdout, stderr: stderr,
+		u: &umad{fs: c.FS, stderr: stderr, pid: c.Pid}}
+	s.readConfig(c.Config)
+	return s.main(args, posix)
+}
+
+type state struct {
+	cmd            Command
+	stdout, stderr io.Writer
+	u              *umad
+	debug          int
+}
+
+// readConfig mirrors read_ibdiag_config's effect that matters: the stat of
+// the file, which leaves ENOENT in errno when it is missing. Nothing in the
+// file changes what ibstat prints.
+func (s *state) readConfig(path string) {
+	if _, err := os.Stat(path); err != nil {
+		s.u.setErr(err)
+	}
+}
+
+func (s *state) usage() {
+	writeUsage(s.stderr, s.cmd.Prog)
+	panic(exit(2))
+}
+
+// panicf is libibmad's IBPANIC from main: message, strerror(errno), exit -1.
+func (s *state) panicf(format string, args ...any) {
+	fmt.Fprintf(s.stderr, "ibpanic: [%d] main: %s: %s\n", s.cmd.Pid, fmt.Sprintf(format, args...), cstd.Strerror(s.u.errno))
+	panic(exit(255))
+}
+
+func (s *state) main(args []string, posix bool) int {
+	long := make([]getopt.LongOption, len(ibstatOpts))
+	short := ""
+	for i, o := range ibstatOpts {
+		ha := getopt.NoArgument
+		short += string(o.letter)
+		if o.hasArg {
+			ha = getopt.RequiredArgument
+			short += ":"
+		}
+		long[i] = getopt.LongOption{Name: o.name, HasArg: ha, Val: o.letter}
+	}
+	var listOnly, shortFmt, listPorts bool
+	p := getopt.New(s.cmd.Prog, args, short, long, s.stderr, posix)
+	for {
+		o, ok := p.Next()
+		if !ok {
+			break
+		}
+		switch o.Val {
+		case 'l':
+			listOnly = true
+		case 's':
+			shortFmt = true
+		case 'p':
+			listPorts = true
+		case 'z':
+			s.readConfig(o.Arg)
+		case 'h':
+			s.usage()
+		case 'V':
+			fmt.Fprintf(s.stderr, "%s BUILD VERSION: %s\n", s.cmd.Prog, Version)
+			return 0
+		case 'v':
+			// ibverbose: ibstat prints nothing more.
+		case 'd':
+			s.debug++
+			s.u.debug = s.debug - 1
+		default:
+			s.usage()
+		}
+	}
+	operands := p.Operands()
+	devPort := -1
+	if len(operands) > 1 {
+		v, _, _ := cstd.Strtol(operands[1], 0)
+		devPort = int(int32(v))
+	}
+	s.u.trace("umad_init", "umad_init")
+	names, err := s.u.deviceList()
+	if err != nil {
+		s.panicf("can't list IB device names")
+	}
+	var sel []string
+	if len(operands) > 0 {
+		for _, n := range names {
+			if n == operands[0] {
+				sel = []string{n}
+				break
+			}
+		}
+		if sel == nil {
+			s.panicf("'%s' IB device can't be found", operands[0])
+		}
+	} else {
+		sel = names
+	}
+	if listPorts {
+		for _, n := range sel {
+			guids, err := s.u.portGUIDs(n)
+			if err != nil {
+				s.panicf("can't list ports")
+			}
+			for _, g := range guids {
+				if g != 0 {
+					fmt.Fprintf(s.stdout, "0x%016x\n", g)
+				}
+			}
+		}
+		return 0
+	}
+	for _, n := range sel {
+		if listOnly {
+			fmt.Fprintf(s.stdout, "%s\n", n)
+			continue
+		}
+		if err := s.caStat(n, devPort, shortFmt); err != nil {
+			s.panicf("stat of IB device '%s' failed", n)
+		}
+	}
+	return 0
+}
+
+// caStat is ibstat's ca_stat.
+func (s *state) caStat(name string, port int, noPorts bool) error {
+	ca, err := s.u.getCA(name)
+	if err != nil {
+		return err
+	}
+	if ca.NodeType == 0 {
+		return nil
+	}
+	if !noPorts && port >= 0 {
+		if port > ca.NumPorts || ca.Ports[port] == nil {
+			s.u.warn("ca_stat", "%s: '%s' has no port number %d - max (%d)", NodeTypeName(ca.NodeType), name, port, ca.NumPorts)
+			return fmt.Errorf("stat port %d of %s: %w", port, name, unix.EINVAL)
+		}
+		fmt.Fprintf(s.stdout, "%s: '%s'\n", NodeTypeName(ca.NodeType), ca.Name)
+		WritePort(s.stdout, ca.Ports[port], true)
+		return nil
+	}
+	if noPorts {
+		WriteCA(s.stdout, ca)
+		return nil
+	}
+	WriteCAPorts(s.stdout, ca)
+	return nil
+}

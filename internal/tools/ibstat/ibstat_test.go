@@ -1,0 +1,174 @@
+package ibstat
+
+import (
+	"bytes"
+	"flag"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goverbs/goverbs/internal/tools/golden"
+	"github.com/goverbs/goverbs/internal/tools/sysfs"
+)
+
+var update = flag.Bool("update", false, "rewrite the goldens from the real C ibstat (needs root, unshare, infiniband-diags)")
+
+const trees = "../testdata"
+
+// cases are run against both the C tool (to make goldens) and ours.
+var cases = []struct {
+	tree string
+	args string
+}{
+	{"rxe", ""},
+	{"rxe", "-s"},
+	{"rxe", "-p"},
+	{"rxe", "-l"},
+	{"rxe", "rxe0"},
+	{"rxe", "rxe0 1"},
+	{"rxe", "rxe0 2"},
+	{"rxe", "rxe0 0"},
+	{"rxe", "rxe0 abc"},
+	{"rxe", "rxe0 0x1"},
+	{"rxe", "rxe0 4294967297"},
+	{"rxe", "-- rxe0 -1"},
+	{"rxe", "rxe0 1 extra"},
+	{"rxe", "foo"},
+	{"rxe", "-l rxe0"},
+	{"rxe", "-p rxe0"},
+	{"rxe", "-s rxe0 1"},
+	{"rxe", "-lp"},
+	{"rxe", "--list_of_cas --short --port_list"},
+	{"rxe", "--l"},
+	{"rxe", "--sh rxe0"},
+	{"rxe", "-v -d rxe0"},
+	{"rxe", "-dd"},
+	{"rxe", "-d -d -p"},
+	{"rxe", "-dd rxe0 2"},
+	{"rxe", "-dd foo"},
+	{"rxe", "-h"},
+	{"rxe", "--help=1"},
+	{"rxe", "-V"},
+	{"rxe", "--version"},
+	{"rxe", "-x"},
+	{"rxe", "--ver"},
+	{"rxe", "--bogus"},
+	{"rxe", "-z"},
+	{"rxe", "-z /nonexistent/ibdiag.conf rxe0 9"},
+	{"rxe", "-C rxe0"},
+	{"rxe", "-P 1"},
+	{"rxe", "-e"},
+	{"mlx5", ""},
+	{"mlx5", "-p"},
+	{"mlx5", "-l"},
+	{"mlx5", "-s"},
+	{"mlx5", "mlx5_1 2"},
+	{"mlx5", "mlx5_0 3"},
+	{"edge", "-l"},
+	{"edge", "-p"},
+	{"edge", ""},
+	{"edge", "rxe_b"},
+	{"edge", "rxe_b 3"},
+	{"edge", "-p rxe_b"},
+	{"edge", "rxe_edge_device_long_name"},
+	{"edge", "rxe_edge_device_long_name 0"},
+	{"edge", "nopkeys"},
+	{"edge", "badport"},
+	{"edge", "iwarp0"},
+	{"empty", ""},
+	{"empty", "-p"},
+	{"empty", "rxe0"},
+}
+
+func caseName(tree, args string) string {
+	n := tree + "_" + strings.NewReplacer(" ", "_", "/", "_").Replace(args)
+	return strings.TrimSuffix(n, "_")
+}
+
+func TestGolden(t *testing.T) {
+	if *update {
+		if why := golden.CAvailable("ibstat"); why != "" {
+			t.Fatalf("-update: %s", why)
+		}
+	}
+	for _, c := range cases {
+		name := caseName(c.tree, c.args)
+		t.Run(name, func(t *testing.T) {
+			args := strings.Fields(c.args)
+			file := filepath.Join("testdata", "golden", name+".golden")
+			if *update {
+				r, err := golden.RunC(filepath.Join(trees, c.tree), "ibstat", args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := golden.Write(file, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out, errb bytes.Buffer
+			cmd := Command{FS: sysfs.Under(filepath.Join(trees, c.tree)), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool)}
+			st := cmd.Run(args, &out, &errb)
+			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+		})
+	}
+}
+
+func TestPrettyPrint(t *testing.T) {
+	tests := []struct {
+		start, width int
+		in, want     string
+	}{
+		{26, 74, "use config file, default: /etc/infiniband-diags/ibdiag.conf", "use config file, default: /etc/infiniband-diags/ibdiag.conf"},
+		{0, 5, "aaa bbb ccc", "aaa \nbbb ccc"},
+		{2, 7, "aaa bbb ccc", "aaa \n  bbb ccc"},
+		{0, 3, "abcdefgh ij", "abcdefgh\nij"},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		prettyPrint(&b, tt.start, tt.width, tt.in)
+		if b.String() != tt.want {
+			t.Errorf("prettyPrint(%d, %d, %q) = %q, want %q", tt.start, tt.width, tt.in, b.String(), tt.want)
+		}
+	}
+}
+
+func TestWritePort(t *testing.T) {
+	p := &Port{PortNum: 1, State: 4, PhysState: 5, Rate: 2, BaseLID: 0x80000000, CapMask: 1, PortGUID: 0x1, LinkLayer: "IB"}
+	var b bytes.Buffer
+	WritePort(&b, p, true)
+	want := "Port 1:\nState: Active\nPhysical state: LinkUp\nRate: 2.5\nBase lid: -2147483648\nLMC: 0\nSM lid: 0\nCapability mask: 0x00000001\nPort GUID: 0x0000000000000001\nLink layer: IB\n"
+	if b.String() != want {
+		t.Fatalf("got %q want %q", b.String(), want)
+	}
+}
+
+func FuzzReadGUID(f *testing.F) {
+	f.Add("0042:acff:fe11:0002\n")
+	f.Add("fe80::1")
+	f.Fuzz(func(t *testing.T, s string) {
+		fields, ok := strsepFields(s, 8)
+		if ok && len(fields) != 8 {
+			t.Fatalf("ok with %d fields", len(fields))
+		}
+		if strings.Join(fields, ":") != s && ok && !strings.ContainsAny(s, " \t\n") && strings.Count(s, ":") == 7 {
+			t.Fatalf("fields %q do not rebuild %q", fields, s)
+		}
+	})
+}
+
+// The goldens captured by the C ibstat in the lab VM (testdata/lab), against
+// the sysfs tree captured in the same boot.
+func TestLabCapture(t *testing.T) {
+	lab := filepath.Join(trees, "lab")
+	for name, args := range map[string]string{
+		"ibstat": "", "ibstat_-s": "-s", "ibstat_-p": "-p", "ibstat_-l": "-l", "ibstat_rxe0_1": "rxe0 1",
+		"ibstat_rxe0_2": "rxe0 2", "ibstat_foo": "foo", "ibstat_-dd_rxe0_2": "-dd rxe0 2", "ibstat_nonroot": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			cmd := Command{FS: sysfs.Under(filepath.Join(lab, "tree")), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool)}
+			st := cmd.Run(strings.Fields(args), &out, &errb)
+			golden.Check(t, filepath.Join(lab, "golden", name+".golden"), golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+		})
+	}
+}

@@ -1,0 +1,51 @@
+#include "textflag.h"
+
+// func ToDeviceBarrier()
+// x86 does not reorder stores to write-back memory; the call itself is the compiler barrier.
+TEXT ·ToDeviceBarrier(SB), NOSPLIT|NOFRAME, $0-0
+	RET
+
+// func FromDeviceBarrier()
+TEXT ·FromDeviceBarrier(SB), NOSPLIT|NOFRAME, $0-0
+	LFENCE
+	RET
+
+// func FlushWrites()
+TEXT ·FlushWrites(SB), NOSPLIT|NOFRAME, $0-0
+	SFENCE
+	RET
+
+// func WCStart()
+TEXT ·WCStart(SB), NOSPLIT|NOFRAME, $0-0
+	SFENCE
+	RET
+
+// func write64(p *uint64, v uint64)
+TEXT ·write64(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ p+0(FP), DI
+	MOVQ v+8(FP), AX
+	MOVQ AX, (DI)
+	RET
+
+// func copy64(dst, src *uint64)
+// Eight 8-byte stores in ascending address order, like rdma-core's generic mmio_memcpy_x64.
+TEXT ·copy64(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ 0(SI), AX
+	MOVQ AX, 0(DI)
+	MOVQ 8(SI), AX
+	MOVQ AX, 8(DI)
+	MOVQ 16(SI), AX
+	MOVQ AX, 16(DI)
+	MOVQ 24(SI), AX
+	MOVQ AX, 24(DI)
+	MOVQ 32(SI), AX
+	MOVQ AX, 32(DI)
+	MOVQ 40(SI), AX
+	MOVQ AX, 40(DI)
+	MOVQ 48(SI), AX
+	MOVQ AX, 48(DI)
+	MOVQ 56(SI), AX
+	MOVQ AX, 56(DI)
+	RET

@@ -1,0 +1,126 @@
+package netlinkrdma
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/uverbs/abi"
+)
+
+// Protocol is the netlink protocol number of RDMA netlink (NETLINK_RDMA).
+const Protocol = unix.NETLINK_RDMA
+
+// transport sends one RDMA netlink request and feeds every reply payload
+// (the bytes after struct nlmsghdr; RDMA netlink has no family header) to fn.
+// The real transport is vishvananda/netlink's nl socket; tests use a fake.
+type transport interface {
+	execute(msgType uint16, flags uint16, attrs []byte, fn func(payload []byte) error) error
+	close() error
+}
+
+// Conn is a connection to the kernel's RDMA netlink device interface
+// (client RDMA_NL_NLDEV). A Conn is safe for concurrent use: requests are
+// serialised on its one socket. The socket lives in the network namespace
+// it was dialled in, and the kernel shows only the RDMA devices of that
+// namespace (all of them when the rdma subsystem is in shared mode).
+type Conn struct {
+	t transport
+}
+
+// Dial opens an RDMA netlink socket in the calling thread's network namespace.
+// Without RDMA support in the kernel (ib_core not loaded) the error matches
+// ErrNotSupported and unix.EPROTONOSUPPORT.
+func Dial() (*Conn, error) {
+	return DialNetNS(netns.None())
+}
+
+// DialNetNS opens an RDMA netlink socket in the network namespace ns (a
+// handle from github.com/vishvananda/netns); a closed handle (netns.None())
+// means the current one.
+func DialNetNS(ns netns.NsHandle) (*Conn, error) {
+	s, err := nl.GetNetlinkSocketAt(ns, netns.None(), Protocol)
+	if err != nil {
+		// EPROTONOSUPPORT here means ib_core is not loaded; OpError maps it
+		// to ErrNotSupported.
+		return nil, opErr("open", "NETLINK_RDMA socket", err)
+	}
+	return &Conn{t: &nlTransport{sh: &nl.SocketHandle{Socket: s}}}, nil
+}
+
+// Close closes the socket. It is safe to call more than once.
+func (c *Conn) Close() error {
+	if c == nil || c.t == nil {
+		return nil
+	}
+	return c.t.close()
+}
+
+// nlTransport runs requests over a shared nl.SocketHandle; nl serialises
+// requests on it, checks sequence numbers and turns NLMSG_ERROR into errnos.
+type nlTransport struct {
+	once sync.Once
+	sh   *nl.SocketHandle
+}
+
+func (t *nlTransport) execute(msgType, flags uint16, attrs []byte, fn func([]byte) error) error {
+	req := nl.NewNetlinkRequest(int(msgType), int(flags))
+	req.Sockets = map[int]*nl.SocketHandle{Protocol: t.sh}
+	if len(attrs) > 0 {
+		req.AddRawData(attrs)
+	}
+	var cbErr error
+	err := req.ExecuteIter(Protocol, 0, func(msg []byte) bool {
+		if cbErr == nil {
+			cbErr = fn(msg)
+		}
+		return cbErr == nil
+	})
+	if err != nil {
+		return err
+	}
+	return cbErr
+}
+
+func (t *nlTransport) close() error {
+	t.once.Do(t.sh.Close)
+	return nil
+}
+
+// msgType is RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, op).
+func msgType(op uint16) uint16 {
+	return uint16(abi.RDMA_NL_NLDEV)<<10 | op
+}
+
+// doit sends a non-dump request and decodes its single reply with fn (nil:
+// the request has no reply beyond the acknowledgement, which is then asked
+// for).
+func (c *Conn) doit(op uint16, attrs []byte, fn func([]byte) error) error {
+	flags := uint16(0)
+	if fn == nil {
+		flags = unix.NLM_F_ACK
+		fn = func([]byte) error { return nil }
+	}
+	return c.t.execute(msgType(op), flags, attrs, fn)
+}
+
+// dumpRetries bounds how often a dump that the kernel marked as interrupted
+// (NLM_F_DUMP_INTR: the object list changed mid-dump) is restarted.
+const dumpRetries = 4
+
+// dump sends a dump request, calling reset before each attempt and fn for
+// every reply message.
+func (c *Conn) dump(op uint16, attrs []byte, reset func(), fn func([]byte) error) error {
+	var err error
+	for i := 0; i < dumpRetries; i++ {
+		reset()
+		err = c.t.execute(msgType(op), unix.NLM_F_DUMP, attrs, fn)
+		if !errors.Is(err, nl.ErrDumpInterrupted) {
+			return err
+		}
+	}
+	return err
+}

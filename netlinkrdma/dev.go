@@ -1,0 +1,199 @@
+package netlinkrdma
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/uverbs/abi"
+)
+
+// Device is one RDMA device as RDMA_NLDEV_CMD_GET reports it.
+type Device struct {
+	Index    uint32 // RDMA_NLDEV_ATTR_DEV_INDEX
+	Name     string // RDMA_NLDEV_ATTR_DEV_NAME ("rxe0", "mlx5_0")
+	NumPorts uint32 // RDMA_NLDEV_ATTR_PORT_INDEX, which GET uses for the port count
+
+	NodeType     NodeType   // RDMA_NLDEV_ATTR_DEV_NODE_TYPE
+	NodeGUID     GUID       // RDMA_NLDEV_ATTR_NODE_GUID
+	SysImageGUID GUID       // RDMA_NLDEV_ATTR_SYS_IMAGE_GUID
+	Caps         DeviceCaps // RDMA_NLDEV_ATTR_CAP_FLAGS
+
+	// FirmwareVersion is empty when the kernel sent none (rxe has none).
+	FirmwareVersion string
+	// Protocol is "ib", "roce", "iw", "opa" or "usnic"; empty if not sent.
+	Protocol string
+	// AdaptiveModeration is the CQ adaptive moderation (DIM) setting; nil
+	// when the kernel did not report it.
+	AdaptiveModeration *bool
+
+	// Present records which attributes the kernel sent, for callers that
+	// print exactly what the kernel reported (as iproute2 does).
+	Present AttrSet
+}
+
+// AttrSet is a set of RDMA_NLDEV_ATTR_* attribute types seen in a reply.
+type AttrSet struct{ bits [2]uint64 }
+
+func (s *AttrSet) add(t uint16) {
+	if t < 128 {
+		s.bits[t/64] |= 1 << (t % 64)
+	}
+}
+
+// Has reports whether attribute type t (an abi.RDMA_NLDEV_ATTR_* value) was
+// present.
+func (s AttrSet) Has(t uint16) bool {
+	return t < 128 && s.bits[t/64]&(1<<(t%64)) != 0
+}
+
+// decodeDevice decodes one RDMA_NLDEV_CMD_GET reply payload.
+func decodeDevice(b []byte) (Device, error) {
+	var d Device
+	ad := newAttrDecoder(b)
+	for ad.Next() {
+		t := ad.Type()
+		d.Present.add(t)
+		switch t {
+		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
+			d.Index = ad.Uint32()
+		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
+			d.Name = ad.String()
+		case abi.RDMA_NLDEV_ATTR_PORT_INDEX:
+			d.NumPorts = ad.Uint32()
+		case abi.RDMA_NLDEV_ATTR_CAP_FLAGS:
+			d.Caps = DeviceCaps(ad.Uint64())
+		case abi.RDMA_NLDEV_ATTR_FW_VERSION:
+			d.FirmwareVersion = ad.String()
+		case abi.RDMA_NLDEV_ATTR_NODE_GUID:
+			d.NodeGUID = GUID(ad.Uint64())
+		case abi.RDMA_NLDEV_ATTR_SYS_IMAGE_GUID:
+			d.SysImageGUID = GUID(ad.Uint64())
+		case abi.RDMA_NLDEV_ATTR_DEV_NODE_TYPE:
+			d.NodeType = NodeType(ad.Uint8())
+		case abi.RDMA_NLDEV_ATTR_DEV_PROTOCOL:
+			d.Protocol = ad.String()
+		case abi.RDMA_NLDEV_ATTR_DEV_DIM:
+			v := ad.Uint8() != 0
+			d.AdaptiveModeration = &v
+		}
+	}
+	if err := ad.Err(); err != nil {
+		return Device{}, err
+	}
+	if !d.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_INDEX) || !d.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_NAME) {
+		return Device{}, errors.New("netlinkrdma: device reply lacks index or name")
+	}
+	return d, nil
+}
+
+// Devices lists the RDMA devices visible in the Conn's network namespace.
+//
+// Equivalent to: rdma dev show
+func (c *Conn) Devices() ([]Device, error) {
+	var devs []Device
+	err := c.dump(abi.RDMA_NLDEV_CMD_GET, nil, func() { devs = devs[:0] }, func(b []byte) error {
+		d, err := decodeDevice(b)
+		if err != nil {
+			return err
+		}
+		devs = append(devs, d)
+		return nil
+	})
+	if err != nil {
+		return nil, opErr("list devices", "", err)
+	}
+	return devs, nil
+}
+
+// DeviceByIndex returns the device with kernel index idx. An unknown index
+// gives an error matching unix.EINVAL (the kernel's answer).
+//
+// Equivalent to: rdma dev show DEV
+func (c *Conn) DeviceByIndex(idx uint32) (Device, error) {
+	var e attrEncoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
+	var d Device
+	err := c.doit(abi.RDMA_NLDEV_CMD_GET, e.Encode(), func(b []byte) error {
+		var err error
+		d, err = decodeDevice(b)
+		return err
+	})
+	if err != nil {
+		return Device{}, opErr("get device", fmt.Sprintf("index %d", idx), err)
+	}
+	return d, nil
+}
+
+// Device returns the device called name. The kernel looks devices up by
+// index only, so this lists the devices and picks one; an unknown name gives
+// an error matching unix.ENODEV.
+//
+// Equivalent to: rdma dev show NAME
+func (c *Conn) Device(name string) (Device, error) {
+	devs, err := c.Devices()
+	if err != nil {
+		return Device{}, opErr("get device", name, unwrapOp(err))
+	}
+	for _, d := range devs {
+		if d.Name == name {
+			return d, nil
+		}
+	}
+	return Device{}, opErr("get device", name, unix.ENODEV)
+}
+
+// SetDeviceName renames a device. Needs CAP_NET_ADMIN (else EPERM).
+//
+// Equivalent to: rdma dev set OLD name NEW
+func (c *Conn) SetDeviceName(idx uint32, newName string) error {
+	var e attrEncoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
+	e.String(abi.RDMA_NLDEV_ATTR_DEV_NAME, newName)
+	return opErr("rename device", fmt.Sprintf("index %d to %q", idx, newName),
+		c.doit(abi.RDMA_NLDEV_CMD_SET, e.Encode(), nil))
+}
+
+// SetDeviceNetNS moves a device into the network namespace behind the open
+// file descriptor nsFD (e.g. of /var/run/netns/NAME or /proc/PID/ns/net).
+// The kernel requires exclusive netns mode, CAP_NET_ADMIN and a driver that
+// can disassociate user contexts; rxe cannot (EOPNOTSUPP).
+//
+// Equivalent to: rdma dev set DEV netns NSNAME
+func (c *Conn) SetDeviceNetNS(idx uint32, nsFD int) error {
+	var e attrEncoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
+	e.Uint32(abi.RDMA_NLDEV_NET_NS_FD, uint32(nsFD))
+	return opErr("move device", fmt.Sprintf("index %d to netns fd %d", idx, nsFD),
+		c.doit(abi.RDMA_NLDEV_CMD_SET, e.Encode(), nil))
+}
+
+// SetDeviceNetNSByPID moves a device into the network namespace of process
+// pid, as SetDeviceNetNS with /proc/PID/ns/net.
+func (c *Conn) SetDeviceNetNSByPID(idx uint32, pid int) error {
+	path := fmt.Sprintf("/proc/%d/ns/net", pid)
+	f, err := os.Open(path)
+	if err != nil {
+		return opErr("move device", fmt.Sprintf("index %d to netns of pid %d", idx, pid), err)
+	}
+	defer f.Close()
+	return c.SetDeviceNetNS(idx, int(f.Fd()))
+}
+
+// SetAdaptiveModeration turns CQ adaptive moderation (DIM) on or off for the
+// device's kernel CQs. Needs CAP_NET_ADMIN.
+//
+// Equivalent to: rdma dev set DEV adaptive-moderation on|off
+func (c *Conn) SetAdaptiveModeration(idx uint32, on bool) error {
+	var e attrEncoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
+	v := uint8(0)
+	if on {
+		v = 1
+	}
+	e.Uint8(abi.RDMA_NLDEV_ATTR_DEV_DIM, v)
+	return opErr("set adaptive-moderation on device", fmt.Sprintf("index %d", idx),
+		c.doit(abi.RDMA_NLDEV_CMD_SET, e.Encode(), nil))
+}

@@ -1,0 +1,30 @@
+// Package netlinkrdma is a client for RDMA netlink (NETLINK_RDMA, client
+// RDMA_NL_NLDEV), the kernel interface behind iproute2's rdma tool and
+// libibverbs' device discovery. It runs on vishvananda/netlink's nl socket
+// layer and decodes replies into typed Go values.
+//
+// # Coverage
+//
+//   - devices: list, get, rename, move to a netns, adaptive moderation
+//     (RDMA_NLDEV_CMD_GET, RDMA_NLDEV_CMD_SET);
+//   - ports: state, physical state, netdev, IB LID/SM LID/LMC/subnet prefix
+//     (RDMA_NLDEV_CMD_PORT_GET);
+//   - software devices: rxe and siw links (RDMA_NLDEV_CMD_NEWLINK/DELLINK);
+//   - system settings: netns mode, copy-on-fork (RDMA_NLDEV_CMD_SYS_GET/SET);
+//   - character devices: /dev/infiniband/uverbsN etc. with driver id and
+//     ABI (RDMA_NLDEV_CMD_GET_CHARDEV);
+//   - resources and statistics (RDMA_NLDEV_CMD_RES_*, RDMA_NLDEV_CMD_STAT_*).
+//
+// Each method's doc names the rdma command it is equivalent to.
+//
+// # Errors
+//
+// Failed requests return *OpError, which names the operation and object and
+// unwraps to the kernel's errno: errors.Is(err, unix.EPERM) works, and
+// errors.Is(err, ErrNotSupported) matches EOPNOTSUPP / EPROTONOSUPPORT.
+//
+// # Namespaces
+//
+// The kernel answers for the network namespace the socket was opened in;
+// DialNetNS opens one in another namespace.
+package netlinkrdma

@@ -1,0 +1,396 @@
+package netlinkrdma
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/goverbs/goverbs/uverbs/abi"
+)
+
+// HWCounter is one hardware counter of a port, a QP counter or an MR.
+type HWCounter struct {
+	Name  string
+	Value uint64
+	// Index identifies the counter in optional-counter requests; sent by
+	// RDMA_NLDEV_CMD_STAT_GET_STATUS (see Present).
+	Index uint32
+	// Optional is set for optional (dynamically enabled) counters, and
+	// Enabled tells whether such a counter is on.
+	Optional, Enabled bool
+	Present           AttrSet
+}
+
+// decodeHWCounters decodes a RDMA_NLDEV_ATTR_STAT_HWCOUNTERS table.
+func decodeHWCounters(ad *attrDecoder, needValue bool) []HWCounter {
+	var out []HWCounter
+	ad.Nested(func(tbl *attrDecoder) {
+		for tbl.Next() {
+			if tbl.Type() != abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY {
+				continue
+			}
+			var hc HWCounter
+			tbl.Nested(func(e *attrDecoder) {
+				for e.Next() {
+					hc.Present.add(e.Type())
+					switch e.Type() {
+					case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME:
+						hc.Name = e.String()
+					case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE:
+						hc.Value = e.Uint64()
+					case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX:
+						hc.Index = e.Uint32()
+					case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC:
+						hc.Optional, hc.Enabled = true, e.Uint8() != 0
+					}
+				}
+			})
+			if tbl.Err() != nil {
+				return
+			}
+			if !hc.Present.Has(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME) ||
+				(needValue && !hc.Present.Has(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE)) {
+				tbl.fail(errors.New("netlinkrdma: hw counter lacks name or value"))
+				return
+			}
+			out = append(out, hc)
+		}
+	})
+	return out
+}
+
+// PortStats is the hardware counters of one port (RDMA_NLDEV_CMD_STAT_GET).
+type PortStats struct {
+	DevIndex uint32
+	DevName  string
+	Port     uint32
+	Counters []HWCounter
+}
+
+func decodePortStats(b []byte, needValue bool) (PortStats, error) {
+	var s PortStats
+	var present AttrSet
+	ad := newAttrDecoder(b)
+	for ad.Next() {
+		present.add(ad.Type())
+		switch ad.Type() {
+		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
+			s.DevIndex = ad.Uint32()
+		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
+			s.DevName = ad.String()
+		case abi.RDMA_NLDEV_ATTR_PORT_INDEX:
+			s.Port = ad.Uint32()
+		case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS:
+			s.Counters = decodeHWCounters(ad, needValue)
+		}
+	}
+	if err := ad.Err(); err != nil {
+		return PortStats{}, err
+	}
+	for _, t := range []uint16{abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_DEV_NAME,
+		abi.RDMA_NLDEV_ATTR_PORT_INDEX, abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS} {
+		if !present.Has(t) {
+			return PortStats{}, fmt.Errorf("netlinkrdma: port statistics lack attribute %d", t)
+		}
+	}
+	return s, nil
+}
+
+func portAttrs(devIndex, port uint32) *attrEncoder {
+	e := &attrEncoder{}
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, port)
+	return e
+}
+
+// PortStats returns the hardware counters of a port. Devices without
+// counters give an error matching ErrNotSupported.
+//
+// Equivalent to: rdma statistic show link DEV/PORT
+func (c *Conn) PortStats(devIndex, port uint32) (PortStats, error) {
+	var s PortStats
+	err := c.doit(abi.RDMA_NLDEV_CMD_STAT_GET, portAttrs(devIndex, port).Encode(), func(b []byte) error {
+		var err error
+		s, err = decodePortStats(b, true)
+		return err
+	})
+	if err != nil {
+		return PortStats{}, opErr("get statistics of port", fmt.Sprintf("%d/%d", devIndex, port), err)
+	}
+	return s, nil
+}
+
+// CounterStatus lists a port's counters with their index and, for optional
+// counters, whether they are enabled (RDMA_NLDEV_CMD_STAT_GET_STATUS).
+//
+// Equivalent to: rdma statistic mode supported link DEV/PORT
+func (c *Conn) CounterStatus(devIndex, port uint32) (PortStats, error) {
+	var s PortStats
+	err := c.doit(abi.RDMA_NLDEV_CMD_STAT_GET_STATUS, portAttrs(devIndex, port).Encode(), func(b []byte) error {
+		var err error
+		s, err = decodePortStats(b, false)
+		return err
+	})
+	if err != nil {
+		return PortStats{}, opErr("get counter status of port", fmt.Sprintf("%d/%d", devIndex, port), err)
+	}
+	return s, nil
+}
+
+// SetOptionalCounters enables exactly the optional counters with the given
+// indices (from CounterStatus) on a port; none disables them all.
+//
+// Equivalent to: rdma statistic set link DEV/PORT optional-counters A,B
+func (c *Conn) SetOptionalCounters(devIndex, port uint32, indices []uint32) error {
+	e := portAttrs(devIndex, port)
+	e.Nested(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS, func(ne *attrEncoder) {
+		for _, i := range indices {
+			ne.Uint32(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX, i)
+		}
+	})
+	return opErr("set optional counters of port", fmt.Sprintf("%d/%d", devIndex, port),
+		c.doit(abi.RDMA_NLDEV_CMD_STAT_SET, e.Encode(), nil))
+}
+
+// CounterMode is a port's QP counter binding mode.
+type CounterMode uint32
+
+// Counter modes (enum rdma_nl_counter_mode).
+const (
+	CounterModeNone   = CounterMode(abi.RDMA_COUNTER_MODE_NONE)
+	CounterModeAuto   = CounterMode(abi.RDMA_COUNTER_MODE_AUTO)
+	CounterModeManual = CounterMode(abi.RDMA_COUNTER_MODE_MANUAL)
+)
+
+// CounterMask is the set of criteria of the auto counter mode.
+type CounterMask uint32
+
+// Auto mode criteria (enum rdma_nl_counter_mask).
+const (
+	CounterMaskQPType = CounterMask(abi.RDMA_COUNTER_MASK_QP_TYPE)
+	CounterMaskPID    = CounterMask(abi.RDMA_COUNTER_MASK_PID)
+)
+
+// QPCounterMode is a port's QP counter configuration.
+type QPCounterMode struct {
+	DevIndex uint32
+	DevName  string
+	Port     uint32
+	Mode     CounterMode
+	AutoMask CounterMask // valid in CounterModeAuto
+	Present  AttrSet
+}
+
+func decodeQPCounterMode(b []byte) (QPCounterMode, error) {
+	var m QPCounterMode
+	ad := newAttrDecoder(b)
+	for ad.Next() {
+		m.Present.add(ad.Type())
+		switch ad.Type() {
+		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
+			m.DevIndex = ad.Uint32()
+		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
+			m.DevName = ad.String()
+		case abi.RDMA_NLDEV_ATTR_PORT_INDEX:
+			m.Port = ad.Uint32()
+		case abi.RDMA_NLDEV_ATTR_STAT_MODE:
+			m.Mode = CounterMode(ad.Uint32())
+		case abi.RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK:
+			m.AutoMask = CounterMask(ad.Uint32())
+		}
+	}
+	if err := ad.Err(); err != nil {
+		return QPCounterMode{}, err
+	}
+	if !m.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_INDEX) || !m.Present.Has(abi.RDMA_NLDEV_ATTR_PORT_INDEX) {
+		return QPCounterMode{}, errors.New("netlinkrdma: counter mode reply lacks device or port")
+	}
+	if m.Mode == CounterModeAuto && !m.Present.Has(abi.RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK) {
+		return QPCounterMode{}, errors.New("netlinkrdma: auto counter mode without mask")
+	}
+	return m, nil
+}
+
+// QPCounterMode returns a port's QP counter mode.
+//
+// Equivalent to: rdma statistic qp mode link DEV/PORT
+func (c *Conn) QPCounterMode(devIndex, port uint32) (QPCounterMode, error) {
+	e := portAttrs(devIndex, port)
+	// A STAT_MODE attribute asks the kernel for the mode instead of the
+	// counters.
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_MODE, abi.RDMA_COUNTER_MODE_MANUAL)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_QP)
+	var m QPCounterMode
+	err := c.doit(abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func(b []byte) error {
+		var err error
+		m, err = decodeQPCounterMode(b)
+		return err
+	})
+	if err != nil {
+		return QPCounterMode{}, opErr("get qp counter mode of port", fmt.Sprintf("%d/%d", devIndex, port), err)
+	}
+	return m, nil
+}
+
+// SetQPCounterAuto sets the auto QP counter mode of a port with the given
+// criteria; an empty mask turns auto mode off. Needs CAP_NET_ADMIN and a
+// driver with counter support (rxe has none: EOPNOTSUPP).
+//
+// Equivalent to: rdma statistic qp set link DEV/PORT auto type on
+func (c *Conn) SetQPCounterAuto(devIndex, port uint32, mask CounterMask) error {
+	e := portAttrs(devIndex, port)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_QP)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_MODE, abi.RDMA_COUNTER_MODE_AUTO)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, uint32(mask))
+	return opErr("set qp counter mode of port", fmt.Sprintf("%d/%d", devIndex, port),
+		c.doit(abi.RDMA_NLDEV_CMD_STAT_SET, e.Encode(), nil))
+}
+
+// BindQPCounter binds QP lqpn to counter cntn, or to a new counter when
+// cntn is nil.
+//
+// Equivalent to: rdma statistic qp bind link DEV/PORT lqpn N [cntn M]
+func (c *Conn) BindQPCounter(devIndex, port, lqpn uint32, cntn *uint32) error {
+	var e attrEncoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_MODE, abi.RDMA_COUNTER_MODE_MANUAL)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_QP)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, port)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_RES_LQPN, lqpn)
+	if cntn != nil {
+		e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ID, *cntn)
+	}
+	return opErr("bind qp counter", fmt.Sprintf("lqpn %d on %d/%d", lqpn, devIndex, port),
+		c.doit(abi.RDMA_NLDEV_CMD_STAT_SET, e.Encode(), nil))
+}
+
+// UnbindQPCounter unbinds QP lqpn from counter cntn.
+//
+// Equivalent to: rdma statistic qp unbind link DEV/PORT cntn M lqpn N
+func (c *Conn) UnbindQPCounter(devIndex, port, cntn, lqpn uint32) error {
+	var e attrEncoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_MODE, abi.RDMA_COUNTER_MODE_MANUAL)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_QP)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, port)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ID, cntn)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_RES_LQPN, lqpn)
+	return opErr("unbind qp counter", fmt.Sprintf("%d lqpn %d on %d/%d", cntn, lqpn, devIndex, port),
+		c.doit(abi.RDMA_NLDEV_CMD_STAT_DEL, e.Encode(), nil))
+}
+
+// QPCounter is one QP counter of a port (STAT_GET with STAT_RES = QP).
+type QPCounter struct {
+	ResBase
+	Port     uint32
+	ID       uint32 // RDMA_NLDEV_ATTR_STAT_COUNTER_ID
+	Type     QPType // when the counter is bound by QP type
+	Counters []HWCounter
+	LQPNs    []uint32
+}
+
+func (q *QPCounter) decodeAttr(ad *attrDecoder) {
+	switch ad.Type() {
+	case abi.RDMA_NLDEV_ATTR_PORT_INDEX:
+		q.Port = ad.Uint32()
+	case abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ID:
+		q.ID = ad.Uint32()
+	case abi.RDMA_NLDEV_ATTR_RES_TYPE:
+		q.Type = QPType(ad.Uint8())
+	case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS:
+		q.Counters = decodeHWCounters(ad, true)
+	case abi.RDMA_NLDEV_ATTR_RES_QP:
+		ad.Nested(func(tbl *attrDecoder) {
+			for tbl.Next() {
+				if tbl.Type() != abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY {
+					continue
+				}
+				found := false
+				tbl.Nested(func(e *attrDecoder) {
+					for e.Next() {
+						if e.Type() == abi.RDMA_NLDEV_ATTR_RES_LQPN {
+							q.LQPNs = append(q.LQPNs, e.Uint32())
+							found = true
+						}
+					}
+				})
+				if !found && tbl.Err() == nil {
+					tbl.fail(errors.New("netlinkrdma: counter qp entry lacks lqpn"))
+				}
+			}
+		})
+	}
+}
+
+func (q *QPCounter) check() error {
+	for _, t := range []uint16{abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS, abi.RDMA_NLDEV_ATTR_RES_QP,
+		abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ID} {
+		if !q.Present.Has(t) {
+			return fmt.Errorf("netlinkrdma: qp counter lacks attribute %d", t)
+		}
+	}
+	return nil
+}
+
+var qpCounterKind = resKind{name: "qp counter", cmd: abi.RDMA_NLDEV_CMD_STAT_GET,
+	table: abi.RDMA_NLDEV_ATTR_STAT_COUNTER, entry: abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY,
+	id: abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ID}
+
+// QPCounters lists the QP counters of a port.
+//
+// Equivalent to: rdma statistic qp show link DEV/PORT
+func (c *Conn) QPCounters(devIndex, port uint32) ([]QPCounter, error) {
+	e := portAttrs(devIndex, port)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_QP)
+	var out []QPCounter
+	err := c.dump(abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func() { out = out[:0] }, func(b []byte) error {
+		vs, err := decodeResDump[QPCounter](b, qpCounterKind)
+		out = append(out, vs...)
+		return err
+	})
+	if err != nil {
+		return nil, opErr("list qp counters of port", fmt.Sprintf("%d/%d", devIndex, port), err)
+	}
+	return out, nil
+}
+
+// MRStats is the per-MR counters of a device (STAT_GET with STAT_RES = MR).
+type MRStats struct {
+	ResBase
+	MRN      uint32
+	Counters []HWCounter
+}
+
+func (m *MRStats) decodeAttr(ad *attrDecoder) {
+	switch ad.Type() {
+	case abi.RDMA_NLDEV_ATTR_RES_MRN:
+		m.MRN = ad.Uint32()
+	case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS:
+		m.Counters = decodeHWCounters(ad, true)
+	}
+}
+
+func (m *MRStats) check() error { return nil }
+
+var mrStatKind = resKind{name: "mr statistics", cmd: abi.RDMA_NLDEV_CMD_STAT_GET,
+	table: abi.RDMA_NLDEV_ATTR_RES_MR, entry: abi.RDMA_NLDEV_ATTR_RES_MR_ENTRY,
+	id: abi.RDMA_NLDEV_ATTR_RES_MRN}
+
+// MRStats lists the per-MR counters of a device (drivers without MR
+// counters, such as rxe, report none).
+//
+// Equivalent to: rdma statistic mr show dev DEV
+func (c *Conn) MRStats(devIndex uint32) ([]MRStats, error) {
+	var e attrEncoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_MR)
+	var out []MRStats
+	err := c.dump(abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func() { out = out[:0] }, func(b []byte) error {
+		vs, err := decodeResDump[MRStats](b, mrStatKind)
+		out = append(out, vs...)
+		return err
+	})
+	if err != nil {
+		return nil, opErr("list mr statistics of device", fmt.Sprintf("index %d", devIndex), err)
+	}
+	return out, nil
+}

@@ -1,0 +1,75 @@
+package netlinkrdma
+
+import (
+	"github.com/goverbs/goverbs/uverbs/abi"
+)
+
+// NetNSMode is the RDMA subsystem's network namespace mode.
+type NetNSMode uint8
+
+// Netns modes, as RDMA_NLDEV_SYS_ATTR_NETNS_MODE encodes them.
+const (
+	NetNSExclusive NetNSMode = 0 // each device belongs to one netns
+	NetNSShared    NetNSMode = 1 // devices are visible in every netns
+)
+
+// String returns iproute2's word for m ("shared", "exclusive").
+func (m NetNSMode) String() string {
+	if m == NetNSExclusive {
+		return "exclusive"
+	}
+	return "shared"
+}
+
+// System is the RDMA subsystem's global settings (RDMA_NLDEV_CMD_SYS_GET).
+type System struct {
+	NetNSMode NetNSMode // RDMA_NLDEV_SYS_ATTR_NETNS_MODE
+	// CopyOnFork reports that the kernel gives fork()ed children copies of
+	// pinned pages (so ibv_fork_init is unnecessary); always true from 5.13.
+	CopyOnFork bool
+	// Present records which attributes the kernel sent (6.1 sends both).
+	Present AttrSet
+}
+
+func decodeSystem(b []byte) (System, error) {
+	var s System
+	ad := newAttrDecoder(b)
+	for ad.Next() {
+		t := ad.Type()
+		s.Present.add(t)
+		switch t {
+		case abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE:
+			s.NetNSMode = NetNSMode(ad.Uint8())
+		case abi.RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK:
+			s.CopyOnFork = ad.Uint8() != 0
+		}
+	}
+	return s, ad.Err()
+}
+
+// System returns the RDMA subsystem's settings.
+//
+// Equivalent to: rdma system show
+func (c *Conn) System() (System, error) {
+	var s System
+	err := c.doit(abi.RDMA_NLDEV_CMD_SYS_GET, nil, func(b []byte) error {
+		var err error
+		s, err = decodeSystem(b)
+		return err
+	})
+	if err != nil {
+		return System{}, opErr("get system settings", "", err)
+	}
+	return s, nil
+}
+
+// SetNetNSMode switches the netns mode. The kernel refuses (EBUSY) while any
+// network namespace other than the initial one exists; kernels from 6.1.57
+// (and 6.6) need CAP_NET_ADMIN.
+//
+// Equivalent to: rdma system set netns shared|exclusive
+func (c *Conn) SetNetNSMode(m NetNSMode) error {
+	var e attrEncoder
+	e.Uint8(abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE, uint8(m))
+	return opErr("set netns mode", m.String(), c.doit(abi.RDMA_NLDEV_CMD_SYS_SET, e.Encode(), nil))
+}

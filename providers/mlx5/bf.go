@@ -1,0 +1,85 @@
+package mlx5
+
+import (
+	"fmt"
+
+	"github.com/goverbs/goverbs/mmio"
+)
+
+// Register offsets inside a UAR (mlx5dv.h, rdma-core mlx5.h).
+const (
+	// BFOffset is the offset of the first BlueFlame register in a 4 KiB UAR (MLX5_BF_OFFSET).
+	BFOffset = 0x800
+	// CQDoorbellOffset is the offset of the CQ arm doorbell in the CQ's UAR page (MLX5_CQ_DOORBELL).
+	CQDoorbellOffset = 0x20
+	// AdapterPageSize is the size of one UAR inside a system page (MLX5_ADAPTER_PAGE_SIZE).
+	AdapterPageSize = 4096
+)
+
+// BFReg is one send doorbell register ("bfreg", rdma-core struct mlx5_bf): the UAR window a QP rings. With a
+// non-zero BlueFlame buffer size it is two halves of bufSize bytes each; a post of a single small WQE copies the WQE
+// into the current half (BlueFlame) and every ring toggles the half. With bufSize 0 (no write-combining, the
+// non-BlueFlame bfreg 0, or BlueFlame switched off) only the 8-byte doorbell at offset 0 is used.
+//
+// A BFReg shared by several QPs (rdma-core need_lock) serialises their rings with a WCLock; the copy, the flush
+// and the toggle happen inside it.
+type BFReg struct {
+	reg     mmio.Reg
+	bufSize uintptr
+	offset  uintptr
+	shared  bool
+	lock    mmio.WCLock
+}
+
+// NewBFReg returns a send doorbell register over reg (for a UAR page mapped at uar: reg =
+// uar.Sub(AdapterPageSize*j + BFOffset + k*bfRegSize, bfRegSize)). bufSize is bf_reg_size/2 from the context
+// (0 for no BlueFlame); reg must cover 2*bufSize bytes, or 8 when bufSize is 0. shared says whether other QPs ring
+// the same register.
+func NewBFReg(reg mmio.Reg, bufSize int, shared bool) (*BFReg, error) {
+	if bufSize < 0 || bufSize%64 != 0 {
+		return nil, fmt.Errorf("mlx5: BlueFlame buffer size %d is not a multiple of 64", bufSize)
+	}
+	need := 2 * bufSize
+	if need == 0 {
+		need = 8
+	}
+	if reg.Len() < need {
+		return nil, fmt.Errorf("mlx5: doorbell register window of %d bytes, need %d", reg.Len(), need)
+	}
+	return &BFReg{reg: reg, bufSize: uintptr(bufSize), shared: shared}, nil
+}
+
+// BlueFlame reports whether the register can take BlueFlame writes.
+func (bf *BFReg) BlueFlame() bool { return bf.bufSize != 0 }
+
+// Offset returns the offset of the half the next ring will use (0 or the BlueFlame buffer size).
+func (bf *BFReg) Offset() int { return int(bf.offset) }
+
+// ring performs steps 4-8 of rdma-core's post_send_db: start write combining (or take the lock), then either a
+// BlueFlame copy of n64 64-byte chunks of wqe starting at pos (wrapping at the end of wqe) or the 8-byte
+// doorbell with the first 8 bytes of the ctrl segment, flush, toggle the half, unlock.
+func (bf *BFReg) ring(wqe []byte, pos, n64 int) {
+	if bf.shared {
+		bf.lock.Lock()
+	} else {
+		mmio.WCStart()
+	}
+	if n64 > 0 {
+		off := bf.offset
+		for i := 0; i < n64; i++ {
+			bf.reg.Copy64(off, wqe[pos:pos+64])
+			off += 64
+			pos += 64
+			if pos == len(wqe) {
+				pos = 0
+			}
+		}
+	} else {
+		bf.reg.Write64(bf.offset, nativeUint64(wqe[pos:pos+8]))
+	}
+	mmio.FlushWrites()
+	bf.offset ^= bf.bufSize
+	if bf.shared {
+		bf.lock.Unlock()
+	}
+}

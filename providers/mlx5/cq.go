@@ -1,0 +1,343 @@
+package mlx5
+
+import (
+	"fmt"
+
+	"github.com/goverbs/goverbs/mmio"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
+)
+
+// QP binds the queues of one queue pair for completion demultiplexing. A CQ finds the QP of a CQE by user index
+// (CQE version 1, the rdma-core default) or by QP number (version 0).
+type QP struct {
+	QPN       uint32
+	UserIndex uint32 // the uidx given to the kernel at create time (24 bits)
+	SQ        *SendQueue
+	RQ        *RecvQueue // nil when the QP uses an SRQ
+	SRQ       *SRQ
+}
+
+// CQConfig describes a completion queue over caller-owned memory.
+type CQConfig struct {
+	// Buf holds CQECount 64-byte CQEs.
+	Buf []byte
+	// CQECount is a power of two; the kernel was told cqe = CQECount-1.
+	CQECount int
+	CQN      uint32
+	// DBR is the CQ's doorbell record: consumer index (MLX5_CQ_SET_CI) then arm word (MLX5_CQ_ARM_DB).
+	DBR DoorbellRecord
+	// UAR is the page holding the CQ doorbell (written at CQDoorbellOffset); it may be empty if Arm is never called.
+	UAR mmio.Reg
+	// CQEVersion is the context's cqe_version (0 or 1): how CQEs name their QP.
+	CQEVersion int
+}
+
+// CQ polls 64-byte CQEs and arms completion events. Not safe for concurrent use; poll it from the goroutine that
+// posts to the queues completing into it, or serialise.
+type CQ struct {
+	buf      []byte
+	mask     uint32
+	ncqe     uint32
+	cqn      uint32
+	dbr      DoorbellRecord
+	uar      mmio.Reg
+	version  int
+	ci       uint32 // consumer index, free running
+	armSN    uint32
+	qps      map[uint32]*QP
+	last     *QP
+	lastKey  uint32
+	resizing []byte
+	resizeN  uint32
+}
+
+// StampCQBuffer marks every 64-byte CQE in buf as invalid (op_own = MLX5_CQE_INVALID << 4) and zeroes the rest,
+// as rdma-core does before handing a CQ buffer to the kernel (create and resize).
+func StampCQBuffer(buf []byte) {
+	clear(buf)
+	for i := CQESize - 1; i < len(buf); i += CQESize {
+		buf[i] = cqeInvalidStamped
+	}
+}
+
+// NewCQ returns a CQ over cfg's memory and stamps the buffer (call it before the kernel can write CQEs).
+func NewCQ(cfg CQConfig) (*CQ, error) {
+	switch {
+	case !isPow2(cfg.CQECount) || cfg.CQECount > 1<<24:
+		return nil, fmt.Errorf("mlx5: new CQ %#x: CQE count %d is not a power of two <= 2^24: %w",
+			cfg.CQN, cfg.CQECount, errInvalid)
+	case len(cfg.Buf) < cfg.CQECount*CQESize:
+		return nil, fmt.Errorf("mlx5: new CQ %#x: buffer of %d bytes, need %d: %w",
+			cfg.CQN, len(cfg.Buf), cfg.CQECount*CQESize, errInvalid)
+	case cfg.CQEVersion != 0 && cfg.CQEVersion != 1:
+		return nil, fmt.Errorf("mlx5: new CQ %#x: CQE version %d: %w", cfg.CQN, cfg.CQEVersion, ErrNotSupported)
+	case !cfg.DBR.valid():
+		return nil, fmt.Errorf("mlx5: new CQ %#x: missing doorbell record: %w", cfg.CQN, errInvalid)
+	}
+	cq := &CQ{
+		buf:     cfg.Buf[:cfg.CQECount*CQESize],
+		mask:    uint32(cfg.CQECount - 1),
+		ncqe:    uint32(cfg.CQECount),
+		cqn:     cfg.CQN,
+		dbr:     cfg.DBR,
+		uar:     cfg.UAR,
+		version: cfg.CQEVersion,
+		qps:     map[uint32]*QP{},
+	}
+	StampCQBuffer(cq.buf)
+	cq.dbr.set(0, 0)
+	cq.dbr.set(1, 0)
+	return cq, nil
+}
+
+// CQN returns the CQ number.
+func (cq *CQ) CQN() uint32 { return cq.cqn }
+
+// ConsumerIndex returns the free-running consumer index (CQEs consumed so far).
+func (cq *CQ) ConsumerIndex() uint32 { return cq.ci }
+
+func (cq *CQ) key(qp *QP) uint32 {
+	if cq.version == 1 {
+		return qp.UserIndex & 0xffffff
+	}
+	return qp.QPN & 0xffffff
+}
+
+// Attach registers qp so that its completions in this CQ can be matched to its queues. Attach a QP to its send CQ
+// and to its receive CQ (the same CQ may be both).
+func (cq *CQ) Attach(qp *QP) error {
+	k := cq.key(qp)
+	if old, ok := cq.qps[k]; ok && old != qp {
+		return fmt.Errorf("mlx5: attach QP %#x to CQ %#x: key %#x already in use: %w", qp.QPN, cq.cqn, k, errInvalid)
+	}
+	cq.qps[k] = qp
+	return nil
+}
+
+// Detach forgets qp (after it is destroyed).
+func (cq *CQ) Detach(qp *QP) {
+	delete(cq.qps, cq.key(qp))
+	cq.last = nil
+}
+
+func (cq *CQ) lookup(k uint32) *QP {
+	if cq.last != nil && cq.lastKey == k {
+		return cq.last
+	}
+	qp := cq.qps[k]
+	if qp != nil {
+		cq.last, cq.lastKey = qp, k
+	}
+	return qp
+}
+
+// sw returns the CQE at consumer index n if software owns it: the opcode is not INVALID and the owner bit equals
+// the wrap parity of n (rdma-core get_sw_cqe).
+func (cq *CQ) sw(n uint32) []byte {
+	off := int(n&cq.mask) * CQESize
+	cqe := cq.buf[off : off+CQESize : off+CQESize]
+	opOwn := cqe[cqeOffOpOwn]
+	if opOwn>>4 == CQEInvalid || (opOwn&CQEOwnerMask != 0) != (n&cq.ncqe != 0) {
+		return nil
+	}
+	return cqe
+}
+
+// ErrPoll is wrapped by Poll's error when a CQE cannot be matched to a queue (rdma-core CQ_POLL_ERR).
+var ErrPoll = fmt.Errorf("mlx5: CQE for unknown queue: %w", errInvalid)
+
+// Poll fills wcs with up to len(wcs) completions and returns how many, then publishes the consumer index
+// (rdma-core poll_cq). Requester completions retire the signaled WQE and the unsignaled ones before it. Payloads
+// the device scattered into a CQE are copied to the posted buffers. A CQE whose QP is not attached stops the
+// poll with an error wrapping ErrPoll; the CQE is consumed, the completions before it are returned.
+func (cq *CQ) Poll(wcs []WC) (int, error) {
+	n := 0
+	var err error
+	for n < len(wcs) {
+		cqe := cq.sw(cq.ci)
+		if cqe == nil {
+			break
+		}
+		cq.ci++
+		mmio.FromDeviceBarrier()
+		if cqe[cqeOffOpOwn]>>4 == CQEResizeCQ {
+			continue
+		}
+		if !cq.parse(cqe, &wcs[n]) {
+			err = fmt.Errorf("mlx5: poll CQ %#x: CQE %d (QPN %#x, index %#x): %w", cq.cqn, cq.ci-1,
+				be.Uint32(cqe[cqeOffSopDropQPN:])&0xffffff, be.Uint32(cqe[cqeOffSRQNUIdx:])&0xffffff, ErrPoll)
+			break
+		}
+		n++
+	}
+	cq.dbr.set(0, cq.ci&0xffffff)
+	return n, err
+}
+
+// parse decodes one software-owned CQE into wc (rdma-core mlx5_parse_cqe, non-lazy).
+func (cq *CQ) parse(cqe []byte, wc *WC) bool {
+	opOwn := cqe[cqeOffOpOwn]
+	opcode := opOwn >> 4
+	qpn := be.Uint32(cqe[cqeOffSopDropQPN:]) & 0xffffff
+	srqnUIdx := be.Uint32(cqe[cqeOffSRQNUIdx:]) & 0xffffff
+	wqeCtr := be.Uint16(cqe[cqeOffWQECounter:])
+	key := qpn
+	if cq.version == 1 {
+		key = srqnUIdx
+	}
+	qp := cq.lookup(key)
+	if qp == nil {
+		return false
+	}
+	*wc = WC{QPNum: qpn}
+	switch opcode {
+	case CQEReq:
+		if qp.SQ == nil {
+			return false
+		}
+		op, flags, byteLen, _ := requesterOpcode(uint8(be.Uint32(cqe[cqeOffSopDropQPN:])>>24),
+			be.Uint32(cqe[cqeOffByteCnt:]))
+		wc.Opcode, wc.Flags, wc.ByteLen = op, flags, byteLen
+		if opOwn&InlineScatter32 != 0 {
+			wc.Status = qp.SQ.copyToSendWQE(wqeCtr, cqe[:min(int(byteLen), 32)])
+		}
+		wc.WRID = qp.SQ.complete(wqeCtr)
+	case CQERespWRImm, CQERespSend, CQERespSendImm, CQERespSendInv:
+		wc.ByteLen = be.Uint32(cqe[cqeOffByteCnt:])
+		var payload []byte
+		if opOwn&InlineScatter32 != 0 {
+			payload = cqe[:min(int(wc.ByteLen), 32)]
+		}
+		if !cq.completeRecv(qp, wqeCtr, payload, wc) {
+			return false
+		}
+		iip := be.Uint32(cqe[cqeOffImmInvalPKey:])
+		switch opcode {
+		case CQERespWRImm:
+			wc.Opcode, wc.Flags, wc.ImmData = wr.WCRecvRDMAWithImm, wr.WCWithImm, iip
+		case CQERespSend:
+			wc.Opcode = wr.WCRecv
+		case CQERespSendImm:
+			wc.Opcode, wc.Flags, wc.ImmData = wr.WCRecv, wr.WCWithImm, iip
+		case CQERespSendInv:
+			wc.Opcode, wc.Flags, wc.InvalidatedRKey = wr.WCRecv, wr.WCWithInv, iip
+		}
+		fr := be.Uint32(cqe[cqeOffFlagsRQPN:])
+		wc.SLID = be.Uint16(cqe[cqeOffSLID:])
+		wc.SL = uint8(fr>>24) & 0xf
+		wc.SrcQP = fr & 0xffffff
+		wc.DLIDPathBits = cqe[cqeOffMLPath] & 0x7f
+		if (fr>>28)&3 != 0 {
+			wc.Flags |= wr.WCGRH
+		}
+		wc.PKeyIndex = uint16(iip)
+	case CQEReqErr, CQERespErr:
+		wc.Status = SyndromeStatus(cqe[cqeOffSyndrome])
+		wc.VendorErr = uint32(cqe[cqeOffVendorErr])
+		if opcode == CQEReqErr {
+			if qp.SQ == nil {
+				return false
+			}
+			wc.WRID = qp.SQ.complete(wqeCtr)
+		} else if !cq.completeRecv(qp, wqeCtr, nil, wc) {
+			return false
+		}
+	default:
+		// NO_PACKET (tag matching), SIG_ERR (signature MRs) and unknown opcodes belong to features this provider
+		// does not enable; surface them as a general error on the QP rather than dropping them silently.
+		wc.Status = wr.WCGeneralErr
+	}
+	return true
+}
+
+// completeRecv retires the receive WQE a responder CQE names, from the QP's RQ or its SRQ, copying a
+// scattered-to-CQE payload first.
+func (cq *CQ) completeRecv(qp *QP, wqeCtr uint16, payload []byte, wc *WC) bool {
+	switch {
+	case qp.SRQ != nil:
+		if payload != nil {
+			wc.Status = qp.SRQ.copyToRecvWQE(wqeCtr, payload)
+		}
+		id, ok := qp.SRQ.complete(wqeCtr)
+		wc.WRID = id
+		return ok
+	case qp.RQ != nil:
+		id, idx := qp.RQ.complete(wqeCtr)
+		if payload != nil {
+			wc.Status = qp.RQ.copyToRecvWQE(idx, payload)
+		}
+		wc.WRID = id
+		return true
+	}
+	return false
+}
+
+// Arm requests a completion event for the next completion (solicited only if solicited is true): it writes the
+// arm word into the doorbell record and rings the CQ doorbell with sn<<28 | cmd | ci and the CQN (rdma-core
+// mlx5_arm_cq).
+func (cq *CQ) Arm(solicited bool) {
+	sn := cq.armSN & 3
+	ci := cq.ci & 0xffffff
+	var cmd uint32
+	if solicited {
+		cmd = 1 << 24 // MLX5_CQ_DB_REQ_NOT_SOL
+	}
+	w := sn<<28 | cmd | ci
+	cq.dbr.set(1, w)
+	mmio.WCStart()
+	// The doorbell is the big-endian 64-bit value w<<32 | cqn; store its bytes in memory order.
+	cq.uar.Write64(CQDoorbellOffset, nativeFromBE64(uint64(w)<<32|uint64(cq.cqn)))
+	mmio.FlushWrites()
+}
+
+// Event records that a completion event for this CQ was read from its channel (rdma-core mlx5_cq_event: the arm
+// sequence number advances).
+func (cq *CQ) Event() { cq.armSN++ }
+
+// BeginResize stamps newBuf for count CQEs (a power of two) and remembers it; the caller then issues the kernel's
+// RESIZE_CQ with cqe = count-1 and, on success, calls CompleteResize. Do not poll in between.
+func (cq *CQ) BeginResize(newBuf []byte, count int) error {
+	if !isPow2(count) || count > 1<<24 || len(newBuf) < count*CQESize {
+		return fmt.Errorf("mlx5: resize CQ %#x to %d CQEs in %d bytes: %w", cq.cqn, count, len(newBuf), errInvalid)
+	}
+	StampCQBuffer(newBuf[:count*CQESize])
+	cq.resizing, cq.resizeN = newBuf[:count*CQESize], uint32(count)
+	return nil
+}
+
+// AbortResize forgets a resize whose kernel command failed.
+func (cq *CQ) AbortResize() { cq.resizing = nil }
+
+// CompleteResize moves the not yet polled CQEs that precede the device's RESIZE_CQ CQE into the new buffer, with
+// the ownership bit the new size implies, consumes the RESIZE_CQ CQE and switches buffers (rdma-core
+// mlx5_cq_resize_copy_cqes).
+func (cq *CQ) CompleteResize() error {
+	if cq.resizing == nil {
+		return fmt.Errorf("mlx5: complete resize of CQ %#x: no resize in progress: %w", cq.cqn, errInvalid)
+	}
+	nb, nn := cq.resizing, cq.resizeN
+	i := cq.ci
+	for k := uint32(0); ; k++ {
+		scqe := cq.sw(i)
+		if scqe == nil || k > cq.ncqe {
+			cq.resizing = nil
+			return fmt.Errorf("mlx5: complete resize of CQ %#x: no RESIZE_CQ CQE found: %w", cq.cqn, errInvalid)
+		}
+		if scqe[cqeOffOpOwn]>>4 == CQEResizeCQ {
+			break
+		}
+		j := i + 1
+		off := int(j&(nn-1)) * CQESize
+		d := nb[off : off+CQESize]
+		copy(d, scqe)
+		own := byte(0)
+		if j&nn != 0 {
+			own = 1
+		}
+		d[cqeOffOpOwn] = d[cqeOffOpOwn]&^CQEOwnerMask | own
+		i++
+	}
+	cq.ci++
+	cq.buf, cq.mask, cq.ncqe, cq.resizing = nb, nn-1, nn, nil
+	return nil
+}

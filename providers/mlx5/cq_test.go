@@ -1,0 +1,323 @@
+package mlx5
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/goverbs/goverbs/mmio"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
+)
+
+// cqeSpec is a CQE as a device would write it.
+type cqeSpec struct {
+	opcode     uint8 // CQE opcode
+	wqeOpcode  uint8
+	qpn, uidx  uint32
+	wqeCounter uint16
+	byteCnt    uint32
+	syndrome   uint8
+}
+
+// putCQE writes c into slot n%count of buf with the owner bit of pass n/count (what the device does).
+func putCQE(buf []byte, count int, n uint32, c cqeSpec) {
+	off := int(n%uint32(count)) * CQESize
+	e := buf[off : off+CQESize]
+	clear(e)
+	be.PutUint32(e[cqeOffSRQNUIdx:], c.uidx)
+	be.PutUint32(e[cqeOffByteCnt:], c.byteCnt)
+	be.PutUint32(e[cqeOffSopDropQPN:], uint32(c.wqeOpcode)<<24|c.qpn)
+	be.PutUint16(e[cqeOffWQECounter:], c.wqeCounter)
+	e[cqeOffSyndrome] = c.syndrome
+	own := byte(0)
+	if n&uint32(count) != 0 {
+		own = 1
+	}
+	e[cqeOffOpOwn] = c.opcode<<4 | own
+}
+
+func TestCQStampedIsEmpty(t *testing.T) {
+	e := newCQEnv(t)
+	for i := 0; i < 8; i++ {
+		if e.cqBuf[i*64+63] != 0xf0 {
+			t.Fatalf("CQE %d op_own = %#x, want 0xf0", i, e.cqBuf[i*64+63])
+		}
+	}
+	var wcs [4]WC
+	if n, err := e.cq.Poll(wcs[:]); n != 0 || err != nil {
+		t.Fatalf("Poll on a fresh CQ = %d, %v", n, err)
+	}
+}
+
+// TestCQOwnershipAcrossWraps runs 3.5 passes over an 8-entry CQ: a CQE written for pass k is seen only when the
+// consumer is in pass k, and a stale CQE from the previous pass is not consumed.
+func TestCQOwnershipAcrossWraps(t *testing.T) {
+	e := newCQEnv(t)
+	var wcs [3]WC
+	var n uint32
+	for round := 0; round < 10; round++ {
+		for k := 0; k < 3; k++ {
+			if _, err := e.sq.sq.PostSend([]SendWR{sendWR(uint64(n)+uint64(k), gS1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Before the device writes, the slots hold CQEs of the previous pass: not software owned.
+		if got, _ := e.cq.Poll(wcs[:]); got != 0 {
+			t.Fatalf("round %d: polled %d stale CQEs", round, got)
+		}
+		for k := uint32(0); k < 3; k++ {
+			putCQE(e.cqBuf, 8, n+k, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: gQPN, uidx: gUIdx,
+				wqeCounter: uint16(n + k)})
+		}
+		got, err := e.cq.Poll(wcs[:])
+		if got != 3 || err != nil {
+			t.Fatalf("round %d: Poll = %d, %v", round, got, err)
+		}
+		for k := uint32(0); k < 3; k++ {
+			if wcs[k].WRID != uint64(n+k) {
+				t.Fatalf("round %d: WC %d WRID = %d, want %d", round, k, wcs[k].WRID, n+k)
+			}
+		}
+		n += 3
+		if ci := be.Uint32(e.cqDBR[0:]); ci != n {
+			t.Fatalf("consumer index record = %d, want %d", ci, n)
+		}
+	}
+}
+
+func TestCQUnknownQP(t *testing.T) {
+	e := newCQEnv(t)
+	putCQE(e.cqBuf, 8, 0, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: 0x99, uidx: 99})
+	var wcs [2]WC
+	n, err := e.cq.Poll(wcs[:])
+	if n != 0 || !errors.Is(err, ErrPoll) {
+		t.Fatalf("Poll = %d, %v; want 0, ErrPoll", n, err)
+	}
+	if e.cq.ConsumerIndex() != 1 {
+		t.Errorf("the bad CQE was not consumed")
+	}
+}
+
+func TestCQVersion0AndSRQ(t *testing.T) {
+	d, _ := NewDoorbellRecord(aligned(8))
+	buf := aligned(4 * 64)
+	cq, err := NewCQ(CQConfig{Buf: buf, CQECount: 4, CQN: 1, DBR: d, CQEVersion: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd, _ := NewDoorbellRecord(aligned(8))
+	srq, err := NewSRQ(SRQConfig{Buf: aligned(4 * 64), WQECount: 4, WQEShift: 6, DBR: sd, SRQN: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp := &QP{QPN: 0x42, UserIndex: 1234, SRQ: srq}
+	if err := cq.Attach(qp); err != nil {
+		t.Fatal(err)
+	}
+	// Three WQEs are usable (one is the list tail); a fourth post fails.
+	n, err := srq.PostRecv([]RecvWR{{WRID: 10}, {WRID: 11}, {WRID: 12}, {WRID: 13}})
+	if n != 3 || !errors.Is(err, errQueueFull) {
+		t.Fatalf("PostRecv = %d, %v; want 3, ENOMEM", n, err)
+	}
+	// Complete the middle WQE (index 1) first: out-of-order completion returns it to the free list.
+	putCQE(buf, 4, 0, cqeSpec{opcode: CQERespSend, qpn: 0x42, uidx: 5, wqeCounter: 1, byteCnt: 7})
+	var wcs [2]WC
+	if n, err := cq.Poll(wcs[:]); n != 1 || err != nil || wcs[0].WRID != 11 || wcs[0].ByteLen != 7 {
+		t.Fatalf("Poll = %d, %v, %+v", n, err, wcs[0])
+	}
+	// The freed WQE can be posted again and is the one reused.
+	if n, err := srq.PostRecv([]RecvWR{{WRID: 20}}); n != 1 || err != nil {
+		t.Fatalf("repost = %d, %v", n, err)
+	}
+	if srq.wrid[3] != 20 {
+		t.Errorf("repost went to WQE with wrid table %v, want index 3 (the old tail)", srq.wrid)
+	}
+	if c := toBE32(sd.p[0]); c != 4 {
+		t.Errorf("SRQ counter = %d, want 4", c)
+	}
+	// Error CQE on the SRQ also frees its WQE.
+	putCQE(buf, 4, 1, cqeSpec{opcode: CQERespErr, qpn: 0x42, uidx: 5, wqeCounter: 0, syndrome: SyndromeWRFlushErr})
+	if n, _ := cq.Poll(wcs[:]); n != 1 || wcs[0].Status != wr.WCWRFlushErr || wcs[0].WRID != 10 {
+		t.Fatalf("flush CQE: %d %+v", n, wcs[0])
+	}
+	// A wqe_counter beyond the SRQ is a poll error, not a panic.
+	putCQE(buf, 4, 2, cqeSpec{opcode: CQERespSend, qpn: 0x42, wqeCounter: 999})
+	if _, err := cq.Poll(wcs[:]); !errors.Is(err, ErrPoll) {
+		t.Fatalf("bad SRQ index: err = %v", err)
+	}
+}
+
+func TestCQResize(t *testing.T) {
+	e := newCQEnv(t)
+	for k := 0; k < 5; k++ {
+		if _, err := e.sq.sq.PostSend([]SendWR{sendWR(uint64(k), gS1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Consume 2, leave 3 unpolled, then the device writes RESIZE_CQ.
+	for k := uint32(0); k < 5; k++ {
+		putCQE(e.cqBuf, 8, k, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: gQPN, uidx: gUIdx, wqeCounter: uint16(k)})
+	}
+	var wcs [2]WC
+	if n, _ := e.cq.Poll(wcs[:]); n != 2 {
+		t.Fatalf("polled %d", n)
+	}
+	nb := aligned(16 * 64)
+	if err := e.cq.BeginResize(nb, 16); err != nil {
+		t.Fatal(err)
+	}
+	if nb[63] != 0xf0 || nb[16*64-1] != 0xf0 {
+		t.Fatalf("new buffer not stamped")
+	}
+	putCQE(e.cqBuf, 8, 5, cqeSpec{opcode: CQEResizeCQ})
+	if err := e.cq.CompleteResize(); err != nil {
+		t.Fatal(err)
+	}
+	// The three pending CQEs come out of the new buffer, then new CQEs land after the resize CQE's index.
+	var got []uint64
+	var out [8]WC
+	n, err := e.cq.Poll(out[:])
+	for i := 0; i < n; i++ {
+		got = append(got, out[i].WRID)
+	}
+	if err != nil || len(got) != 3 || got[0] != 2 || got[2] != 4 {
+		t.Fatalf("after resize polled %v, %v; want [2 3 4]", got, err)
+	}
+	if _, err := e.sq.sq.PostSend([]SendWR{sendWR(5, gS1)}); err != nil {
+		t.Fatal(err)
+	}
+	putCQE(nb, 16, e.cq.ConsumerIndex(), cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: gQPN, uidx: gUIdx,
+		wqeCounter: 5})
+	if n, err := e.cq.Poll(out[:]); n != 1 || err != nil || out[0].WRID != 5 {
+		t.Fatalf("CQE in resized buffer: %d %v %+v", n, err, out[0])
+	}
+	if err := e.cq.CompleteResize(); err == nil {
+		t.Error("CompleteResize without BeginResize succeeded")
+	}
+}
+
+func TestCQResizeWithoutResizeCQE(t *testing.T) {
+	e := newCQEnv(t)
+	if err := e.cq.BeginResize(aligned(16*64), 16); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cq.CompleteResize(); err == nil {
+		t.Fatal("resize completed without a RESIZE_CQ CQE")
+	}
+	if err := e.cq.BeginResize(aligned(64), 16); err == nil {
+		t.Fatal("short resize buffer accepted")
+	}
+}
+
+func TestCQArmSequence(t *testing.T) {
+	e := newCQEnv(t)
+	e.cq.Arm(false)
+	e.cq.Event()
+	e.cq.Arm(true)
+	want := []byte{0x11, 0, 0, 0, 0, 0, 0x04, 0x56}
+	if got := e.uar[CQDoorbellOffset : CQDoorbellOffset+8]; !bytes.Equal(got, want) {
+		t.Errorf("doorbell after one event = %x, want %x", got, want)
+	}
+}
+
+func TestRecvQueue(t *testing.T) {
+	ring, dbrb := aligned(4*32), aligned(8)
+	d, _ := NewDoorbellRecord(dbrb)
+	rq, err := NewRecvQueue(RecvQueueConfig{Buf: ring, WQECount: 4, WQEShift: 5, DBR: d, QPN: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rq.PostRecv([]RecvWR{{SGL: []SGE{gS1, gS2, gS3}}}); n != 0 || !errors.Is(err, errInvalid) {
+		t.Fatalf("3 SGEs into a 2-SGE WQE: %d, %v", n, err)
+	}
+	// Exactly two SGEs fill the WQE: no terminator.
+	if n, err := rq.PostRecv([]RecvWR{{SGL: []SGE{gS1, gS2}}}); n != 1 || err != nil {
+		t.Fatal(n, err)
+	}
+	if be.Uint32(ring[20:]) == InvalidLKey {
+		t.Error("terminator written into a full WQE")
+	}
+	n, err := rq.PostRecv(make([]RecvWR, 4))
+	if n != 3 || !errors.Is(err, errQueueFull) {
+		t.Fatalf("fill: %d, %v", n, err)
+	}
+	if be.Uint32(dbrb[0:]) != 4 || be.Uint32(dbrb[4:]) != 0 {
+		t.Errorf("doorbell record = %x", dbrb[:8])
+	}
+	rq.Reset()
+	if rq.Outstanding() != 0 || be.Uint32(dbrb[0:]) != 0 {
+		t.Errorf("reset did not clear")
+	}
+}
+
+func TestNewCQValidation(t *testing.T) {
+	d, _ := NewDoorbellRecord(aligned(8))
+	for name, cfg := range map[string]CQConfig{
+		"not pow2":  {Buf: aligned(6 * 64), CQECount: 6, DBR: d},
+		"short":     {Buf: aligned(64), CQECount: 2, DBR: d},
+		"version 2": {Buf: aligned(128), CQECount: 2, DBR: d, CQEVersion: 2},
+		"no record": {Buf: aligned(128), CQECount: 2},
+	} {
+		if _, err := NewCQ(cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	u, _ := mmio.RegFromBytes(aligned(64))
+	cq, err := NewCQ(CQConfig{Buf: aligned(128), CQECount: 2, DBR: d, UAR: u, CQN: 3})
+	if err != nil || cq.CQN() != 3 {
+		t.Fatal(err)
+	}
+	a, b := &QP{QPN: 1}, &QP{QPN: 1}
+	if err := cq.Attach(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := cq.Attach(b); err == nil {
+		t.Error("two QPs with one key attached")
+	}
+	cq.Detach(a)
+	if err := cq.Attach(b); err != nil {
+		t.Errorf("attach after detach: %v", err)
+	}
+}
+
+// FuzzPoll feeds arbitrary CQE bytes to a CQ whose QP has posted sends and receives: Poll must never panic, must
+// consume at most one CQE, and must keep the queues' accounting sane.
+func FuzzPoll(f *testing.F) {
+	for _, s := range loadGoldenF(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, cqe []byte) {
+		if len(cqe) != 64 {
+			return
+		}
+		e := newCQEnv(t)
+		for k := 0; k < 3; k++ {
+			if _, err := e.sq.sq.PostSend([]SendWR{sendWR(uint64(k), gS1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.rq.PostRecv([]RecvWR{{WRID: 200, SGL: []SGE{{Addr: addrOf(e.recvTo), Length: 32}}}}); err != nil {
+			t.Fatal(err)
+		}
+		copy(e.cqBuf, cqe)
+		var wcs [4]WC
+		n, _ := e.cq.Poll(wcs[:])
+		if n > 1 || e.cq.ConsumerIndex() > 1 {
+			t.Fatalf("one CQE produced %d completions, ci %d", n, e.cq.ConsumerIndex())
+		}
+		if o := e.sq.sq.Outstanding(); o < 0 || o > 3 {
+			t.Fatalf("SQ outstanding %d", o)
+		}
+	})
+}
+
+// loadGoldenF returns the golden CQEs as fuzz seeds.
+func loadGoldenF(f *testing.F) [][]byte {
+	var seeds [][]byte
+	for name, b := range loadGoldenRaw(f) {
+		if len(b) == 64 && len(name) > 4 && name[:4] == "cqe." {
+			seeds = append(seeds, b)
+		}
+	}
+	return seeds
+}

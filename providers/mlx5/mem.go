@@ -1,0 +1,81 @@
+package mlx5
+
+// This file is the only place in the package that uses unsafe. It covers three needs that safe Go cannot meet:
+// a single-instruction 32-bit store into a doorbell record the device may read at any time, and reading or
+// writing host memory named by a raw virtual address (an SGE's addr) for inline sends and scatter-to-CQE.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"unsafe"
+)
+
+// DoorbellRecord is the 8-byte doorbell record a QP, SRQ or CQ shares with the device (two big-endian 32-bit
+// counters, MLX5_RCV_DBR/MLX5_SND_DBR for a QP, MLX5_CQ_SET_CI/MLX5_CQ_ARM_DB for a CQ, one counter for an SRQ).
+// It lives in host memory that the kernel pinned (a page carved at cache-line strides, rdma-core dbrec.c).
+type DoorbellRecord struct {
+	p *[2]uint32
+}
+
+// NewDoorbellRecord returns the doorbell record at the start of b, which must hold at least 8 bytes, be 8-byte
+// aligned and stay mapped while the queue is in use.
+func NewDoorbellRecord(b []byte) (DoorbellRecord, error) {
+	if len(b) < 8 {
+		return DoorbellRecord{}, fmt.Errorf("mlx5: doorbell record needs 8 bytes, have %d", len(b))
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if uintptr(p)%8 != 0 {
+		return DoorbellRecord{}, fmt.Errorf("mlx5: doorbell record at %#x is not 8-byte aligned", uintptr(p))
+	}
+	return DoorbellRecord{p: (*[2]uint32)(p)}, nil
+}
+
+// set stores v big-endian into counter i with one 32-bit store.
+func (d DoorbellRecord) set(i int, v uint32) {
+	d.p[i] = toBE32(v)
+}
+
+// get returns counter i in host order.
+func (d DoorbellRecord) get(i int) uint32 {
+	return toBE32(d.p[i])
+}
+
+// valid reports whether d refers to memory.
+func (d DoorbellRecord) valid() bool { return d.p != nil }
+
+// toBE32 converts between host order and big-endian for a value that is stored natively.
+func toBE32(v uint32) uint32 {
+	if nativeLittle {
+		return bits.ReverseBytes32(v)
+	}
+	return v
+}
+
+var nativeLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// hostBytes returns the n bytes of host memory at virtual address addr. The caller vouches that the range is
+// mapped (it is inside a memory region registered with the device).
+func hostBytes(addr uint64, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	return unsafe.Slice((*byte)(p), n)
+}
+
+// addrOf returns the virtual address of b's first byte (test and example helper for building SGEs).
+func addrOf(b []byte) uint64 {
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
+
+// nativeUint64 loads 8 bytes in host order: the doorbell value is the ctrl segment's first 8 bytes verbatim.
+func nativeUint64(b []byte) uint64 { return binary.NativeEndian.Uint64(b) }
+
+// nativeFromBE64 returns the native-order value whose in-memory bytes are v big-endian.
+func nativeFromBE64(v uint64) uint64 {
+	if nativeLittle {
+		return bits.ReverseBytes64(v)
+	}
+	return v
+}

@@ -1,0 +1,224 @@
+package mlx5
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/goverbs/goverbs/mmio"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
+)
+
+func sendWR(id uint64, sges ...SGE) SendWR {
+	return SendWR{WRID: id, Opcode: wr.WRSend, Flags: wr.SendSignaled, SGL: sges}
+}
+
+func TestBlueFlameSingleWQEAlternatesHalves(t *testing.T) {
+	ts := newTestSQ(t, QPTypeRC, 256, false)
+	for i, wantOff := range []int{0, 256, 0} {
+		if got := ts.bf.Offset(); got != wantOff {
+			t.Fatalf("ring %d: BlueFlame offset = %d, want %d", i, got, wantOff)
+		}
+		if _, err := ts.sq.PostSend([]SendWR{sendWR(uint64(i), gS1)}); err != nil {
+			t.Fatal(err)
+		}
+		pos := i * 64
+		if got := ts.reg[wantOff : wantOff+64]; !bytes.Equal(got, ts.ring[pos:pos+64]) {
+			t.Errorf("ring %d: BlueFlame register half at %d = %x, want WQE %x", i, wantOff, got, ts.ring[pos:pos+64])
+		}
+		ts.sq.tail = ts.sq.head // retire
+	}
+}
+
+func TestBlueFlameCopyWrapsAtRingEnd(t *testing.T) {
+	ts := newTestSQ(t, QPTypeRC, 256, false)
+	ts.sq.curPost = 7
+	pl := payload()
+	if _, err := ts.sq.PostSend([]SendWR{{Opcode: wr.WRSend, Flags: wr.SendInline,
+		SGL: []SGE{{Addr: addrOf(pl), Length: 100}}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := append(append([]byte{}, ts.ring[7*64:]...), ts.ring[:64]...)
+	if !bytes.Equal(ts.reg[:128], want) {
+		t.Errorf("BlueFlame copy of a wrapping WQE\n got %x\nwant %x", ts.reg[:128], want)
+	}
+}
+
+func TestDoorbellOnlyCases(t *testing.T) {
+	pl := payload()
+	inline := SendWR{Opcode: wr.WRSend, Flags: wr.SendInline, SGL: []SGE{{Addr: addrOf(pl), Length: 8}}}
+	big := SendWR{Opcode: wr.WRSend, SGL: []SGE{gS1, gS2, gS3, gS1}} // ds 5
+	for _, c := range []struct {
+		name       string
+		bfSize     int
+		inlineOnly bool
+		wrs        []SendWR
+		blueFlame  bool
+	}{
+		{"batch of two", 256, false, []SendWR{sendWR(1, gS1), sendWR(2, gS2)}, false},
+		{"no BlueFlame register", 0, false, []SendWR{sendWR(1, gS1)}, false},
+		{"prefer_bf off, not inline", 256, true, []SendWR{sendWR(1, gS1)}, false},
+		{"prefer_bf off, inline", 256, true, []SendWR{inline}, true},
+		{"WQE larger than the half", 64, false, []SendWR{big}, false},
+		{"WQE fits the half", 128, false, []SendWR{big}, true},
+		{"ds 1 (no data)", 256, false, []SendWR{{Opcode: wr.WRSend}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts := newTestSQ(t, QPTypeRC, c.bfSize, false)
+			ts.sq.preferBF = !c.inlineOnly
+			if _, err := ts.sq.PostSend(c.wrs); err != nil {
+				t.Fatal(err)
+			}
+			last := 0
+			if len(c.wrs) == 2 {
+				last = 64
+			}
+			ctrl := ts.ring[last : last+8]
+			if c.blueFlame {
+				if !bytes.Equal(ts.reg[:64], ts.ring[last:last+64]) {
+					t.Errorf("want BlueFlame copy of %x, register = %x", ts.ring[last:last+64], ts.reg[:64])
+				}
+			} else if !bytes.Equal(ts.reg[:8], ctrl) || !bytes.Equal(ts.reg[8:], make([]byte, len(ts.reg)-8)) {
+				t.Errorf("want only the 8-byte doorbell %x, register = %x", ctrl, ts.reg[:min(len(ts.reg), 64)])
+			}
+			if wantOff := c.bfSize; ts.bf.Offset() != wantOff {
+				t.Errorf("offset after one ring = %d, want %d", ts.bf.Offset(), wantOff)
+			}
+		})
+	}
+}
+
+func TestPostSendErrors(t *testing.T) {
+	pl := payload()
+	for _, c := range []struct {
+		name   string
+		typ    QPType
+		wrs    []SendWR
+		posted int
+		errno  error
+	}{
+		{"queue full after two", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1), sendWR(3, gS1)}, 2, syscall.ENOMEM},
+		{"too many SGEs", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1, gS1, gS1, gS1, gS1)}, 1, syscall.ENOMEM},
+		{"inline too large", QPTypeRC, []SendWR{{Opcode: wr.WRSend, Flags: wr.SendInline,
+			SGL: []SGE{{Addr: addrOf(pl), Length: 129}}}}, 0, syscall.ENOMEM},
+		{"read on UC", QPTypeUC, []SendWR{{Opcode: wr.WRRDMARead, SGL: []SGE{gS1}}}, 0, syscall.EINVAL},
+		{"atomic on UD", QPTypeUD, []SendWR{{Opcode: wr.WRAtomicFetchAdd, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
+		{"write on UD", QPTypeUD, []SendWR{{Opcode: wr.WRRDMAWrite, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
+		{"UD without AH", QPTypeUD, []SendWR{sendWR(1, gS1)}, 0, syscall.EINVAL},
+		{"local invalidate", QPTypeRC, []SendWR{{Opcode: wr.WRLocalInv}}, 0, syscall.EOPNOTSUPP},
+		{"bind MW", QPTypeRC, []SendWR{{Opcode: wr.WRBindMW}}, 0, syscall.EOPNOTSUPP},
+		{"unknown opcode", QPTypeRC, []SendWR{{Opcode: 99}}, 0, syscall.EINVAL},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts := newTestSQ(t, c.typ, 256, false)
+			n, err := ts.sq.PostSend(c.wrs)
+			if n != c.posted || !errors.Is(err, c.errno) {
+				t.Fatalf("PostSend = %d, %v; want %d, %v", n, err, c.posted, c.errno)
+			}
+			wantDBR := []byte{0, 0, 0, 0}
+			if c.posted > 0 {
+				wantDBR = []byte{0, 0, 0, byte(c.posted)}
+			}
+			if !bytes.Equal(ts.dbr[4:8], wantDBR) {
+				t.Errorf("send doorbell record = %x, want %x (only the posted WQEs rung)", ts.dbr[4:8], wantDBR)
+			}
+			if ts.sq.Outstanding() != c.posted {
+				t.Errorf("outstanding = %d, want %d", ts.sq.Outstanding(), c.posted)
+			}
+		})
+	}
+	t.Run("atomics disabled", func(t *testing.T) {
+		ts := newTestSQ(t, QPTypeRC, 256, false)
+		ts.sq.atomics = false
+		_, err := ts.sq.PostSend([]SendWR{{Opcode: wr.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}})
+		if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EOPNOTSUPP) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestSignalAll(t *testing.T) {
+	ts := newTestSQ(t, QPTypeRC, 256, false)
+	ts.sq.sigBits = CtrlCQUpdate
+	if _, err := ts.sq.PostSend([]SendWR{{Opcode: wr.WRSend, SGL: []SGE{gS1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if ts.ring[11] != CtrlCQUpdate {
+		t.Errorf("fm_ce_se = %#x, want CQ_UPDATE", ts.ring[11])
+	}
+}
+
+func TestNewSendQueueValidation(t *testing.T) {
+	d, _ := NewDoorbellRecord(aligned(8))
+	r, _ := mmio.RegFromBytes(aligned(512))
+	bf, _ := NewBFReg(r, 256, false)
+	ok := SendQueueConfig{Buf: aligned(512), WQECount: 8, MaxPost: 8, MaxSGE: 1, QPN: 1, Type: QPTypeRC, DBR: d, BF: bf}
+	if _, err := NewSendQueue(ok); err != nil {
+		t.Fatalf("valid config rejected: %v", err)
+	}
+	for name, mut := range map[string]func(*SendQueueConfig){
+		"count not pow2":  func(c *SendQueueConfig) { c.WQECount = 6 },
+		"short buffer":    func(c *SendQueueConfig) { c.Buf = c.Buf[:448] },
+		"too many posts":  func(c *SendQueueConfig) { c.MaxSGE = 4 }, // 2 blocks per WQE, 8 WQEs
+		"zero max post":   func(c *SendQueueConfig) { c.MaxPost = 0 },
+		"no register":     func(c *SendQueueConfig) { c.BF = nil },
+		"no record":       func(c *SendQueueConfig) { c.DBR = DoorbellRecord{} },
+		"bad type":        func(c *SendQueueConfig) { c.Type = 9 },
+		"QPN over 24 bit": func(c *SendQueueConfig) { c.QPN = 1 << 24 },
+	} {
+		c := ok
+		mut(&c)
+		if _, err := NewSendQueue(c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestSharedBFRegConcurrent rings one shared register from two queues on two goroutines; with -race this proves
+// the register state is only touched under its lock.
+func TestSharedBFRegConcurrent(t *testing.T) {
+	reg := aligned(512)
+	r, _ := mmio.RegFromBytes(reg)
+	bf, err := NewBFReg(r, 256, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for q := 0; q < 2; q++ {
+		d, _ := NewDoorbellRecord(aligned(8))
+		sq, err := NewSendQueue(SendQueueConfig{Buf: aligned(8 * 64), WQECount: 8, MaxPost: 8, MaxSGE: 1,
+			QPN: uint32(q + 1), Type: QPTypeRC, DBR: d, BF: bf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := []SendWR{sendWR(1, gS1)}
+			for i := 0; i < 500; i++ {
+				if _, err := sq.PostSend(w); err != nil {
+					t.Error(err)
+					return
+				}
+				sq.tail = sq.head
+			}
+		}()
+	}
+	wg.Wait()
+	if bf.Offset() != 0 { // 1000 toggles
+		t.Errorf("offset after an even number of rings = %d", bf.Offset())
+	}
+}
+
+func TestSendQueueReset(t *testing.T) {
+	ts := newTestSQ(t, QPTypeRC, 256, false)
+	if _, err := ts.sq.PostSend([]SendWR{sendWR(1, gS1)}); err != nil {
+		t.Fatal(err)
+	}
+	ts.sq.Reset()
+	if ts.sq.Outstanding() != 0 || ts.sq.curPost != 0 || !bytes.Equal(ts.dbr[4:8], []byte{0, 0, 0, 0}) {
+		t.Errorf("after reset: outstanding %d cur_post %d dbr %x", ts.sq.Outstanding(), ts.sq.curPost, ts.dbr[4:8])
+	}
+}

@@ -1,0 +1,70 @@
+package mlx5
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
+	"syscall"
+)
+
+// Work-request and work-completion types. They are aliases of minimal local mirrors of ibv_send_wr, ibv_recv_wr,
+// ibv_sge and ibv_wc (package internal/wr) until the uverbs versions exist; swapping the aliases is the whole
+// migration.
+type (
+	SGE       = wr.SGE
+	SendWR    = wr.SendWR
+	RecvWR    = wr.RecvWR
+	WC        = wr.WC
+	WROpcode  = wr.Opcode
+	SendFlags = wr.SendFlags
+	WCStatus  = wr.Status
+	WCOpcode  = wr.WCOpcode
+	WCFlags   = wr.WCFlags
+)
+
+// QPType is a queue-pair transport type (enum ibv_qp_type values).
+type QPType uint8
+
+// Supported QP types.
+const (
+	QPTypeRC QPType = 2 // IBV_QPT_RC
+	QPTypeUC QPType = 3 // IBV_QPT_UC
+	QPTypeUD QPType = 4 // IBV_QPT_UD
+)
+
+func (t QPType) String() string {
+	switch t {
+	case QPTypeRC:
+		return "RC"
+	case QPTypeUC:
+		return "UC"
+	case QPTypeUD:
+		return "UD"
+	}
+	return fmt.Sprintf("QPType(%d)", uint8(t))
+}
+
+// ErrNotSupported is returned (wrapped) for requests this provider does not implement, such as memory-window
+// binds. errors.Is(err, syscall.EOPNOTSUPP) also holds.
+var ErrNotSupported = fmt.Errorf("mlx5: not supported: %w", syscall.EOPNOTSUPP)
+
+// errInvalid and friends carry the errno rdma-core's mlx5 provider returns in the same situation.
+var (
+	errQueueFull = syscall.ENOMEM
+	errInvalid   = syscall.EINVAL
+)
+
+// isPow2 reports whether n is a positive power of two.
+func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
+
+// roundupPow2 returns the smallest power of two >= n (n >= 1).
+func roundupPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+var _ = errors.Is

@@ -1,0 +1,133 @@
+package rxe
+
+import (
+	"encoding/binary"
+	"sync"
+	"unsafe"
+
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"golang.org/x/sys/unix"
+)
+
+// The CQ ring holds struct ib_uverbs_wc entries, which provider.WC reproduces exactly (a test pins every
+// offset); the sizes are checked here at compile time.
+var _ [abi.SizeofIbUverbsWc - unsafe.Sizeof(provider.WC{})]struct{}
+var _ [unsafe.Sizeof(provider.WC{}) - abi.SizeofIbUverbsWc]struct{}
+
+// cq is an rxe completion queue: a kernel-produced ring of ib_uverbs_wc entries.
+type cq struct {
+	ctx *context
+	mu  sync.Mutex // guards q: Poll, Resize and Destroyed
+	q   queue
+
+	armMu sync.Mutex // guards arm
+	arm   *armCmd
+}
+
+// armCmd is the preallocated REQ_NOTIFY_CQ command, so Arm does not allocate.
+type armCmd struct {
+	cmd rawcmd.Cmd
+	req abi.IbUverbsReqNotifyCq
+	w   rawcmd.Write
+}
+
+var _ provider.CQ = (*cq)(nil)
+
+// CreateCQ takes part in CQ_CREATE: the driver response (struct rxe_create_cq_resp) describes the ring, which
+// is mapped from the command fd.
+func (c *context) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, error) {
+	resp := new(abi.RxeCreateCqResp)
+	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
+		return nil, err
+	}
+	q, err := mapQueue(c.fd, resp.Mi, abi.SizeofIbUverbsWc)
+	if err != nil {
+		return nil, &Error{Op: "create CQ", Reason: "map completion ring", Err: err}
+	}
+	cq := &cq{ctx: c, q: q, arm: new(armCmd)}
+	cq.arm.req.CqHandle = p.Out.Handle
+	cq.arm.w = rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, CoreIn: rawcmd.Bytes(&cq.arm.req)}
+	return cq, nil
+}
+
+// Poll copies up to len(wc) completions out of the ring, oldest first, and returns how many. Immediate data
+// (WCWithImm) is converted from the wire's big-endian to host order. A destroyed CQ, or one whose ring could not
+// be mapped again after a resize, has no completions.
+func (cq *cq) Poll(wc []provider.WC) int {
+	cq.mu.Lock()
+	q := &cq.q
+	if !q.mapped() {
+		cq.mu.Unlock()
+		return 0
+	}
+	n := 0
+	cons := q.consumer()
+	prod := q.produced()
+	for n < len(wc) && cons != prod {
+		w := &wc[n]
+		*w = *(*provider.WC)(q.elem(cons))
+		if w.Flags&provider.WCWithImm != 0 {
+			w.Imm = binary.BigEndian.Uint32((*[4]byte)(unsafe.Pointer(&w.Imm))[:])
+		}
+		cons = q.release(cons)
+		n++
+	}
+	cq.mu.Unlock()
+	return n
+}
+
+// Arm requests a completion event for the next completion (only for solicited ones if solicitedOnly): the
+// legacy REQ_NOTIFY_CQ command through the INVOKE_WRITE tunnel.
+func (cq *cq) Arm(solicitedOnly bool) error {
+	cq.armMu.Lock()
+	defer cq.armMu.Unlock()
+	a := cq.arm
+	if a == nil {
+		return errArmDestroyed
+	}
+	a.req.SolicitedOnly = 0
+	if solicitedOnly {
+		a.req.SolicitedOnly = 1
+	}
+	if err := a.cmd.InvokeWrite(cq.ctx.fd, cq.ctx.driverID, &a.w); err != nil {
+		return &Error{Op: "arm CQ", Reason: "REQ_NOTIFY_CQ", Err: err}
+	}
+	return nil
+}
+
+// EventReceived needs no work on rxe: the kernel arms and disarms the CQ itself.
+func (cq *cq) EventReceived() {}
+
+// Resize takes part in RESIZE_CQ. The kernel copies the pending completions into a new ring and describes it
+// in struct rxe_resize_cq_resp; the old ring is unmapped and the new one mapped while Poll is held off, since
+// the kernel reads this side's consumer index during the copy.
+func (cq *cq) Resize(p *provider.CQParams, exec provider.Exec) error {
+	resp := new(abi.RxeResizeCqResp)
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if !cq.q.mapped() {
+		return &Error{Op: "resize CQ", Reason: "CQ has no ring (destroyed, or a previous resize failed to map)", Err: unix.EINVAL}
+	}
+	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
+		return err
+	}
+	cq.q.unmap()
+	q, err := mapQueue(cq.ctx.fd, resp.Mi, abi.SizeofIbUverbsWc)
+	if err != nil {
+		return &Error{Op: "resize CQ", Reason: "map the new completion ring", Err: err}
+	}
+	cq.q = q
+	return nil
+}
+
+// Destroyed unmaps the ring after the kernel destroyed the CQ.
+func (cq *cq) Destroyed() {
+	cq.mu.Lock()
+	cq.q.unmap()
+	cq.mu.Unlock()
+	cq.armMu.Lock()
+	cq.arm = nil
+	cq.armMu.Unlock()
+}

@@ -1,0 +1,85 @@
+package rxe
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/uverbs/abi"
+)
+
+// Poll copies struct ib_uverbs_wc into provider.WC and posting copies provider.SGE into struct rxe_sge as
+// blocks: their layouts must agree field by field.
+func TestLayouts(t *testing.T) {
+	var w provider.WC
+	var a abi.IbUverbsWc
+	wc := []struct {
+		name     string
+		got, off uintptr
+		gsz, asz uintptr
+	}{
+		{"wr_id", unsafe.Offsetof(w.WRID), unsafe.Offsetof(a.WrId), unsafe.Sizeof(w.WRID), unsafe.Sizeof(a.WrId)},
+		{"status", unsafe.Offsetof(w.Status), unsafe.Offsetof(a.Status), unsafe.Sizeof(w.Status), unsafe.Sizeof(a.Status)},
+		{"opcode", unsafe.Offsetof(w.Opcode), unsafe.Offsetof(a.Opcode), unsafe.Sizeof(w.Opcode), unsafe.Sizeof(a.Opcode)},
+		{"vendor_err", unsafe.Offsetof(w.VendorErr), unsafe.Offsetof(a.VendorErr), unsafe.Sizeof(w.VendorErr), unsafe.Sizeof(a.VendorErr)},
+		{"byte_len", unsafe.Offsetof(w.ByteLen), unsafe.Offsetof(a.ByteLen), unsafe.Sizeof(w.ByteLen), unsafe.Sizeof(a.ByteLen)},
+		{"ex", unsafe.Offsetof(w.Imm), unsafe.Offsetof(a.Ex), unsafe.Sizeof(w.Imm), unsafe.Sizeof(a.Ex)},
+		{"qp_num", unsafe.Offsetof(w.QPNum), unsafe.Offsetof(a.QpNum), unsafe.Sizeof(w.QPNum), unsafe.Sizeof(a.QpNum)},
+		{"src_qp", unsafe.Offsetof(w.SrcQP), unsafe.Offsetof(a.SrcQp), unsafe.Sizeof(w.SrcQP), unsafe.Sizeof(a.SrcQp)},
+		{"wc_flags", unsafe.Offsetof(w.Flags), unsafe.Offsetof(a.WcFlags), unsafe.Sizeof(w.Flags), unsafe.Sizeof(a.WcFlags)},
+		{"pkey_index", unsafe.Offsetof(w.PKeyIndex), unsafe.Offsetof(a.PkeyIndex), unsafe.Sizeof(w.PKeyIndex), unsafe.Sizeof(a.PkeyIndex)},
+		{"slid", unsafe.Offsetof(w.SLID), unsafe.Offsetof(a.Slid), unsafe.Sizeof(w.SLID), unsafe.Sizeof(a.Slid)},
+		{"sl", unsafe.Offsetof(w.SL), unsafe.Offsetof(a.Sl), unsafe.Sizeof(w.SL), unsafe.Sizeof(a.Sl)},
+		{"dlid_path_bits", unsafe.Offsetof(w.DLIDPathBits), unsafe.Offsetof(a.DlidPathBits), unsafe.Sizeof(w.DLIDPathBits), unsafe.Sizeof(a.DlidPathBits)},
+		{"port_num", unsafe.Offsetof(w.PortNum), unsafe.Offsetof(a.PortNum), unsafe.Sizeof(w.PortNum), unsafe.Sizeof(a.PortNum)},
+		{"sizeof", 0, 0, unsafe.Sizeof(w), unsafe.Sizeof(a)},
+	}
+	var s provider.SGE
+	var r abi.RxeSge
+	sge := []struct {
+		name     string
+		got, off uintptr
+		gsz, asz uintptr
+	}{
+		{"addr", unsafe.Offsetof(s.Addr), unsafe.Offsetof(r.Addr), unsafe.Sizeof(s.Addr), unsafe.Sizeof(r.Addr)},
+		{"length", unsafe.Offsetof(s.Length), unsafe.Offsetof(r.Length), unsafe.Sizeof(s.Length), unsafe.Sizeof(r.Length)},
+		{"lkey", unsafe.Offsetof(s.LKey), unsafe.Offsetof(r.Lkey), unsafe.Sizeof(s.LKey), unsafe.Sizeof(r.Lkey)},
+		{"sizeof", 0, 0, unsafe.Sizeof(s), unsafe.Sizeof(r)},
+	}
+	for _, f := range append(wc, sge...) {
+		if f.got != f.off || f.gsz != f.asz {
+			t.Errorf("%s: goverbs offset %d size %d, kernel offset %d size %d", f.name, f.got, f.gsz, f.off, f.asz)
+		}
+	}
+	// The payload of a send WQE starts right after struct rxe_send_wqe (dma.sge[] / dma.inline_data[]).
+	if got := unsafe.Offsetof(abi.RxeSendWqe{}.Dma) + abi.SizeofRxeDmaInfo; got != abi.SizeofRxeSendWqe {
+		t.Errorf("send WQE payload at %d, struct ends at %d", got, abi.SizeofRxeSendWqe)
+	}
+	if got := unsafe.Offsetof(abi.RxeRecvWqe{}.Dma) + abi.SizeofRxeDmaInfo; got != abi.SizeofRxeRecvWqe {
+		t.Errorf("recv WQE payload at %d, struct ends at %d", got, abi.SizeofRxeRecvWqe)
+	}
+}
+
+// The doorbell is the 32-byte legacy POST_SEND command rdma-core writes: header, then ib_uverbs_post_send with
+// no work requests, the response pointing at the QP's 4-byte response.
+func TestDoorbellEncoding(t *testing.T) {
+	db := newDoorbell(0xabcd)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&db.hdr)), doorbellLen)
+	if len(b) != 32 {
+		t.Fatalf("doorbell is %d bytes, want 32", len(b))
+	}
+	hdr := (*abi.IbUverbsCmdHdr)(unsafe.Pointer(&b[0]))
+	cmd := (*abi.IbUverbsPostSend)(unsafe.Pointer(&b[abi.SizeofIbUverbsCmdHdr]))
+	if hdr.Command != abi.IB_USER_VERBS_CMD_POST_SEND || hdr.InWords != 8 || hdr.OutWords != 1 {
+		t.Errorf("header = %+v, want command %d in_words 8 out_words 1", *hdr, abi.IB_USER_VERBS_CMD_POST_SEND)
+	}
+	if cmd.QpHandle != 0xabcd || cmd.WrCount != 0 || cmd.SgeCount != 0 {
+		t.Errorf("command = %+v, want qp_handle 0xabcd and no work requests", *cmd)
+	}
+	if cmd.WqeSize < abi.SizeofIbUverbsSendWr {
+		t.Errorf("wqe_size %d < sizeof(ib_uverbs_send_wr) %d: the kernel refuses it", cmd.WqeSize, abi.SizeofIbUverbsSendWr)
+	}
+	if cmd.Response != uint64(uintptr(unsafe.Pointer(&db.resp))) {
+		t.Errorf("response %#x does not point at the doorbell's response %p", cmd.Response, &db.resp)
+	}
+}

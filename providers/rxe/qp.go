@@ -1,0 +1,172 @@
+package rxe
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/goverbs/goverbs/internal/ioctl"
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
+)
+
+// qp is an rxe queue pair: a send ring, a receive ring unless the QP receives from an SRQ, and the doorbell.
+type qp struct {
+	state atomic.Uint32 // provider.QPState the kernel last accepted
+
+	sqMu  sync.Mutex // guards sq and ssn: one PostSend batch at a time
+	sq    queue
+	ssn   uint32 // send sequence number of the next WQE
+	limit sendLimits
+
+	rq *recvRing // nil when the QP receives from an SRQ
+
+	dbFD int       // where the doorbell is written: the command fd
+	db   *doorbell // preallocated doorbell command
+}
+
+// doorbell is the POST_SEND write() command with no work requests that makes the kernel run the QP's
+// requester: struct ib_uverbs_cmd_hdr, struct ib_uverbs_post_send, and the response the kernel writes.
+// It lives on the heap for the QP's lifetime (the kernel writes resp through a pointer), and is never modified
+// after creation, so concurrent doorbells may share it.
+type doorbell struct {
+	hdr  abi.IbUverbsCmdHdr
+	cmd  abi.IbUverbsPostSend
+	resp abi.IbUverbsPostSendResp
+}
+
+// doorbellLen is the size of the doorbell write: header and command, contiguous in struct doorbell.
+const doorbellLen = abi.SizeofIbUverbsCmdHdr + abi.SizeofIbUverbsPostSend
+
+var _ [unsafe.Offsetof(doorbell{}.cmd) - abi.SizeofIbUverbsCmdHdr]struct{}
+var _ [abi.SizeofIbUverbsCmdHdr - unsafe.Offsetof(doorbell{}.cmd)]struct{}
+
+func newDoorbell(qpHandle uint32) *doorbell {
+	db := new(doorbell)
+	db.hdr = abi.IbUverbsCmdHdr{
+		Command:  abi.IB_USER_VERBS_CMD_POST_SEND,
+		InWords:  doorbellLen / 4,
+		OutWords: abi.SizeofIbUverbsPostSendResp / 4,
+	}
+	db.cmd = abi.IbUverbsPostSend{
+		Response: uint64(uintptr(unsafe.Pointer(&db.resp))),
+		QpHandle: qpHandle,
+		WqeSize:  abi.SizeofIbUverbsSendWr, // the kernel requires at least this even with no work requests
+	}
+	return db
+}
+
+// ring writes the doorbell to fd.
+func (db *doorbell) ring(fd int) error {
+	return ioctl.Write(fd, unsafe.Pointer(&db.hdr), doorbellLen)
+}
+
+var _ provider.QP = (*qp)(nil)
+
+// CreateQP takes part in QP_CREATE: the driver response (struct rxe_create_qp_resp) describes the receive and
+// send rings, which are mapped from the command fd (no receive ring when the QP uses an SRQ). The send limits
+// are the capacities the kernel granted (p.Out.Cap), bounded by the send ring's element size.
+func (c *context) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, error) {
+	resp := new(abi.RxeCreateQpResp)
+	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
+		return nil, err
+	}
+	qp := &qp{dbFD: c.fd, db: newDoorbell(p.Out.Handle)}
+	if !p.HasSRQ {
+		rq, err := mapRecvRing(c.fd, resp.RqMi, p.Out.Cap.MaxRecvSGE, qpRecvErrors)
+		if err != nil {
+			return nil, &Error{Op: "create QP", Reason: "map receive ring", Err: err}
+		}
+		qp.rq = rq
+	}
+	sq, err := mapQueue(c.fd, resp.SqMi, abi.SizeofRxeSendWqe)
+	if err != nil {
+		if qp.rq != nil {
+			qp.rq.q.unmap()
+		}
+		return nil, &Error{Op: "create QP", Reason: "map send ring", Err: err}
+	}
+	qp.sq = sq
+	area := uint32(sq.elemSize() - abi.SizeofRxeSendWqe)
+	qp.limit = sendLimits{
+		qpType:    p.Type,
+		maxSGE:    min(p.Out.Cap.MaxSendSGE, area/abi.SizeofRxeSge),
+		maxInline: min(p.Out.Cap.MaxInlineData, area),
+	}
+	return qp, nil
+}
+
+// PostSend writes wrs into the send ring in order and rings the doorbell once. It returns how many were posted;
+// on error wrs[n] is the first one not posted. Validation follows rdma-core (EINVAL for too many SGEs, inline
+// data over max_inline_data, misaligned or short atomics, a BIND_MW that is not on RC/UC or carries SGEs or
+// immediate data, a UD send without an AH; ENOMEM when the ring is full). Before the QP reaches RTS nothing is
+// written and EINVAL is returned, which is what the kernel's doorbell would answer. If the doorbell fails,
+// wrs[:n] are in the ring and the error is the kernel's.
+func (qp *qp) PostSend(wrs []provider.SendWR) (n int, err error) {
+	if len(wrs) == 0 {
+		return 0, nil
+	}
+	if provider.QPState(qp.state.Load()) < provider.QPSRTS {
+		return 0, errSendNotReady
+	}
+	qp.sqMu.Lock()
+	q := &qp.sq
+	if !q.mapped() {
+		qp.sqMu.Unlock()
+		return 0, errSendDestroyed
+	}
+	prod := q.producer()
+	var perr *Error
+	for n < len(wrs) {
+		wr := &wrs[n]
+		length := sgeSum(wr.SGL)
+		if perr = validateSend(&qp.limit, wr, length); perr != nil {
+			break
+		}
+		if q.full(prod) {
+			perr = errSendFull
+			break
+		}
+		encodeSend(q.elem(prod), &qp.limit, wr, length, qp.ssn)
+		qp.ssn++
+		prod = q.publish(prod)
+		n++
+	}
+	qp.sqMu.Unlock()
+	if n > 0 {
+		if dberr := qp.db.ring(qp.dbFD); dberr != nil {
+			return n, &Error{Op: opPostSend, Reason: "doorbell (POST_SEND write)", Err: dberr}
+		}
+	}
+	if perr != nil {
+		return n, perr
+	}
+	return n, nil
+}
+
+// PostRecv writes wrs into the receive ring (no system call: the kernel reads the ring when messages arrive).
+// It fails with EINVAL while the QP is in RESET and for QPs that receive from an SRQ.
+func (qp *qp) PostRecv(wrs []provider.RecvWR) (int, error) {
+	if qp.rq == nil {
+		return 0, errRecvSRQ
+	}
+	if provider.QPState(qp.state.Load()) == provider.QPSReset {
+		return 0, errRecvReset
+	}
+	return qp.rq.post(wrs)
+}
+
+// StateChanged records the state the kernel accepted; posting is gated on it. The kernel keeps the ring indices
+// across RESET (it only clears the slots), so nothing else changes here.
+func (qp *qp) StateChanged(state provider.QPState) { qp.state.Store(uint32(state)) }
+
+// Destroyed unmaps the rings after the kernel destroyed the QP; later posts fail with EINVAL.
+func (qp *qp) Destroyed() {
+	qp.sqMu.Lock()
+	qp.sq.unmap()
+	qp.sqMu.Unlock()
+	if qp.rq != nil {
+		qp.rq.destroy()
+	}
+}

@@ -1,0 +1,72 @@
+package rxe
+
+import (
+	"sync"
+
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/uverbs/abi"
+)
+
+// recvRing is a receive ring, a QP's own or an SRQ's: userspace produces struct rxe_recv_wqe entries.
+type recvRing struct {
+	mu     sync.Mutex // guards q and maxSGE: one PostRecv batch (or SRQ resize) at a time
+	q      queue
+	maxSGE uint32
+	errs   recvErrors
+}
+
+// mapRecvRing maps a receive ring; maxSGE is what the kernel granted, bounded by the element size.
+func mapRecvRing(fd int, mi abi.Mminfo, maxSGE uint32, errs recvErrors) (*recvRing, error) {
+	q, err := mapQueue(fd, mi, abi.SizeofRxeRecvWqe)
+	if err != nil {
+		return nil, err
+	}
+	r := &recvRing{errs: errs}
+	r.setQueue(q, maxSGE)
+	return r, nil
+}
+
+// setQueue installs q (r.mu held or r not yet shared).
+func (r *recvRing) setQueue(q queue, maxSGE uint32) {
+	r.q = q
+	r.maxSGE = min(maxSGE, uint32(q.elemSize()-abi.SizeofRxeRecvWqe)/abi.SizeofRxeSge)
+}
+
+// post writes wrs in order: ENOMEM when the ring is full, EINVAL for more SGEs than the ring's limit (checked in
+// that order, as rdma-core does).
+func (r *recvRing) post(wrs []provider.RecvWR) (n int, err error) {
+	r.mu.Lock()
+	q := &r.q
+	if !q.mapped() {
+		r.mu.Unlock()
+		return 0, r.errs.destroyed
+	}
+	prod := q.producer()
+	var perr *Error
+	for n < len(wrs) {
+		wr := &wrs[n]
+		if q.full(prod) {
+			perr = r.errs.full
+			break
+		}
+		if uint64(len(wr.SGL)) > uint64(r.maxSGE) {
+			perr = r.errs.tooManySGE
+			break
+		}
+		encodeRecv(q.elem(prod), wr)
+		prod = q.publish(prod)
+		n++
+	}
+	r.mu.Unlock()
+	if perr != nil {
+		return n, perr
+	}
+	return n, nil
+}
+
+// destroy unmaps the ring.
+func (r *recvRing) destroy() {
+	r.mu.Lock()
+	r.q.unmap()
+	r.mu.Unlock()
+}

@@ -1,0 +1,155 @@
+package rxe
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/uverbs/abi"
+)
+
+// The SGE arrays of work requests are copied into WQEs as one block: provider.SGE and struct rxe_sge must have
+// the same layout (pinned by a test, sizes checked here at compile time).
+var _ [abi.SizeofRxeSge - unsafe.Sizeof(provider.SGE{})]struct{}
+var _ [unsafe.Sizeof(provider.SGE{}) - abi.SizeofRxeSge]struct{}
+
+// sendLimits are a send queue's capacities: what the kernel granted, bounded by the ring's element stride.
+type sendLimits struct {
+	qpType    provider.QPType
+	maxSGE    uint32
+	maxInline uint32
+}
+
+// sgeSum is the total length of an SGE list, wrapping like the C unsigned sum rdma-core computes.
+func sgeSum(sgl []provider.SGE) uint32 {
+	var n uint32
+	for i := range sgl {
+		n += sgl[i].Length
+	}
+	return n
+}
+
+// validateSend checks a send work request the way rdma-core's rxe provider does (plus: known opcodes only, and
+// a UD send names an address handle with a kernel AH number). length is sgeSum(wr.SGL).
+func validateSend(l *sendLimits, wr *provider.SendWR, length uint32) *Error {
+	if wr.Opcode > provider.WRSendWithInv {
+		return errSendOpcode
+	}
+	if uint64(len(wr.SGL)) > uint64(l.maxSGE) {
+		return errSendTooManySGE
+	}
+	switch wr.Opcode {
+	case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
+		if length < 8 || wr.RemoteAddr&7 != 0 {
+			return errSendAtomic
+		}
+	case provider.WRBindMW:
+		if length != 0 || len(wr.SGL) != 0 || wr.Imm != 0 ||
+			(l.qpType != provider.QPTRC && l.qpType != provider.QPTUC) {
+			return errSendBindMW
+		}
+	case provider.WRSend, provider.WRSendWithImm:
+		if l.qpType == provider.QPTUD {
+			if wr.AH == nil {
+				return errSendNoAH
+			}
+			if wr.AH.Num == 0 {
+				return errSendAHNum
+			}
+		}
+	}
+	if wr.Flags&provider.SendInline != 0 && length > l.maxInline {
+		return errSendInline
+	}
+	return nil
+}
+
+// encodeSend writes the validated work request wr into the send WQE at p (a ring slot with room for the WQE
+// header plus l.maxSGE SGEs and l.maxInline bytes), with send sequence number ssn. length is sgeSum(wr.SGL).
+func encodeSend(p unsafe.Pointer, l *sendLimits, wr *provider.SendWR, length, ssn uint32) {
+	wqe := (*abi.RxeSendWqe)(p)
+	*wqe = abi.RxeSendWqe{}
+	w := &wqe.Wr
+	w.WrId = wr.WRID
+	w.Opcode = uint32(wr.Opcode)
+	w.SendFlags = uint32(wr.Flags)
+	switch wr.Opcode {
+	case provider.WRRDMAWriteWithImm, provider.WRSendWithImm:
+		binary.BigEndian.PutUint32(w.Ex[:], wr.Imm) // imm_data is __be32
+	case provider.WRSendWithInv, provider.WRLocalInv:
+		*w.InvalidateRkey() = wr.Imm // invalidate_rkey is host order
+	}
+	switch wr.Opcode {
+	case provider.WRRDMAWrite, provider.WRRDMAWriteWithImm, provider.WRRDMARead:
+		r := w.Rdma()
+		r.RemoteAddr = wr.RemoteAddr
+		r.Rkey = wr.RKey
+	case provider.WRSend, provider.WRSendWithImm:
+		if l.qpType == provider.QPTUD {
+			ud := w.Ud()
+			ud.RemoteQpn = wr.RemoteQPN
+			ud.RemoteQkey = wr.RemoteQKey
+			ud.AhNum = wr.AH.Num
+		}
+	case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
+		a := w.Atomic()
+		a.RemoteAddr = wr.RemoteAddr
+		a.CompareAdd = wr.CompareAdd
+		a.Swap = wr.Swap
+		a.Rkey = wr.RKey
+	case provider.WRBindMW:
+		m := w.Mw()
+		m.Addr = wr.Bind.Addr
+		m.Length = wr.Bind.Length
+		m.MrLkey = wr.Bind.MRLKey
+		m.MwRkey = wr.Bind.MWRKey
+		m.Rkey = wr.Bind.NewRKey
+		m.Access = wr.Bind.Access
+	}
+
+	data := unsafe.Add(p, abi.SizeofRxeSendWqe)
+	if wr.Flags&provider.SendInline != 0 {
+		dst := unsafe.Slice((*byte)(data), l.maxInline)
+		off := uint32(0)
+		for i := range wr.SGL {
+			s := &wr.SGL[i]
+			if s.Length == 0 {
+				continue
+			}
+			off += uint32(copy(dst[off:], unsafe.Slice((*byte)(addrPointer(s.Addr)), s.Length)))
+		}
+	} else if len(wr.SGL) > 0 {
+		copy(unsafe.Slice((*provider.SGE)(data), len(wr.SGL)), wr.SGL)
+	}
+
+	wqe.Iova = wr.RemoteAddr
+	wqe.Dma.Length = length
+	wqe.Dma.Resid = length
+	wqe.Dma.NumSge = uint32(len(wr.SGL))
+	wqe.Ssn = ssn
+}
+
+// encodeRecv writes a receive work request into the receive WQE at p (a ring slot with room for len(wr.SGL)
+// SGEs after the header).
+func encodeRecv(p unsafe.Pointer, wr *provider.RecvWR) {
+	wqe := (*abi.RxeRecvWqe)(p)
+	*wqe = abi.RxeRecvWqe{}
+	wqe.WrId = wr.WRID
+	if len(wr.SGL) > 0 {
+		copy(unsafe.Slice((*provider.SGE)(unsafe.Add(p, abi.SizeofRxeRecvWqe)), len(wr.SGL)), wr.SGL)
+	}
+	length := sgeSum(wr.SGL)
+	wqe.Dma.Length = length
+	wqe.Dma.Resid = length
+	wqe.Dma.NumSge = uint32(len(wr.SGL))
+}
+
+// addrPointer turns the user virtual address a (an SGE address of caller memory) into a pointer for copying
+// inline data. It stores the address into a pointer's storage rather than converting an integer expression,
+// which is how an address that came from outside the Go type system (a C or mmap'd buffer, or Go memory the
+// caller keeps alive) is turned back into a pointer.
+func addrPointer(a uint64) unsafe.Pointer {
+	var p unsafe.Pointer
+	*(*uintptr)(unsafe.Pointer(&p)) = uintptr(a)
+	return p
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what goverbs' build, tests and lab need on a Debian/Ubuntu machine. Idempotent: it installs only
+# what is missing. Needs root (or sudo).
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+# The lab boots a Debian 6.1 kernel under QEMU and runs rdma-core's C tools beside ours (they are the peers our
+# tools must match), so the host needs QEMU, the C tools and the uAPI headers the ABI generator reads.
+pkgs=(qemu-system-x86 ibverbs-utils ibverbs-providers infiniband-diags perftest rdma-core rdmacm-utils
+      iproute2 libibverbs-dev linux-libc-dev gcc make dpkg cpio kmod ca-certificates)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "install-deps: installing ${missing[*]}"
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Go: the module asks for a recent toolchain; any Go >= 1.21 fetches it through the module proxy
+# (GOTOOLCHAIN=auto). Install the distribution's Go only when there is none at all.
+if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
+	echo "install-deps: installing golang-go"
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends golang-go >/dev/null
+fi

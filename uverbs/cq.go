@@ -1,0 +1,269 @@
+package uverbs
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"golang.org/x/sys/unix"
+)
+
+// Data-path types, shared with the providers.
+type (
+	SGE       = provider.SGE
+	SendWR    = provider.SendWR
+	RecvWR    = provider.RecvWR
+	WC        = provider.WC
+	WROpcode  = provider.WROpcode
+	SendFlags = provider.SendFlags
+	WCStatus  = provider.WCStatus
+	WCOpcode  = provider.WCOpcode
+	WCFlags   = provider.WCFlags
+	MWBind    = provider.MWBind
+)
+
+// CompChannel is a completion event channel (ibv_comp_channel): CQs attached to it report completion events
+// on it after they are armed. Waiting on it uses Go's runtime poller and a context.
+type CompChannel struct {
+	ctx *Context
+	pf  *pollFile
+	fd  int
+
+	rmu sync.Mutex
+	buf [8]byte
+
+	mu     sync.Mutex
+	cqs    int
+	closed bool
+}
+
+// CreateCompChannel creates a completion channel (ibv_create_comp_channel).
+func (c *Context) CreateCompChannel() (*CompChannel, error) {
+	in := new(abi.IbUverbsCreateCompChannel)
+	out := new(abi.IbUverbsCreateCompChannelResp)
+	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
+		return nil, wrap("create completion channel", c.dev.Name, err)
+	}
+	fd := int(out.Fd)
+	unix.CloseOnExec(fd)
+	pf, err := newPollFile(fd, "uverbs-comp-channel")
+	if err != nil {
+		unix.Close(fd)
+		return nil, wrap("create completion channel", c.dev.Name, err)
+	}
+	if err := c.addObject(); err != nil {
+		pf.close()
+		return nil, wrap("create completion channel", c.dev.Name, err)
+	}
+	return &CompChannel{ctx: c, pf: pf, fd: fd}, nil
+}
+
+// FD is the channel's file descriptor.
+func (ch *CompChannel) FD() int { return ch.fd }
+
+// GetEvent waits for the next completion event (ibv_get_cq_event) until ctx ends and returns the CQ it is for.
+// Every event must be acknowledged with cq.AckEvents before the CQ can be closed.
+func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
+	ch.rmu.Lock()
+	defer ch.rmu.Unlock()
+	if err := ch.pf.read(ctx, ch.buf[:]); err != nil {
+		return nil, wrap("get CQ event", ch.ctx.dev.Name, err)
+	}
+	// struct ib_uverbs_comp_event_desc { __aligned_u64 cq_handle; } — the CQ's user handle.
+	h := binary.NativeEndian.Uint64(ch.buf[:])
+	cq, _ := ch.ctx.handles.get(h).(*CQ)
+	if cq == nil {
+		return nil, wrap("get CQ event", ch.ctx.dev.Name, fmt.Errorf("event for unknown CQ handle %d", h))
+	}
+	cq.prov.EventReceived()
+	cq.evMu.Lock()
+	cq.eventsGot++
+	cq.evMu.Unlock()
+	return cq, nil
+}
+
+// Close destroys the channel (ibv_destroy_comp_channel). It fails with EBUSY while CQs use it.
+func (ch *CompChannel) Close() error {
+	if ch == nil {
+		return nil
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.closed {
+		return nil
+	}
+	if ch.cqs > 0 {
+		return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", ch.cqs, unix.EBUSY))
+	}
+	ch.closed = true
+	ch.ctx.dropObject()
+	return wrap("destroy completion channel", ch.ctx.dev.Name, ch.pf.close())
+}
+
+// CQ is a completion queue.
+type CQ struct {
+	ctx     *Context
+	handle  uint32
+	uhandle uint64
+	cqe     int
+	prov    provider.CQ
+	channel *CompChannel
+
+	evMu      sync.Mutex
+	evCond    *sync.Cond
+	eventsGot uint32 // completion events read from the channel
+	eventsAck uint32 // acknowledged by AckEvents
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// CQAttr are the options of CreateCQ.
+type CQAttr struct {
+	CQE        int          // minimum number of entries
+	Channel    *CompChannel // completion channel, or nil
+	CompVector int          // completion vector, < Context.NumCompVectors()
+}
+
+// CreateCQ creates a completion queue (ibv_create_cq) through the CQ_CREATE ioctl.
+func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
+	if attr.CQE < 1 {
+		return nil, wrap("create CQ", c.dev.Name, fmt.Errorf("cqe %d: %w", attr.CQE, unix.EINVAL))
+	}
+	if err := c.addObject(); err != nil {
+		return nil, wrap("create CQ", c.dev.Name, err)
+	}
+	cq := &CQ{ctx: c, channel: attr.Channel}
+	cq.evCond = sync.NewCond(&cq.evMu)
+	cq.uhandle = c.handles.add(cq)
+	p := &provider.CQParams{CQE: attr.CQE, CompVector: uint32(attr.CompVector), Handle: cq.uhandle}
+	created := false
+	respCQE := new(uint32)
+	prov, err := c.prov.CreateCQ(p, func(uhwIn, uhwOut []byte) error {
+		cmd := c.newCmd(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
+		h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
+		cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_CQE, uint32(p.CQE))
+		cmd.U64In(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, cq.uhandle)
+		if attr.Channel != nil {
+			cmd.FD(abi.UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, attr.Channel.fd)
+		}
+		cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, uint32(attr.CompVector))
+		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, ptr(respCQE), 4)
+		cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_CQ_EVENT_FD, c.asyncFD))
+		addUHW(cmd, uhwIn, uhwOut)
+		if err := cmd.Invoke(c.fd); err != nil {
+			return err
+		}
+		created = true
+		p.Out.Handle = cmd.Handle(h)
+		p.Out.CQE = int(*respCQE)
+		return nil
+	})
+	if err != nil {
+		if created {
+			c.destroyCQ(p.Out.Handle)
+		}
+		c.handles.del(cq.uhandle)
+		c.dropObject()
+		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "create CQ (cqe %d, vector %d)", attr.CQE, attr.CompVector)
+	}
+	cq.handle, cq.cqe, cq.prov = p.Out.Handle, p.Out.CQE, prov
+	if attr.Channel != nil {
+		attr.Channel.mu.Lock()
+		attr.Channel.cqs++
+		attr.Channel.mu.Unlock()
+	}
+	return cq, nil
+}
+
+func (c *Context) destroyCQ(handle uint32) (*abi.IbUverbsDestroyCqResp, error) {
+	resp := new(abi.IbUverbsDestroyCqResp)
+	cmd := c.newCmd(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY)
+	cmd.Object(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, handle)
+	cmd.PtrOut(abi.UVERBS_ATTR_DESTROY_CQ_RESP, ptr(resp), int(abi.SizeofIbUverbsDestroyCqResp))
+	return resp, cmd.Invoke(c.fd)
+}
+
+// CQE is the number of entries the CQ holds.
+func (cq *CQ) CQE() int { return cq.cqe }
+
+// Handle is the kernel's handle.
+func (cq *CQ) Handle() uint32 { return cq.handle }
+
+// Poll fills wc with up to len(wc) completions and returns how many (ibv_poll_cq). It allocates nothing.
+func (cq *CQ) Poll(wc []WC) int { return cq.prov.Poll(wc) }
+
+// ReqNotify arms the CQ: the next completion (only solicited ones if solicitedOnly) raises an event on its
+// completion channel (ibv_req_notify_cq).
+func (cq *CQ) ReqNotify(solicitedOnly bool) error {
+	if err := cq.prov.Arm(solicitedOnly); err != nil {
+		return wrapf(cq.ctx.dev.Name, err, "arm CQ %#x", cq.handle)
+	}
+	return nil
+}
+
+// AckEvents acknowledges n completion events received for this CQ (ibv_ack_cq_events).
+func (cq *CQ) AckEvents(n int) {
+	cq.evMu.Lock()
+	cq.eventsAck += uint32(n)
+	cq.evCond.Broadcast()
+	cq.evMu.Unlock()
+}
+
+// Resize changes the CQ's size to at least cqe entries (ibv_resize_cq).
+func (cq *CQ) Resize(cqe int) error {
+	c := cq.ctx
+	p := &provider.CQParams{CQE: cqe}
+	err := cq.prov.Resize(p, func(uhwIn, uhwOut []byte) error {
+		in := &abi.IbUverbsResizeCq{CqHandle: cq.handle, Cqe: uint32(cqe)}
+		out := new(abi.IbUverbsResizeCqResp)
+		if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_RESIZE_CQ, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out), UHWIn: uhwIn, UHWOut: uhwOut}); err != nil {
+			return err
+		}
+		p.Out.CQE = int(out.Cqe)
+		return nil
+	})
+	if err != nil {
+		return wrapf(c.dev.Name, err, "resize CQ %#x to %d", cq.handle, cqe)
+	}
+	cq.cqe = p.Out.CQE
+	return nil
+}
+
+// Close destroys the CQ (ibv_destroy_cq). As in rdma-core, it waits until every completion event the kernel
+// delivered for this CQ has been acknowledged with AckEvents. The kernel refuses (EBUSY) while QPs or SRQs use
+// the CQ.
+func (cq *CQ) Close() error {
+	if cq == nil {
+		return nil
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.closed {
+		return nil
+	}
+	c := cq.ctx
+	resp, err := c.destroyCQ(cq.handle)
+	if err != nil {
+		return wrapf(c.dev.Name, err, "destroy CQ %#x", cq.handle)
+	}
+	cq.closed = true
+	cq.prov.Destroyed()
+	cq.evMu.Lock()
+	for cq.eventsAck < resp.CompEventsReported {
+		cq.evCond.Wait()
+	}
+	cq.evMu.Unlock()
+	c.handles.del(cq.uhandle)
+	if cq.channel != nil {
+		cq.channel.mu.Lock()
+		cq.channel.cqs--
+		cq.channel.mu.Unlock()
+	}
+	c.dropObject()
+	return nil
+}

@@ -1,0 +1,119 @@
+package uverbs
+
+import (
+	"sync"
+
+	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
+)
+
+// MWType is a memory window type.
+type MWType uint8
+
+// Memory window types.
+const (
+	MWType1 MWType = 1
+	MWType2 MWType = 2
+)
+
+// MW is a memory window. Bind it with a send work request of opcode WRBindMW (type 2, and type 1 on rxe,
+// whose provider also binds type 1 windows through the send queue).
+type MW struct {
+	pd     *PD
+	handle uint32
+	rkey   uint32
+	typ    MWType
+	mu     sync.Mutex
+	closed bool
+}
+
+// AllocMW allocates a memory window (ibv_alloc_mw).
+func (pd *PD) AllocMW(typ MWType) (*MW, error) {
+	c := pd.ctx
+	if err := c.addObject(); err != nil {
+		return nil, wrap("alloc MW", c.dev.Name, err)
+	}
+	in := &abi.IbUverbsAllocMw{PdHandle: pd.handle, MwType: uint8(typ)}
+	out := new(abi.IbUverbsAllocMwResp)
+	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_ALLOC_MW, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
+		c.dropObject()
+		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "alloc MW type %d", typ)
+	}
+	return &MW{pd: pd, handle: out.MwHandle, rkey: out.Rkey, typ: typ}, nil
+}
+
+// RKey is the window's current remote key. After a successful bind the key is the NewRKey of the bind request;
+// call SetRKey with it (as rdma-core's ibv_bind_mw updates mw->rkey).
+func (mw *MW) RKey() uint32 { return mw.rkey }
+
+// SetRKey records the rkey a completed bind (or an invalidate) gave the window.
+func (mw *MW) SetRKey(rkey uint32) { mw.rkey = rkey }
+
+// Type is the window's type.
+func (mw *MW) Type() MWType { return mw.typ }
+
+// Handle is the kernel's handle.
+func (mw *MW) Handle() uint32 { return mw.handle }
+
+// Close deallocates the window (ibv_dealloc_mw).
+func (mw *MW) Close() error {
+	if mw == nil {
+		return nil
+	}
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	if mw.closed {
+		return nil
+	}
+	c := mw.pd.ctx
+	if err := c.destroyObject(abi.UVERBS_OBJECT_MW, abi.UVERBS_METHOD_MW_DESTROY, abi.UVERBS_ATTR_DESTROY_MW_HANDLE, mw.handle); err != nil {
+		return wrapf(c.dev.Name, err, "dealloc MW %#x", mw.handle)
+	}
+	mw.closed = true
+	c.dropObject()
+	return nil
+}
+
+// XRCD is an XRC domain.
+type XRCD struct {
+	ctx    *Context
+	handle uint32
+	mu     sync.Mutex
+	closed bool
+}
+
+// OpenXRCD opens an XRC domain (ibv_open_xrcd) associated with the file fd (-1 for none) with the given open
+// flags (O_CREAT, O_EXCL). Devices without XRC (rxe) answer ErrNotSupported.
+func (c *Context) OpenXRCD(fd int, oflags int) (*XRCD, error) {
+	if err := c.addObject(); err != nil {
+		return nil, wrap("open XRCD", c.dev.Name, err)
+	}
+	in := &abi.IbUverbsOpenXrcd{Fd: uint32(int32(fd)), Oflags: uint32(oflags)}
+	out := new(abi.IbUverbsOpenXrcdResp)
+	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_OPEN_XRCD, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
+		c.dropObject()
+		return nil, wrap("open XRCD", c.dev.Name, err)
+	}
+	return &XRCD{ctx: c, handle: out.XrcdHandle}, nil
+}
+
+// Handle is the kernel's handle.
+func (x *XRCD) Handle() uint32 { return x.handle }
+
+// Close closes the XRC domain (ibv_close_xrcd).
+func (x *XRCD) Close() error {
+	if x == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	if err := x.ctx.destroyObject(abi.UVERBS_OBJECT_XRCD, abi.UVERBS_METHOD_XRCD_DESTROY, abi.UVERBS_ATTR_DESTROY_XRCD_HANDLE, x.handle); err != nil {
+		return wrap("close XRCD", x.ctx.dev.Name, err)
+	}
+	x.closed = true
+	x.ctx.dropObject()
+	return nil
+}

@@ -1,0 +1,367 @@
+package uverbs
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"golang.org/x/sys/unix"
+)
+
+// QP types, states and capacities.
+type (
+	QPType  = provider.QPType
+	QPState = provider.QPState
+	QPCap   = provider.QPCap
+)
+
+// QP types.
+const (
+	QPTypeRC      = provider.QPTRC
+	QPTypeUC      = provider.QPTUC
+	QPTypeUD      = provider.QPTUD
+	QPTypeXRCSend = provider.QPTXRCSend
+	QPTypeXRCRecv = provider.QPTXRCRecv
+)
+
+// QP states.
+const (
+	QPStateReset = provider.QPSReset
+	QPStateInit  = provider.QPSInit
+	QPStateRTR   = provider.QPSRTR
+	QPStateRTS   = provider.QPSRTS
+	QPStateSQD   = provider.QPSSQD
+	QPStateSQE   = provider.QPSSQE
+	QPStateErr   = provider.QPSErr
+)
+
+// QPStateName is the state's name as rdma-core's ibv_qp_state_str would print it ("RESET", "INIT", ...).
+func QPStateName(s QPState) string {
+	names := [...]string{"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"}
+	if int(s) < len(names) {
+		return names[s]
+	}
+	return fmt.Sprintf("state(%d)", s)
+}
+
+func qpTypeName(t QPType) string {
+	switch t {
+	case QPTypeRC:
+		return "RC"
+	case QPTypeUC:
+		return "UC"
+	case QPTypeUD:
+		return "UD"
+	case QPTypeXRCSend:
+		return "XRC_SEND"
+	case QPTypeXRCRecv:
+		return "XRC_RECV"
+	}
+	return fmt.Sprintf("type(%d)", t)
+}
+
+// QPInitAttr are the options of CreateQP (struct ibv_qp_init_attr).
+type QPInitAttr struct {
+	Type   QPType
+	SendCQ *CQ
+	RecvCQ *CQ
+	SRQ    *SRQ
+	Cap    QPCap
+	// SigAll makes every send request generate a completion, whatever its SendSignaled flag.
+	SigAll bool
+}
+
+// QP is a queue pair.
+type QP struct {
+	pd      *PD
+	ctx     *Context
+	handle  uint32
+	uhandle uint64
+	qpn     uint32
+	typ     QPType
+	cap     QPCap
+	prov    provider.QP
+	state   QPState
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// CreateQP creates a queue pair (ibv_create_qp) through the QP_CREATE ioctl.
+func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
+	c := pd.ctx
+	op := "create QP (" + qpTypeName(attr.Type) + ")"
+	if attr.SendCQ == nil || (attr.RecvCQ == nil && attr.Type != QPTypeXRCSend) {
+		return nil, wrap(op, c.dev.Name, fmt.Errorf("send and receive CQs are required: %w", unix.EINVAL))
+	}
+	if attr.RecvCQ == nil {
+		attr.RecvCQ = attr.SendCQ
+	}
+	if err := c.addObject(); err != nil {
+		return nil, wrap(op, c.dev.Name, err)
+	}
+	qp := &QP{pd: pd, ctx: c, typ: attr.Type}
+	qp.uhandle = c.handles.add(qp)
+	p := &provider.QPParams{Type: attr.Type, Cap: attr.Cap, SigAll: attr.SigAll, HasSRQ: attr.SRQ != nil,
+		SendCQ: attr.SendCQ.prov, RecvCQ: attr.RecvCQ.prov, Handle: qp.uhandle}
+	created := false
+	prov, err := c.prov.CreateQP(p, func(uhwIn, uhwOut []byte) error {
+		capIn := &abi.IbUverbsQpCap{MaxSendWr: p.Cap.MaxSendWR, MaxRecvWr: p.Cap.MaxRecvWR,
+			MaxSendSge: p.Cap.MaxSendSGE, MaxRecvSge: p.Cap.MaxRecvSGE, MaxInlineData: p.Cap.MaxInlineData}
+		capOut := new(abi.IbUverbsQpCap)
+		qpn := new(uint32)
+		cmd := c.newCmd(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
+		h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
+		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle)
+		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle)
+		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle)
+		if attr.SRQ != nil {
+			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SRQ_HANDLE, attr.SRQ.handle)
+		}
+		cmd.U64In(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE, qp.uhandle)
+		cmd.PtrIn(abi.UVERBS_ATTR_CREATE_QP_CAP, ptr(capIn), int(abi.SizeofIbUverbsQpCap))
+		cmd.ConstIn(abi.UVERBS_ATTR_CREATE_QP_TYPE, uint64(attr.Type))
+		if attr.SigAll {
+			cmd.U32In(abi.UVERBS_ATTR_CREATE_QP_FLAGS, abi.IB_UVERBS_QP_CREATE_SQ_SIG_ALL)
+		}
+		cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_QP_EVENT_FD, c.asyncFD))
+		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_QP_RESP_CAP, ptr(capOut), int(abi.SizeofIbUverbsQpCap))
+		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, ptr(qpn), 4)
+		addUHW(cmd, uhwIn, uhwOut)
+		if err := cmd.Invoke(c.fd); err != nil {
+			return err
+		}
+		created = true
+		p.Out.Handle = cmd.Handle(h)
+		p.Out.QPN = *qpn
+		p.Out.Cap = QPCap{MaxSendWR: capOut.MaxSendWr, MaxRecvWR: capOut.MaxRecvWr, MaxSendSGE: capOut.MaxSendSge,
+			MaxRecvSGE: capOut.MaxRecvSge, MaxInlineData: capOut.MaxInlineData}
+		return nil
+	})
+	if err != nil {
+		if created {
+			c.destroyQP(p.Out.Handle)
+		}
+		c.handles.del(qp.uhandle)
+		c.dropObject()
+		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "%s with cap %+v", op, attr.Cap)
+	}
+	qp.handle, qp.qpn, qp.cap, qp.prov = p.Out.Handle, p.Out.QPN, p.Out.Cap, prov
+	return qp, nil
+}
+
+func (c *Context) destroyQP(handle uint32) (uint32, error) {
+	events := new(uint32)
+	cmd := c.newCmd(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
+	cmd.Object(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, handle)
+	cmd.PtrOut(abi.UVERBS_ATTR_DESTROY_QP_RESP, ptr(events), 4)
+	return *events, cmd.Invoke(c.fd)
+}
+
+// QPN is the QP number.
+func (qp *QP) QPN() uint32 { return qp.qpn }
+
+// Type is the QP's transport type.
+func (qp *QP) Type() QPType { return qp.typ }
+
+// Cap are the capacities the kernel granted.
+func (qp *QP) Cap() QPCap { return qp.cap }
+
+// Handle is the kernel's handle.
+func (qp *QP) Handle() uint32 { return qp.handle }
+
+// State is the last state this QP was moved to through Modify.
+func (qp *QP) State() QPState { return qp.state }
+
+// PostSend posts send work requests and rings the doorbell once (ibv_post_send). It returns how many were
+// posted; on error wrs[n] is the first request not posted. It allocates nothing.
+func (qp *QP) PostSend(wrs []SendWR) (int, error) { return qp.prov.PostSend(wrs) }
+
+// PostRecv posts receive work requests (ibv_post_recv).
+func (qp *QP) PostRecv(wrs []RecvWR) (int, error) { return qp.prov.PostRecv(wrs) }
+
+// Close destroys the QP (ibv_destroy_qp).
+func (qp *QP) Close() error {
+	if qp == nil {
+		return nil
+	}
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.closed {
+		return nil
+	}
+	c := qp.ctx
+	if _, err := c.destroyQP(qp.handle); err != nil {
+		return wrapf(c.dev.Name, err, "destroy QP %#x", qp.qpn)
+	}
+	qp.closed = true
+	qp.prov.Destroyed()
+	c.handles.del(qp.uhandle)
+	c.dropObject()
+	return nil
+}
+
+// QPAttrMask selects the QPAttr fields a Modify sets or a Query returns (IBV_QP_*).
+type QPAttrMask uint32
+
+// QP attribute mask bits.
+const (
+	QPAttrState            QPAttrMask = 1 << 0
+	QPAttrCurState         QPAttrMask = 1 << 1
+	QPAttrEnSQDAsyncNotify QPAttrMask = 1 << 2
+	QPAttrAccessFlags      QPAttrMask = 1 << 3
+	QPAttrPKeyIndex        QPAttrMask = 1 << 4
+	QPAttrPort             QPAttrMask = 1 << 5
+	QPAttrQKey             QPAttrMask = 1 << 6
+	QPAttrAV               QPAttrMask = 1 << 7
+	QPAttrPathMTU          QPAttrMask = 1 << 8
+	QPAttrTimeout          QPAttrMask = 1 << 9
+	QPAttrRetryCnt         QPAttrMask = 1 << 10
+	QPAttrRNRRetry         QPAttrMask = 1 << 11
+	QPAttrRQPSN            QPAttrMask = 1 << 12
+	QPAttrMaxQPRdAtomic    QPAttrMask = 1 << 13
+	QPAttrAltPath          QPAttrMask = 1 << 14
+	QPAttrMinRNRTimer      QPAttrMask = 1 << 15
+	QPAttrSQPSN            QPAttrMask = 1 << 16
+	QPAttrMaxDestRdAtomic  QPAttrMask = 1 << 17
+	QPAttrPathMigState     QPAttrMask = 1 << 18
+	QPAttrCap              QPAttrMask = 1 << 19
+	QPAttrDestQPN          QPAttrMask = 1 << 20
+)
+
+// GlobalRoute is the GRH part of an address (struct ibv_global_route).
+type GlobalRoute struct {
+	DGID         GID
+	FlowLabel    uint32
+	SGIDIndex    uint8
+	HopLimit     uint8
+	TrafficClass uint8
+}
+
+// AHAttr is an address vector (struct ibv_ah_attr).
+type AHAttr struct {
+	GRH         GlobalRoute
+	DLID        uint16
+	SL          uint8
+	SrcPathBits uint8
+	StaticRate  uint8
+	IsGlobal    bool
+	PortNum     uint8
+}
+
+// QPAttr are a QP's attributes (struct ibv_qp_attr).
+type QPAttr struct {
+	State            QPState
+	CurState         QPState
+	PathMTU          MTU
+	PathMigState     uint8
+	QKey             uint32
+	RQPSN            uint32
+	SQPSN            uint32
+	DestQPN          uint32
+	AccessFlags      Access
+	Cap              QPCap
+	AHAttr           AHAttr
+	AltAHAttr        AHAttr
+	PKeyIndex        uint16
+	AltPKeyIndex     uint16
+	EnSQDAsyncNotify uint8
+	SQDraining       uint8
+	MaxRdAtomic      uint8
+	MaxDestRdAtomic  uint8
+	MinRNRTimer      uint8
+	PortNum          uint8
+	Timeout          uint8
+	RetryCnt         uint8
+	RNRRetry         uint8
+	AltPortNum       uint8
+	AltTimeout       uint8
+	SQSigAll         bool
+}
+
+func qpDest(a *AHAttr) abi.IbUverbsQpDest {
+	d := abi.IbUverbsQpDest{FlowLabel: a.GRH.FlowLabel, Dlid: a.DLID, SgidIndex: a.GRH.SGIDIndex,
+		HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass, Sl: a.SL, SrcPathBits: a.SrcPathBits,
+		StaticRate: a.StaticRate, PortNum: a.PortNum}
+	d.Dgid = a.GRH.DGID
+	if a.IsGlobal {
+		d.IsGlobal = 1
+	}
+	return d
+}
+
+func ahAttrFromDest(d *abi.IbUverbsQpDest) AHAttr {
+	return AHAttr{GRH: GlobalRoute{DGID: d.Dgid, FlowLabel: d.FlowLabel, SGIDIndex: d.SgidIndex,
+		HopLimit: d.HopLimit, TrafficClass: d.TrafficClass}, DLID: d.Dlid, SL: d.Sl, SrcPathBits: d.SrcPathBits,
+		StaticRate: d.StaticRate, IsGlobal: d.IsGlobal != 0, PortNum: d.PortNum}
+}
+
+// Modify changes the QP's attributes selected by mask (ibv_modify_qp), through the MODIFY_QP command; the
+// kernel checks the state transition and the attributes each transition requires.
+func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
+	c := qp.ctx
+	in := &abi.IbUverbsModifyQp{
+		Dest: qpDest(&attr.AHAttr), AltDest: qpDest(&attr.AltAHAttr), QpHandle: qp.handle, AttrMask: uint32(mask),
+		Qkey: attr.QKey, RqPsn: attr.RQPSN, SqPsn: attr.SQPSN, DestQpNum: attr.DestQPN,
+		QpAccessFlags: uint32(attr.AccessFlags), PkeyIndex: attr.PKeyIndex, AltPkeyIndex: attr.AltPKeyIndex,
+		QpState: uint8(attr.State), CurQpState: uint8(attr.CurState), PathMtu: uint8(attr.PathMTU),
+		PathMigState: attr.PathMigState, EnSqdAsyncNotify: attr.EnSQDAsyncNotify, MaxRdAtomic: attr.MaxRdAtomic,
+		MaxDestRdAtomic: attr.MaxDestRdAtomic, MinRnrTimer: attr.MinRNRTimer, PortNum: attr.PortNum,
+		Timeout: attr.Timeout, RetryCnt: attr.RetryCnt, RnrRetry: attr.RNRRetry, AltPortNum: attr.AltPortNum,
+		AltTimeout: attr.AltTimeout,
+	}
+	err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_MODIFY_QP, CoreIn: rawcmd.Bytes(in)})
+	if err != nil {
+		if mask&QPAttrState != 0 {
+			return wrapf(c.dev.Name, err, "modify QP %#x %s->%s (mask %#x)", qp.qpn, QPStateName(qp.state), QPStateName(attr.State), uint32(mask))
+		}
+		return wrapf(c.dev.Name, err, "modify QP %#x (mask %#x)", qp.qpn, uint32(mask))
+	}
+	if mask&QPAttrState != 0 {
+		qp.state = attr.State
+		qp.prov.StateChanged(attr.State)
+	}
+	return nil
+}
+
+// Query returns the QP's current attributes (ibv_query_qp) and its creation attributes' capacities.
+func (qp *QP) Query(mask QPAttrMask) (*QPAttr, error) {
+	c := qp.ctx
+	in := &abi.IbUverbsQueryQp{QpHandle: qp.handle, AttrMask: uint32(mask)}
+	out := new(abi.IbUverbsQueryQpResp)
+	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_QUERY_QP, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
+		return nil, wrapf(c.dev.Name, err, "query QP %#x", qp.qpn)
+	}
+	a := &QPAttr{
+		State: QPState(out.QpState), CurState: QPState(out.CurQpState), PathMTU: MTU(out.PathMtu),
+		PathMigState: out.PathMigState, QKey: out.Qkey, RQPSN: out.RqPsn, SQPSN: out.SqPsn, DestQPN: out.DestQpNum,
+		AccessFlags: Access(out.QpAccessFlags), PKeyIndex: out.PkeyIndex, AltPKeyIndex: out.AltPkeyIndex,
+		SQDraining: out.SqDraining, MaxRdAtomic: out.MaxRdAtomic, MaxDestRdAtomic: out.MaxDestRdAtomic,
+		MinRNRTimer: out.MinRnrTimer, PortNum: out.PortNum, Timeout: out.Timeout, RetryCnt: out.RetryCnt,
+		RNRRetry: out.RnrRetry, AltPortNum: out.AltPortNum, AltTimeout: out.AltTimeout, SQSigAll: out.SqSigAll != 0,
+		Cap: QPCap{MaxSendWR: out.MaxSendWr, MaxRecvWR: out.MaxRecvWr, MaxSendSGE: out.MaxSendSge,
+			MaxRecvSGE: out.MaxRecvSge, MaxInlineData: out.MaxInlineData},
+		AHAttr: ahAttrFromDest(&out.Dest), AltAHAttr: ahAttrFromDest(&out.AltDest),
+	}
+	return a, nil
+}
+
+// AttachMcast attaches the QP (UD) to a multicast group (ibv_attach_mcast).
+func (qp *QP) AttachMcast(gid GID, lid uint16) error {
+	in := &abi.IbUverbsAttachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
+	if err := qp.ctx.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_ATTACH_MCAST, CoreIn: rawcmd.Bytes(in)}); err != nil {
+		return wrapf(qp.ctx.dev.Name, err, "attach QP %#x to multicast group %v", qp.qpn, gid)
+	}
+	return nil
+}
+
+// DetachMcast detaches the QP from a multicast group (ibv_detach_mcast).
+func (qp *QP) DetachMcast(gid GID, lid uint16) error {
+	in := &abi.IbUverbsDetachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
+	if err := qp.ctx.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_DETACH_MCAST, CoreIn: rawcmd.Bytes(in)}); err != nil {
+		return wrapf(qp.ctx.dev.Name, err, "detach QP %#x from multicast group %v", qp.qpn, gid)
+	}
+	return nil
+}

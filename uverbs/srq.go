@@ -1,0 +1,243 @@
+package uverbs
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"golang.org/x/sys/unix"
+)
+
+// SRQAttr are a shared receive queue's attributes (struct ibv_srq_attr).
+type SRQAttr struct {
+	MaxWR  uint32
+	MaxSGE uint32
+	Limit  uint32 // the SRQ-limit event fires when fewer than Limit WRs remain posted (0 = disarmed)
+}
+
+// SRQ is a shared receive queue.
+type SRQ struct {
+	pd      *PD
+	ctx     *Context
+	handle  uint32
+	uhandle uint64
+	srqn    uint32
+	attr    SRQAttr
+	prov    provider.SRQ
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// CreateSRQ creates a basic shared receive queue (ibv_create_srq) through the SRQ_CREATE ioctl.
+func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
+	c := pd.ctx
+	if err := c.addObject(); err != nil {
+		return nil, wrap("create SRQ", c.dev.Name, err)
+	}
+	srq := &SRQ{pd: pd, ctx: c}
+	srq.uhandle = c.handles.add(srq)
+	p := &provider.SRQParams{MaxWR: attr.MaxWR, MaxSGE: attr.MaxSGE, Limit: attr.Limit, Handle: srq.uhandle}
+	created := false
+	prov, err := c.prov.CreateSRQ(p, func(uhwIn, uhwOut []byte) error {
+		maxWR, maxSGE, srqn := new(uint32), new(uint32), new(uint32)
+		cmd := c.newCmd(abi.UVERBS_OBJECT_SRQ, abi.UVERBS_METHOD_SRQ_CREATE)
+		h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_SRQ_HANDLE)
+		cmd.Object(abi.UVERBS_ATTR_CREATE_SRQ_PD_HANDLE, pd.handle)
+		cmd.U64In(abi.UVERBS_ATTR_CREATE_SRQ_USER_HANDLE, srq.uhandle)
+		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_MAX_WR, p.MaxWR)
+		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_MAX_SGE, p.MaxSGE)
+		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_LIMIT, p.Limit)
+		cmd.ConstIn(abi.UVERBS_ATTR_CREATE_SRQ_TYPE, abi.IB_UVERBS_SRQT_BASIC)
+		cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_SRQ_EVENT_FD, c.asyncFD))
+		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR, ptr(maxWR), 4)
+		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE, ptr(maxSGE), 4)
+		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM, ptr(srqn), 4)
+		addUHW(cmd, uhwIn, uhwOut)
+		if err := cmd.Invoke(c.fd); err != nil {
+			return err
+		}
+		created = true
+		p.Out.Handle, p.Out.MaxWR, p.Out.MaxSGE, p.Out.SRQN = cmd.Handle(h), *maxWR, *maxSGE, *srqn
+		return nil
+	})
+	if err != nil {
+		if created {
+			c.destroySRQ(p.Out.Handle)
+		}
+		c.handles.del(srq.uhandle)
+		c.dropObject()
+		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "create SRQ (max_wr %d, max_sge %d)", attr.MaxWR, attr.MaxSGE)
+	}
+	srq.handle, srq.srqn, srq.prov = p.Out.Handle, p.Out.SRQN, prov
+	srq.attr = SRQAttr{MaxWR: p.Out.MaxWR, MaxSGE: p.Out.MaxSGE, Limit: attr.Limit}
+	return srq, nil
+}
+
+func (c *Context) destroySRQ(handle uint32) error {
+	events := new(uint32)
+	cmd := c.newCmd(abi.UVERBS_OBJECT_SRQ, abi.UVERBS_METHOD_SRQ_DESTROY)
+	cmd.Object(abi.UVERBS_ATTR_DESTROY_SRQ_HANDLE, handle)
+	cmd.PtrOut(abi.UVERBS_ATTR_DESTROY_SRQ_RESP, ptr(events), 4)
+	return cmd.Invoke(c.fd)
+}
+
+// SRQN is the SRQ number.
+func (srq *SRQ) SRQN() uint32 { return srq.srqn }
+
+// Handle is the kernel's handle.
+func (srq *SRQ) Handle() uint32 { return srq.handle }
+
+// Attr are the capacities the kernel granted at creation (and the limit last set).
+func (srq *SRQ) Attr() SRQAttr { return srq.attr }
+
+// PostRecv posts receive work requests to the SRQ (ibv_post_srq_recv).
+func (srq *SRQ) PostRecv(wrs []RecvWR) (int, error) { return srq.prov.PostRecv(wrs) }
+
+// SRQ modify mask bits (IBV_SRQ_*).
+const (
+	SRQAttrMaxWR = 1 << 0
+	SRQAttrLimit = 1 << 1
+)
+
+// Modify changes the SRQ's size (SRQAttrMaxWR, where the device can resize) or arms its limit event
+// (SRQAttrLimit) (ibv_modify_srq).
+func (srq *SRQ) Modify(attr SRQAttr, mask int) error {
+	c := srq.ctx
+	in := &abi.IbUverbsModifySrq{SrqHandle: srq.handle, AttrMask: uint32(mask), MaxWr: attr.MaxWR, SrqLimit: attr.Limit}
+	err := srq.prov.Modify(attr.MaxWR, func(uhwIn, uhwOut []byte) error {
+		return c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_MODIFY_SRQ, CoreIn: rawcmd.Bytes(in), UHWIn: uhwIn, UHWOut: uhwOut})
+	})
+	if err != nil {
+		return wrapf(c.dev.Name, err, "modify SRQ %#x (mask %#x)", srq.srqn, mask)
+	}
+	if mask&SRQAttrLimit != 0 {
+		srq.attr.Limit = attr.Limit
+	}
+	if mask&SRQAttrMaxWR != 0 {
+		srq.attr.MaxWR = attr.MaxWR
+	}
+	return nil
+}
+
+// Query returns the SRQ's attributes (ibv_query_srq).
+func (srq *SRQ) Query() (SRQAttr, error) {
+	c := srq.ctx
+	in := &abi.IbUverbsQuerySrq{SrqHandle: srq.handle}
+	out := new(abi.IbUverbsQuerySrqResp)
+	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_QUERY_SRQ, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
+		return SRQAttr{}, wrapf(c.dev.Name, err, "query SRQ %#x", srq.srqn)
+	}
+	return SRQAttr{MaxWR: out.MaxWr, MaxSGE: out.MaxSge, Limit: out.SrqLimit}, nil
+}
+
+// Close destroys the SRQ (ibv_destroy_srq). The kernel refuses (EBUSY) while QPs use it.
+func (srq *SRQ) Close() error {
+	if srq == nil {
+		return nil
+	}
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.closed {
+		return nil
+	}
+	c := srq.ctx
+	if err := c.destroySRQ(srq.handle); err != nil {
+		return wrapf(c.dev.Name, err, "destroy SRQ %#x", srq.srqn)
+	}
+	srq.closed = true
+	srq.prov.Destroyed()
+	c.handles.del(srq.uhandle)
+	c.dropObject()
+	return nil
+}
+
+// AH is an address handle for UD sends.
+type AH struct {
+	pd     *PD
+	data   *provider.AHData
+	attr   AHAttr
+	mu     sync.Mutex
+	closed bool
+}
+
+// CreateAH creates an address handle (ibv_create_ah). On RoCE ports the address must be global (GRH with a
+// source GID index), as the kernel requires.
+func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
+	c := pd.ctx
+	port := int(attr.PortNum)
+	pa, err := c.QueryPort(port)
+	if err != nil {
+		return nil, wrap("create AH", c.dev.Name, err)
+	}
+	p := &provider.AHParams{DLID: attr.DLID, SL: attr.SL, SrcPathBits: attr.SrcPathBits, StaticRate: attr.StaticRate,
+		IsGlobal: attr.IsGlobal, PortNum: attr.PortNum, DGID: attr.GRH.DGID, FlowLabel: attr.GRH.FlowLabel,
+		SGIDIndex: attr.GRH.SGIDIndex, HopLimit: attr.GRH.HopLimit, TrafficClass: attr.GRH.TrafficClass,
+		Ethernet: pa.LinkLayer == LinkLayerEthernet}
+	if p.Ethernet && !attr.IsGlobal {
+		return nil, wrap("create AH", c.dev.Name, fmt.Errorf("RoCE address without GRH: %w", unix.EINVAL))
+	}
+	if attr.IsGlobal {
+		if g, err := c.QueryGID(port, int(attr.GRH.SGIDIndex)); err == nil {
+			p.RoCEv2 = g.Type == GIDTypeRoCEv2
+		}
+	}
+	if err := c.addObject(); err != nil {
+		return nil, wrap("create AH", c.dev.Name, err)
+	}
+	created := false
+	data, err := c.prov.CreateAH(p, func(uhwIn, uhwOut []byte) error {
+		in := &abi.IbUverbsCreateAh{PdHandle: pd.handle, Attr: abi.IbUverbsAhAttr{
+			Grh: abi.IbUverbsGlobalRoute{Dgid: attr.GRH.DGID, FlowLabel: attr.GRH.FlowLabel, SgidIndex: attr.GRH.SGIDIndex,
+				HopLimit: attr.GRH.HopLimit, TrafficClass: attr.GRH.TrafficClass},
+			Dlid: attr.DLID, Sl: attr.SL, SrcPathBits: attr.SrcPathBits, StaticRate: attr.StaticRate, PortNum: attr.PortNum}}
+		if attr.IsGlobal {
+			in.Attr.IsGlobal = 1
+		}
+		out := new(abi.IbUverbsCreateAhResp)
+		if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_CREATE_AH, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out), UHWIn: uhwIn, UHWOut: uhwOut}); err != nil {
+			return err
+		}
+		created = true
+		p.Out.Handle = out.AhHandle
+		return nil
+	})
+	if err != nil {
+		if created {
+			c.destroyObject(abi.UVERBS_OBJECT_AH, abi.UVERBS_METHOD_AH_DESTROY, abi.UVERBS_ATTR_DESTROY_AH_HANDLE, p.Out.Handle)
+		}
+		c.dropObject()
+		return nil, wrap("create AH", c.dev.Name, limitErr(c.dev.Name, "hca_object", err))
+	}
+	if created {
+		data.Handle = p.Out.Handle
+	}
+	return &AH{pd: pd, data: data, attr: attr}, nil
+}
+
+// Data is what the data path needs to address this destination: put it in SendWR.AH.
+func (ah *AH) Data() *provider.AHData { return ah.data }
+
+// Attr is the address the AH was created for.
+func (ah *AH) Attr() AHAttr { return ah.attr }
+
+// Close destroys the address handle (ibv_destroy_ah).
+func (ah *AH) Close() error {
+	if ah == nil {
+		return nil
+	}
+	ah.mu.Lock()
+	defer ah.mu.Unlock()
+	if ah.closed {
+		return nil
+	}
+	c := ah.pd.ctx
+	if err := c.destroyObject(abi.UVERBS_OBJECT_AH, abi.UVERBS_METHOD_AH_DESTROY, abi.UVERBS_ATTR_DESTROY_AH_HANDLE, ah.data.Handle); err != nil {
+		return wrap("destroy AH", c.dev.Name, err)
+	}
+	ah.closed = true
+	c.dropObject()
+	return nil
+}
