@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseAptDepends(t *testing.T) {
@@ -199,5 +200,57 @@ func cpioNames(t *testing.T, b []byte) []string {
 		names = append(names, name)
 		off = (off + 110 + nameSize + 3) &^ 3
 		off = (off + size + 3) &^ 3
+	}
+}
+
+func TestInitSources(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Skip(err)
+	}
+	files, err := initSources(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rel []string
+	for _, f := range files {
+		r, _ := filepath.Rel(root, f)
+		rel = append(rel, r)
+	}
+	for _, want := range []string{
+		"test/lab/internal/labinit/cmd/labinit/main.go",
+		"test/lab/internal/labinit/labinit.go",
+		"test/lab/internal/proto/proto.go",
+	} {
+		if !slices.Contains(rel, want) {
+			t.Errorf("init sources %q lack %s", rel, want)
+		}
+	}
+	for _, f := range rel {
+		if strings.HasSuffix(f, "_test.go") {
+			t.Errorf("init sources include test file %s", f)
+		}
+	}
+}
+
+func TestPruneDir(t *testing.T) {
+	dir := t.TempDir()
+	old, recent, keep := filepath.Join(dir, "old"), filepath.Join(dir, "recent"), filepath.Join(dir, "keep")
+	for _, p := range []string{old, recent, keep} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * pruneAge)
+	for _, p := range []string{old, keep} {
+		if err := os.Chtimes(p, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pruneDir(dir, keep)
+	for p, want := range map[string]bool{old: false, recent: true, keep: true} {
+		if got := exists(p); got != want {
+			t.Errorf("%s exists = %v, want %v", filepath.Base(p), got, want)
+		}
 	}
 }
