@@ -46,7 +46,8 @@ type Share struct {
 type Config struct {
 	// Memory is the VM's memory in MiB (default 2048).
 	Memory int
-	// CPUs is the number of virtual CPUs (default 2).
+	// CPUs is the number of virtual CPUs (default 2 with KVM, 1 under TCG,
+	// where a second emulated CPU costs more host CPU than it gives).
 	CPUs int
 	// Timeout bounds the whole run, boot included; 0 means no limit beyond ctx.
 	Timeout time.Duration
@@ -182,9 +183,6 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 	if cfg.Memory <= 0 {
 		cfg.Memory = 2048
 	}
-	if cfg.CPUs <= 0 {
-		cfg.CPUs = 2
-	}
 	if cfg.Stdout == nil {
 		cfg.Stdout = os.Stdout
 	}
@@ -219,6 +217,12 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 		return nil, err
 	}
 	r.accel = accel
+	if cfg.CPUs <= 0 {
+		cfg.CPUs = 2
+		if accel == "tcg" {
+			cfg.CPUs = 1
+		}
+	}
 	if whyNot != nil && !envTrue("GOVERBS_LAB_QUIET") {
 		fmt.Fprintf(cfg.Log, "lab: KVM is not usable (%v); using TCG emulation\n", whyNot)
 	}
@@ -374,7 +378,11 @@ func (r *run) cmdline() string {
 		// no delay-loop calibration of secondary CPUs (slow and unreliable
 		// under emulation), no X.509 certificates (the modules are loaded
 		// without their signatures).
-		"cryptomgr.notests", "lpj=10000000", "initcall_blacklist=load_system_certificate_list",
+		// no ACPI interrupt routing (its AML is slow to interpret under TCG
+		// and the BIOS's PIR table does the job), no kprobe tracing or KDF
+		// self-test initcalls, only the capability LSM.
+		"cryptomgr.notests", "lpj=10000000", "acpi=noirq", "lsm=capability",
+		"initcall_blacklist=load_system_certificate_list,init_kprobe_trace,crypto_kdf108_init",
 	}
 	if r.cfg.Debug {
 		args = append(args, "loglevel=7", "goverbs.debug")

@@ -38,7 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		quiet = fs.Bool("q", false, "do not print the boot and run times")
 	)
 	fs.IntVar(&cfg.Memory, "m", 2048, "VM memory in `MiB`")
-	fs.IntVar(&cfg.CPUs, "smp", 2, "number of virtual `CPUs`")
+	fs.IntVar(&cfg.CPUs, "smp", 0, "number of virtual `CPUs` (default 2 with KVM, 1 under TCG)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "limit for the whole run (0: none)")
 	fs.StringVar(&cfg.OutDir, "out", "", "host `dir` the command can write to, at $GOVERBS_LAB_OUT in the VM")
 	fs.StringVar(&cfg.Workdir, "C", "", "working `dir` of the command (default: current directory)")

@@ -70,8 +70,8 @@ func Main() {
 		g.send(proto.Event{Kind: proto.EventExit, Code: code})
 	}
 	unix.Sync()
-	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
-		fmt.Fprintf(g.console, "labinit: power off: %v\n", err)
+	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART); err != nil {
+		fmt.Fprintf(g.console, "labinit: reboot (QEMU runs with -no-reboot, so this stops the VM): %v\n", err)
 	}
 	select {} // PID 1 must not exit: that would panic the kernel
 }
