@@ -255,7 +255,7 @@ func mount9p(tag, target string, readonly bool, cache string) error {
 	if readonly {
 		flags |= unix.MS_RDONLY
 	}
-	opts := "trans=virtio,version=9p2000.L,msize=524288,cache=" + cache
+	opts := "trans=virtio,version=9p2000.L,msize=512000,cache=" + cache
 	if err := unix.Mount(tag, target, "9p", flags, opts); err != nil {
 		return fmt.Errorf("mount 9p %s on %s: %w", tag, target, err)
 	}
