@@ -32,7 +32,7 @@ const (
 // Exit codes Run reports when the command did not run to completion.
 const (
 	ExitSetupFailed = proto.SetupFailedCode // the VM could not be set up (err says where)
-	ExitTimeout     = 124                   // Config.Timeout or the context expired
+	ExitTimeout     = 124                   // Config.Timeout or the context's deadline expired
 )
 
 // Share is a host directory mounted in the VM.
@@ -84,7 +84,8 @@ type Config struct {
 // Result is the outcome of a run.
 type Result struct {
 	// ExitCode is the command's exit status (128+signal if it was killed),
-	// ExitSetupFailed or ExitTimeout.
+	// or, when Run returns an error, ExitTimeout after a deadline and
+	// ExitSetupFailed otherwise (setup failure, cancellation, VM crash).
 	ExitCode int
 	// Accel is "kvm" or "tcg".
 	Accel string
@@ -475,8 +476,10 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 	cmd.Stdout = &qemuOut
 	cmd.Stderr = &qemuOut
 	cmd.ExtraFiles = []*os.File{pipes[0].w, pipes[1].w, pipes[2].w, pipes[3].w}
-	// QEMU must not outlive us (e.g. when go test kills a hung test binary).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// QEMU must not outlive us (e.g. when go test kills a hung test binary),
+	// and gets no terminal signals of its own: a Ctrl-C cancels ctx, and
+	// Run stops the VM and says so.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if r.cfg.Debug {
 		fmt.Fprintf(r.cfg.Log, "lab: %s %s\n", r.qemu, strings.Join(cmd.Args[1:], " "))
 	}
@@ -579,7 +582,10 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 	}
 	switch {
 	case timedOut:
-		res.ExitCode = ExitTimeout
+		res.ExitCode = ExitSetupFailed // canceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			res.ExitCode = ExitTimeout
+		}
 		what := "booting"
 		if !started.IsZero() {
 			what = "running " + strconv.Quote(strings.Join(r.guest.Argv, " "))

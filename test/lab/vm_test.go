@@ -14,7 +14,7 @@ import (
 )
 
 // requireVM gates the tests that boot the lab VM: they are slow, so they
-// run only with GOVERBS_LAB_SMOKE=1 (make lab-smoke sets it).
+// run only with GOVERBS_LAB_SMOKE=1.
 func requireVM(t *testing.T) {
 	t.Helper()
 	if os.Getenv("GOVERBS_LAB_SMOKE") != "1" {

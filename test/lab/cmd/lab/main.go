@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -69,9 +68,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	res, err := lab.RunResult(ctx, cfg, argv)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		if res.ExitCode == 0 || errors.Is(err, context.Canceled) {
-			return lab.ExitSetupFailed
-		}
 		return res.ExitCode
 	}
 	if !*quiet {

@@ -28,7 +28,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -115,9 +114,6 @@ func runVM(argv []string) int {
 	res, err := lab.RunResult(ctx, cfg, argv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "labexec: %v\n", err)
-		if errors.Is(err, context.Canceled) {
-			return lab.ExitSetupFailed
-		}
 		return res.ExitCode
 	}
 	if verbose {
