@@ -138,20 +138,9 @@ func (g *guest) run() (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, step("start command", err)
 	}
-	err = cmd.Wait()
-	code := 0
+	code, err := exitStatus(cmd.Wait())
 	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return 0, step("wait for command", err)
-		}
-		ws := ee.Sys().(syscall.WaitStatus)
-		switch {
-		case ws.Signaled():
-			code = 128 + int(ws.Signal())
-		default:
-			code = ws.ExitStatus()
-		}
+		return 0, step("wait for command", err)
 	}
 	g.logf("command exited with %d", code)
 	// Flush what the command wrote to writable shares before reporting.
@@ -162,6 +151,26 @@ func (g *guest) run() (int, error) {
 		}
 	}
 	return code, nil
+}
+
+// exitStatus maps the result of exec.Cmd.Wait to a shell-style exit
+// status: the exit code, or 128+N for death by signal N.
+func exitStatus(waitErr error) (int, error) {
+	if waitErr == nil {
+		return 0, nil
+	}
+	var ee *exec.ExitError
+	if !errors.As(waitErr, &ee) {
+		return 0, waitErr
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok {
+		return 0, waitErr
+	}
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	return ws.ExitStatus(), nil
 }
 
 type mount struct {
