@@ -28,6 +28,11 @@ import (
 	"github.com/goverbs/goverbs/test/lab/internal/proto"
 )
 
+// setupWait bounds the waits for devices to appear. It is generous: under
+// TCG on a loaded host the guest's clock runs on while its CPU gets little
+// time.
+const setupWait = 60 * time.Second
+
 // stepError is a setup failure: the step that failed and why.
 type stepError struct {
 	step string
@@ -225,7 +230,7 @@ func (g *guest) loadModules() error {
 func (g *guest) openPorts() error {
 	want := []string{proto.PortEvents, proto.PortStdout, proto.PortStderr}
 	files := map[string]*os.File{}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(setupWait)
 	for {
 		ents, _ := os.ReadDir("/sys/class/virtio-ports")
 		for _, e := range ents {
@@ -360,7 +365,7 @@ func (g *guest) setupRXE() error {
 		return fmt.Errorf("rdma link add %s type rxe netdev %s: %w", proto.RXEDevice, proto.Netdev, err)
 	}
 	statePath := "/sys/class/infiniband/" + proto.RXEDevice + "/ports/1/state"
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(setupWait)
 	for {
 		state := strings.TrimSpace(readFile(statePath))
 		if strings.HasSuffix(state, "ACTIVE") {
@@ -368,7 +373,7 @@ func (g *guest) setupRXE() error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("port 1 of %s is %q, not ACTIVE, after 10s", proto.RXEDevice, state)
+			return fmt.Errorf("port 1 of %s is %q, not ACTIVE, after %v", proto.RXEDevice, state, setupWait)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
