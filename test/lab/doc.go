@@ -64,8 +64,13 @@
 //
 // KVM is used when /dev/kvm works and the CPU has vmx or svm; otherwise TCG
 // emulation, with a note on Config.Log (GOVERBS_LAB_ACCEL=kvm|tcg forces
-// one). Under KVM a boot takes about a second or two; under TCG several
-// seconds of CPU (the wall time grows with the host's load).
+// one). Under TCG a boot to the command costs about 3.5 s of host CPU
+// (about 4 s of wall time on an idle 2-core host; more when other VMs
+// compete), and the VM gets 1 vCPU unless Config.CPUs says otherwise;
+// under KVM it gets 2 and should boot in a second or two.
+//
+// The host root is read-only, HOME included: a command that writes caches
+// under HOME (go build's GOCACHE, for one) needs them pointed into /tmp.
 //
 // Prerequisites: qemu-system-x86_64 (apt-get install qemu-system-x86), apt
 // and dpkg for the first download, xz for the vmlinux extraction (without
