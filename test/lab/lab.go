@@ -271,6 +271,10 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 			shares = append(shares, Share{HostPath: p})
 		}
 	}
+	// Mount parents before children, whatever order they were given in.
+	sort.SliceStable(shares, func(i, j int) bool {
+		return pathDepth(guestPath(shares[i])) < pathDepth(guestPath(shares[j]))
+	})
 	for i, s := range shares {
 		if !filepath.IsAbs(s.HostPath) {
 			return nil, fmt.Errorf("lab: share %q: host path must be absolute", s.HostPath)
@@ -329,6 +333,15 @@ func Hidden(p string) bool {
 	}
 	return false
 }
+
+func guestPath(s Share) string {
+	if s.GuestPath != "" {
+		return s.GuestPath
+	}
+	return s.HostPath
+}
+
+func pathDepth(p string) int { return strings.Count(filepath.Clean(p), "/") }
 
 // covered reports whether p lies inside one of the shares.
 func covered(shares []Share, p string) bool {
