@@ -59,7 +59,9 @@ type Config struct {
 	// read-only host root.
 	Workdir string
 	// Stdout and Stderr receive the command's output byte for byte
-	// (default os.Stdout and os.Stderr).
+	// (default os.Stdout and os.Stderr). When they are the same writer
+	// (or both *os.File for one open file), the command's stderr and
+	// stdout share one channel, so their relative order is kept.
 	Stdout, Stderr io.Writer
 	// Log receives the lab's own messages (downloads, the TCG note, and the
 	// kernel console when Debug is set). Default os.Stderr.
@@ -296,6 +298,8 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 		NoRXE:  cfg.NoRXE,
 		Shares: r.shares,
 		Debug:  cfg.Debug,
+
+		MergeStderr: sameWriter(cfg.Stdout, cfg.Stderr),
 	}
 	if r.ctlDir, err = os.MkdirTemp("", "goverbs-lab-"); err != nil {
 		return nil, fmt.Errorf("lab: create control directory: %w", err)
@@ -316,6 +320,23 @@ func (r *run) cleanup() {
 	if r.ctlDir != "" {
 		os.RemoveAll(r.ctlDir)
 	}
+}
+
+// sameWriter reports whether a and b write to the same place: the same
+// writer, or files open on the same file (like a go test binary's stdout
+// and stderr, which go test points at one pipe).
+func sameWriter(a, b io.Writer) bool {
+	if a == b {
+		return true
+	}
+	fa, ok1 := a.(*os.File)
+	fb, ok2 := b.(*os.File)
+	if !ok1 || !ok2 {
+		return false
+	}
+	sa, err1 := fa.Stat()
+	sb, err2 := fb.Stat()
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // hiddenPrefixes are host paths the VM mounts its own filesystems over.

@@ -1,9 +1,11 @@
 package lab
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -251,6 +253,36 @@ func TestPruneDir(t *testing.T) {
 	for p, want := range map[string]bool{old: false, recent: true, keep: true} {
 		if got := exists(p); got != want {
 			t.Errorf("%s exists = %v, want %v", filepath.Base(p), got, want)
+		}
+	}
+}
+
+func TestSameWriter(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(w.Fd())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b1, b2 strings.Builder
+	tests := []struct {
+		name string
+		a, b io.Writer
+		want bool
+	}{
+		{"same builder", &b1, &b1, true},
+		{"two builders", &b1, &b2, false},
+		{"same pipe, two fds", w, f, true},
+		{"file and builder", w, &b1, false},
+	}
+	for _, tt := range tests {
+		if got := sameWriter(tt.a, tt.b); got != tt.want {
+			t.Errorf("%s: sameWriter = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

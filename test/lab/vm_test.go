@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,23 @@ func TestVMOutputIsExact(t *testing.T) {
 	}
 	if stderr != "to stderr\n" {
 		t.Errorf("stderr = %q, want %q", stderr, "to stderr\n")
+	}
+}
+
+// TestVMMergedOutput checks that with one writer for stdout and stderr the
+// command's writes to both keep their order.
+func TestVMMergedOutput(t *testing.T) {
+	requireVM(t)
+	var buf bytes.Buffer
+	cfg := lab.Config{Stdout: &buf, Stderr: &buf, Log: io.Discard, Timeout: 8 * time.Minute}
+	script := `for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done`
+	res, err := lab.RunResult(context.Background(), cfg, lab.Shell(script))
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exit %d, %v", res.ExitCode, err)
+	}
+	want := "out1\nerr1\nout2\nerr2\nout3\nerr3\nout4\nerr4\nout5\nerr5\n"
+	if buf.String() != want {
+		t.Errorf("merged output = %q, want %q", buf.String(), want)
 	}
 }
 

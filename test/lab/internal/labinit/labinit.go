@@ -404,6 +404,10 @@ func (g *guest) prepareCommand() (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
+	stderr := g.stderr
+	if g.cfg.MergeStderr {
+		stderr = g.stdout
+	}
 	cmd := &exec.Cmd{
 		Path:   argv0,
 		Args:   g.cfg.Argv,
@@ -411,7 +415,7 @@ func (g *guest) prepareCommand() (*exec.Cmd, error) {
 		Dir:    dir,
 		Stdin:  devnull,
 		Stdout: g.stdout,
-		Stderr: g.stderr,
+		Stderr: stderr,
 		// A session of its own, like a login shell; the command is not PID 1,
 		// so it gets default signal handling.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
