@@ -106,32 +106,31 @@ func checkDisasm(t *testing.T, arch string, got map[string][]inst) {
 	}
 }
 
-// buildTest links this package's test binary for goarch with its symbol table (the binary `go test` runs is
-// stripped) and returns its path.
-func buildTest(t *testing.T, goarch string) string {
+// buildProbe links the probe command (which references every primitive) for goarch, with its symbol table, and
+// returns the binary's path.
+func buildProbe(t *testing.T, goarch string) string {
 	t.Helper()
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			t.Skip("go command not available; cannot build and disassemble")
-		}
+		t.Skip("go command not available; cannot build and disassemble")
 	}
-	bin := filepath.Join(t.TempDir(), "mmio."+goarch+".test")
-	cmd := exec.Command(gobin, "test", "-c", "-o", bin, ".")
+	bin := filepath.Join(t.TempDir(), "probe."+goarch)
+	cmd := exec.Command(gobin, "build", "-o", bin, "./internal/disasmprobe")
 	cmd.Env = append(os.Environ(), "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("GOARCH=%s go test -c: %v\n%s", goarch, err, out)
+		t.Fatalf("GOARCH=%s go build: %v\n%s", goarch, err, out)
 	}
 	return bin
 }
 
-// TestDisassembly builds this package for amd64 and arm64 and pins the instructions of every assembly function,
-// so neither a toolchain change nor an edit can silently change a barrier, the doorbell store's width, or the
-// order of the BlueFlame copy's stores. Both architectures are checked on any host (cross build).
+// TestDisassembly builds a binary for amd64 and arm64 and pins the instructions of every assembly function, so
+// neither a toolchain change nor an edit can silently change a barrier, the doorbell store's width, or the order
+// of the BlueFlame copy's stores. Both architectures are checked on any host (cross build).
 func TestDisassembly(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
 		t.Run(arch, func(t *testing.T) {
-			checkDisasm(t, arch, disasm(t, buildTest(t, arch)))
+			t.Parallel()
+			checkDisasm(t, arch, disasm(t, buildProbe(t, arch)))
 		})
 	}
 }

@@ -106,6 +106,9 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	qp.uhandle = c.handles.add(qp)
 	p := &provider.QPParams{Type: attr.Type, Cap: attr.Cap, SigAll: attr.SigAll, HasSRQ: attr.SRQ != nil,
 		SendCQ: attr.SendCQ.prov, RecvCQ: attr.RecvCQ.prov, Handle: qp.uhandle}
+	if attr.SRQ != nil {
+		p.SRQ = attr.SRQ.prov
+	}
 	created := false
 	prov, err := c.prov.CreateQP(p, func(uhwIn, uhwOut []byte) error {
 		capIn := &abi.IbUverbsQpCap{MaxSendWr: p.Cap.MaxSendWR, MaxRecvWr: p.Cap.MaxRecvWR,
@@ -177,6 +180,10 @@ func (qp *QP) State() QPState { return qp.state }
 
 // PostSend posts send work requests and rings the doorbell once (ibv_post_send). It returns how many were
 // posted; on error wrs[n] is the first request not posted. It allocates nothing.
+//
+// A send queue slot is free again as soon as its request completes, not when its completion is polled, so a
+// poster must also bound the completions it has not polled yet (for example one credit per request, capped at the
+// CQ's size): a CQ that overflows stops the QP, with rdma-core exactly as here.
 func (qp *QP) PostSend(wrs []SendWR) (int, error) { return qp.prov.PostSend(wrs) }
 
 // PostRecv posts receive work requests (ibv_post_recv).

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"golang.org/x/sys/unix"
@@ -402,13 +401,4 @@ func beToHost64(v uint64) uint64 {
 	var b [8]byte
 	binary.NativeEndian.PutUint64(b[:], v)
 	return binary.BigEndian.Uint64(b[:])
-}
-
-// FWVersionString formats a raw firmware version (DeviceAttr.FWVer) the way the device's rdma-core provider
-// does for ibv_device_attr.fw_ver (rxe "%d.%d.%d", mlx5 "%d.%d.%04d").
-func (c *Context) FWVersionString(raw uint64) string {
-	if f, ok := c.prov.(provider.FWVerFormatter); ok {
-		return f.FormatFWVer(raw)
-	}
-	return fmt.Sprintf("%d.%d.%d", (raw>>32)&0xffff, (raw>>16)&0xffff, raw&0xffff)
 }

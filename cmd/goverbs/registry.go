@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
+	"github.com/goverbs/goverbs/internal/tools/rdmatool"
 )
 
 // Command is one goverbs tool.
@@ -51,6 +53,10 @@ var commands = []Command{
 		Run: runPingpong},
 	{Name: "rc_pingpong", Aliases: []string{"ibv_rc_pingpong"}, Summary: "RC ping-pong, same as ibv_rc_pingpong",
 		Run: pingpong.RunRC},
+	{Name: "cgroup", Summary: "show/set RDMA cgroup limits and usage; run a command in a cgroup",
+		Run: func(_ string, a []string, o, e io.Writer) int { return cgrouptool.Run(a, o, e) }},
+	{Name: "rdma", Aliases: []string{"rdma"}, Summary: "RDMA netlink tool, same as iproute2's rdma (dev, link, resource, system, statistic)",
+		Run: func(_ string, a []string, o, e io.Writer) int { return rdmatool.Run(a, o, e) }},
 }
 
 // runPingpong runs "goverbs pingpong TRANSPORT ...".

@@ -124,6 +124,7 @@ type QPParams struct {
 	Cap    QPCap
 	SigAll bool // every send WR generates a completion
 	HasSRQ bool // receives come from an SRQ: no receive queue of its own
+	SRQ    SRQ  // that SRQ's provider object (nil without one)
 	SendCQ CQ
 	RecvCQ CQ
 	Handle uint64 // user handle
@@ -240,11 +241,4 @@ func Names() []string {
 	}
 	sort.Strings(n)
 	return n
-}
-
-// FWVerFormatter is optionally implemented by a provider Context whose rdma-core counterpart formats
-// ibv_device_attr.fw_ver differently from "%d.%d.%d" (major.minor.sub_minor of the raw 64-bit version; mlx5
-// pads sub_minor to four digits).
-type FWVerFormatter interface {
-	FormatFWVer(raw uint64) string
 }

@@ -3,8 +3,8 @@ package mlx5
 import (
 	"fmt"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
 )
 
 // QP binds the queues of one queue pair for completion demultiplexing. A CQ finds the QP of a CQE by user index
@@ -66,9 +66,9 @@ func NewCQ(cfg CQConfig) (*CQ, error) {
 	case !isPow2(cfg.CQECount) || cfg.CQECount > 1<<24:
 		return nil, fmt.Errorf("mlx5: new CQ %#x: CQE count %d is not a power of two <= 2^24: %w",
 			cfg.CQN, cfg.CQECount, errInvalid)
-	case len(cfg.Buf) < cfg.CQECount*CQESize:
-		return nil, fmt.Errorf("mlx5: new CQ %#x: buffer of %d bytes, need %d: %w",
-			cfg.CQN, len(cfg.Buf), cfg.CQECount*CQESize, errInvalid)
+	case len(cfg.Buf) < cfg.CQECount*CQESize || addrOf(cfg.Buf)%8 != 0:
+		return nil, fmt.Errorf("mlx5: new CQ %#x: buffer of %d bytes at %#x, need %d, 8-byte aligned: %w",
+			cfg.CQN, len(cfg.Buf), addrOf(cfg.Buf), cfg.CQECount*CQESize, errInvalid)
 	case cfg.CQEVersion != 0 && cfg.CQEVersion != 1:
 		return nil, fmt.Errorf("mlx5: new CQ %#x: CQE version %d: %w", cfg.CQN, cfg.CQEVersion, ErrNotSupported)
 	case !cfg.DBR.valid():
@@ -136,7 +136,7 @@ func (cq *CQ) lookup(k uint32) *QP {
 func (cq *CQ) sw(n uint32) []byte {
 	off := int(n&cq.mask) * CQESize
 	cqe := cq.buf[off : off+CQESize : off+CQESize]
-	opOwn := cqe[cqeOffOpOwn]
+	opOwn := ownerByte(cqe)
 	if opOwn>>4 == CQEInvalid || (opOwn&CQEOwnerMask != 0) != (n&cq.ncqe != 0) {
 		return nil
 	}
@@ -150,16 +150,26 @@ var ErrPoll = fmt.Errorf("mlx5: CQE for unknown queue: %w", errInvalid)
 // (rdma-core poll_cq). Requester completions retire the signaled WQE and the unsignaled ones before it. Payloads
 // the device scattered into a CQE are copied to the posted buffers. A CQE whose QP is not attached stops the
 // poll with an error wrapping ErrPoll; the CQE is consumed, the completions before it are returned.
+//
+// Ordering: rdma-core checks one CQE's ownership, issues udma_from_device_barrier and then reads it. Poll first
+// checks the ownership of every CQE it will consume, then issues one barrier, then reads them: each CQE's
+// ownership load still precedes its content loads, with one barrier per batch instead of one per CQE.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
+	avail := uint32(0)
+	for int(avail) < len(wcs) && cq.sw(cq.ci+avail) != nil {
+		avail++
+	}
+	if avail == 0 {
+		cq.dbr.set(0, cq.ci&0xffffff)
+		return 0, nil
+	}
+	mmio.FromDeviceBarrier()
 	n := 0
 	var err error
-	for n < len(wcs) {
-		cqe := cq.sw(cq.ci)
-		if cqe == nil {
-			break
-		}
+	for ; avail > 0; avail-- {
+		off := int(cq.ci&cq.mask) * CQESize
+		cqe := cq.buf[off : off+CQESize : off+CQESize]
 		cq.ci++
-		mmio.FromDeviceBarrier()
 		if cqe[cqeOffOpOwn]>>4 == CQEResizeCQ {
 			continue
 		}
@@ -195,7 +205,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		if qp.SQ == nil {
 			return false
 		}
-		op, flags, byteLen, _ := requesterOpcode(uint8(be.Uint32(cqe[cqeOffSopDropQPN:])>>24),
+		op, flags, byteLen := requesterOpcode(uint8(be.Uint32(cqe[cqeOffSopDropQPN:])>>24),
 			be.Uint32(cqe[cqeOffByteCnt:]))
 		wc.Opcode, wc.Flags, wc.ByteLen = op, flags, byteLen
 		if opOwn&InlineScatter32 != 0 {
@@ -214,13 +224,13 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		iip := be.Uint32(cqe[cqeOffImmInvalPKey:])
 		switch opcode {
 		case CQERespWRImm:
-			wc.Opcode, wc.Flags, wc.ImmData = wr.WCRecvRDMAWithImm, wr.WCWithImm, iip
+			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecvRDMAWithImm, provider.WCWithImm, iip
 		case CQERespSend:
-			wc.Opcode = wr.WCRecv
+			wc.Opcode = provider.WCRecv
 		case CQERespSendImm:
-			wc.Opcode, wc.Flags, wc.ImmData = wr.WCRecv, wr.WCWithImm, iip
+			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecv, provider.WCWithImm, iip
 		case CQERespSendInv:
-			wc.Opcode, wc.Flags, wc.InvalidatedRKey = wr.WCRecv, wr.WCWithInv, iip
+			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecv, provider.WCWithInv, iip
 		}
 		fr := be.Uint32(cqe[cqeOffFlagsRQPN:])
 		wc.SLID = be.Uint16(cqe[cqeOffSLID:])
@@ -228,7 +238,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		wc.SrcQP = fr & 0xffffff
 		wc.DLIDPathBits = cqe[cqeOffMLPath] & 0x7f
 		if (fr>>28)&3 != 0 {
-			wc.Flags |= wr.WCGRH
+			wc.Flags |= provider.WCWithGRH
 		}
 		wc.PKeyIndex = uint16(iip)
 	case CQEReqErr, CQERespErr:
@@ -245,7 +255,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 	default:
 		// NO_PACKET (tag matching), SIG_ERR (signature MRs) and unknown opcodes belong to features this provider
 		// does not enable; surface them as a general error on the QP rather than dropping them silently.
-		wc.Status = wr.WCGeneralErr
+		wc.Status = provider.WCGeneralErr
 	}
 	return true
 }
@@ -297,7 +307,7 @@ func (cq *CQ) Event() { cq.armSN++ }
 // BeginResize stamps newBuf for count CQEs (a power of two) and remembers it; the caller then issues the kernel's
 // RESIZE_CQ with cqe = count-1 and, on success, calls CompleteResize. Do not poll in between.
 func (cq *CQ) BeginResize(newBuf []byte, count int) error {
-	if !isPow2(count) || count > 1<<24 || len(newBuf) < count*CQESize {
+	if !isPow2(count) || count > 1<<24 || len(newBuf) < count*CQESize || addrOf(newBuf)%8 != 0 {
 		return fmt.Errorf("mlx5: resize CQ %#x to %d CQEs in %d bytes: %w", cq.cqn, count, len(newBuf), errInvalid)
 	}
 	StampCQBuffer(newBuf[:count*CQESize])

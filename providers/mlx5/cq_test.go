@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
 )
 
 // cqeSpec is a CQE as a device would write it.
@@ -137,7 +137,7 @@ func TestCQVersion0AndSRQ(t *testing.T) {
 	}
 	// Error CQE on the SRQ also frees its WQE.
 	putCQE(buf, 4, 1, cqeSpec{opcode: CQERespErr, qpn: 0x42, uidx: 5, wqeCounter: 0, syndrome: SyndromeWRFlushErr})
-	if n, _ := cq.Poll(wcs[:]); n != 1 || wcs[0].Status != wr.WCWRFlushErr || wcs[0].WRID != 10 {
+	if n, _ := cq.Poll(wcs[:]); n != 1 || wcs[0].Status != provider.WCWRFlushErr || wcs[0].WRID != 10 {
 		t.Fatalf("flush CQE: %d %+v", n, wcs[0])
 	}
 	// A wqe_counter beyond the SRQ is a poll error, not a panic.

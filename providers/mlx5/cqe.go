@@ -1,6 +1,6 @@
 package mlx5
 
-import "github.com/goverbs/goverbs/providers/mlx5/internal/wr"
+import "github.com/goverbs/goverbs/internal/provider"
 
 // CQE geometry and fields (struct mlx5_cqe64, struct mlx5_err_cqe in mlx5dv.h). All multi-byte fields are
 // big-endian.
@@ -69,56 +69,64 @@ const (
 func SyndromeStatus(syndrome uint8) WCStatus {
 	switch syndrome {
 	case SyndromeLocalLengthErr:
-		return wr.WCLocLenErr
+		return provider.WCLocLenErr
 	case SyndromeLocalQPOpErr:
-		return wr.WCLocQPOpErr
+		return provider.WCLocQPOpErr
 	case SyndromeLocalProtErr:
-		return wr.WCLocProtErr
+		return provider.WCLocProtErr
 	case SyndromeWRFlushErr:
-		return wr.WCWRFlushErr
+		return provider.WCWRFlushErr
 	case SyndromeMWBindErr:
-		return wr.WCMWBindErr
+		return provider.WCMWBindErr
 	case SyndromeBadRespErr:
-		return wr.WCBadRespErr
+		return provider.WCBadRespErr
 	case SyndromeLocalAccessErr:
-		return wr.WCLocAccessErr
+		return provider.WCLocAccessErr
 	case SyndromeRemoteInvalReqErr:
-		return wr.WCRemInvReqErr
+		return provider.WCRemInvReqErr
 	case SyndromeRemoteAccessErr:
-		return wr.WCRemAccessErr
+		return provider.WCRemAccessErr
 	case SyndromeRemoteOpErr:
-		return wr.WCRemOpErr
+		return provider.WCRemOpErr
 	case SyndromeTransportRetryExc:
-		return wr.WCRetryExcErr
+		return provider.WCRetryExcErr
 	case SyndromeRNRRetryExcErr:
-		return wr.WCRNRRetryExcErr
+		return provider.WCRNRRetryExcErr
 	case SyndromeRemoteAbortedErr:
-		return wr.WCRemAbortErr
+		return provider.WCRemAbortErr
 	}
-	return wr.WCGeneralErr
+	return provider.WCGeneralErr
 }
 
-// requesterOpcode maps the WQE opcode a requester CQE echoes (sop_drop_qpn >> 24) to the completion's opcode,
-// flags and, for reads and atomics, its byte count (rdma-core handle_good_req). ok is false for opcodes this
-// provider never posts.
-func requesterOpcode(op uint8, byteCnt uint32) (wcOp WCOpcode, flags WCFlags, byteLen uint32, ok bool) {
-	switch op {
-	case OpcodeRDMAWriteImm:
-		return wr.WCRDMAWrite, wr.WCWithImm, 0, true
-	case OpcodeRDMAWrite:
-		return wr.WCRDMAWrite, 0, 0, true
-	case OpcodeSendImm:
-		return wr.WCSend, wr.WCWithImm, 0, true
-	case OpcodeSend, OpcodeSendInval:
-		return wr.WCSend, 0, 0, true
-	case OpcodeRDMARead:
-		return wr.WCRDMARead, 0, byteCnt, true
-	case OpcodeAtomicCS:
-		return wr.WCCompSwap, 0, AtomicSize, true
-	case OpcodeAtomicFA:
-		return wr.WCFetchAdd, 0, AtomicSize, true
-	case OpcodeTSO:
-		return wr.WCTSO, 0, 0, true
+// reqOp is what a requester CQE's echoed WQE opcode means for the work completion.
+type reqOp struct {
+	opcode  WCOpcode
+	flags   WCFlags
+	byteLen uint8 // 0: none; 1: the CQE's byte count (RDMA read); 8: an atomic's 8 bytes
+}
+
+// reqOps maps the WQE opcode a requester CQE echoes (sop_drop_qpn >> 24) to the completion's opcode, flags and
+// byte count (rdma-core handle_good_req). Opcodes this provider never posts map to WCSend with no flags.
+var reqOps = [256]reqOp{
+	OpcodeRDMAWriteImm: {opcode: provider.WCRDMAWrite, flags: provider.WCWithImm},
+	OpcodeRDMAWrite:    {opcode: provider.WCRDMAWrite},
+	OpcodeSendImm:      {opcode: provider.WCSend, flags: provider.WCWithImm},
+	OpcodeSend:         {opcode: provider.WCSend},
+	OpcodeSendInval:    {opcode: provider.WCSend},
+	OpcodeRDMARead:     {opcode: provider.WCRDMARead, byteLen: 1},
+	OpcodeAtomicCS:     {opcode: provider.WCCompSwap, byteLen: AtomicSize},
+	OpcodeAtomicFA:     {opcode: provider.WCFetchAdd, byteLen: AtomicSize},
+	OpcodeTSO:          {opcode: wcTSO},
+}
+
+// requesterOpcode decodes a requester CQE's echoed WQE opcode with its byte count.
+func requesterOpcode(op uint8, byteCnt uint32) (WCOpcode, WCFlags, uint32) {
+	r := &reqOps[op]
+	switch r.byteLen {
+	case 0:
+		return r.opcode, r.flags, 0
+	case 1:
+		return r.opcode, r.flags, byteCnt
 	}
-	return 0, 0, 0, false
+	return r.opcode, r.flags, uint32(r.byteLen)
 }

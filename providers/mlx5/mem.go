@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -31,9 +32,10 @@ func NewDoorbellRecord(b []byte) (DoorbellRecord, error) {
 	return DoorbellRecord{p: (*[2]uint32)(p)}, nil
 }
 
-// set stores v big-endian into counter i with one 32-bit store.
+// set stores v big-endian into counter i with one 32-bit store (storeDBR: a plain store, or an atomic one in race
+// builds so that an emulated device's atomic loads see a happens-before edge).
 func (d DoorbellRecord) set(i int, v uint32) {
-	d.p[i] = toBE32(v)
+	storeDBR(&d.p[i], toBE32(v))
 }
 
 // get returns counter i in host order.
@@ -78,4 +80,15 @@ func nativeFromBE64(v uint64) uint64 {
 		return bits.ReverseBytes64(v)
 	}
 	return v
+}
+
+// ownerByte returns a CQE's op_own byte, read as part of an atomic 32-bit load of the CQE's last word
+// (wqe_counter, signature, op_own), the word a device writes last. On amd64 this is a plain MOVL; on arm64 an
+// acquire load, which only strengthens the ordering FromDeviceBarrier provides. The CQE must be 4-byte aligned.
+func ownerByte(cqe []byte) byte {
+	w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&cqe[60])))
+	if nativeLittle {
+		return byte(w >> 24)
+	}
+	return byte(w)
 }

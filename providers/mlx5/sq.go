@@ -3,8 +3,8 @@ package mlx5
 import (
 	"fmt"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
 )
 
 // SendQueueConfig describes a send queue whose memory the caller owns: the SQ part of a QP buffer, the QP's
@@ -141,47 +141,59 @@ const (
 	kindAtomic
 )
 
+// opInfo describes how this provider builds one work-request opcode.
+type opInfo struct {
+	opcode      uint8  // MLX5_OPCODE_*
+	kind        wrKind // segment layout
+	types       uint8  // bit 1<<QPType for each QP type that can carry it
+	atomic      bool   // needs atomics enabled
+	unsupported bool   // a valid verbs opcode this provider does not build
+	valid       bool
+}
+
+const (
+	onRC  = 1 << QPTypeRC
+	onUC  = 1 << QPTypeUC
+	onUD  = 1 << QPTypeUD
+	onAll = onRC | onUC | onUD
+)
+
+// opTable maps ibv_wr_opcode values to their WQE (rdma-core's mlx5_ib_opcode table, restricted to what this
+// provider builds, and to what each transport can carry).
+var opTable = [16]opInfo{
+	provider.WRRDMAWrite:         {opcode: OpcodeRDMAWrite, kind: kindRDMA, types: onRC | onUC, valid: true},
+	provider.WRRDMAWriteWithImm:  {opcode: OpcodeRDMAWriteImm, kind: kindRDMA, types: onRC | onUC, valid: true},
+	provider.WRSend:              {opcode: OpcodeSend, kind: kindSend, types: onAll, valid: true},
+	provider.WRSendWithImm:       {opcode: OpcodeSendImm, kind: kindSend, types: onAll, valid: true},
+	provider.WRRDMARead:          {opcode: OpcodeRDMARead, kind: kindRDMA, types: onRC, valid: true},
+	provider.WRAtomicCmpAndSwp:   {opcode: OpcodeAtomicCS, kind: kindAtomic, types: onRC, atomic: true, valid: true},
+	provider.WRAtomicFetchAndAdd: {opcode: OpcodeAtomicFA, kind: kindAtomic, types: onRC, atomic: true, valid: true},
+	provider.WRLocalInv:          {unsupported: true, valid: true},
+	provider.WRBindMW:            {unsupported: true, valid: true},
+	provider.WRSendWithInv:       {opcode: OpcodeSendInval, kind: kindSend, types: onRC | onUC, valid: true},
+	wrTSO:                        {unsupported: true, valid: true},
+	wrDriver1:                    {unsupported: true, valid: true},
+	wrAtomicWrite:                {unsupported: true, valid: true},
+}
+
 // classify returns the mlx5 opcode and segment layout for op on a QP of type t, or an error for opcodes this
-// provider does not build.
-func classify(op wr.Opcode, t QPType, atomics bool) (uint8, wrKind, error) {
-	switch op {
-	case wr.WRSend:
-		return OpcodeSend, kindSend, nil
-	case wr.WRSendWithImm:
-		return OpcodeSendImm, kindSend, nil
-	case wr.WRSendWithInv:
-		if t == QPTypeUD {
-			return 0, 0, errInvalid
-		}
-		return OpcodeSendInval, kindSend, nil
-	case wr.WRRDMAWrite, wr.WRRDMAWriteWithImm:
-		if t == QPTypeUD {
-			return 0, 0, errInvalid
-		}
-		if op == wr.WRRDMAWrite {
-			return OpcodeRDMAWrite, kindRDMA, nil
-		}
-		return OpcodeRDMAWriteImm, kindRDMA, nil
-	case wr.WRRDMARead:
-		if t != QPTypeRC {
-			return 0, 0, errInvalid
-		}
-		return OpcodeRDMARead, kindRDMA, nil
-	case wr.WRAtomicCmpAndSwp, wr.WRAtomicFetchAdd:
-		if t != QPTypeRC {
-			return 0, 0, errInvalid
-		}
-		if !atomics {
-			return 0, 0, ErrNotSupported
-		}
-		if op == wr.WRAtomicCmpAndSwp {
-			return OpcodeAtomicCS, kindAtomic, nil
-		}
-		return OpcodeAtomicFA, kindAtomic, nil
-	case wr.WRLocalInv, wr.WRBindMW, wr.WRTSO, wr.WRDriver1, wr.WRAtomicWrite:
+// provider does not build (ErrNotSupported) or the transport cannot carry (EINVAL).
+func classify(op provider.WROpcode, t QPType, atomics bool) (uint8, wrKind, error) {
+	if op >= provider.WROpcode(len(opTable)) {
+		return 0, 0, errInvalid
+	}
+	in := &opTable[op]
+	switch {
+	case !in.valid:
+		return 0, 0, errInvalid
+	case in.unsupported:
+		return 0, 0, ErrNotSupported
+	case in.types&(1<<t) == 0:
+		return 0, 0, errInvalid
+	case in.atomic && !atomics:
 		return 0, 0, ErrNotSupported
 	}
-	return 0, 0, errInvalid
+	return in.opcode, in.kind, nil
 }
 
 // PostSend builds one WQE per work request in order and rings the doorbell once for the batch (rdma-core
@@ -217,31 +229,32 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 			break
 		}
 		fence := nextFnce
-		if w.Flags&wr.SendFence != 0 {
+		if w.Flags&provider.SendFence != 0 {
 			fence = CtrlFence
 		}
 		idx := sq.curPost & sq.mask
 		pos := int(idx) * SendWQEBB
+		bb := (*[SendWQEBB]byte)(buf[pos:]) // the first basic block: ctrl, raddr and atomic never leave it
 		p := pos + CtrlSegSize
 		n := 1
 
 		switch kind {
 		case kindRDMA:
-			PutRaddrSeg(buf[p:], w.RemoteAddr, w.RKey)
+			PutRaddrSeg(bb[16:32], w.RemoteAddr, w.RKey)
 			p += RaddrSegSize
 			n++
 		case kindAtomic:
-			PutRaddrSeg(buf[p:], w.RemoteAddr, w.RKey)
+			PutRaddrSeg(bb[16:32], w.RemoteAddr, w.RKey)
 			if opcode == OpcodeAtomicCS {
-				PutAtomicSeg(buf[p+RaddrSegSize:], w.Swap, w.CompareAdd)
+				PutAtomicSeg(bb[32:48], w.Swap, w.CompareAdd)
 			} else {
-				PutAtomicSeg(buf[p+RaddrSegSize:], w.CompareAdd, 0)
+				PutAtomicSeg(bb[32:48], w.CompareAdd, 0)
 			}
 			p += RaddrSegSize + AtomicSegSize
 			n += 2
 		}
 		if sq.typ == QPTypeUD {
-			PutDatagramSeg(buf[p:], w.AH, w.RemoteQPN, w.RemoteQKey)
+			PutDatagramSeg(buf[p:], &w.AH.AV, w.RemoteQPN, w.RemoteQKey)
 			p += DatagramSegSize
 			n += DatagramSegSize / 16
 			if p == qend {
@@ -249,7 +262,7 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 			}
 		}
 
-		if w.Flags&wr.SendInline != 0 && len(w.SGL) > 0 {
+		if w.Flags&provider.SendInline != 0 && len(w.SGL) > 0 {
 			sz, e := sq.putInline(p, w.SGL)
 			if e != nil {
 				err = e
@@ -278,19 +291,19 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 
 		var imm uint32
 		switch w.Opcode {
-		case wr.WRSendWithImm, wr.WRRDMAWriteWithImm:
-			imm = w.ImmData
-		case wr.WRSendWithInv:
-			imm = w.InvalidateRKey
+		case provider.WRSendWithImm, provider.WRRDMAWriteWithImm:
+			imm = w.Imm
+		case provider.WRSendWithInv:
+			imm = w.Imm
 		}
 		fmCeSe := sq.sigBits | fence
-		if w.Flags&wr.SendSignaled != 0 {
+		if w.Flags&provider.SendSignaled != 0 {
 			fmCeSe |= CtrlCQUpdate
 		}
-		if w.Flags&wr.SendSolicited != 0 {
+		if w.Flags&provider.SendSolicited != 0 {
 			fmCeSe |= CtrlSolicited
 		}
-		PutCtrlSeg(buf[pos:], uint16(sq.curPost), opcode, 0, sq.qpn, fmCeSe, uint8(n), 0, imm)
+		PutCtrlSeg(bb[0:16], uint16(sq.curPost), opcode, 0, sq.qpn, fmCeSe, uint8(n), 0, imm)
 		nextFnce = 0
 
 		sq.wrid[idx] = w.WRID
@@ -363,7 +376,7 @@ func (sq *SendQueue) complete(wqeCounter uint16) uint64 {
 // the CQE; copy it to the buffers named by the WQE's data segments (rdma-core mlx5_copy_to_send_wqe).
 func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 	if sq.typ != QPTypeRC {
-		return wr.WCGeneralErr
+		return provider.WCGeneralErr
 	}
 	pos := int(uint32(wqeCounter)&sq.mask) * SendWQEBB
 	ctrl := sq.buf[pos:]
@@ -374,7 +387,7 @@ func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 	case OpcodeAtomicCS, OpcodeAtomicFA:
 		off = CtrlSegSize + RaddrSegSize + AtomicSegSize
 	default:
-		return wr.WCRemInvReqErr
+		return provider.WCRemInvReqErr
 	}
 	nseg := int(be.Uint32(ctrl[4:])&0x3f) - off/16
 	return copyToScatter(sq.buf, pos+off, nseg, src)
@@ -384,7 +397,7 @@ func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 // at the end of ring), each taking at most its byte_count (rdma-core copy_to_scat).
 func copyToScatter(ring []byte, p, nseg int, src []byte) WCStatus {
 	if len(src) == 0 {
-		return wr.WCSuccess
+		return provider.WCSuccess
 	}
 	for i := 0; i < nseg; i++ {
 		if p >= len(ring) {
@@ -395,9 +408,9 @@ func copyToScatter(ring []byte, p, nseg int, src []byte) WCStatus {
 		copy(hostBytes(be.Uint64(seg[8:]), n), src[:n])
 		src = src[n:]
 		if len(src) == 0 {
-			return wr.WCSuccess
+			return provider.WCSuccess
 		}
 		p += DataSegSize
 	}
-	return wr.WCLocLenErr
+	return provider.WCLocLenErr
 }

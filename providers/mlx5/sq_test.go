@@ -7,12 +7,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
 )
 
 func sendWR(id uint64, sges ...SGE) SendWR {
-	return SendWR{WRID: id, Opcode: wr.WRSend, Flags: wr.SendSignaled, SGL: sges}
+	return SendWR{WRID: id, Opcode: provider.WRSend, Flags: provider.SendSignaled, SGL: sges}
 }
 
 func TestBlueFlameSingleWQEAlternatesHalves(t *testing.T) {
@@ -36,7 +36,7 @@ func TestBlueFlameCopyWrapsAtRingEnd(t *testing.T) {
 	ts := newTestSQ(t, QPTypeRC, 256, false)
 	ts.sq.curPost = 7
 	pl := payload()
-	if _, err := ts.sq.PostSend([]SendWR{{Opcode: wr.WRSend, Flags: wr.SendInline,
+	if _, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRSend, Flags: provider.SendInline,
 		SGL: []SGE{{Addr: addrOf(pl), Length: 100}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +48,8 @@ func TestBlueFlameCopyWrapsAtRingEnd(t *testing.T) {
 
 func TestDoorbellOnlyCases(t *testing.T) {
 	pl := payload()
-	inline := SendWR{Opcode: wr.WRSend, Flags: wr.SendInline, SGL: []SGE{{Addr: addrOf(pl), Length: 8}}}
-	big := SendWR{Opcode: wr.WRSend, SGL: []SGE{gS1, gS2, gS3, gS1}} // ds 5
+	inline := SendWR{Opcode: provider.WRSend, Flags: provider.SendInline, SGL: []SGE{{Addr: addrOf(pl), Length: 8}}}
+	big := SendWR{Opcode: provider.WRSend, SGL: []SGE{gS1, gS2, gS3, gS1}} // ds 5
 	for _, c := range []struct {
 		name       string
 		bfSize     int
@@ -63,7 +63,7 @@ func TestDoorbellOnlyCases(t *testing.T) {
 		{"prefer_bf off, inline", 256, true, []SendWR{inline}, true},
 		{"WQE larger than the half", 64, false, []SendWR{big}, false},
 		{"WQE fits the half", 128, false, []SendWR{big}, true},
-		{"ds 1 (no data)", 256, false, []SendWR{{Opcode: wr.WRSend}}, false},
+		{"ds 1 (no data)", 256, false, []SendWR{{Opcode: provider.WRSend}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ts := newTestSQ(t, QPTypeRC, c.bfSize, false)
@@ -101,14 +101,14 @@ func TestPostSendErrors(t *testing.T) {
 	}{
 		{"queue full after two", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1), sendWR(3, gS1)}, 2, syscall.ENOMEM},
 		{"too many SGEs", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1, gS1, gS1, gS1, gS1)}, 1, syscall.ENOMEM},
-		{"inline too large", QPTypeRC, []SendWR{{Opcode: wr.WRSend, Flags: wr.SendInline,
+		{"inline too large", QPTypeRC, []SendWR{{Opcode: provider.WRSend, Flags: provider.SendInline,
 			SGL: []SGE{{Addr: addrOf(pl), Length: 129}}}}, 0, syscall.ENOMEM},
-		{"read on UC", QPTypeUC, []SendWR{{Opcode: wr.WRRDMARead, SGL: []SGE{gS1}}}, 0, syscall.EINVAL},
-		{"atomic on UD", QPTypeUD, []SendWR{{Opcode: wr.WRAtomicFetchAdd, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
-		{"write on UD", QPTypeUD, []SendWR{{Opcode: wr.WRRDMAWrite, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
+		{"read on UC", QPTypeUC, []SendWR{{Opcode: provider.WRRDMARead, SGL: []SGE{gS1}}}, 0, syscall.EINVAL},
+		{"atomic on UD", QPTypeUD, []SendWR{{Opcode: provider.WRAtomicFetchAndAdd, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
+		{"write on UD", QPTypeUD, []SendWR{{Opcode: provider.WRRDMAWrite, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
 		{"UD without AH", QPTypeUD, []SendWR{sendWR(1, gS1)}, 0, syscall.EINVAL},
-		{"local invalidate", QPTypeRC, []SendWR{{Opcode: wr.WRLocalInv}}, 0, syscall.EOPNOTSUPP},
-		{"bind MW", QPTypeRC, []SendWR{{Opcode: wr.WRBindMW}}, 0, syscall.EOPNOTSUPP},
+		{"local invalidate", QPTypeRC, []SendWR{{Opcode: provider.WRLocalInv}}, 0, syscall.EOPNOTSUPP},
+		{"bind MW", QPTypeRC, []SendWR{{Opcode: provider.WRBindMW}}, 0, syscall.EOPNOTSUPP},
 		{"unknown opcode", QPTypeRC, []SendWR{{Opcode: 99}}, 0, syscall.EINVAL},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestPostSendErrors(t *testing.T) {
 	t.Run("atomics disabled", func(t *testing.T) {
 		ts := newTestSQ(t, QPTypeRC, 256, false)
 		ts.sq.atomics = false
-		_, err := ts.sq.PostSend([]SendWR{{Opcode: wr.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}})
+		_, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}})
 		if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EOPNOTSUPP) {
 			t.Fatalf("err = %v", err)
 		}
@@ -142,7 +142,7 @@ func TestPostSendErrors(t *testing.T) {
 func TestSignalAll(t *testing.T) {
 	ts := newTestSQ(t, QPTypeRC, 256, false)
 	ts.sq.sigBits = CtrlCQUpdate
-	if _, err := ts.sq.PostSend([]SendWR{{Opcode: wr.WRSend, SGL: []SGE{gS1}}}); err != nil {
+	if _, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRSend, SGL: []SGE{gS1}}}); err != nil {
 		t.Fatal(err)
 	}
 	if ts.ring[11] != CtrlCQUpdate {
