@@ -7,7 +7,10 @@
 //
 // or, without installing (go run adds an "exit status N" line on failure):
 //
-//	go test -exec 'go run ./test/lab/cmd/labexec' ./uverbs/...
+//	go test -exec 'go run github.com/goverbs/goverbs/test/lab/cmd/labexec' ./uverbs/...
+//
+// (go test runs the -exec command in the package's directory, so a relative
+// ./test/lab/cmd/labexec would not be found)
 //
 // The test binary's arguments, stdout and stderr (byte for byte) and exit
 // status pass through, so go test's output parsing keeps working. The
@@ -25,7 +28,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -112,9 +114,6 @@ func runVM(argv []string) int {
 	res, err := lab.RunResult(ctx, cfg, argv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "labexec: %v\n", err)
-		if errors.Is(err, context.Canceled) {
-			return lab.ExitSetupFailed
-		}
 		return res.ExitCode
 	}
 	if verbose {
