@@ -460,7 +460,7 @@ func runRC(o *rcOptions, stdout, stderr io.Writer) int {
 	}
 	my.qpn = int(c.qp.QPN())
 	my.psn = int(rand.Int31() & 0xffffff)
-	fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", my.lid, my.qpn, my.psn, inetNtop6(my.gid))
+	fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", my.lid, my.qpn, my.psn, cstd.InetNtop6(my.gid))
 
 	var rem *dest
 	if o.server != "" {
@@ -471,7 +471,7 @@ func runRC(o *rcOptions, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	fmt.Fprintf(stdout, "  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", rem.lid, rem.qpn, rem.psn, inetNtop6(rem.gid))
+	fmt.Fprintf(stdout, "  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", rem.lid, rem.qpn, rem.psn, cstd.InetNtop6(rem.gid))
 	if o.server != "" {
 		if err := c.connect(o, my.psn, rem); err != nil {
 			fmt.Fprintf(stderr, "%v\n", err)
