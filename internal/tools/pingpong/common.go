@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -23,7 +25,7 @@ const (
 // findDevice picks the device named name, or the first one when name is empty, printing the tools' messages
 // when there is none.
 func findDevice(name string, stderr io.Writer) (uverbs.Device, bool) {
-	devs, err := uverbs.Devices()
+	devs, err := deviceList()
 	if err != nil {
 		fmt.Fprintf(stderr, "Failed to get IB devices list: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.ENOSYS)))
 		return uverbs.Device{}, false
@@ -42,6 +44,21 @@ func findDevice(name string, stderr io.Writer) (uverbs.Device, bool) {
 	}
 	fmt.Fprintf(stderr, "IB device %s not found\n", name)
 	return uverbs.Device{}, false
+}
+
+// deviceList is ibv_get_device_list: the devices, or ENOSYS where libibverbs finds neither RDMA netlink (no
+// ib_core: no /sys/class/infiniband) nor /sys/class/infiniband_verbs.
+func deviceList() ([]uverbs.Device, error) {
+	devs, err := uverbs.Devices()
+	if err != nil || len(devs) > 0 {
+		return devs, err
+	}
+	_, errCore := os.Stat(filepath.Join(uverbs.SysfsRoot, "class", "infiniband"))
+	_, errVerbs := os.Stat(filepath.Join(uverbs.SysfsRoot, "class", "infiniband_verbs"))
+	if errCore != nil && errVerbs != nil {
+		return nil, fmt.Errorf("get device list: %w", unix.ENOSYS)
+	}
+	return devs, nil
 }
 
 // queryGID reads the port's GID at index as libibverbs' ibv_query_gid does: an empty table entry (ENODATA)

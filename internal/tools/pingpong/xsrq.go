@@ -218,7 +218,7 @@ func (r *xsrqResources) open(o *xsrqOptions, stderr io.Writer) bool {
 
 // openDevice is xsrq_pingpong's open_device: the named device, or the first when no name is given.
 func (r *xsrqResources) openDevice(name string, stderr io.Writer) bool {
-	devs, err := uverbs.Devices()
+	devs, err := deviceList()
 	if err != nil {
 		fmt.Fprintf(stderr, "Failed to get IB devices list")
 		return false
