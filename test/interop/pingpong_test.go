@@ -168,16 +168,19 @@ func TestRCPingpongInterop(t *testing.T) {
 }
 
 func TestUCPingpongInterop(t *testing.T) {
-	ppMatrix(t, ppUC, 100, []int{1, 4096}, []string{"-n", "10"}, ppLines)
+	ppMatrix(t, ppUC, 100, []int{1, 4096}, []string{"-n", "10", "-c"}, ppLines)
 }
+
+// -c (validate) makes the server check the client's marks in the payload: a message at the wrong offset
+// (UD's 40-byte GRH room) prints "invalid data in page" and fails the line check.
 
 // UD messages must fit the path MTU (rxe on a 1500-byte veth: 1024).
 func TestUDPingpongInterop(t *testing.T) {
-	ppMatrix(t, ppUD, 200, []int{1, 1024}, []string{"-n", "10"}, ppLinesUD)
+	ppMatrix(t, ppUD, 200, []int{1, 1024}, []string{"-n", "10", "-c"}, ppLinesUD)
 }
 
 func TestSRQPingpongInterop(t *testing.T) {
-	ppMatrix(t, ppSRQ, 300, []int{1, 4096}, []string{"-q", "4", "-n", "12"}, srqLines(4))
+	ppMatrix(t, ppSRQ, 300, []int{1, 4096}, []string{"-q", "4", "-n", "12", "-c"}, srqLines(4))
 }
 
 // Runs that end before any connection, byte for byte and status for status against rdma-core's tools: usage
@@ -203,7 +206,14 @@ func TestPingpongErrorsMatchC(t *testing.T) {
 		{ppSRQ, []string{"-d", dev, "-q", "256", "-r", "1000"}},
 		{ppSRQ, []string{"-d", dev, "-q", "-1"}},
 		{ppSRQ, []string{"--num-qp"}},
+		{ppUC, []string{"-d", dev, "-i", "2"}},
+		{ppUD, []string{"-d", dev, "-i", "2"}},
+		{ppSRQ, []string{"-d", dev, "-i", "2", "-q", "2"}},
 		{ppXRC, []string{"-x"}},
+		{ppXRC, []string{"-d", dev, "-i", "2"}},
+		{ppXRC, []string{"-d", dev, "-s", "0"}},
+		{ppXRC, []string{"-d", dev, "-s", "-1"}},
+		{ppXRC, []string{"-d", dev, "-c", "-1"}},
 		{ppXRC, []string{"-p", "70000"}},
 		{ppXRC, []string{"-d", "nosuchdev"}},
 		{ppXRC, []string{"-d", dev}},
