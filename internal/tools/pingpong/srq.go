@@ -130,7 +130,7 @@ func initSRQ(dev uverbs.Device, o *options, stderr io.Writer) *srqPP {
 	if c.mr, err = c.pd.RegMR(c.buf.Bytes(), access); err != nil {
 		return fail("Couldn't register MR")
 	}
-	if c.cq, err = c.ctx.CreateCQ(uverbs.CQAttr{CQE: o.rxDepth + o.numQP, Channel: c.channel}); err != nil {
+	if c.cq, err = c.ctx.CreateCQ(uverbs.CQAttr{CQE: int(int32(uint32(o.rxDepth) + uint32(o.numQP))), Channel: c.channel}); err != nil {
 		return fail("Couldn't create CQ")
 	}
 	if c.srq, err = c.pd.CreateSRQ(uverbs.SRQAttr{MaxWR: uint32(o.rxDepth), MaxSGE: 1}); err != nil {
@@ -207,7 +207,8 @@ func (c *srqPP) connect(o *options, my, rem []dest) error {
 }
 
 func runSRQ(o *options, stdout, stderr io.Writer) int {
-	numWC := o.numQP + o.rxDepth
+	// num_wc and the CQ size are C ints: num_qp + rx_depth wraps as it does there.
+	numWC := max(int(int32(uint32(o.numQP)+uint32(o.rxDepth))), 1)
 	pageSize := os.Getpagesize()
 	dev, ok := findDevice(o.devName, stderr)
 	if !ok {
