@@ -2,6 +2,15 @@
 // ibv_ud_pingpong, ibv_srq_pingpong and, up to the XRC domain, ibv_xsrq_pingpong): the same options, the same
 // 52-byte connection records and "done" handshake over TCP, and the same output lines, messages and exit
 // statuses, so a goverbs side pairs with a C side in either role.
+//
+// Where the C tools' behaviour is left to chance or cannot be matched, the clones choose:
+//   - perror() after a read that hit the end of the stream prints whatever errno was left over in C; the clones
+//     print ECONNRESET's text ("Connection reset by peer"), and "Success" where the srq server's final read is
+//     short without an error.
+//   - srq_pingpong's record reads loop forever on an early end of stream; the clones treat it like a failed read
+//     (report it, go on with the records read so far, as rdma-core does after a read error).
+//   - ibv_xsrq_pingpong stops at the XRC domain: on a device without XRC (rxe) exactly as rdma-core's, on one with
+//     XRC with ErrXRCUnimplemented, since goverbs has no XRC SRQs or QPs.
 package pingpong
 
 import (
