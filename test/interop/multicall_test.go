@@ -39,6 +39,10 @@ func TestMultiCall(t *testing.T) {
 		{"ibv_devinfo", "devinfo", "ibverbs-utils", []string{"-d", "nosuchdev"}},
 		{"ibstat", "ibstat", "infiniband-diags", nil},
 		{"ibstat", "ibstat", "infiniband-diags", []string{"-p"}},
+		{"ibv_uc_pingpong", "uc_pingpong", "ibverbs-utils", []string{"-d", "nosuchdev"}},
+		{"ibv_ud_pingpong", "ud_pingpong", "ibverbs-utils", []string{"-d", labtest.Device(), "-s", "4096"}},
+		{"ibv_srq_pingpong", "srq_pingpong", "ibverbs-utils", []string{"-q", "300"}},
+		{"ibv_xsrq_pingpong", "xsrq_pingpong", "ibverbs-utils", []string{"-d", labtest.Device()}},
 	}
 	for _, c := range cases {
 		NeedTool(t, c.ctool, c.pkg)
