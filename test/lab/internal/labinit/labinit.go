@@ -25,6 +25,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/netlinkrdma"
+
 	"github.com/goverbs/goverbs/test/lab/internal/proto"
 )
 
@@ -361,7 +363,7 @@ func (g *guest) setupNetwork() error {
 
 // setupRXE creates rxe0 on veth0 and waits until its port is ACTIVE.
 func (g *guest) setupRXE() error {
-	if err := netlink.RdmaLinkAdd(proto.RXEDevice, "rxe", proto.Netdev); err != nil {
+	if err := netlinkrdma.LinkAdd(proto.RXEDevice, netlinkrdma.LinkTypeRXE, proto.Netdev); err != nil {
 		return fmt.Errorf("rdma link add %s type rxe netdev %s: %w", proto.RXEDevice, proto.Netdev, err)
 	}
 	statePath := "/sys/class/infiniband/" + proto.RXEDevice + "/ports/1/state"
