@@ -36,9 +36,8 @@ type CompChannel struct {
 	rmu sync.Mutex
 	buf [8]byte
 
-	mu     sync.Mutex
-	cqs    int
-	closed bool
+	life
+	cqs int // CQs using the channel; guarded by mu
 }
 
 // CreateCompChannel creates a completion channel (ibv_create_comp_channel).
@@ -91,17 +90,19 @@ func (ch *CompChannel) Close() error {
 	if ch == nil {
 		return nil
 	}
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	if ch.closed {
+	var closeErr error
+	err := ch.life.close(func() error {
+		if ch.cqs > 0 {
+			return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", ch.cqs, unix.EBUSY))
+		}
+		ch.ctx.dropObject()
+		closeErr = ch.pf.close() // the fd is gone either way
 		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if ch.cqs > 0 {
-		return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", ch.cqs, unix.EBUSY))
-	}
-	ch.closed = true
-	ch.ctx.dropObject()
-	return wrap("destroy completion channel", ch.ctx.dev.Name, ch.pf.close())
+	return wrap("destroy completion channel", ch.ctx.dev.Name, closeErr)
 }
 
 // CQ is a completion queue.
@@ -117,9 +118,7 @@ type CQ struct {
 	evCond    *sync.Cond
 	eventsGot uint32 // completion events read from the channel
 	eventsAck uint32 // acknowledged by AckEvents
-
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // CQAttr are the options of CreateCQ.
@@ -246,16 +245,6 @@ func (cq *CQ) Resize(cqe int) error {
 	return nil
 }
 
-// checkOpen is ErrClosed once the CQ is closed (its handle may name a newer CQ).
-func (cq *CQ) checkOpen() error {
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	if cq.closed {
-		return ErrClosed
-	}
-	return nil
-}
-
 // Close destroys the CQ (ibv_destroy_cq). As in rdma-core, it waits until every completion event the kernel
 // delivered for this CQ has been acknowledged with AckEvents. The kernel refuses (EBUSY) while QPs or SRQs use
 // the CQ.
@@ -263,29 +252,25 @@ func (cq *CQ) Close() error {
 	if cq == nil {
 		return nil
 	}
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	if cq.closed {
+	return cq.life.close(func() error {
+		c := cq.ctx
+		resp, err := c.destroyCQ(cq.handle)
+		if err != nil {
+			return wrapf(c.dev.Name, err, "destroy CQ %#x", cq.handle)
+		}
+		cq.prov.Destroyed()
+		cq.evMu.Lock()
+		for cq.eventsAck < resp.CompEventsReported {
+			cq.evCond.Wait()
+		}
+		cq.evMu.Unlock()
+		c.handles.del(cq.uhandle)
+		if cq.channel != nil {
+			cq.channel.mu.Lock()
+			cq.channel.cqs--
+			cq.channel.mu.Unlock()
+		}
+		c.dropObject()
 		return nil
-	}
-	c := cq.ctx
-	resp, err := c.destroyCQ(cq.handle)
-	if err != nil {
-		return wrapf(c.dev.Name, err, "destroy CQ %#x", cq.handle)
-	}
-	cq.closed = true
-	cq.prov.Destroyed()
-	cq.evMu.Lock()
-	for cq.eventsAck < resp.CompEventsReported {
-		cq.evCond.Wait()
-	}
-	cq.evMu.Unlock()
-	c.handles.del(cq.uhandle)
-	if cq.channel != nil {
-		cq.channel.mu.Lock()
-		cq.channel.cqs--
-		cq.channel.mu.Unlock()
-	}
-	c.dropObject()
-	return nil
+	})
 }

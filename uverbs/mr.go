@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -52,9 +51,7 @@ type MR struct {
 	length int
 	access Access
 	buf    []byte // keeps Go memory registered by slice reachable
-
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // RegMR registers buf with the given access rights (ibv_reg_mr). buf must stay untouched by the Go runtime's
@@ -178,34 +175,20 @@ func (mr *MR) Rereg(flags int, pd *PD, buf []byte, access Access) error {
 	return nil
 }
 
-// checkOpen is ErrClosed once the MR is closed (its handle may name a newer MR).
-func (mr *MR) checkOpen() error {
-	mr.mu.Lock()
-	defer mr.mu.Unlock()
-	if mr.closed {
-		return ErrClosed
-	}
-	return nil
-}
-
 // Close deregisters the region (ibv_dereg_mr).
 func (mr *MR) Close() error {
 	if mr == nil {
 		return nil
 	}
-	mr.mu.Lock()
-	defer mr.mu.Unlock()
-	if mr.closed {
+	return mr.life.close(func() error {
+		c := mr.pd.ctx
+		if err := c.destroyObject(abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY, abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle); err != nil {
+			return wrapf(c.dev.Name, err, "dereg MR %#x", mr.handle)
+		}
+		mr.buf = nil
+		c.dropObject()
 		return nil
-	}
-	c := mr.pd.ctx
-	if err := c.destroyObject(abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY, abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle); err != nil {
-		return wrapf(c.dev.Name, err, "dereg MR %#x", mr.handle)
-	}
-	mr.closed = true
-	mr.buf = nil
-	c.dropObject()
-	return nil
+	})
 }
 
 // Buffer is page-aligned anonymous memory outside the Go heap, the right home for registered memory and for

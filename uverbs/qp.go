@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -84,9 +83,7 @@ type QP struct {
 	cap     QPCap
 	prov    provider.QP
 	state   QPState
-
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // CreateQP creates a queue pair (ibv_create_qp) through the QP_CREATE ioctl.
@@ -203,35 +200,21 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) { return qp.prov.PostSend(wrs)
 // PostRecv posts receive work requests (ibv_post_recv).
 func (qp *QP) PostRecv(wrs []RecvWR) (int, error) { return qp.prov.PostRecv(wrs) }
 
-// checkOpen is ErrClosed once the QP is closed (its handle may name a newer QP).
-func (qp *QP) checkOpen() error {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	if qp.closed {
-		return ErrClosed
-	}
-	return nil
-}
-
 // Close destroys the QP (ibv_destroy_qp).
 func (qp *QP) Close() error {
 	if qp == nil {
 		return nil
 	}
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	if qp.closed {
+	return qp.life.close(func() error {
+		c := qp.ctx
+		if _, err := c.destroyQP(qp.handle); err != nil {
+			return wrapf(c.dev.Name, err, "destroy QP %#x", qp.qpn)
+		}
+		qp.prov.Destroyed()
+		c.handles.del(qp.uhandle)
+		c.dropObject()
 		return nil
-	}
-	c := qp.ctx
-	if _, err := c.destroyQP(qp.handle); err != nil {
-		return wrapf(c.dev.Name, err, "destroy QP %#x", qp.qpn)
-	}
-	qp.closed = true
-	qp.prov.Destroyed()
-	c.handles.del(qp.uhandle)
-	c.dropObject()
-	return nil
+	})
 }
 
 // QPAttrMask selects the QPAttr fields a Modify sets or a Query returns (IBV_QP_*).

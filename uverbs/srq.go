@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -26,9 +25,7 @@ type SRQ struct {
 	srqn    uint32
 	attr    SRQAttr
 	prov    provider.SRQ
-
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // CreateSRQ creates a basic shared receive queue (ibv_create_srq) through the SRQ_CREATE ioctl.
@@ -142,44 +139,29 @@ func (srq *SRQ) Query() (SRQAttr, error) {
 	return SRQAttr{MaxWR: out.MaxWr, MaxSGE: out.MaxSge, Limit: out.SrqLimit}, nil
 }
 
-// checkOpen is ErrClosed once the SRQ is closed (its handle may name a newer SRQ).
-func (srq *SRQ) checkOpen() error {
-	srq.mu.Lock()
-	defer srq.mu.Unlock()
-	if srq.closed {
-		return ErrClosed
-	}
-	return nil
-}
-
 // Close destroys the SRQ (ibv_destroy_srq). The kernel refuses (EBUSY) while QPs use it.
 func (srq *SRQ) Close() error {
 	if srq == nil {
 		return nil
 	}
-	srq.mu.Lock()
-	defer srq.mu.Unlock()
-	if srq.closed {
+	return srq.life.close(func() error {
+		c := srq.ctx
+		if err := c.destroySRQ(srq.handle); err != nil {
+			return wrapf(c.dev.Name, err, "destroy SRQ %#x", srq.srqn)
+		}
+		srq.prov.Destroyed()
+		c.handles.del(srq.uhandle)
+		c.dropObject()
 		return nil
-	}
-	c := srq.ctx
-	if err := c.destroySRQ(srq.handle); err != nil {
-		return wrapf(c.dev.Name, err, "destroy SRQ %#x", srq.srqn)
-	}
-	srq.closed = true
-	srq.prov.Destroyed()
-	c.handles.del(srq.uhandle)
-	c.dropObject()
-	return nil
+	})
 }
 
 // AH is an address handle for UD sends.
 type AH struct {
-	pd     *PD
-	data   *provider.AHData
-	attr   AHAttr
-	mu     sync.Mutex
-	closed bool
+	pd   *PD
+	data *provider.AHData
+	attr AHAttr
+	life
 }
 
 // CreateAH creates an address handle (ibv_create_ah). On RoCE ports the address must be global (GRH with a
@@ -250,16 +232,12 @@ func (ah *AH) Close() error {
 	if ah == nil {
 		return nil
 	}
-	ah.mu.Lock()
-	defer ah.mu.Unlock()
-	if ah.closed {
+	return ah.life.close(func() error {
+		c := ah.pd.ctx
+		if err := c.destroyObject(abi.UVERBS_OBJECT_AH, abi.UVERBS_METHOD_AH_DESTROY, abi.UVERBS_ATTR_DESTROY_AH_HANDLE, ah.data.Handle); err != nil {
+			return wrap("destroy AH", c.dev.Name, err)
+		}
+		c.dropObject()
 		return nil
-	}
-	c := ah.pd.ctx
-	if err := c.destroyObject(abi.UVERBS_OBJECT_AH, abi.UVERBS_METHOD_AH_DESTROY, abi.UVERBS_ATTR_DESTROY_AH_HANDLE, ah.data.Handle); err != nil {
-		return wrap("destroy AH", c.dev.Name, err)
-	}
-	ah.closed = true
-	c.dropObject()
-	return nil
+	})
 }
