@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,11 +30,13 @@ func main() {
 	reps := flag.Int("reps", 5, "repetitions of each pair")
 	iters := flag.Int("iters", 200, "ping-pong iterations per run (-n)")
 	sizes := flag.String("sizes", "1,4096", "message sizes (-s)")
+	events := flag.Bool("e", false, "wait for completions with events (-e) instead of busy polling")
+	cpus := flag.Int("cpus", 2, "lab VM vCPUs (busy-polling pairs need two)")
 	inner := flag.Bool("inner", false, "run the measurements here (inside the lab)")
 	bin := flag.String("bin", "", "goverbs binary (inner mode)")
 	flag.Parse()
 	if *inner {
-		os.Exit(measure(*bin, *reps, *iters, *sizes))
+		os.Exit(measure(*bin, *reps, *iters, *sizes, *events))
 	}
 	root, _ := os.Getwd()
 	dir := filepath.Join(root, ".lab", "ppbench")
@@ -47,9 +50,9 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	code, err := lab.Run(context.Background(), lab.Config{Timeout: 30 * time.Minute, Workdir: root},
+	code, err := lab.Run(context.Background(), lab.Config{Timeout: 30 * time.Minute, Workdir: root, CPUs: *cpus},
 		[]string{filepath.Join(dir, "ppbench"), "-inner", "-bin", filepath.Join(dir, "goverbs"),
-			"-reps", strconv.Itoa(*reps), "-iters", strconv.Itoa(*iters), "-sizes", *sizes})
+			"-reps", strconv.Itoa(*reps), "-iters", strconv.Itoa(*iters), "-sizes", *sizes, "-e=" + strconv.FormatBool(*events)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ppbench:", err)
 		os.Exit(1)
@@ -92,12 +95,20 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func measure(bin string, reps, iters int, sizes string) int {
+func measure(bin string, reps, iters int, sizes string, events bool) int {
 	port := 19500
-	fmt.Printf("ping-pong latency on rxe0 (usec/iter, median of %d alternating runs, %d iterations each)\n", reps, iters)
+	mode := "busy polling"
+	if events {
+		mode = "completion events (-e)"
+	}
+	fmt.Printf("ping-pong latency on rxe0, %s, %d vCPUs (usec/iter, median of %d alternating runs, %d iterations each)\n",
+		mode, runtime.NumCPU(), reps, iters)
 	fmt.Printf("%8s %12s %12s %8s   raw C | raw Go\n", "size", "C<->C", "Go<->Go", "Go/C")
 	for _, sz := range strings.Split(sizes, ",") {
 		common := []string{"-d", "rxe0", "-g", "1", "-s", sz, "-n", strconv.Itoa(iters)}
+		if events {
+			common = append(common, "-e")
+		}
 		var cs, gs []float64
 		for r := 0; r < reps; r++ {
 			for _, goSide := range []bool{false, true} {
