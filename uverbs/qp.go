@@ -67,7 +67,9 @@ type QPInitAttr struct {
 	SendCQ *CQ
 	RecvCQ *CQ
 	SRQ    *SRQ
-	Cap    QPCap
+	// XRCD is the XRC domain of an XRC receive (target) QP, which has no PD, CQs or queues of its own.
+	XRCD *XRCD
+	Cap  QPCap
 	// SigAll makes every send request generate a completion, whatever its SendSignaled flag.
 	SigAll bool
 }
@@ -90,20 +92,33 @@ type QP struct {
 func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	c := pd.ctx
 	op := "create QP (" + qpTypeName(attr.Type) + ")"
-	if attr.SendCQ == nil || (attr.RecvCQ == nil && attr.Type != QPTypeXRCSend) {
+	switch {
+	case attr.Type == QPTypeXRCRecv:
+		if attr.XRCD == nil {
+			return nil, wrap(op, c.dev.Name, fmt.Errorf("an XRC receive QP needs an XRC domain: %w", unix.EINVAL))
+		}
+	case attr.SendCQ == nil || (attr.RecvCQ == nil && attr.Type != QPTypeXRCSend):
 		return nil, wrap(op, c.dev.Name, fmt.Errorf("send and receive CQs are required: %w", unix.EINVAL))
-	}
-	if attr.RecvCQ == nil {
+	case attr.RecvCQ == nil && attr.Type != QPTypeXRCSend:
 		attr.RecvCQ = attr.SendCQ
 	}
 	if err := pd.checkOpen(); err != nil {
 		return nil, wrap(op, c.dev.Name, err)
 	}
-	if err := attr.SendCQ.checkOpen(); err != nil {
-		return nil, wrap(op, c.dev.Name, fmt.Errorf("send CQ: %w", err))
+	if attr.SendCQ != nil {
+		if err := attr.SendCQ.checkOpen(); err != nil {
+			return nil, wrap(op, c.dev.Name, fmt.Errorf("send CQ: %w", err))
+		}
 	}
-	if err := attr.RecvCQ.checkOpen(); err != nil {
-		return nil, wrap(op, c.dev.Name, fmt.Errorf("receive CQ: %w", err))
+	if attr.RecvCQ != nil {
+		if err := attr.RecvCQ.checkOpen(); err != nil {
+			return nil, wrap(op, c.dev.Name, fmt.Errorf("receive CQ: %w", err))
+		}
+	}
+	if attr.XRCD != nil {
+		if err := attr.XRCD.checkOpen(); err != nil {
+			return nil, wrap(op, c.dev.Name, fmt.Errorf("XRCD: %w", err))
+		}
 	}
 	if attr.SRQ != nil {
 		if err := attr.SRQ.checkOpen(); err != nil {
@@ -116,7 +131,13 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	qp := &QP{pd: pd, ctx: c, typ: attr.Type}
 	qp.uhandle = c.handles.add(qp)
 	p := &provider.QPParams{Type: attr.Type, Cap: attr.Cap, SigAll: attr.SigAll, HasSRQ: attr.SRQ != nil,
-		SendCQ: attr.SendCQ.prov, RecvCQ: attr.RecvCQ.prov, Handle: qp.uhandle}
+		Handle: qp.uhandle}
+	if attr.SendCQ != nil {
+		p.SendCQ = attr.SendCQ.prov
+	}
+	if attr.RecvCQ != nil {
+		p.RecvCQ = attr.RecvCQ.prov
+	}
 	if attr.SRQ != nil {
 		p.SRQ = attr.SRQ.prov
 	}
@@ -128,9 +149,16 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 		qpn := new(uint32)
 		cmd := c.newCmd(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
 		h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
-		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle)
-		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle)
-		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle)
+		// An XRC target QP names only its XRC domain; an XRC initiator has a send CQ and no receive side.
+		if attr.Type == QPTypeXRCRecv {
+			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_XRCD_HANDLE, attr.XRCD.handle)
+		} else {
+			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle)
+			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle)
+		}
+		if attr.RecvCQ != nil {
+			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle)
+		}
 		if attr.SRQ != nil {
 			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SRQ_HANDLE, attr.SRQ.handle)
 		}

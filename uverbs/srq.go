@@ -29,7 +29,24 @@ type SRQ struct {
 }
 
 // CreateSRQ creates a basic shared receive queue (ibv_create_srq) through the SRQ_CREATE ioctl.
-func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
+func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) { return pd.createSRQ(attr, nil, nil) }
+
+// CreateXRCSRQ creates an XRC shared receive queue in the XRC domain xrcd, completing into cq
+// (ibv_create_srq_ex with IBV_SRQT_XRC). Devices without XRC answer ErrNotSupported.
+func (pd *PD) CreateXRCSRQ(xrcd *XRCD, cq *CQ, attr SRQAttr) (*SRQ, error) {
+	if xrcd == nil || cq == nil {
+		return nil, wrap("create XRC SRQ", pd.ctx.dev.Name, fmt.Errorf("an XRC SRQ needs an XRC domain and a CQ: %w", unix.EINVAL))
+	}
+	if err := xrcd.checkOpen(); err != nil {
+		return nil, wrap("create XRC SRQ", pd.ctx.dev.Name, fmt.Errorf("XRCD: %w", err))
+	}
+	if err := cq.checkOpen(); err != nil {
+		return nil, wrap("create XRC SRQ", pd.ctx.dev.Name, fmt.Errorf("CQ: %w", err))
+	}
+	return pd.createSRQ(attr, xrcd, cq)
+}
+
+func (pd *PD) createSRQ(attr SRQAttr, xrcd *XRCD, cq *CQ) (*SRQ, error) {
 	c := pd.ctx
 	if err := pd.checkOpen(); err != nil {
 		return nil, wrap("create SRQ", c.dev.Name, err)
@@ -50,7 +67,13 @@ func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
 		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_MAX_WR, p.MaxWR)
 		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_MAX_SGE, p.MaxSGE)
 		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_LIMIT, p.Limit)
-		cmd.ConstIn(abi.UVERBS_ATTR_CREATE_SRQ_TYPE, abi.IB_UVERBS_SRQT_BASIC)
+		if xrcd != nil {
+			cmd.Object(abi.UVERBS_ATTR_CREATE_SRQ_XRCD_HANDLE, xrcd.handle)
+			cmd.Object(abi.UVERBS_ATTR_CREATE_SRQ_CQ_HANDLE, cq.handle)
+			cmd.ConstIn(abi.UVERBS_ATTR_CREATE_SRQ_TYPE, abi.IB_UVERBS_SRQT_XRC)
+		} else {
+			cmd.ConstIn(abi.UVERBS_ATTR_CREATE_SRQ_TYPE, abi.IB_UVERBS_SRQT_BASIC)
+		}
 		cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_SRQ_EVENT_FD, c.asyncFD))
 		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR, ptr(maxWR), 4)
 		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE, ptr(maxSGE), 4)

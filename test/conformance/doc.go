@@ -221,6 +221,8 @@
 //	80  TestNegUseAfterCloseHandleReuse              after Close the kernel reuses the handle for the next object;
 //	                                                 verbs on the closed PD, CQ, QP, channel: ErrClosed, the new
 //	                                                 object untouched
+//	81  TestXRCTypesAreTyped                         XRC initiator QP, XRC SRQ and target QP on a device without XRC:
+//	                                                 typed ErrNotSupported (created and closed where XRC exists)
 //
 // Further positive tests beyond the pyverbs set: TestTraffic/UC/*, TestTrafficInline, TestSRQTraffic,
 // TestSRQLimitEvent (EventSRQLimitReached on the async event fd), TestQueryRCQPAfterConnect (every RTR/RTS

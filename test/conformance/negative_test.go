@@ -441,6 +441,34 @@ func TestXRCDSupportIsTyped(t *testing.T) {
 	require.NoError(t, x.Close())
 }
 
+// Negative: the XRC QP and SRQ types exist at the ABI level; a device without XRC refuses them with the typed
+// not-supported error (an XRC initiator QP needs no domain; an XRC SRQ or target QP needs one, which such a
+// device cannot open). Where XRC exists, the objects are created and closed.
+func TestXRCTypesAreTyped(t *testing.T) {
+	e := newEnv(t)
+	pd, cq := e.pd(), e.cq(16)
+	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeXRCSend, SendCQ: cq,
+		Cap: uverbs.QPCap{MaxSendWR: 4, MaxSendSGE: 1}})
+	if err != nil {
+		t.Logf("XRC initiator QP: %v", err)
+		require.ErrorIs(t, err, uverbs.ErrNotSupported)
+	} else {
+		require.NoError(t, qp.Close())
+	}
+	x, err := e.ctx.OpenXRCD(-1, unix.O_CREAT)
+	if err != nil {
+		require.ErrorIs(t, err, uverbs.ErrNotSupported)
+		return
+	}
+	defer x.Close()
+	srq, err := pd.CreateXRCSRQ(x, cq, uverbs.SRQAttr{MaxWR: 8, MaxSGE: 1})
+	require.NoError(t, err)
+	require.NoError(t, srq.Close())
+	tgt, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeXRCRecv, XRCD: x})
+	require.NoError(t, err)
+	require.NoError(t, tgt.Close())
+}
+
 // Negative: use after close where the kernel reuses handles. The kernel hands out the lowest free handle, so a
 // PD, CQ or QP allocated after a Close gets the closed one's handle; a verb on the closed Go object must fail
 // with ErrClosed instead of acting on the new object.
