@@ -265,10 +265,10 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 func (cq *CQ) completeRecv(qp *QP, wqeCtr uint16, payload []byte, wc *WC) bool {
 	switch {
 	case qp.SRQ != nil:
+		id, st, ok := qp.SRQ.complete(wqeCtr, payload)
 		if payload != nil {
-			wc.Status = qp.SRQ.copyToRecvWQE(wqeCtr, payload)
+			wc.Status = st
 		}
-		id, ok := qp.SRQ.complete(wqeCtr)
 		wc.WRID = id
 		return ok
 	case qp.RQ != nil:

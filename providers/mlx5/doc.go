@@ -30,12 +30,14 @@
 // rdma-core's mlx5 provider behaves on a 6.1 kernel: GET_CONTEXT with dynamic UARs and CQE version 1 (retried
 // without DEVX), one NC UAR object for CQ arm doorbells, BlueFlame UAR objects carved into dedicated registers for
 // QPs (or the shared NC register when the kernel reports no BlueFlame), doorbell records at cache-line strides,
-// private anonymous mmaps for rings, user indexes, scatter-to-CQE, posting gated on the QP state. It registers
-// itself for RDMA_DRIVER_MLX5; a blank import links it.
+// private anonymous mmaps for rings, user indexes, scatter-to-CQE, posting gated on the QP state. A QP created on
+// an SRQ (provider.QPParams.SRQ) gets no receive queue; its receive completions retire WQEs through the SRQ's
+// wr_id table and free list, as rdma-core does. It registers itself for RDMA_DRIVER_MLX5; a blank import links it.
 //
 // Posting and polling never allocate and never box values in interfaces. Queues are not safe for concurrent use
-// (as rdma-core with MLX5_SINGLE_THREADED): the caller serialises a QP's posts with the polling of its CQs. Only a
-// shared BlueFlame register is locked internally, because unrelated QPs share it.
+// (as rdma-core with MLX5_SINGLE_THREADED): the caller serialises a QP's posts with the polling of its CQs. Only
+// what unrelated queues share is locked internally: a shared BlueFlame register, and an SRQ (its free list is
+// fed by every CQ its QPs complete into).
 //
 // # What the tests prove
 //
@@ -78,8 +80,7 @@
 //
 // # Not implemented
 //
-// QPs attached to an SRQ through the verbs core (the provider contract does not yet pass the SRQ to CreateQP;
-// the data path itself supports them), static bfregs (kernels without dynamic UARs), memory windows and local
+// Static bfregs (kernels without dynamic UARs), memory windows and local
 // invalidate (UMR WQEs), XRC, raw packet/TSO, DC, tag matching, signature and
 // compressed CQEs, 128-byte CQEs, the SRQ ODP wait queue, and the MLX5_QP_SIGNATURE WQE signatures. Such requests
 // fail with ErrNotSupported (EOPNOTSUPP); unknown CQE opcodes complete with IBV_WC_GENERAL_ERR.
