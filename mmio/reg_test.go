@@ -1,6 +1,7 @@
 package mmio
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"sync"
@@ -76,6 +77,8 @@ func TestRegChecks(t *testing.T) {
 		"copy short source": func() { r.Copy64(0, b[:63]) },
 		"copy misaligned":   func() { r.Copy64(0, alignedBuf(72)[1:65]) },
 		"sub out of range":  func() { r.Sub(32, 64) },
+		"block misaligned":  func() { r.CopyBlock(8, (*[64]byte)(b)) },
+		"block past end":    func() { r.CopyBlock(64, (*[64]byte)(b)) },
 	} {
 		func() {
 			defer func() {
@@ -85,6 +88,15 @@ func TestRegChecks(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+	src := alignedBuf(64)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	big, _ := RegFromBytes(alignedBuf(128))
+	big.CopyBlock(64, (*[64]byte)(src))
+	if got := unsafe.Slice((*byte)(big.base), 128); !bytes.Equal(got[64:], src) || !bytes.Equal(got[:64], make([]byte, 64)) {
+		t.Errorf("CopyBlock landed wrong: %x", got)
 	}
 	s := r.Sub(32, 32)
 	s.Write64(0, 7)

@@ -100,7 +100,7 @@ func BenchmarkPostSendInline(b *testing.B) {
 // BenchmarkPostSendDoorbell posts one SEND with a gather entry on a register without BlueFlame (8-byte doorbell).
 func BenchmarkPostSendDoorbell(b *testing.B) {
 	ts := benchSQ(b)
-	ts.bf.bufSize = 0
+	ts.bf.bufSize, ts.bf.maxDS = 0, 0
 	w := []SendWR{sendWR(1, gS1)}
 	b.ReportAllocs()
 	var c threadCPU

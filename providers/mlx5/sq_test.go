@@ -132,6 +132,7 @@ func TestPostSendErrors(t *testing.T) {
 	t.Run("atomics disabled", func(t *testing.T) {
 		ts := newTestSQ(t, QPTypeRC, 256, false)
 		ts.sq.atomics = false
+		ts.sq.setOps()
 		_, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}})
 		if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EOPNOTSUPP) {
 			t.Fatalf("err = %v", err)
