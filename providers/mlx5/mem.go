@@ -117,7 +117,7 @@ func nativeFromBE64(v uint64) uint64 {
 // ownerByte returns a CQE's op_own byte, read as part of an atomic 32-bit load of the CQE's last word
 // (wqe_counter, signature, op_own), the word a device writes last. On amd64 this is a plain MOVL; on arm64 an
 // acquire load, which only strengthens the ordering FromDeviceBarrier provides. The CQE must be 4-byte aligned.
-func ownerByte(cqe []byte) byte {
+func ownerByte(cqe *[CQESize]byte) byte {
 	w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&cqe[60])))
 	if nativeLittle {
 		return byte(w >> 24)
