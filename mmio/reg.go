@@ -82,6 +82,24 @@ func (r Reg) CopyBlock(off uintptr, src *[64]byte) {
 	copy64((*uint64)(unsafe.Add(r.base, off)), (*uint64)(unsafe.Pointer(src)))
 }
 
+// WCWrite64 is [WCStart], [Reg.Write64], [FlushWrites] as one call: the 8-byte doorbell on a register no other
+// goroutine writes (rdma-core post_send_db for an unshared bfreg). Same checks and panics as Write64.
+func (r Reg) WCWrite64(off uintptr, v uint64) {
+	if off%8 != 0 || off+7 >= r.size {
+		panic(ErrOutOfRange)
+	}
+	wcWrite64((*uint64)(unsafe.Add(r.base, off)), v)
+}
+
+// WCCopyBlock is [WCStart], [Reg.CopyBlock], [FlushWrites] as one call: a one-block BlueFlame write to a
+// register no other goroutine writes. Same checks and panics as CopyBlock.
+func (r Reg) WCCopyBlock(off uintptr, src *[64]byte) {
+	if off%64 != 0 || off+63 >= r.size {
+		panic(ErrOutOfRange)
+	}
+	wcCopy64((*uint64)(unsafe.Add(r.base, off)), (*uint64)(unsafe.Pointer(src)))
+}
+
 // WCLock is the spinlock rdma-core takes around a BlueFlame write to a shared register (mmio_wc_spinlock). The
 // zero WCLock is unlocked. Lock acquires it and then, on architectures where the lock alone does not order
 // earlier stores before write-combining ones (arm64), issues [WCStart]; on amd64 the locked instruction is the

@@ -40,6 +40,42 @@ func TestWrite64(t *testing.T) {
 	}
 }
 
+// TestWCStores checks the combined write-combining primitives land exactly like Write64 and CopyBlock.
+func TestWCStores(t *testing.T) {
+	dst := alignedBuf(256)
+	src := alignedBuf(64)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	r, err := RegFromBytes(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.WCCopyBlock(128, (*[64]byte)(src))
+	r.WCWrite64(8, 0x0807060504030201)
+	want := make([]byte, 256)
+	copy(want[128:], src)
+	copy(want[8:], []byte{1, 2, 3, 4, 5, 6, 7, 8})
+	if !bytes.Equal(dst, want) {
+		t.Fatalf("got %x\nwant %x", dst, want)
+	}
+	for name, f := range map[string]func(){
+		"write misaligned": func() { r.WCWrite64(4, 0) },
+		"write past end":   func() { r.WCWrite64(256, 0) },
+		"block misaligned": func() { r.WCCopyBlock(8, (*[64]byte)(src)) },
+		"block past end":   func() { r.WCCopyBlock(256, (*[64]byte)(src)) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
 func TestCopy64(t *testing.T) {
 	dst := alignedBuf(256)
 	src := alignedBuf(64)

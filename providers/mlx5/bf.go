@@ -60,16 +60,27 @@ func (bf *BFReg) Offset() int { return int(bf.offset) }
 // ring performs steps 4-8 of rdma-core's post_send_db: start write combining (or take the lock), then either a
 // BlueFlame copy of n64 64-byte blocks of the ring at base (qend bytes long) starting at pos (wrapping at the end)
 // or the 8-byte doorbell with the first 8 bytes of the ctrl segment, flush, toggle the half, unlock. pos is a
-// multiple of 64 inside the ring.
+// multiple of 64 inside the ring. An unshared register's single-store cases (the doorbell, a one-block
+// BlueFlame write) use mmio's combined WCStart+store+FlushWrites primitives: the same instructions in one call.
 func (bf *BFReg) ring(base unsafe.Pointer, qend, pos uintptr, n64 int) {
+	if !bf.shared && n64 <= 1 {
+		half := bf.offset
+		if n64 == 0 {
+			bf.reg.WCWrite64(half, *(*uint64)(unsafe.Add(base, pos)))
+		} else {
+			bf.reg.WCCopyBlock(half, (*[64]byte)(unsafe.Add(base, pos)))
+		}
+		bf.offset = half ^ bf.bufSize
+		return
+	}
 	if bf.shared {
 		bf.lock.Lock()
 	} else {
 		mmio.WCStart()
 	}
 	half := bf.offset
-	off := half
 	if n64 > 0 {
+		off := half
 		for {
 			bf.reg.CopyBlock(off, (*[64]byte)(unsafe.Add(base, pos)))
 			if n64--; n64 == 0 {
@@ -81,7 +92,7 @@ func (bf *BFReg) ring(base unsafe.Pointer, qend, pos uintptr, n64 int) {
 			}
 		}
 	} else {
-		bf.reg.Write64(off, *(*uint64)(unsafe.Add(base, pos)))
+		bf.reg.Write64(half, *(*uint64)(unsafe.Add(base, pos)))
 	}
 	mmio.FlushWrites()
 	bf.offset = half ^ bf.bufSize

@@ -76,16 +76,20 @@ func storeBE64(p unsafe.Pointer, v uint64) {
 }
 
 // copyBytes copies n bytes from src to dst (not overlapping). Inline payloads are small: up to 64 bytes it copies
-// 8 bytes at a time with plain (possibly unaligned) loads and stores, which amd64 and arm64 allow on normal memory
+// 16 and 8 bytes at a time with plain (possibly unaligned) loads and stores, which amd64 and arm64 allow on normal memory
 // and which beat a call to memmove at this size; larger payloads use memmove.
 func copyBytes(dst, src unsafe.Pointer, n uintptr) {
 	if n > 64 {
 		copy(unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(src), n))
 		return
 	}
-	for ; n >= 8; n -= 8 {
+	for ; n >= 16; n -= 16 {
+		*(*[2]uint64)(dst) = *(*[2]uint64)(src)
+		dst, src = unsafe.Add(dst, 16), unsafe.Add(src, 16)
+	}
+	if n >= 8 {
 		*(*uint64)(dst) = *(*uint64)(src)
-		dst, src = unsafe.Add(dst, 8), unsafe.Add(src, 8)
+		dst, src, n = unsafe.Add(dst, 8), unsafe.Add(src, 8), n-8
 	}
 	for ; n > 0; n-- {
 		*(*byte)(dst) = *(*byte)(src)

@@ -387,11 +387,20 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
 	}
 
 	if w.Flags&provider.SendInline != 0 && len(w.SGL) > 0 {
-		sz, ok := sq.putInline(p, w.SGL)
-		if !ok {
-			return 0, badFull
+		if s := &w.SGL[0]; len(w.SGL) == 1 && int(s.Length) <= sq.maxInline && p+inlineHdrSize+uintptr(s.Length) <= qend {
+			// One SGE that does not wrap: the common inline send, without putInline's general loop.
+			if l := s.Length; l != 0 {
+				copyBytes(unsafe.Add(base, p+inlineHdrSize), hostPtr(s.Addr), uintptr(l))
+				be.PutUint32((*[inlineHdrSize]byte)(unsafe.Add(base, p))[:], l|InlineSeg)
+				n += (inlineHdrSize + l + 15) / 16
+			}
+		} else {
+			sz, ok := sq.putInline(p, w.SGL)
+			if !ok {
+				return 0, badFull
+			}
+			n += sz
 		}
-		n += sz
 	} else {
 		for j := range w.SGL {
 			s := &w.SGL[j]
