@@ -62,6 +62,18 @@ func TestZeroAllocs(t *testing.T) {
 	}); a != 0 {
 		t.Errorf("PostRecv: %v allocs/op", a)
 	}
+	s := benchSRQ(t)
+	if a := testing.AllocsPerRun(100, func() {
+		idx := s.head
+		if _, err := s.PostRecv(recv); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := s.complete(uint16(idx), nil); !ok {
+			t.Fatal("SRQ completion refused")
+		}
+	}); a != 0 {
+		t.Errorf("SRQ post + complete: %v allocs/op", a)
+	}
 	var wcs [4]WC
 	if a := testing.AllocsPerRun(100, func() {
 		if _, err := e.sq.sq.PostSend([]SendWR{sendWR(1, gS1)}); err != nil {
@@ -191,6 +203,35 @@ func BenchmarkPostRecv(b *testing.B) {
 			b.Fatal(err)
 		}
 		e.rq.tail = e.rq.head
+	}
+	c.report(b, b.N, "op")
+}
+
+// benchSRQ is an SRQ of 64 WQEs with one SGE each.
+func benchSRQ(tb testing.TB) *SRQ {
+	tb.Helper()
+	d, _ := NewDoorbellRecord(aligned(8))
+	s, err := NewSRQ(SRQConfig{Buf: aligned(64 * 32), WQECount: 64, WQEShift: 5, DBR: d})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkSRQPostRecvComplete posts one SRQ receive and retires it as a completion would: the SRQ's lock is
+// taken twice (post batch, completion).
+func BenchmarkSRQPostRecvComplete(b *testing.B) {
+	s := benchSRQ(b)
+	w := []RecvWR{{WRID: 1, SGL: []SGE{gS1}}}
+	b.ReportAllocs()
+	var c threadCPU
+	c.start()
+	for b.Loop() {
+		idx := s.head
+		if _, err := s.PostRecv(w); err != nil {
+			b.Fatal(err)
+		}
+		s.complete(uint16(idx), nil)
 	}
 	c.report(b, b.N, "op")
 }

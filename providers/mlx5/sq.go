@@ -308,7 +308,7 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 		sq.ring(head, nreq, inl, ds, ctrlPos)
 	}
 	if bad != 0 {
-		return nreq, sq.postErr(nreq, bad)
+		return nreq, sq.postErr(nreq, wrs[nreq].Opcode, bad)
 	}
 	return nreq, nil
 }
@@ -327,7 +327,7 @@ func (sq *SendQueue) postOne(w *SendWR) (int, error) {
 			return 1, nil
 		}
 	}
-	return 0, sq.postErr(0, bad)
+	return 0, sq.postErr(0, w.Opcode, bad)
 }
 
 // Reasons build refuses a work request.
@@ -434,20 +434,27 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
 	return n, 0
 }
 
-// postErr wraps a post error with the failing index (out of line: the hot path does not format).
+// postErr wraps a post error with the failing index (out of line: the hot path does not format). A work request
+// this provider does not build says which feature is missing.
 //
 //go:noinline
-func (sq *SendQueue) postErr(n int, bad uint8) error {
-	var err error
+func (sq *SendQueue) postErr(n int, op provider.WROpcode, bad uint8) error {
 	switch bad {
 	case badFull:
-		err = errQueueFull
+		return fmt.Errorf("mlx5: post send WR %d on QP %#x: %w", n, sq.qpn, errQueueFull)
 	case badNotSupported:
-		err = ErrNotSupported
-	default:
-		err = errInvalid
+		what := "this opcode"
+		switch op {
+		case provider.WRLocalInv, provider.WRBindMW:
+			what = "memory windows and local invalidate (UMR WQEs)"
+		case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
+			what = "atomics on this QP"
+		case wrTSO:
+			what = "TSO (raw packet QPs)"
+		}
+		return fmt.Errorf("mlx5: post send WR %d (opcode %d) on QP %#x: %s: %w", n, op, sq.qpn, what, ErrNotSupported)
 	}
-	return fmt.Errorf("mlx5: post send WR %d on QP %#x: %w", n, sq.qpn, err)
+	return fmt.Errorf("mlx5: post send WR %d (opcode %d) on QP %#x: %w", n, op, sq.qpn, errInvalid)
 }
 
 // putInline copies the SGEs' bytes behind an inline header at ring offset p, wrapping at the end of the ring, and

@@ -3,6 +3,7 @@ package mlx5
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -116,6 +117,11 @@ func TestPostSendErrors(t *testing.T) {
 			n, err := ts.sq.PostSend(c.wrs)
 			if n != c.posted || !errors.Is(err, c.errno) {
 				t.Fatalf("PostSend = %d, %v; want %d, %v", n, err, c.posted, c.errno)
+			}
+			if c.errno == syscall.EOPNOTSUPP && (!errors.Is(err, ErrNotSupported) ||
+				(c.wrs[0].Opcode == provider.WRLocalInv || c.wrs[0].Opcode == provider.WRBindMW) &&
+					!strings.Contains(err.Error(), "memory windows and local invalidate (UMR WQEs)")) {
+				t.Errorf("unsupported request error does not name the feature: %v", err)
 			}
 			wantDBR := []byte{0, 0, 0, 0}
 			if c.posted > 0 {
