@@ -296,7 +296,7 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 		if bad != 0 {
 			break
 		}
-		inl = inl || w.Flags&provider.SendInline != 0
+		inl = inl || w.Flags&provider.SendInline != 0 && len(w.SGL) > 0 // as rdma-core: inline with an SGE
 		ds, ctrlPos = n, uintptr(curPost&sq.mask)*SendWQEBB
 		curPost += (n*16 + SendWQEBB - 1) / SendWQEBB
 		head++
@@ -329,7 +329,7 @@ func (sq *SendQueue) postOne(w *SendWR) (int, error) {
 			sq.dbr.set(1, sq.curPost&0xffff)
 			bf := sq.bf
 			n64 := 0
-			if n > 1 && n <= bf.maxDS && (sq.preferBF || w.Flags&provider.SendInline != 0) {
+			if n > 1 && n <= bf.maxDS && (sq.preferBF || w.Flags&provider.SendInline != 0 && len(w.SGL) > 0) {
 				n64 = int(n*16+63) / 64
 			}
 			bf.ring(sq.base, sq.qend, uintptr(curPost&sq.mask)*SendWQEBB, n64)
