@@ -54,6 +54,7 @@ type CQ struct {
 	last     *QP
 	lastKey  uint32
 	lastSQ   *SendQueue // last.SQ, for Poll's inline requester path
+	lastRQ   *RecvQueue // last.RQ, for Poll's inline responder path (nil for a QP on an SRQ)
 	shift    uint       // log2(ncqe): the owner bit of CQE n is bit shift of n
 	resizing []byte
 	resizeN  uint32
@@ -127,7 +128,7 @@ func (cq *CQ) Attach(qp *QP) error {
 // Detach forgets qp (after it is destroyed).
 func (cq *CQ) Detach(qp *QP) {
 	delete(cq.qps, cq.key(qp))
-	cq.last, cq.lastSQ = nil, nil
+	cq.last, cq.lastSQ, cq.lastRQ = nil, nil, nil
 }
 
 func (cq *CQ) lookup(k uint32) *QP {
@@ -136,7 +137,7 @@ func (cq *CQ) lookup(k uint32) *QP {
 	}
 	qp := cq.qps[k]
 	if qp != nil {
-		cq.last, cq.lastKey, cq.lastSQ = qp, k, qp.SQ
+		cq.last, cq.lastKey, cq.lastSQ, cq.lastRQ = qp, k, qp.SQ, qp.RQ
 	}
 	return qp
 }
@@ -174,8 +175,9 @@ var ErrPoll = fmt.Errorf("mlx5: CQE for unknown queue: %w", errInvalid)
 // checks the ownership of every CQE it will consume, then issues one barrier, then reads them: each CQE's
 // ownership load still precedes its content loads, with one barrier per batch instead of one per CQE.
 //
-// A successful requester CQE without a scattered payload, of the QP the previous CQE named (the common case of
-// a stream of send completions), is decoded inline; every other CQE goes through parse.
+// A successful requester or responder CQE without a scattered payload, of the QP the previous CQE named (the
+// common case of a stream of completions), is decoded inline, with the same result parse gives; every other CQE
+// (errors, scatter-to-CQE, SRQ receives, a QP's first CQE after another QP's) goes through parse.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	ci := cq.ci
 	base, mask, shift := cq.base, cq.mask, cq.shift
@@ -198,23 +200,43 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 		c := (*[CQESize]byte)(unsafe.Add(base, uintptr(ci&mask)*CQESize))
 		ci++
 		opOwn := c[cqeOffOpOwn]
-		if opOwn&0xf4 == CQEReq<<4 { // requester, no scatter-to-CQE payload
+		if opOwn&InlineScatter32 == 0 { // no scatter-to-CQE payload to copy
 			key := be.Uint32(c[cqeOffSopDropQPN:])
 			if cq.version == 1 {
 				key = be.Uint32(c[cqeOffSRQNUIdx:])
 			}
-			if sq := cq.lastSQ; sq != nil && cq.lastKey == key&0xffffff {
-				sop := be.Uint32(c[cqeOffSopDropQPN:])
-				r := &reqOps[uint8(sop>>24)]
-				e := sq.ent(uint32(be.Uint16(c[cqeOffWQECounter:])) & sq.mask)
-				sq.tail = e.head + 1
-				wc := &wcs[n]
-				wc.WRID, wc.Status, wc.Opcode, wc.VendorErr = e.wrid, provider.WCSuccess, r.opcode, 0
-				wc.ByteLen, wc.Imm, wc.QPNum = be.Uint32(c[cqeOffByteCnt:])&r.cntMask|r.fixed, 0, sop&0xffffff
-				wc.SrcQP, wc.Flags, wc.PKeyIndex, wc.SLID = 0, r.flags, 0, 0
-				wc.SL, wc.DLIDPathBits, wc.PortNum = 0, 0, 0
-				n++
-				continue
+			if cq.lastKey == key&0xffffff {
+				switch opc := opOwn >> 4; {
+				case opc == CQEReq && cq.lastSQ != nil:
+					sq := cq.lastSQ
+					sop := be.Uint32(c[cqeOffSopDropQPN:])
+					r := &reqOps[uint8(sop>>24)]
+					e := sq.ent(uint32(be.Uint16(c[cqeOffWQECounter:])) & sq.mask)
+					sq.tail = e.head + 1
+					wc := &wcs[n]
+					wc.WRID, wc.Status, wc.Opcode, wc.VendorErr = e.wrid, provider.WCSuccess, r.opcode, 0
+					wc.ByteLen, wc.Imm, wc.QPNum = be.Uint32(c[cqeOffByteCnt:])&r.cntMask|r.fixed, 0, sop&0xffffff
+					wc.SrcQP, wc.Flags, wc.PKeyIndex, wc.SLID = 0, r.flags, 0, 0
+					wc.SL, wc.DLIDPathBits, wc.PortNum = 0, 0, 0
+					n++
+					continue
+				case opc-CQERespWRImm < 4 && cq.lastRQ != nil: // RESP_WR_IMM, RESP_SEND, RESP_SEND_IMM, RESP_SEND_INV
+					rq := cq.lastRQ
+					r := &respOps[opc&3]
+					iip := be.Uint32(c[cqeOffImmInvalPKey:])
+					fr := be.Uint32(c[cqeOffFlagsRQPN:])
+					flags := r.flags
+					if fr&(3<<28) != 0 {
+						flags |= provider.WCWithGRH
+					}
+					wc := &wcs[n]
+					wc.WRID, wc.Status, wc.Opcode, wc.VendorErr = rq.retire(be.Uint16(c[cqeOffWQECounter:])), provider.WCSuccess, r.opcode, 0
+					wc.ByteLen, wc.Imm, wc.QPNum = be.Uint32(c[cqeOffByteCnt:]), iip&r.immMask, be.Uint32(c[cqeOffSopDropQPN:])&0xffffff
+					wc.SrcQP, wc.Flags, wc.PKeyIndex, wc.SLID = fr&0xffffff, flags, uint16(iip), be.Uint16(c[cqeOffSLID:])
+					wc.SL, wc.DLIDPathBits, wc.PortNum = uint8(fr>>24)&0xf, c[cqeOffMLPath]&0x7f, 0
+					n++
+					continue
+				}
 			}
 		}
 		if opOwn>>4 == CQEResizeCQ {

@@ -126,3 +126,20 @@ func requesterOpcode(op uint8, byteCnt uint32) (WCOpcode, WCFlags, uint32) {
 	r := &reqOps[op]
 	return r.opcode, r.flags, byteCnt&r.cntMask | r.fixed
 }
+
+// respOp is what a successful responder CQE's opcode means for the work completion: opcode, flags, and whether
+// imm_inval_pkey is reported as Imm (immediate data or the invalidated rkey).
+type respOp struct {
+	opcode  WCOpcode
+	flags   WCFlags
+	immMask uint32
+}
+
+// respOps is indexed by the responder CQE opcode & 3 (RESP_SEND_INV 4 -> 0, RESP_WR_IMM 1, RESP_SEND 2,
+// RESP_SEND_IMM 3), as parse decodes them (rdma-core handle_responder).
+var respOps = [4]respOp{
+	CQERespSendInv & 3: {opcode: provider.WCRecv, flags: provider.WCWithInv, immMask: ^uint32(0)},
+	CQERespWRImm:       {opcode: provider.WCRecvRDMAWithImm, flags: provider.WCWithImm, immMask: ^uint32(0)},
+	CQERespSend:        {opcode: provider.WCRecv},
+	CQERespSendImm:     {opcode: provider.WCRecv, flags: provider.WCWithImm, immMask: ^uint32(0)},
+}

@@ -141,6 +141,12 @@ func (rq *RecvQueue) complete(wqeCounter uint16) (uint64, uint32) {
 	return rq.wrid[idx], idx
 }
 
+// retire is complete without the index: Poll's inline responder path.
+func (rq *RecvQueue) retire(wqeCounter uint16) uint64 {
+	rq.tail++
+	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(rq.wrid)), uintptr(uint32(wqeCounter)&rq.mask)*8))
+}
+
 // copyToRecvWQE is responder scatter-to-CQE: copy the payload the device put in the CQE into the WQE's buffers.
 func (rq *RecvQueue) copyToRecvWQE(idx uint32, src []byte) WCStatus {
 	return copyToScatter(rq.buf, int(idx)<<rq.shift, rq.maxGS, src)
