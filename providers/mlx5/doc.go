@@ -44,9 +44,9 @@
 // The hot paths address their rings through base pointers and masked indexes (bounds established once, when a
 // queue is created), classify opcodes with per-QP precomputed tables, write the ctrl segment as two single 8-byte
 // big-endian stores, post a single work request without the batch loop, ring an unshared register with mmio's
-// combined WCStart+store+FlushWrites routines, and decode a stream of successful send completions of one QP
-// inline in Poll. BENCH.md in this directory records the before/after CPU times and callgrind instruction counts
-// and how they were measured.
+// combined WCStart+store+FlushWrites routines, and decode a stream of successful send and receive completions of
+// one QP inline in Poll. BENCH.md in this directory records the before/after CPU times and callgrind instruction
+// counts and how they were measured.
 //
 // # What the tests prove
 //
@@ -61,8 +61,9 @@
 //     the ring, the alternating register halves, the doorbell-record values, partial posts on error, the shared
 //     register's lock under the race detector.
 //   - Completion bookkeeping: ownership across many CQ wraps, unsignaled-WQE retirement, SRQ free-list recycling
-//     with out-of-order completions, resize, CQE version 0 and 1 demultiplexing; a fuzz target feeds arbitrary
-//     CQEs to Poll.
+//     with out-of-order completions, resize, CQE version 0 and 1 demultiplexing; every golden CQE is polled both
+//     cold and with the CQ's last-QP cache primed, so Poll's inline paths give the same completions as parse;
+//     interleaved QPs and a detached QP exercise that cache; a fuzz target feeds arbitrary CQEs to Poll.
 //   - End to end against package mlx5emu, an emulated ConnectX written independently from the same
 //     specification (emu_test.go): RC send with immediate, RDMA write/read, atomics, UD with an address vector,
 //     SRQ, scatter-to-CQE, error and flush completions, CQ arming and events, with and without BlueFlame, the
@@ -70,7 +71,10 @@
 //     goroutine under the race detector (TestEmuBackground), which checks that WQEs, doorbell records and CQEs
 //     cross to and from the device only through the orderings the data path provides. (In race builds the
 //     doorbell-record store is a sync/atomic store so the detector sees that edge; otherwise it is the plain
-//     store rdma-core uses. The CQE ownership word is always read with an atomic 32-bit load.)
+//     store rdma-core uses. The CQE ownership word is always read with an atomic 32-bit load.) Through the
+//     provider contract (driver_test.go): contexts, CQs, QPs, SRQs and QPs on an SRQ created by the Driver with
+//     the emulator playing the kernel, and an SRQ shared by two QPs whose CQs are polled by two goroutines under
+//     the race detector (TestEmuSRQConcurrent).
 //   - The mmio primitives' instructions are pinned by disassembly for amd64 and arm64, and their functional
 //     tests run as arm64 code under qemu-user when it is installed (package mmio).
 //
