@@ -33,14 +33,28 @@ var want = map[string]map[string][]string{
 			"488b4630", "48894730",
 			"488b4638", "48894738",
 			"c3"},
+		"wcWrite64": {"488b7c2408", "488b442410", "0faef8", "488907", "0faef8", "c3"}, // SFENCE; MOVQ; SFENCE
+		"wcCopy64": {"488b7c2408", "488b742410", "0faef8",
+			"488b06", "488907",
+			"488b4608", "48894708",
+			"488b4610", "48894710",
+			"488b4618", "48894718",
+			"488b4620", "48894720",
+			"488b4628", "48894728",
+			"488b4630", "48894730",
+			"488b4638", "48894738",
+			"0faef8", "c3"},
 	},
 	"arm64": {
-		"ToDeviceBarrier":   {"d50332bf", "d65f03c0"},                                     // DMB OSHST
-		"FromDeviceBarrier": {"d50331bf", "d65f03c0"},                                     // DMB OSHLD
-		"FlushWrites":       {"d5033e9f", "d65f03c0"},                                     // DSB ST
-		"WCStart":           {"d5033e9f", "d65f03c0"},                                     // DSB ST
-		"write64":           {"f94007e0", "f9400be1", "f9000001", "d65f03c0"},             // STR X1, [X0]: one 8-byte store
-		"copy64":            {"f94007e0", "f9400be1", "4c402c20", "4c002c00", "d65f03c0"}, // LD1/ST1 {v0-v3.2d}
+		"ToDeviceBarrier":   {"d50332bf", "d65f03c0"},                                                 // DMB OSHST
+		"FromDeviceBarrier": {"d50331bf", "d65f03c0"},                                                 // DMB OSHLD
+		"FlushWrites":       {"d5033e9f", "d65f03c0"},                                                 // DSB ST
+		"WCStart":           {"d5033e9f", "d65f03c0"},                                                 // DSB ST
+		"write64":           {"f94007e0", "f9400be1", "f9000001", "d65f03c0"},                         // STR X1, [X0]: one 8-byte store
+		"copy64":            {"f94007e0", "f9400be1", "4c402c20", "4c002c00", "d65f03c0"},             // LD1/ST1 {v0-v3.2d}
+		"wcWrite64":         {"f94007e0", "f9400be1", "d5033e9f", "f9000001", "d5033e9f", "d65f03c0"}, // DSB ST; STR; DSB ST
+		"wcCopy64": {"f94007e0", "f9400be1", "d5033e9f", "4c402c20", "4c002c00", "d5033e9f",
+			"d65f03c0"}, // DSB ST; LD1/ST1; DSB ST
 	},
 }
 

@@ -25,7 +25,7 @@ func TestArm64UnderQEMU(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("GOARCH=arm64 go test -c: %v\n%s", err, out)
 	}
-	run := exec.Command(qemu, bin, "-test.run", "TestBarriersRun|TestWrite64|TestCopy64|TestRegChecks|TestWCLock",
+	run := exec.Command(qemu, bin, "-test.run", "TestBarriersRun|TestWrite64|TestCopy64|TestWCStores|TestRegChecks|TestWCLock",
 		"-test.v")
 	out, err := run.CombinedOutput()
 	if err != nil {

@@ -98,11 +98,13 @@ func SyndromeStatus(syndrome uint8) WCStatus {
 	return provider.WCGeneralErr
 }
 
-// reqOp is what a requester CQE's echoed WQE opcode means for the work completion.
+// reqOp is what a requester CQE's echoed WQE opcode means for the work completion. The byte count is
+// byteCnt&cntMask | fixed: the CQE's byte count for an RDMA read, 8 for atomics, 0 otherwise.
 type reqOp struct {
 	opcode  WCOpcode
 	flags   WCFlags
-	byteLen uint8 // 0: none; 1: the CQE's byte count (RDMA read); 8: an atomic's 8 bytes
+	cntMask uint32
+	fixed   uint32
 }
 
 // reqOps maps the WQE opcode a requester CQE echoes (sop_drop_qpn >> 24) to the completion's opcode, flags and
@@ -113,20 +115,31 @@ var reqOps = [256]reqOp{
 	OpcodeSendImm:      {opcode: provider.WCSend, flags: provider.WCWithImm},
 	OpcodeSend:         {opcode: provider.WCSend},
 	OpcodeSendInval:    {opcode: provider.WCSend},
-	OpcodeRDMARead:     {opcode: provider.WCRDMARead, byteLen: 1},
-	OpcodeAtomicCS:     {opcode: provider.WCCompSwap, byteLen: AtomicSize},
-	OpcodeAtomicFA:     {opcode: provider.WCFetchAdd, byteLen: AtomicSize},
+	OpcodeRDMARead:     {opcode: provider.WCRDMARead, cntMask: ^uint32(0)},
+	OpcodeAtomicCS:     {opcode: provider.WCCompSwap, fixed: AtomicSize},
+	OpcodeAtomicFA:     {opcode: provider.WCFetchAdd, fixed: AtomicSize},
 	OpcodeTSO:          {opcode: wcTSO},
 }
 
 // requesterOpcode decodes a requester CQE's echoed WQE opcode with its byte count.
 func requesterOpcode(op uint8, byteCnt uint32) (WCOpcode, WCFlags, uint32) {
 	r := &reqOps[op]
-	switch r.byteLen {
-	case 0:
-		return r.opcode, r.flags, 0
-	case 1:
-		return r.opcode, r.flags, byteCnt
-	}
-	return r.opcode, r.flags, uint32(r.byteLen)
+	return r.opcode, r.flags, byteCnt&r.cntMask | r.fixed
+}
+
+// respOp is what a successful responder CQE's opcode means for the work completion: opcode, flags, and whether
+// imm_inval_pkey is reported as Imm (immediate data or the invalidated rkey).
+type respOp struct {
+	opcode  WCOpcode
+	flags   WCFlags
+	immMask uint32
+}
+
+// respOps is indexed by the responder CQE opcode & 3 (RESP_SEND_INV 4 -> 0, RESP_WR_IMM 1, RESP_SEND 2,
+// RESP_SEND_IMM 3), as parse decodes them (rdma-core handle_responder).
+var respOps = [4]respOp{
+	CQERespSendInv & 3: {opcode: provider.WCRecv, flags: provider.WCWithInv, immMask: ^uint32(0)},
+	CQERespWRImm:       {opcode: provider.WCRecvRDMAWithImm, flags: provider.WCWithImm, immMask: ^uint32(0)},
+	CQERespSend:        {opcode: provider.WCRecv},
+	CQERespSendImm:     {opcode: provider.WCRecv, flags: provider.WCWithImm, immMask: ^uint32(0)},
 }

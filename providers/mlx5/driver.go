@@ -391,10 +391,17 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 	default:
 		return nil, fmt.Errorf("mlx5: create QP of type %d: %w", p.Type, ErrNotSupported)
 	}
+	// A QP on an SRQ has no receive queue of its own; its receive completions retire WQEs through the SRQ's
+	// wr_id table and free list (rdma-core: the CQE names the QP, whose ibv_qp.srq is used).
+	var srq *srqAdapter
 	if p.HasSRQ {
-		// The provider contract does not name the SRQ a QP receives from, and completions of an SRQ receive
-		// are retired through the QP's SRQ.
-		return nil, fmt.Errorf("mlx5: create QP on an SRQ: the SRQ is not passed to the provider: %w", ErrNotSupported)
+		s, ok := p.SRQ.(*srqAdapter)
+		if !ok || s == nil || s.SRQ == nil {
+			return nil, fmt.Errorf("mlx5: create QP on an SRQ: SRQ %T is not an mlx5 SRQ: %w", p.SRQ, errInvalid)
+		}
+		srq = s
+	} else if p.SRQ != nil {
+		return nil, fmt.Errorf("mlx5: create QP: SRQ given without HasSRQ: %w", errInvalid)
 	}
 	scq, ok1 := p.SendCQ.(*cqAdapter)
 	rcq, ok2 := p.RecvCQ.(*cqAdapter)
@@ -403,7 +410,7 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 	}
 	caps := QPCaps{MaxSendWR: int(p.Cap.MaxSendWR), MaxRecvWR: int(p.Cap.MaxRecvWR), MaxSendSGE: int(p.Cap.MaxSendSGE),
 		MaxRecvSGE: int(p.Cap.MaxRecvSGE), MaxInlineData: int(p.Cap.MaxInlineData)}
-	l, err := SizeQP(t, caps, false, c.caps.Limits, c.dev.PageSize)
+	l, err := SizeQP(t, caps, srq != nil, c.caps.Limits, c.dev.PageSize)
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +443,9 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 		return nil, err
 	}
 	q.QP = &QP{QPN: qpn, UserIndex: q.uidx, SQ: sq}
-	if l.RQWQECount > 0 {
+	if srq != nil {
+		q.QP.SRQ = srq.SRQ
+	} else if l.RQWQECount > 0 {
 		if q.RQ, err = NewRecvQueue(RecvQueueConfig{Buf: q.mem[:l.SQOffset], WQECount: l.RQWQECount,
 			WQEShift: l.RQWQEShift, MaxPost: l.RQMaxPost, DBR: q.dbr, QPN: qpn}); err != nil {
 			q.release()
@@ -488,6 +497,10 @@ func (q *qpAdapter) PostSend(wrs []SendWR) (int, error) {
 // PostRecv implements provider.QP.
 func (q *qpAdapter) PostRecv(wrs []RecvWR) (int, error) {
 	if q.RQ == nil {
+		if q.QP.SRQ != nil {
+			return 0, fmt.Errorf("mlx5: post receive on QP %#x: it receives from SRQ %#x (post there): %w",
+				q.QPN, q.QP.SRQ.SRQN(), errInvalid)
+		}
 		return 0, fmt.Errorf("mlx5: post receive on QP %#x without a receive queue: %w", q.QPN, errInvalid)
 	}
 	if q.state == provider.QPSReset {

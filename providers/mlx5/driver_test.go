@@ -99,19 +99,32 @@ func (g *glue) cq(n int) (*cqAdapter, uint32) {
 
 func (g *glue) qp(typ provider.QPType, cap provider.QPCap, scq, rcq *cqAdapter, scqn, rcqn uint32) *qpAdapter {
 	g.t.Helper()
+	return g.qpOn(typ, cap, scq, rcq, scqn, rcqn, nil)
+}
+
+// qpOn creates a QP through the driver; with srq it receives from that SRQ (as uverbs.CreateQP passes it).
+func (g *glue) qpOn(typ provider.QPType, cap provider.QPCap, scq, rcq *cqAdapter, scqn, rcqn uint32, srq *srqAdapter) *qpAdapter {
+	g.t.Helper()
 	p := &provider.QPParams{Type: typ, Cap: cap, SendCQ: scq, RecvCQ: rcq}
+	var srqn uint32
+	if srq != nil {
+		p.HasSRQ, p.SRQ, srqn = true, srq, srq.SRQN()
+	}
 	q, err := g.ctx.CreateQP(p, func(in, out []byte) error {
 		var req abi.Mlx5IbCreateQp
 		copy(bytesOf(&req), in)
 		if req.Flags != abi.MLX5_QP_FLAG_SCATTER_CQE|abi.MLX5_QP_FLAG_UAR_PAGE_INDEX {
 			g.t.Errorf("QP request flags %#x", req.Flags)
 		}
+		if srq != nil && (req.RqWqeCount != 0 || req.RqWqeShift != 0) {
+			g.t.Errorf("QP on an SRQ asks for a receive queue: %+v", req)
+		}
 		et := map[provider.QPType]mlx5emu.QPType{provider.QPTRC: mlx5emu.RC, provider.QPTUC: mlx5emu.UC,
 			provider.QPTUD: mlx5emu.UD}[typ]
 		n := int(req.RqWqeCount)<<req.RqWqeShift + int(req.SqWqeCount)*SendWQEBB
 		qpn, err := g.dev.CreateQP(mlx5emu.QPConfig{Type: et, PDN: 1, Buf: hostBytes(req.BufAddr, n),
 			SQWQECnt: int(req.SqWqeCount), RQWQECnt: int(req.RqWqeCount), RQWQEShift: int(req.RqWqeShift),
-			DBR: hostBytes(req.DbAddr, 8), SendCQN: scqn, RecvCQN: rcqn, UIDX: req.Uidx, ScatterToCQE: true})
+			DBR: hostBytes(req.DbAddr, 8), SendCQN: scqn, RecvCQN: rcqn, SRQN: srqn, UIDX: req.Uidx, ScatterToCQE: true})
 		p.Out.QPN = qpn
 		return err
 	})
@@ -286,8 +299,11 @@ func TestDriverAHAndPD(t *testing.T) {
 	if err != nil || roce.AV[avOffRMAC] != 1 || be.Uint16(roce.AV[avOffRLID:]) < RoCEUDPPortMin {
 		t.Fatalf("RoCE AH %x, %v", roce.AV, err)
 	}
-	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: provider.QPTRC, HasSRQ: true}, nil); !errors.Is(err, ErrNotSupported) {
-		t.Errorf("QP on SRQ: %v", err)
+	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: provider.QPTRC, HasSRQ: true}, nil); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("QP on a missing SRQ: %v", err)
+	}
+	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: provider.QPTRC, HasSRQ: true, SRQ: foreignSRQ{}}, nil); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("QP on another provider's SRQ: %v", err)
 	}
 	p := &provider.SRQParams{MaxWR: 10, MaxSGE: 2}
 	s, err := g.ctx.CreateSRQ(p, func(in, out []byte) error {
@@ -304,4 +320,130 @@ func TestDriverAHAndPD(t *testing.T) {
 		t.Errorf("SRQ post %d, %v", n, err)
 	}
 	s.Destroyed()
+}
+
+// foreignSRQ is an SRQ of another provider.
+type foreignSRQ struct{}
+
+func (foreignSRQ) PostRecv([]RecvWR) (int, error)     { return 0, nil }
+func (foreignSRQ) Modify(uint32, provider.Exec) error { return nil }
+func (foreignSRQ) Destroyed()                         {}
+
+// srq creates an SRQ through the driver and registers it with the emulator the way the kernel would: its
+// geometry follows from the max_wr and max_sge the provider put into the request.
+func (g *glue) srq(maxWR, maxSGE uint32) *srqAdapter {
+	g.t.Helper()
+	p := &provider.SRQParams{MaxWR: maxWR, MaxSGE: maxSGE}
+	s, err := g.ctx.CreateSRQ(p, func(in, out []byte) error {
+		var req abi.Mlx5IbCreateSrq
+		copy(bytesOf(&req), in)
+		n := roundupPow2(int(p.MaxWR) + 1)
+		shift := 0
+		for 1<<shift < SRQNextSegSize+int(p.MaxSGE)*DataSegSize {
+			shift++
+		}
+		srqn, err := g.dev.CreateSRQ(mlx5emu.SRQConfig{PDN: 1, Buf: hostBytes(req.BufAddr, n<<shift), WQECnt: n,
+			WQEShift: shift, DBR: hostBytes(req.DbAddr, 8), UIDX: req.Uidx})
+		r := abi.Mlx5IbCreateSrqResp{Srqn: srqn}
+		copy(out, bytesOf(&r))
+		return err
+	})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return s.(*srqAdapter)
+}
+
+// TestDriverQPOnSRQ creates QPs on one SRQ through the provider contract (QPParams.SRQ, as uverbs.CreateQP sets
+// it) and runs traffic through the emulator: receives of two QPs that complete into two CQs all retire through the
+// SRQ's wr_id table and free list, including scattered-to-CQE payloads, and WQEs are recycled many times over.
+func TestDriverQPOnSRQ(t *testing.T) {
+	for _, bf := range []int{512, 0} {
+		t.Run(map[int]string{512: "BlueFlame", 0: "no BlueFlame"}[bf], func(t *testing.T) {
+			g := newGlue(t, bf)
+			srq := g.srq(7, 2)
+			scq, scqn := g.cq(16)
+			rcq1, rcqn1 := g.cq(16)
+			rcq2, rcqn2 := g.cq(16)
+			cap := provider.QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
+			a1 := g.qp(provider.QPTRC, cap, scq, scq, scqn, scqn)
+			a2 := g.qp(provider.QPTRC, cap, scq, scq, scqn, scqn)
+			b1 := g.qpOn(provider.QPTRC, cap, scq, rcq1, scqn, rcqn1, srq)
+			b2 := g.qpOn(provider.QPTRC, cap, scq, rcq2, scqn, rcqn2, srq)
+			if b1.RQ != nil || b1.QP.SRQ != srq.SRQ {
+				t.Fatalf("QP on SRQ has RQ %v, SRQ %p", b1.RQ, b1.QP.SRQ)
+			}
+			g.connect(a1, b1, 0)
+			g.connect(a2, b2, 0)
+			if _, err := b1.PostRecv([]RecvWR{{}}); !errors.Is(err, syscall.EINVAL) {
+				t.Errorf("receive posted to a QP on an SRQ: %v", err)
+			}
+
+			src, slk := g.mr(4096)
+			dst, dlk := g.mr(8 * 256)
+			for i := range src {
+				src[i] = byte(i*7 + 1)
+			}
+			// 7 receives fit; 60 messages recycle every WQE several times, alternating QPs and CQs and
+			// alternating scattered-to-CQE (16 bytes) and buffer (100 bytes) deliveries.
+			posted, done, scattered := 0, 0, 0
+			post := func() {
+				slot := posted % 8
+				if _, err := srq.PostRecv([]RecvWR{{WRID: uint64(1000 + posted),
+					SGL: []SGE{{Addr: addrOf(dst) + uint64(slot*256), Length: 256, LKey: dlk}}}}); err != nil {
+					t.Fatal(err)
+				}
+				posted++
+			}
+			for range 7 {
+				post()
+			}
+			if _, err := srq.PostRecv([]RecvWR{{}}); !errors.Is(err, syscall.ENOMEM) {
+				t.Fatalf("eighth receive on a 7-WR SRQ: %v", err)
+			}
+			for i := 0; i < 60; i++ {
+				a, rcq := a1, rcq1
+				if i%2 == 1 {
+					a, rcq = a2, rcq2
+				}
+				n := uint32(100)
+				if i%3 == 0 {
+					n = 16
+				}
+				if _, err := a.PostSend([]SendWR{{WRID: uint64(i), Opcode: provider.WRSend, Flags: provider.SendSignaled,
+					SGL: []SGE{{Addr: addrOf(src) + uint64(i), Length: n, LKey: slk}}}}); err != nil {
+					t.Fatal(err)
+				}
+				g.dev.Process()
+				if rcq.buf[int(rcq.ci&rcq.mask)*CQESize+cqeOffOpOwn]&InlineScatter32 != 0 {
+					scattered++
+				}
+				s := pollN(t, scq, 1)[0]
+				r := pollN(t, rcq, 1)[0]
+				if s.Status != provider.WCSuccess || s.WRID != uint64(i) {
+					t.Fatalf("message %d: send %+v", i, s)
+				}
+				want := uint64(1000 + done)
+				slot := done % 8
+				if r.Status != provider.WCSuccess || r.WRID != want || r.ByteLen != n || r.Opcode != provider.WCRecv {
+					t.Fatalf("message %d: receive %+v, want wr_id %d, %d bytes", i, r, want, n)
+				}
+				if got := dst[slot*256 : slot*256+int(n)]; !bytes.Equal(got, src[i:i+int(n)]) {
+					t.Fatalf("message %d (%d bytes): payload %x", i, n, got)
+				}
+				done++
+				post()
+			}
+			if scattered != 20 {
+				t.Errorf("%d receives scattered to the CQE, want the 20 short ones", scattered)
+			}
+			for _, q := range []*qpAdapter{a1, a2, b1, b2} {
+				q.Destroyed()
+			}
+			srq.Destroyed()
+			for _, c := range []*cqAdapter{scq, rcq1, rcq2} {
+				c.Destroyed()
+			}
+		})
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/goverbs/goverbs/internal/provider"
@@ -466,5 +468,111 @@ func TestEmuBackground(t *testing.T) {
 	}
 	if !bytes.Equal(dst[:total*64], src[:total*64]) {
 		t.Error("received data differs")
+	}
+}
+
+// TestEmuSRQConcurrent receives on two QPs that share one SRQ and complete into two CQs, each CQ polled by its own
+// goroutine while this goroutine posts sends and SRQ receives and the emulated device runs in a third: the SRQ's
+// free list is shared by all of them (its internal lock is what makes this race-free).
+func TestEmuSRQConcurrent(t *testing.T) {
+	h := newEmuHost(t, mlx5emu.Options{BFRegSize: 256})
+	sl, err := SizeSRQ(15, 1, QueueLimits{MaxRecvWR: 1 << 15, MaxRQDescSz: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbuf, sdb := aligned(sl.WQECount<<sl.WQEShift), aligned(8)
+	sd, _ := NewDoorbellRecord(sdb)
+	srq, err := NewSRQ(SRQConfig{Buf: sbuf, WQECount: sl.WQECount, WQEShift: sl.WQEShift, DBR: sd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srqn, err := h.dev.CreateSRQ(mlx5emu.SRQConfig{PDN: h.pdn, Buf: sbuf, WQECnt: sl.WQECount, WQEShift: sl.WQEShift, DBR: sdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scq := h.newCQ(64)
+	rcqs := [2]*emuCQ{h.newCQ(64), h.newCQ(64)}
+	caps := QPCaps{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}
+	var senders, receivers [2]*emuQP
+	for i := range senders {
+		senders[i] = h.newQP(QPTypeRC, caps, scq, scq, nil, 0, false)
+		receivers[i] = h.newQP(QPTypeRC, caps, scq, rcqs[i], srq, srqn, false)
+		h.connect(senders[i], receivers[i], 0)
+	}
+	src, slk := h.mr(64)
+	dst, dlk := h.mr(64)
+	h.dev.Start()
+	defer h.dev.Stop()
+
+	const total = 400
+	var recvd atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i, c := range rcqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var wcs [8]WC
+			for {
+				n, err := c.cq.Poll(wcs[:])
+				if err != nil {
+					t.Errorf("receive CQ %d: %v", i, err)
+					return
+				}
+				for _, w := range wcs[:n] {
+					if w.Status != provider.WCSuccess || w.WRID < 1000 || w.QPNum != receivers[i].qpn {
+						t.Errorf("receive CQ %d: %+v", i, w)
+						return
+					}
+				}
+				recvd.Add(int64(n))
+				if n == 0 {
+					select {
+					case <-stop:
+						return
+					default:
+						runtime.Gosched()
+					}
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	var wcs [16]WC
+	recvPosted, sent, sendDone := 0, 0, 0
+	for spins := 0; sendDone < total; spins++ {
+		if spins > 50_000_000 || t.Failed() {
+			t.Fatalf("stuck: %d sent, %d send completions, %d received", sent, sendDone, recvd.Load())
+		}
+		if recvPosted < total && recvPosted-int(recvd.Load()) < sl.MaxWR {
+			noErr(t)(srq.PostRecv([]RecvWR{{WRID: uint64(1000 + recvPosted), SGL: []SGE{{Addr: addrOf(dst), Length: 64, LKey: dlk}}}}))
+			recvPosted++
+		}
+		if sent < recvPosted && sent-sendDone < 8 {
+			q := senders[sent%2]
+			noErr(t)(q.qp.SQ.PostSend([]SendWR{{WRID: uint64(sent), Opcode: provider.WRSend, Flags: provider.SendSignaled,
+				SGL: []SGE{{Addr: addrOf(src), Length: 64, LKey: slk}}}}))
+			sent++
+		}
+		n, err := scq.cq.Poll(wcs[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range wcs[:n] {
+			if w.Status != provider.WCSuccess {
+				t.Fatalf("send completion: %+v", w)
+			}
+		}
+		sendDone += n
+		if n == 0 {
+			runtime.Gosched()
+		}
+	}
+	for spins := 0; recvd.Load() < total; spins++ {
+		if spins > 50_000_000 || t.Failed() {
+			t.Fatalf("received %d of %d", recvd.Load(), total)
+		}
+		runtime.Gosched()
 	}
 }

@@ -367,42 +367,62 @@ func TestGoldenCQEs(t *testing.T) {
 	} {
 		cases = append(cases, tc{name: "req_err_" + s.name, want: req(WC{Status: s.st, VendorErr: 0x42})})
 	}
+	// Each CQE is polled cold (the CQ has not seen the QP yet: parse) and warm (the QP's previous CQE was just
+	// polled: successful requester CQEs then take Poll's inline path). Both must give the same completion.
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e := newCQEnv(t)
-			if c.read {
-				if _, err := e.sq.sq.PostSend([]SendWR{{WRID: 100, Opcode: provider.WRRDMARead, Flags: provider.SendSignaled,
-					RemoteAddr: 0x1000, RKey: 1, SGL: []SGE{{Addr: addrOf(e.readTo), Length: 32, LKey: 5}}}}); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				for _, w := range []SendWR{sends[0], sends[1], send3} {
-					if _, err := e.sq.sq.PostSend([]SendWR{w}); err != nil {
-						t.Fatal(err)
-					}
-				}
+		for _, warm := range []bool{false, true} {
+			name := c.name
+			if warm {
+				name += "/warm"
 			}
-			if _, err := e.rq.PostRecv([]RecvWR{{WRID: 200, SGL: []SGE{{Addr: addrOf(e.recvTo), Length: 32, LKey: 6}}}}); err != nil {
-				t.Fatal(err)
-			}
-			copy(e.cqBuf[0:64], g.get("cqe."+c.name))
-			var wcs [4]WC
-			n, err := e.cq.Poll(wcs[:])
-			if err != nil || n != 1 {
-				t.Fatalf("Poll = %d, %v", n, err)
-			}
-			if wcs[0] != c.want {
-				t.Errorf("WC\n got %+v\nwant %+v", wcs[0], c.want)
-			}
-			if got := e.cqDBR[0:4]; !bytes.Equal(got, []byte{0, 0, 0, 1}) {
-				t.Errorf("consumer index record = %x, want 00000001", got)
-			}
-			if c.check != nil {
-				c.check(t, e)
-			}
-		})
+			t.Run(name, func(t *testing.T) { checkGoldenCQE(t, g, c.name, c.read, c.want, c.check, warm, sends, send3) })
+		}
 	}
 	g.checkAllUsed("cqe.")
+}
+
+// checkGoldenCQE places golden CQE name in a fresh CQ and polls it; warm primes the CQ's last-QP cache first.
+func checkGoldenCQE(t *testing.T, g *goldenSet, name string, read bool, want WC, check func(*testing.T, *cqEnv),
+	warm bool, sends []SendWR, send3 SendWR) {
+	e := newCQEnv(t)
+	if warm {
+		if e.cq.lookup(gUIdx) != e.qp || e.cq.lastSQ != e.sq.sq {
+			t.Fatal("priming the CQ's QP cache failed")
+		}
+	}
+	if read {
+		if _, err := e.sq.sq.PostSend([]SendWR{{WRID: 100, Opcode: provider.WRRDMARead, Flags: provider.SendSignaled,
+			RemoteAddr: 0x1000, RKey: 1, SGL: []SGE{{Addr: addrOf(e.readTo), Length: 32, LKey: 5}}}}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		for _, w := range []SendWR{sends[0], sends[1], send3} {
+			if _, err := e.sq.sq.PostSend([]SendWR{w}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := e.rq.PostRecv([]RecvWR{{WRID: 200, SGL: []SGE{{Addr: addrOf(e.recvTo), Length: 32, LKey: 6}}}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(e.cqBuf[0:64], g.get("cqe."+name))
+	var wcs [4]WC
+	for i := range wcs {
+		wcs[i] = WC{WRID: 0xdead, Status: 99, VendorErr: 1, Imm: 2, SrcQP: 3, PKeyIndex: 4, SLID: 5, SL: 6, PortNum: 7}
+	}
+	n, err := e.cq.Poll(wcs[:])
+	if err != nil || n != 1 {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	if wcs[0] != want {
+		t.Errorf("WC\n got %+v\nwant %+v", wcs[0], want)
+	}
+	if got := e.cqDBR[0:4]; !bytes.Equal(got, []byte{0, 0, 0, 1}) {
+		t.Errorf("consumer index record = %x, want 00000001", got)
+	}
+	if check != nil {
+		check(t, e)
+	}
 }
 
 func TestGoldenArm(t *testing.T) {

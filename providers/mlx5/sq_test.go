@@ -3,6 +3,7 @@ package mlx5
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -64,6 +65,9 @@ func TestDoorbellOnlyCases(t *testing.T) {
 		{"WQE larger than the half", 64, false, []SendWR{big}, false},
 		{"WQE fits the half", 128, false, []SendWR{big}, true},
 		{"ds 1 (no data)", 256, false, []SendWR{{Opcode: provider.WRSend}}, false},
+		// rdma-core counts a request as inline only when it has an SGE to inline.
+		{"prefer_bf off, inline flag without SGEs", 256, true, []SendWR{{Opcode: provider.WRRDMAWrite,
+			Flags: provider.SendInline, RemoteAddr: 1, RKey: 2}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ts := newTestSQ(t, QPTypeRC, c.bfSize, false)
@@ -71,22 +75,42 @@ func TestDoorbellOnlyCases(t *testing.T) {
 			if _, err := ts.sq.PostSend(c.wrs); err != nil {
 				t.Fatal(err)
 			}
-			last := 0
-			if len(c.wrs) == 2 {
-				last = 64
-			}
-			ctrl := ts.ring[last : last+8]
-			if c.blueFlame {
-				if !bytes.Equal(ts.reg[:64], ts.ring[last:last+64]) {
-					t.Errorf("want BlueFlame copy of %x, register = %x", ts.ring[last:last+64], ts.reg[:64])
-				}
-			} else if !bytes.Equal(ts.reg[:8], ctrl) || !bytes.Equal(ts.reg[8:], make([]byte, len(ts.reg)-8)) {
-				t.Errorf("want only the 8-byte doorbell %x, register = %x", ctrl, ts.reg[:min(len(ts.reg), 64)])
-			}
-			if wantOff := c.bfSize; ts.bf.Offset() != wantOff {
-				t.Errorf("offset after one ring = %d, want %d", ts.bf.Offset(), wantOff)
-			}
+			checkRing(t, ts, c.wrs, c.blueFlame, c.bfSize)
 		})
+		// The same single request through the batch path: a second, invalid request stops the batch after
+		// one, so the doorbell decision is the loop's rather than the single-request path's.
+		if len(c.wrs) != 1 {
+			continue
+		}
+		t.Run(c.name+" (batch path)", func(t *testing.T) {
+			ts := newTestSQ(t, QPTypeRC, c.bfSize, false)
+			ts.sq.preferBF = !c.inlineOnly
+			if n, err := ts.sq.PostSend([]SendWR{c.wrs[0], {Opcode: 99}}); n != 1 || !errors.Is(err, syscall.EINVAL) {
+				t.Fatalf("PostSend = %d, %v", n, err)
+			}
+			checkRing(t, ts, c.wrs, c.blueFlame, c.bfSize)
+		})
+	}
+}
+
+// checkRing checks that posting wrs rang ts's register with a BlueFlame copy of the last WQE or only the 8-byte
+// doorbell, and toggled the half once.
+func checkRing(t *testing.T, ts *testSQ, wrs []SendWR, blueFlame bool, bfSize int) {
+	t.Helper()
+	last := 0
+	if len(wrs) == 2 {
+		last = 64
+	}
+	ctrl := ts.ring[last : last+8]
+	if blueFlame {
+		if !bytes.Equal(ts.reg[:64], ts.ring[last:last+64]) {
+			t.Errorf("want BlueFlame copy of %x, register = %x", ts.ring[last:last+64], ts.reg[:64])
+		}
+	} else if !bytes.Equal(ts.reg[:8], ctrl) || !bytes.Equal(ts.reg[8:], make([]byte, len(ts.reg)-8)) {
+		t.Errorf("want only the 8-byte doorbell %x, register = %x", ctrl, ts.reg[:min(len(ts.reg), 64)])
+	}
+	if wantOff := bfSize; ts.bf.Offset() != wantOff {
+		t.Errorf("offset after one ring = %d, want %d", ts.bf.Offset(), wantOff)
 	}
 }
 
@@ -117,6 +141,11 @@ func TestPostSendErrors(t *testing.T) {
 			if n != c.posted || !errors.Is(err, c.errno) {
 				t.Fatalf("PostSend = %d, %v; want %d, %v", n, err, c.posted, c.errno)
 			}
+			if c.errno == syscall.EOPNOTSUPP && (!errors.Is(err, ErrNotSupported) ||
+				(c.wrs[0].Opcode == provider.WRLocalInv || c.wrs[0].Opcode == provider.WRBindMW) &&
+					!strings.Contains(err.Error(), "memory windows and local invalidate (UMR WQEs)")) {
+				t.Errorf("unsupported request error does not name the feature: %v", err)
+			}
 			wantDBR := []byte{0, 0, 0, 0}
 			if c.posted > 0 {
 				wantDBR = []byte{0, 0, 0, byte(c.posted)}
@@ -132,6 +161,7 @@ func TestPostSendErrors(t *testing.T) {
 	t.Run("atomics disabled", func(t *testing.T) {
 		ts := newTestSQ(t, QPTypeRC, 256, false)
 		ts.sq.atomics = false
+		ts.sq.setOps()
 		_, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}})
 		if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EOPNOTSUPP) {
 			t.Fatalf("err = %v", err)

@@ -65,8 +65,10 @@ func TestDynamicBfregs(t *testing.T) {
 		}
 	}
 	// Ring register 3 (UAR 1, index 1): the doorbell lands at 4096 + 0x800 + 512.
-	regs[3].ring(make([]byte, 64), 0, 0)
-	regs[3].ring(append([]byte{1, 2, 3, 4, 5, 6, 7, 8}, make([]byte, 56)...), 0, 0)
+	w1, w2 := aligned(64), aligned(64)
+	w2[0] = 1
+	regs[3].ring(unsafe.Pointer(&w1[0]), 64, 0, 0)
+	regs[3].ring(unsafe.Pointer(&w2[0]), 64, 0, 0)
 	if page[4096+0x800+512+256] != 1 {
 		t.Errorf("second ring did not use the other half")
 	}

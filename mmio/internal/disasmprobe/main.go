@@ -23,4 +23,7 @@ func main() {
 	mmio.WCStart()
 	r.Write64(0, 1)
 	r.Copy64(64, b[:64])
+	r.CopyBlock(64, (*[64]byte)(b[:64]))
+	r.WCWrite64(0, 1)
+	r.WCCopyBlock(64, (*[64]byte)(b[:64]))
 }
