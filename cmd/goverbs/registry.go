@@ -9,6 +9,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
+	"github.com/goverbs/goverbs/internal/tools/perftest"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 	"github.com/goverbs/goverbs/internal/tools/rdmatool"
 )
@@ -65,6 +66,16 @@ var commands = []Command{
 		Run: func(_ string, a []string, o, e io.Writer) int { return cgrouptool.Run(a, o, e) }},
 	{Name: "rdma", Aliases: []string{"rdma"}, Summary: "RDMA netlink tool, same as iproute2's rdma (dev, link, resource, system, statistic)",
 		Run: func(_ string, a []string, o, e io.Writer) int { return rdmatool.Run(a, o, e) }},
+	{Name: "perf", Summary: "perftest 6.06 clone: goverbs perf write_bw|write_lat|read_bw|read_lat|send_bw|send_lat|atomic_bw|atomic_lat [options] [host]",
+		Run: runPerf},
+	{Name: "write_bw", Aliases: []string{"ib_write_bw"}, Summary: "RDMA write bandwidth, same as ib_write_bw", Run: perftest.Run},
+	{Name: "write_lat", Aliases: []string{"ib_write_lat"}, Summary: "RDMA write latency, same as ib_write_lat", Run: perftest.Run},
+	{Name: "read_bw", Aliases: []string{"ib_read_bw"}, Summary: "RDMA read bandwidth, same as ib_read_bw", Run: perftest.Run},
+	{Name: "read_lat", Aliases: []string{"ib_read_lat"}, Summary: "RDMA read latency, same as ib_read_lat", Run: perftest.Run},
+	{Name: "send_bw", Aliases: []string{"ib_send_bw"}, Summary: "send bandwidth, same as ib_send_bw", Run: perftest.Run},
+	{Name: "send_lat", Aliases: []string{"ib_send_lat"}, Summary: "send latency, same as ib_send_lat", Run: perftest.Run},
+	{Name: "atomic_bw", Aliases: []string{"ib_atomic_bw"}, Summary: "atomic bandwidth, same as ib_atomic_bw", Run: perftest.Run},
+	{Name: "atomic_lat", Aliases: []string{"ib_atomic_lat"}, Summary: "atomic latency, same as ib_atomic_lat", Run: perftest.Run},
 }
 
 // pingpongTransports maps "goverbs pingpong TRANSPORT" to the tool and the C name it reports as its program.
@@ -77,6 +88,17 @@ var pingpongTransports = map[string]struct {
 	"ud":   {"ibv_ud_pingpong", pingpong.RunUD},
 	"srq":  {"ibv_srq_pingpong", pingpong.RunSRQ},
 	"xsrq": {"ibv_xsrq_pingpong", pingpong.RunXSRQ},
+}
+
+// runPerf runs "goverbs perf TEST ...": TEST is write_bw, read_lat, ... (the perftest name without "ib_").
+func runPerf(_ string, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if _, ok := perftest.Tests["ib_"+args[0]]; ok {
+			return perftest.Run("ib_"+args[0], args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "usage: goverbs perf {write,read,send,atomic}_{bw,lat} [options] [host]\n")
+	return 1
 }
 
 // runPingpong runs "goverbs pingpong TRANSPORT ...".

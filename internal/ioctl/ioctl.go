@@ -56,3 +56,25 @@ func Write(fd int, buf unsafe.Pointer, n int) error {
 		return nil
 	}
 }
+
+// WriteRaw is Write for commands the kernel completes without sleeping, such as rxe's send doorbell (the
+// kernel runs the QP's requester inline and returns). It uses a raw system call, so the Go scheduler does not
+// treat the thread as blocked: when the kernel's work outlasts sysmon's 20 µs threshold (rxe's inline send
+// processing often does), a normal system call has its P handed off and must take one back on return, which
+// costs futex wake-ups on every doorbell. A command that can block must use Write.
+func WriteRaw(fd int, buf unsafe.Pointer, n int) error {
+	for {
+		r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(buf), uintptr(n))
+		if e == unix.EINTR {
+			continue
+		}
+		runtime.KeepAlive(buf)
+		if e != 0 {
+			return e
+		}
+		if int(r) != n {
+			return unix.EIO
+		}
+		return nil
+	}
+}

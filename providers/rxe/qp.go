@@ -59,7 +59,7 @@ func newDoorbell(qpHandle uint32) *doorbell {
 
 // ring writes the doorbell to fd.
 func (db *doorbell) ring(fd int) error {
-	return ioctl.Write(fd, unsafe.Pointer(&db.hdr), doorbellLen)
+	return ioctl.WriteRaw(fd, unsafe.Pointer(&db.hdr), doorbellLen)
 }
 
 var _ provider.QP = (*qp)(nil)

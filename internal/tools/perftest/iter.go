@@ -1,0 +1,753 @@
+package perftest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/goverbs/goverbs/uverbs"
+)
+
+// Duration states (perftest's DurationStates).
+const (
+	stStart int32 = iota
+	stSample
+	stStopSample
+	stEnd
+)
+
+// duration drives -D runs: margin, sample window, margin, end (catch_alarm's state machine on timers).
+type duration struct {
+	state     atomic.Int32
+	sampleBeg atomic.Int64
+	sampleEnd atomic.Int64
+	iters     atomic.Uint64 // completions counted in the sample window
+	timers    []*time.Timer
+}
+
+func (d *duration) start(p *Params) {
+	d.state.Store(stStart)
+	margin := time.Duration(p.Margin) * time.Second
+	window := time.Duration(p.Duration-2*p.Margin) * time.Second
+	toSample := func() {
+		d.sampleBeg.Store(now())
+		d.state.Store(stSample)
+	}
+	toStop := func() {
+		d.sampleEnd.Store(now())
+		d.state.Store(stStopSample)
+	}
+	if margin > 0 {
+		d.timers = append(d.timers, time.AfterFunc(margin, toSample))
+	} else {
+		toSample()
+	}
+	d.timers = append(d.timers, time.AfterFunc(margin+window, func() {
+		toStop()
+		if margin == 0 {
+			d.state.Store(stEnd)
+		}
+	}))
+	if margin > 0 {
+		d.timers = append(d.timers, time.AfterFunc(2*margin+window, func() { d.state.Store(stEnd) }))
+	}
+}
+
+func (d *duration) reset() {
+	d.stop()
+	d.timers = d.timers[:0]
+	d.state.Store(stStart)
+	d.iters.Store(0)
+	d.sampleBeg.Store(0)
+	d.sampleEnd.Store(0)
+}
+
+func (d *duration) stop() {
+	for _, t := range d.timers {
+		t.Stop()
+	}
+}
+
+// progress prints, every second of a -D run with --progress, the completions so far on stderr.
+func progress(ctx context.Context, w io.Writer, count *atomic.Uint64) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var last uint64
+	for s := 1; ; s++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n := count.Load()
+			fmt.Fprintf(w, " progress: %d s, %d completions (+%d)\n", s, n, n-last)
+			last = n
+		}
+	}
+}
+
+func (c *ctx) waitEvent() error {
+	cq, err := c.ch.GetEvent(context.Background())
+	if err != nil {
+		return err
+	}
+	cq.AckEvents(1)
+	return cq.ReqNotify(false)
+}
+
+func compErrSend(stderr io.Writer, wc *uverbs.WC, scnt, ccnt uint64) {
+	fmt.Fprintf(stderr, " Completion with error at client\n")
+	fmt.Fprintf(stderr, " Failed status %d: wr_id %d syndrom 0x%x\n", wc.Status, wc.WRID, wc.VendorErr)
+	fmt.Fprintf(stderr, "scnt=%d, ccnt=%d\n", scnt, ccnt)
+}
+
+func compErrRecv(stderr io.Writer, wc *uverbs.WC, rcnt uint64) {
+	fmt.Fprintf(stderr, " Completion with error at server\n")
+	fmt.Fprintf(stderr, " Failed status %d: wr_id %d\n", wc.Status, wc.WRID)
+	fmt.Fprintf(stderr, " rcnt=%d\n", rcnt)
+}
+
+// runBW is run_iter_bw (the sender of a bandwidth test). It returns the iterations to report.
+func (c *ctx) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
+	p := c.p
+	nq := p.NumQPs
+	pl := uint64(p.PostList)
+	cqMod := uint64(p.CQMod)
+	iters := p.Iters
+	d := &c.dur
+	d.reset()
+	dur := p.TestType == byDuration
+	if dur {
+		d.start(p)
+		defer d.stop()
+	}
+	totIters := iters * uint64(nq)
+	var totS, totC uint64
+	if !dur && p.NoPeak {
+		c.tposted[0] = now()
+	}
+	wc := c.wc
+	for totS < totIters || totC < totIters || (dur && d.state.Load() != stEnd) {
+		for idx := 0; idx < nq; idx++ {
+			for (c.scnt[idx] < iters || dur) && c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
+				w := &c.wr[idx*int(pl)]
+				if pl == 1 && c.scnt[idx]%cqMod == 0 && cqMod > 1 && !(c.scnt[idx] == iters-1 && !dur) {
+					w.Flags &^= uverbs.SendSignaled
+				}
+				if !p.NoPeak {
+					c.tposted[totS] = now()
+				}
+				if dur && d.state.Load() == stEnd {
+					break
+				}
+				if _, err := c.qps[idx].PostSend(c.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
+					fmt.Fprintf(stderr, "Couldn't post send: qp %d scnt=%d \n", idx, c.scnt[idx])
+					return 0, err
+				}
+				if pl == 1 && p.Size <= uint64(p.CycleBuffer/2) {
+					c.incLoc(&w.SGL[0], c.scnt[idx], c.myAdr[idx])
+					if p.Verb != VerbSend {
+						c.incRem(w, c.scnt[idx], c.remAd[idx])
+					}
+				}
+				c.scnt[idx] += pl
+				totS += pl
+				if pl == 1 && (c.scnt[idx]%cqMod == cqMod-1 || (!dur && c.scnt[idx] == iters-1)) {
+					w.Flags |= uverbs.SendSignaled
+				}
+			}
+		}
+		if totC < totIters || (dur && totC < totS) {
+			if p.UseEvent {
+				if err := c.waitEvent(); err != nil {
+					fmt.Fprintf(stderr, "Couldn't request CQ notification\n")
+					return 0, err
+				}
+			}
+			ne := c.sendCQ.Poll(wc)
+			for i := 0; i < ne; i++ {
+				id := int(wc[i].WRID)
+				if wc[i].Status != uverbs.WCSuccess {
+					compErrSend(stderr, &wc[i], totS, totC)
+					return 0, fmt.Errorf("send completion status %d", wc[i].Status)
+				}
+				c.ccnt[id] += cqMod
+				totC += cqMod
+				if !p.NoPeak {
+					if totC > totIters {
+						c.tcompleted[iters*uint64(nq)-1] = now()
+					} else {
+						c.tcompleted[totC-1] = now()
+					}
+				}
+				if dur && d.state.Load() == stSample {
+					d.iters.Add(cqMod)
+				}
+				if count != nil {
+					count.Add(cqMod)
+				}
+			}
+		}
+	}
+	if !dur && p.NoPeak {
+		c.tcompleted[0] = now()
+	}
+	if dur {
+		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		return d.iters.Load(), nil
+	}
+	return iters, nil
+}
+
+// runBWServer is run_iter_bw_server (the receiver of ib_send_bw).
+func (c *ctx) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
+	p := c.p
+	nq := p.NumQPs
+	iters := p.Iters
+	totIters := iters * uint64(nq)
+	dur := p.TestType == byDuration
+	d := &c.dur
+	d.reset()
+	rcnt := uint64(0)
+	rcntQP := c.rcntQP
+	posted := c.postedQP
+	for i := range posted {
+		rcntQP[i] = 0
+		posted[i] = uint64(c.rposted)
+	}
+	first := true
+	wc := c.wc
+	defer d.stop()
+	for rcnt < totIters || (dur && d.state.Load() != stEnd) {
+		if p.UseEvent {
+			if err := c.waitEvent(); err != nil {
+				fmt.Fprintf(stderr, " Failed to notify events to CQ")
+				return 0, err
+			}
+		}
+		for {
+			if dur && d.state.Load() == stEnd {
+				break
+			}
+			ne := c.recvCQ.Poll(wc)
+			if ne == 0 {
+				break
+			}
+			if first {
+				if dur {
+					d.start(p)
+				} else {
+					c.tposted[0] = now()
+				}
+				first = false
+			}
+			for i := 0; i < ne; i++ {
+				id := int(wc[i].WRID)
+				if wc[i].Status != uverbs.WCSuccess {
+					compErrRecv(stderr, &wc[i], rcntQP[id])
+					return 0, fmt.Errorf("receive completion status %d", wc[i].Status)
+				}
+				rcntQP[id]++
+				rcnt++
+				if dur && d.state.Load() == stSample {
+					d.iters.Add(1)
+				}
+				if count != nil {
+					count.Add(1)
+				}
+				if dur || posted[id]+1 <= iters {
+					if _, err := c.qps[id].PostRecv(c.rwr[id : id+1]); err != nil {
+						fmt.Fprintf(stderr, "Couldn't post recv Qp=%d rcnt=%d\n", id, rcntQP[id])
+						return 0, err
+					}
+					posted[id]++
+					sz := p.Size
+					if p.Conn == ConnUD {
+						sz += udAddition
+					}
+					if sz <= uint64(p.CycleBuffer/2) {
+						c.incLoc(&c.rsge[id], posted[id], c.rxAdr[id])
+					}
+				}
+			}
+		}
+	}
+	if dur {
+		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		return d.iters.Load(), nil
+	}
+	c.tcompleted[0] = now()
+	return iters, nil
+}
+
+// runLatWrite is run_iter_lat_write: ping-pong by RDMA writes, each side polling the last byte of its buffer.
+func (c *ctx) runLatWrite(stderr io.Writer) (uint64, error) {
+	p := c.p
+	w := &c.wr[0]
+	w.SGL[0].Length = uint32(p.Size)
+	w.Flags = uverbs.SendSignaled
+	if p.Size <= uint64(p.InlineSize) {
+		w.Flags |= uverbs.SendInline
+	}
+	mem := c.buf.Bytes()
+	postOff := p.Size - 1
+	pollOff := uint64(p.NumQPs)*buffSize(c.size, p.CycleBuffer) + p.Size - 1
+	post := &mem[postOff]
+	poll := (*uint8)(&mem[pollOff])
+	iters := p.Iters
+	dur := p.TestType == byDuration
+	d := &c.dur
+	d.reset()
+	if dur {
+		d.start(p)
+		defer d.stop()
+	}
+	var scnt, ccnt, rcnt uint64
+	wcs := c.wc[:1]
+	for scnt < iters || ccnt < iters || rcnt < iters || (dur && d.state.Load() != stEnd) {
+		if (rcnt < iters || dur) && !(scnt < 1 && p.Server) {
+			rcnt++
+			for atomicLoad8(poll) != uint8(rcnt) && d.state.Load() != stEnd {
+			}
+		}
+		if scnt < iters || dur {
+			if p.LatencyGap > 0 {
+				end := now() + int64(float64(p.LatencyGap)*c.rate)
+				for now() < end {
+				}
+			}
+			if !dur {
+				c.tposted[scnt] = now()
+			}
+			scnt++
+			atomicStore8(post, uint8(scnt))
+			if _, err := c.qps[0].PostSend(c.wr[:1]); err != nil {
+				fmt.Fprintf(stderr, "Couldn't post send: scnt=%d\n", scnt)
+				return 0, err
+			}
+		}
+		if dur && d.state.Load() == stEnd {
+			break
+		}
+		if ccnt < iters || dur {
+			ne := 0
+			for ne == 0 {
+				ne = c.sendCQ.Poll(wcs)
+			}
+			if wcs[0].Status != uverbs.WCSuccess {
+				compErrSend(stderr, &wcs[0], scnt, ccnt)
+				return 0, fmt.Errorf("send completion status %d", wcs[0].Status)
+			}
+			ccnt++
+			if dur && d.state.Load() == stSample {
+				d.iters.Add(1)
+			}
+		}
+	}
+	if dur {
+		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		return d.iters.Load(), nil
+	}
+	return iters, nil
+}
+
+// runLat is run_iter_lat: the client's read or atomic round trips.
+func (c *ctx) runLat(stderr io.Writer) (uint64, error) {
+	p := c.p
+	w := &c.wr[0]
+	w.SGL[0].Length = uint32(p.Size)
+	w.Flags = uverbs.SendSignaled
+	iters := p.Iters
+	dur := p.TestType == byDuration
+	d := &c.dur
+	d.reset()
+	if dur {
+		d.start(p)
+		defer d.stop()
+	}
+	var scnt uint64
+	wcs := c.wc[:1]
+	for scnt < iters || (dur && d.state.Load() != stEnd) {
+		if p.LatencyGap > 0 {
+			end := now() + int64(float64(p.LatencyGap)*c.rate)
+			for now() < end {
+			}
+		}
+		if !dur {
+			c.tposted[scnt] = now()
+			scnt++
+		}
+		if _, err := c.qps[0].PostSend(c.wr[:1]); err != nil {
+			fmt.Fprintf(stderr, "Couldn't post send: scnt=%d\n", scnt)
+			return 0, err
+		}
+		if dur && d.state.Load() == stEnd {
+			break
+		}
+		if p.UseEvent {
+			if err := c.waitEvent(); err != nil {
+				fmt.Fprintf(stderr, "Couldn't request CQ notification\n")
+				return 0, err
+			}
+		}
+		for {
+			ne := c.sendCQ.Poll(wcs)
+			if ne > 0 {
+				if wcs[0].Status != uverbs.WCSuccess {
+					compErrSend(stderr, &wcs[0], scnt, scnt)
+					return 0, fmt.Errorf("send completion status %d", wcs[0].Status)
+				}
+				if dur && d.state.Load() == stSample {
+					d.iters.Add(1)
+				}
+			}
+			if p.UseEvent || ne != 0 {
+				break
+			}
+		}
+	}
+	if dur {
+		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		return d.iters.Load(), nil
+	}
+	return iters, nil
+}
+
+// runLatSend is run_iter_lat_send: send/receive ping-pong.
+func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
+	p := c.p
+	w := &c.wr[0]
+	w.SGL[0].Length = uint32(p.Size)
+	w.Flags = 0
+	if p.Size <= uint64(p.InlineSize) {
+		w.Flags |= uverbs.SendInline
+	}
+	iters := p.Iters
+	dur := p.TestType == byDuration
+	d := &c.dur
+	d.reset()
+	defer d.stop()
+	sizePerQP := uint64(p.RxDepth)
+	var scnt, rcnt uint64
+	first := true
+	poll := false
+	wcs := c.wc[:1]
+	swc := c.wc[1:2]
+	for scnt < iters || rcnt < iters || (dur && d.state.Load() != stEnd) {
+		if (rcnt < iters || dur) && !(scnt < 1 && !p.Server) {
+			if p.UseEvent {
+				if err := c.waitEvent(); err != nil {
+					fmt.Fprintf(stderr, " Failed to notify events to CQ")
+					return 0, err
+				}
+			}
+			for {
+				ne := c.recvCQ.Poll(wcs)
+				if dur && d.state.Load() == stEnd {
+					break
+				}
+				if ne > 0 {
+					if first {
+						if dur {
+							d.start(p)
+						}
+						first = false
+					}
+					if wcs[0].Status != uverbs.WCSuccess {
+						compErrRecv(stderr, &wcs[0], rcnt)
+						return 0, fmt.Errorf("receive completion status %d", wcs[0].Status)
+					}
+					rcnt++
+					if dur && d.state.Load() == stSample {
+						d.iters.Add(1)
+					}
+					if dur || rcnt+sizePerQP <= iters {
+						id := wcs[0].WRID
+						if _, err := c.qps[id].PostRecv(c.rwr[id : id+1]); err != nil {
+							fmt.Fprintf(stderr, "Couldn't post recv: rcnt=%d\n", rcnt)
+							return 0, err
+						}
+					}
+				}
+				if p.UseEvent || ne != 0 {
+					break
+				}
+			}
+		}
+		if scnt < iters || (dur && d.state.Load() != stEnd) {
+			if p.LatencyGap > 0 {
+				end := now() + int64(float64(p.LatencyGap)*c.rate)
+				for now() < end {
+				}
+			}
+			if !dur {
+				c.tposted[scnt] = now()
+			}
+			scnt++
+			if scnt%uint64(p.CQMod) == 0 || (!dur && scnt == iters) {
+				poll = true
+				w.Flags |= uverbs.SendSignaled
+			}
+			if dur && d.state.Load() == stEnd {
+				break
+			}
+			if _, err := c.qps[0].PostSend(c.wr[:1]); err != nil {
+				fmt.Fprintf(stderr, "Couldn't post send: scnt=%d \n", scnt)
+				return 0, err
+			}
+			if poll {
+				if p.UseEvent {
+					if err := c.waitEvent(); err != nil {
+						fmt.Fprintf(stderr, " Failed to notify events to CQ")
+						return 0, err
+					}
+				}
+				ne := 0
+				for {
+					ne = c.sendCQ.Poll(swc)
+					if p.UseEvent || ne != 0 {
+						break
+					}
+				}
+				if ne > 0 && swc[0].Status != uverbs.WCSuccess {
+					compErrSend(stderr, &swc[0], scnt, scnt)
+					return 0, fmt.Errorf("send completion status %d", swc[0].Status)
+				}
+				poll = false
+				w.Flags &^= uverbs.SendSignaled
+			}
+		}
+	}
+	if dur {
+		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		return d.iters.Load(), nil
+	}
+	return iters, nil
+}
+
+// warmUp is perform_warm_up: a round of tx_depth posts whose completions are drained before measuring.
+func (c *ctx) warmUp(stderr io.Writer) error {
+	p := c.p
+	for i, qp := range c.qps {
+		w := &c.wr[i*p.PostList]
+		saved := w.Flags
+		w.Flags |= uverbs.SendSignaled
+		n := p.TxDepth
+		for j := 0; j < n; j++ {
+			if _, err := qp.PostSend(c.wr[i*p.PostList : i*p.PostList+1]); err != nil {
+				fmt.Fprintf(stderr, "Couldn't post send during warm up: qp %d scnt=%d \n", i, j)
+				return err
+			}
+		}
+		got := 0
+		for got < n {
+			ne := c.sendCQ.Poll(c.wc)
+			for k := 0; k < ne; k++ {
+				if c.wc[k].Status != uverbs.WCSuccess {
+					fmt.Fprintf(stderr, "Failed to complete warm up\n")
+					return fmt.Errorf("warm-up completion status %d", c.wc[k].Status)
+				}
+			}
+			got += ne
+		}
+		w.Flags = saved
+	}
+	return nil
+}
+
+// atomicLoad8 reads the byte at b through an atomic load of its aligned 32-bit word, so the polling loop sees
+// the peer's RDMA write (the compiler may not keep it in a register).
+func atomicLoad8(b *uint8) uint8 {
+	a := uintptr(unsafe.Pointer(b))
+	w := (*uint32)(unsafe.Add(unsafe.Pointer(b), -int(a&3)))
+	return uint8(atomic.LoadUint32(w) >> ((a & 3) * 8))
+}
+
+// atomicStore8 stores v at b; the post that follows publishes it to the device.
+func atomicStore8(b *byte, v uint8) { *b = v }
+
+// runForever is run_iter_bw_infinitely (sender) or run_iter_bw_infinitely_server (receiver): it never returns
+// unless a verb fails. count is the completion counter the periodic reports read.
+func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) error {
+	p := c.p
+	nq := p.NumQPs
+	pl := uint64(p.PostList)
+	cqMod := uint64(p.CQMod)
+	wc := c.wc
+	if server {
+		for {
+			ne := c.recvCQ.Poll(wc)
+			for i := 0; i < ne; i++ {
+				id := int(wc[i].WRID)
+				if wc[i].Status != uverbs.WCSuccess {
+					compErrRecv(stderr, &wc[i], count.Load())
+					return fmt.Errorf("receive completion status %d", wc[i].Status)
+				}
+				count.Add(1)
+				if _, err := c.qps[id].PostRecv(c.rwr[id : id+1]); err != nil {
+					fmt.Fprintf(stderr, "Couldn't post recv Qp=%d\n", id)
+					return err
+				}
+			}
+		}
+	}
+	var totS, totC uint64
+	for {
+		for idx := 0; idx < nq; idx++ {
+			for c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
+				w := &c.wr[idx*int(pl)]
+				if pl == 1 && c.scnt[idx]%cqMod == 0 && cqMod > 1 {
+					w.Flags &^= uverbs.SendSignaled
+				}
+				if _, err := c.qps[idx].PostSend(c.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
+					fmt.Fprintf(stderr, "Couldn't post send: %d scnt=%d \n", idx, c.scnt[idx])
+					return err
+				}
+				c.scnt[idx] += pl
+				totS += pl
+				if pl == 1 && c.scnt[idx]%cqMod == cqMod-1 {
+					w.Flags |= uverbs.SendSignaled
+				}
+			}
+		}
+		if totC < totS {
+			ne := c.sendCQ.Poll(wc)
+			for i := 0; i < ne; i++ {
+				if wc[i].Status != uverbs.WCSuccess {
+					compErrSend(stderr, &wc[i], totS, totC)
+					return fmt.Errorf("send completion status %d", wc[i].Status)
+				}
+				c.ccnt[int(wc[i].WRID)] += cqMod
+				totC += cqMod
+				count.Add(cqMod)
+			}
+		}
+	}
+}
+
+// runBi is run_iter_bi: both sides of a bidirectional send test send and receive at once. The server starts
+// sending only once the client's first message arrived.
+func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
+	p := c.p
+	nq := p.NumQPs
+	pl := uint64(p.PostList)
+	cqMod := uint64(p.CQMod)
+	iters := p.Iters
+	dur := p.TestType == byDuration
+	d := &c.dur
+	d.reset()
+	defer d.stop()
+	rcntQP, posted := c.rcntQP, c.postedQP
+	for i := range posted {
+		rcntQP[i], posted[i] = 0, uint64(c.rposted)
+	}
+	beforeFirstRx := p.Server
+	if !p.Server && dur {
+		d.start(p)
+	}
+	if p.NoPeak && !dur {
+		c.tposted[0] = now()
+	}
+	totIters := iters * uint64(nq)
+	var totS, totC, totR uint64
+	wc := c.wc
+	for (dur && d.state.Load() != stEnd) || totC < totIters || totR < totIters {
+		for idx := 0; idx < nq; idx++ {
+			for !beforeFirstRx && (c.scnt[idx] < iters || dur) && c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
+				w := &c.wr[idx*int(pl)]
+				if pl == 1 && c.scnt[idx]%cqMod == 0 && cqMod > 1 && !(c.scnt[idx] == iters-1 && !dur) {
+					w.Flags &^= uverbs.SendSignaled
+				}
+				if !p.NoPeak {
+					c.tposted[totS] = now()
+				}
+				if dur && d.state.Load() == stEnd {
+					break
+				}
+				if _, err := c.qps[idx].PostSend(c.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
+					fmt.Fprintf(stderr, "Couldn't post send: qp %d scnt=%d \n", idx, c.scnt[idx])
+					return 0, err
+				}
+				if pl == 1 && p.Size <= uint64(p.CycleBuffer/2) {
+					c.incLoc(&w.SGL[0], c.scnt[idx], c.myAdr[idx])
+				}
+				c.scnt[idx] += pl
+				totS += pl
+				if pl == 1 && (c.scnt[idx]%cqMod == cqMod-1 || (!dur && c.scnt[idx] == iters-1)) {
+					w.Flags |= uverbs.SendSignaled
+				}
+			}
+		}
+		if p.UseEvent {
+			if err := c.waitEvent(); err != nil {
+				fmt.Fprintf(stderr, "Failed to notify events to CQ")
+				return 0, err
+			}
+		}
+		ne := c.recvCQ.Poll(wc)
+		if ne > 0 && beforeFirstRx {
+			beforeFirstRx = false
+			if dur {
+				d.start(p)
+			}
+		}
+		for i := 0; i < ne; i++ {
+			id := int(wc[i].WRID)
+			if wc[i].Status != uverbs.WCSuccess {
+				compErrRecv(stderr, &wc[i], totR)
+				return 0, fmt.Errorf("receive completion status %d", wc[i].Status)
+			}
+			rcntQP[id]++
+			totR++
+			if dur && d.state.Load() == stSample {
+				d.iters.Add(1)
+			}
+			if dur || posted[id]+1 <= iters {
+				if _, err := c.qps[id].PostRecv(c.rwr[id : id+1]); err != nil {
+					fmt.Fprintf(stderr, "Couldn't post recv Qp=%d rcnt=%d\n", id, rcntQP[id])
+					return 0, err
+				}
+				posted[id]++
+				sz := p.Size
+				if p.Conn == ConnUD && p.Server {
+					sz += udAddition
+				}
+				if sz <= uint64(p.CycleBuffer/2) {
+					c.incLoc(&c.rsge[id], posted[id], c.rxAdr[id])
+				}
+			}
+		}
+		ne = c.sendCQ.Poll(wc)
+		for i := 0; i < ne; i++ {
+			if wc[i].Status != uverbs.WCSuccess {
+				compErrSend(stderr, &wc[i], totS, totC)
+				return 0, fmt.Errorf("send completion status %d", wc[i].Status)
+			}
+			totC += cqMod
+			c.ccnt[int(wc[i].WRID)] += cqMod
+			if !p.NoPeak {
+				if !dur && totC > totIters {
+					c.tcompleted[totIters-1] = now()
+				} else {
+					c.tcompleted[totC-1] = now()
+				}
+			}
+			if dur && d.state.Load() == stSample {
+				d.iters.Add(cqMod)
+			}
+			if count != nil {
+				count.Add(cqMod)
+			}
+		}
+	}
+	if p.NoPeak && !dur {
+		c.tcompleted[0] = now()
+	}
+	if dur {
+		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		return d.iters.Load(), nil
+	}
+	return iters, nil
+}

@@ -1,0 +1,490 @@
+package perftest
+
+import (
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"github.com/goverbs/goverbs/uverbs"
+)
+
+// ctx holds one run's verbs resources and data-path state (perftest's struct pingpong_context).
+type ctx struct {
+	p      *Params
+	dev    uverbs.Device
+	vc     *uverbs.Context
+	ch     *uverbs.CompChannel
+	pd     *uverbs.PD
+	buf    *uverbs.Buffer
+	mr     *uverbs.MR
+	sendCQ *uverbs.CQ
+	recvCQ *uverbs.CQ
+	qps    []*uverbs.QP
+	ahs    []*uverbs.AH
+
+	base          uint64 // address of the buffer
+	buffSize      int
+	sendQPBufSize int
+	size          uint64 // message size the buffer was laid out for (ctx->size)
+
+	my, rem []Dest
+
+	sge   []uverbs.SGE // num_qps * post_list
+	wr    []uverbs.SendWR
+	rsge  []uverbs.SGE
+	rwr   []uverbs.RecvWR
+	scnt  []uint64
+	ccnt  []uint64
+	myAdr []uint64
+	remAd []uint64
+	rxAdr []uint64
+	wc    []uverbs.WC
+
+	tposted, tcompleted []int64
+	rposted             int
+	rcntQP, postedQP    []uint64
+	dur                 duration
+	rate                float64 // counter ticks per microsecond, for --latency_gap
+}
+
+func (c *ctx) close() {
+	for _, ah := range c.ahs {
+		ah.Close()
+	}
+	for _, q := range c.qps {
+		q.Close()
+	}
+	c.sendCQ.Close()
+	if c.recvCQ != c.sendCQ {
+		c.recvCQ.Close()
+	}
+	c.mr.Close()
+	c.pd.Close()
+	c.ch.Close()
+	if c.vc != nil {
+		c.vc.Close()
+	}
+	c.buf.Close()
+}
+
+func buffSize(size uint64, cycle int) uint64 {
+	if size < uint64(cycle) {
+		return uint64(cycle)
+	}
+	return size
+}
+
+func inc(size uint64, line int) uint64 {
+	l := uint64(line)
+	if size > l {
+		return (size + l - 1) / l * l
+	}
+	return l
+}
+
+// findDevice is ctx_find_dev: the named device or the first one.
+func findDevice(name string, stderr io.Writer) (uverbs.Device, bool) {
+	devs, err := uverbs.Devices()
+	if err != nil || len(devs) == 0 {
+		fmt.Fprintf(stderr, " Did not detect devices \n")
+		fmt.Fprintf(stderr, " If device exists, check if driver is up\n")
+		return uverbs.Device{}, false
+	}
+	if name == "" {
+		return devs[0], true
+	}
+	for _, d := range devs {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	fmt.Fprintf(stderr, "IB device %s not found\n", name)
+	return uverbs.Device{}, false
+}
+
+// roNonCompliant is check_pcie_relaxed_ordering_compliant negated: an Intel root port known to mishandle
+// relaxed ordering is present.
+func roNonCompliant() bool {
+	ents, _ := filepath.Glob("/sys/bus/pci/devices/*")
+	for _, e := range ents {
+		v, err1 := os.ReadFile(filepath.Join(e, "vendor"))
+		d, err2 := os.ReadFile(filepath.Join(e, "device"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		var vid, did uint64
+		fmt.Sscanf(strings.TrimSpace(string(v)), "0x%x", &vid)
+		fmt.Sscanf(strings.TrimSpace(string(d)), "0x%x", &did)
+		if vid == 0x8086 && (did >= 0x6f01 && did <= 0x6f0e || did == 0x2f01) {
+			return true
+		}
+	}
+	return false
+}
+
+// setMTU is set_mtu: the user's MTU (bounded by the port's active one) or the port's active MTU.
+func setMTU(p *Params, pa *uverbs.PortAttr, stdout, stderr io.Writer) int {
+	active := int(pa.ActiveMTU)
+	if p.MTU == 0 {
+		return active
+	}
+	var m int
+	switch p.MTU {
+	case 256:
+		m = 1
+	case 512:
+		m = 2
+	case 1024:
+		m = 3
+	case 2048:
+		m = 4
+	case 4096:
+		m = 5
+	default:
+		fmt.Fprintf(stderr, " Invalid MTU - %d \n", p.MTU)
+		fmt.Fprintf(stderr, " Please choose mtu from {256,512,1024,2048,4096}\n")
+		fmt.Fprintf(stderr, " Will run with the port active mtu - %d\n", active)
+		m = active
+	}
+	if m > active {
+		fmt.Fprintf(stdout, "Requested mtu is higher than active mtu \n")
+		fmt.Fprintf(stdout, "Changing to active mtu - %d\n", active)
+		m = active
+	}
+	return m
+}
+
+// initResources is alloc_ctx + ctx_init: buffer, PD, MR, CQs, QPs moved to INIT.
+func (c *ctx) initResources(stderr io.Writer) error {
+	p := c.p
+	var err error
+	c.size = p.Size
+	c.rate = ticksPerUsec()
+	nq := p.NumQPs
+	c.buffSize = int(inc(buffSize(c.size, p.CycleBuffer), p.CacheLine)) * 2 * nq
+	c.sendQPBufSize = c.buffSize / nq / 2
+	if p.Conn == ConnUD {
+		c.buffSize += p.CacheLine
+	}
+	if p.UseEvent {
+		if c.ch, err = c.vc.CreateCompChannel(); err != nil {
+			fmt.Fprintf(stderr, "Couldn't create completion channel\n")
+			return err
+		}
+	}
+	if c.pd, err = c.vc.AllocPD(); err != nil {
+		fmt.Fprintf(stderr, "Couldn't allocate PD\n")
+		return err
+	}
+	if c.buf, err = uverbs.AllocBuffer(c.buffSize); err != nil {
+		fmt.Fprintf(stderr, "Couldn't allocate work buf.\n")
+		return err
+	}
+	mem := c.buf.Bytes()
+	c.base = uint64(uintptr(unsafe.Pointer(&mem[0])))
+	access := uverbs.AccessLocalWrite
+	switch p.Verb {
+	case VerbWrite:
+		access |= uverbs.AccessRemoteWrite
+	case VerbRead:
+		access |= uverbs.AccessRemoteRead
+	case VerbAtomic:
+		access |= uverbs.AccessRemoteAtomic
+	}
+	if c.mr, err = c.pd.RegMR(mem, access); err != nil {
+		fmt.Fprintf(stderr, "Couldn't allocate MR\n")
+		return err
+	}
+	if !(p.Verb == VerbWrite && p.Kind == KindLat) {
+		rand.Read(mem)
+	}
+	if c.sendCQ, err = c.vc.CreateCQ(uverbs.CQAttr{CQE: p.TxDepth * nq, Channel: c.ch, CompVector: p.EQNum}); err != nil {
+		fmt.Fprintf(stderr, "Couldn't create CQ\n")
+		return err
+	}
+	c.recvCQ = c.sendCQ
+	if p.Verb == VerbSend {
+		if c.recvCQ, err = c.vc.CreateCQ(uverbs.CQAttr{CQE: p.RxDepth * nq, Channel: c.ch, CompVector: p.EQNum}); err != nil {
+			fmt.Fprintf(stderr, "Couldn't create a receiver CQ\n")
+			return err
+		}
+	}
+	typ := map[int]uverbs.QPType{ConnRC: uverbs.QPTypeRC, ConnUC: uverbs.QPTypeUC, ConnUD: uverbs.QPTypeUD}[p.Conn]
+	for i := 0; i < nq; i++ {
+		qp, err := c.pd.CreateQP(uverbs.QPInitAttr{Type: typ, SendCQ: c.sendCQ, RecvCQ: c.recvCQ,
+			Cap: uverbs.QPCap{MaxSendWR: uint32(p.TxDepth), MaxSendSGE: 1, MaxRecvWR: uint32(p.RxDepth), MaxRecvSGE: 1,
+				MaxInlineData: uint32(p.InlineSize)}})
+		if err != nil {
+			fmt.Fprintf(stderr, "Couldn't create QP\n")
+			fmt.Fprintf(stderr, "Failed to create QP.\n")
+			return err
+		}
+		c.qps = append(c.qps, qp)
+		a := &uverbs.QPAttr{State: uverbs.QPStateInit, PKeyIndex: uint16(p.PKeyIndex), PortNum: uint8(p.IBPort)}
+		mask := uverbs.QPAttrState | uverbs.QPAttrPKeyIndex | uverbs.QPAttrPort
+		if p.Conn == ConnUD {
+			a.QKey = defQKey
+			mask |= uverbs.QPAttrQKey
+		} else {
+			switch p.Verb {
+			case VerbAtomic:
+				a.AccessFlags = uverbs.AccessRemoteAtomic
+			case VerbRead:
+				a.AccessFlags = uverbs.AccessRemoteRead
+			case VerbWrite:
+				a.AccessFlags = uverbs.AccessRemoteWrite
+			case VerbSend:
+				a.AccessFlags = uverbs.AccessRemoteWrite | uverbs.AccessLocalWrite
+			}
+			mask |= uverbs.QPAttrAccessFlags
+		}
+		if err := qp.Modify(a, mask); err != nil {
+			fmt.Fprintf(stderr, "Failed to modify QP to INIT, ret=%d\n", 1)
+			return err
+		}
+	}
+	// Data-path arrays.
+	pl := p.PostList
+	c.sge = make([]uverbs.SGE, nq*pl)
+	c.wr = make([]uverbs.SendWR, nq*pl)
+	c.scnt = make([]uint64, nq)
+	c.ccnt = make([]uint64, nq)
+	c.myAdr = make([]uint64, nq)
+	c.remAd = make([]uint64, nq)
+	c.rxAdr = make([]uint64, nq)
+	c.rsge = make([]uverbs.SGE, nq)
+	c.rwr = make([]uverbs.RecvWR, nq)
+	c.wc = make([]uverbs.WC, 16)
+	c.rcntQP = make([]uint64, nq)
+	c.postedQP = make([]uint64, nq)
+	return nil
+}
+
+// bufAddr is ctx->buf[i].
+func (c *ctx) bufAddr(i int) uint64 { return c.base + uint64(i)*buffSize(c.size, c.p.CycleBuffer) }
+
+// bestGIDIndex is get_best_gid_index: the first IPv4-mapped GID unless --ipv6 (then the first other one).
+func bestGIDIndex(vc *uverbs.Context, port int, tblLen int, ipv6 bool) int {
+	idx := 0
+	cur, err := vc.QueryGID(port, 0)
+	if err != nil {
+		return 0
+	}
+	for i := 1; i < tblLen; i++ {
+		rival, err := vc.QueryGID(port, i)
+		if err != nil {
+			continue
+		}
+		v4, rv4 := isV4Mapped(cur.GID), isV4Mapped(rival.GID)
+		if (rv4 && !v4 && !ipv6) || (!rv4 && v4 && ipv6) {
+			idx, cur = i, rival
+		}
+	}
+	return idx
+}
+
+func isV4Mapped(g uverbs.GID) bool {
+	for i := 0; i < 10; i++ {
+		if g[i] != 0 {
+			return false
+		}
+	}
+	return g[10] == 0xff && g[11] == 0xff
+}
+
+// setUpConnection is set_up_connection: fills the local Dest of every QP.
+func (c *ctx) setUpConnection(pa *uverbs.PortAttr) error {
+	p := c.p
+	var gid uverbs.GID
+	if p.GIDIndex != -1 {
+		if !p.UseGIDUser {
+			p.GIDIndex = bestGIDIndex(c.vc, p.IBPort, pa.GIDTblLen, p.IPv6)
+		}
+		g, err := c.vc.QueryGID(p.IBPort, p.GIDIndex)
+		if err != nil {
+			return err
+		}
+		gid = g.GID
+	}
+	c.my = make([]Dest, p.NumQPs)
+	c.rem = make([]Dest, p.NumQPs)
+	for i := range c.my {
+		c.my[i] = Dest{LID: pa.LID, QPN: c.qps[i].QPN(), PSN: uint32(rand.Int31()) & 0xffffff, RKey: c.mr.RKey(),
+			OutReads: p.OutReads, VAddr: c.bufAddr(p.NumQPs + i), GID: gid}
+	}
+	return nil
+}
+
+// connect is ctx_connect: RTR (and RTS where this side sends), and the UD address handles.
+func (c *ctx) connect(stderr io.Writer) error {
+	p := c.p
+	for i, qp := range c.qps {
+		d := &c.rem[i]
+		a := &uverbs.QPAttr{State: uverbs.QPStateRTR}
+		a.AHAttr = uverbs.AHAttr{DLID: d.LID, SL: uint8(p.SL), PortNum: uint8(p.IBPort)}
+		if p.GIDIndex != -1 {
+			a.AHAttr.IsGlobal = true
+			a.AHAttr.GRH = uverbs.GlobalRoute{DGID: d.GID, SGIDIndex: uint8(p.GIDIndex), HopLimit: 0xff,
+				TrafficClass: uint8(p.TrafficClass), FlowLabel: uint32(p.FlowLabel)}
+		}
+		mask := uverbs.QPAttrState
+		if p.Conn != ConnUD {
+			a.PathMTU = uverbs.MTU(p.CurrMTU)
+			a.DestQPN = d.QPN
+			a.RQPSN = d.PSN
+			mask |= uverbs.QPAttrAV | uverbs.QPAttrPathMTU | uverbs.QPAttrDestQPN | uverbs.QPAttrRQPSN
+			if p.Conn == ConnRC {
+				a.MaxDestRdAtomic = uint8(c.my[i].OutReads)
+				a.MinRNRTimer = minRNRTimer
+				mask |= uverbs.QPAttrMinRNRTimer | uverbs.QPAttrMaxDestRdAtomic
+			}
+		}
+		if err := qp.Modify(a, mask); err != nil {
+			fmt.Fprintf(stderr, "Failed to modify QP %d to RTR\n", qp.QPN())
+			return err
+		}
+		if p.Kind == KindLat || !p.Server || p.Duplex {
+			r := &uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: c.my[i].PSN}
+			rmask := uverbs.QPAttrState | uverbs.QPAttrSQPSN
+			if p.Conn == ConnRC {
+				r.Timeout, r.RetryCnt, r.RNRRetry, r.MaxRdAtomic = uint8(p.QPTimeout), 7, 7, uint8(d.OutReads)
+				rmask |= uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry | uverbs.QPAttrMaxQPRdAtomic
+			}
+			if err := qp.Modify(r, rmask); err != nil {
+				fmt.Fprintf(stderr, "Failed to modify QP to RTS\n")
+				return err
+			}
+			if p.Conn == ConnUD {
+				ah, err := c.pd.CreateAH(a.AHAttr)
+				if err != nil {
+					fmt.Fprintf(stderr, "Failed to create AH\n")
+					return err
+				}
+				c.ahs = append(c.ahs, ah)
+			}
+		}
+	}
+	return nil
+}
+
+// setSendWQEs is ctx_set_send_reg_wqes.
+func (c *ctx) setSendWQEs() {
+	p := c.p
+	pl := p.PostList
+	for i := 0; i < p.NumQPs; i++ {
+		base := i * pl
+		c.sge[base].Addr = c.bufAddr(i)
+		c.scnt[i], c.ccnt[i] = 0, 0
+		c.myAdr[i] = c.bufAddr(i)
+		c.remAd[i] = c.rem[i].VAddr
+		for j := 0; j < pl; j++ {
+			k := base + j
+			s := &c.sge[k]
+			s.Length = uint32(p.Size)
+			s.LKey = c.mr.LKey()
+			if j > 0 {
+				s.Addr = c.sge[k-1].Addr
+				if p.Kind == KindBW && p.Size <= uint64(p.CycleBuffer/2) {
+					c.incLoc(s, uint64(j-1), c.myAdr[i])
+				}
+			}
+			w := &c.wr[k]
+			*w = uverbs.SendWR{WRID: uint64(i), SGL: c.sge[k : k+1]}
+			if (j+1)%p.CQMod == 0 {
+				w.Flags = uverbs.SendSignaled
+			}
+			switch p.Verb {
+			case VerbSend:
+				w.Opcode = uverbs.WRSend
+			case VerbWrite:
+				w.Opcode = uverbs.WRRDMAWrite
+			case VerbRead:
+				w.Opcode = uverbs.WRRDMARead
+			case VerbAtomic:
+				w.Opcode = uverbs.WRAtomicFetchAndAdd
+				if p.AtomicType == atomicCmpAndSwap {
+					w.Opcode = uverbs.WRAtomicCmpAndSwp
+				}
+			}
+			switch p.Verb {
+			case VerbWrite, VerbRead, VerbAtomic:
+				w.RKey = c.rem[i].RKey
+				w.RemoteAddr = c.rem[i].VAddr
+				if j > 0 {
+					w.RemoteAddr = c.wr[k-1].RemoteAddr
+					if p.Kind == KindBW && (p.Verb == VerbAtomic || p.Size <= uint64(p.CycleBuffer/2)) {
+						c.incRem(w, uint64(j-1), c.remAd[i])
+					}
+				}
+				if p.Verb == VerbAtomic {
+					if p.AtomicType == atomicFetchAndAdd {
+						w.CompareAdd = 1
+					} else {
+						w.Swap = 0
+					}
+				}
+			case VerbSend:
+				if p.Conn == ConnUD {
+					w.AH = c.ahs[i].Data()
+					w.RemoteQPN = c.rem[i].QPN
+					w.RemoteQKey = defQKey
+				}
+			}
+			if (p.Verb == VerbSend || p.Verb == VerbWrite) && p.Size <= uint64(p.InlineSize) {
+				w.Flags |= uverbs.SendInline
+			}
+		}
+	}
+}
+
+func (c *ctx) incLoc(s *uverbs.SGE, cnt uint64, prim uint64) {
+	step := inc(c.p.Size, c.p.CacheLine)
+	s.Addr += step
+	if (cnt+1)%(uint64(c.p.CycleBuffer)/step) == 0 {
+		s.Addr = prim
+	}
+}
+
+func (c *ctx) incRem(w *uverbs.SendWR, cnt uint64, prim uint64) {
+	step := inc(c.p.Size, c.p.CacheLine)
+	w.RemoteAddr += step
+	if (cnt+1)%(uint64(c.p.CycleBuffer)/step) == 0 {
+		w.RemoteAddr = prim
+	}
+}
+
+// setRecvWQEs is ctx_set_recv_wqes: pre-posts rx_depth receives per QP.
+func (c *ctx) setRecvWQEs(stderr io.Writer) error {
+	p := c.p
+	size := p.RxDepth
+	c.rposted = size
+	for i := 0; i < p.NumQPs; i++ {
+		s := &c.rsge[i]
+		s.Addr = c.base + uint64(p.NumQPs+i)*uint64(c.sendQPBufSize)
+		if p.Conn == ConnUD {
+			s.Addr += uint64(p.CacheLine - udAddition)
+		}
+		c.rxAdr[i] = s.Addr
+		s.Length = uint32(p.Size)
+		if p.Conn == ConnUD {
+			s.Length += udAddition
+		}
+		s.LKey = c.mr.LKey()
+		c.rwr[i] = uverbs.RecvWR{WRID: uint64(i), SGL: c.rsge[i : i+1]}
+		for j := 0; j < size; j++ {
+			if _, err := c.qps[i].PostRecv(c.rwr[i : i+1]); err != nil {
+				fmt.Fprintf(stderr, "Couldn't post recv Qp = %d: counter=%d\n", i, j)
+				return err
+			}
+			if p.Kind == KindBW && p.Size <= uint64(p.CycleBuffer/2) {
+				c.incLoc(s, uint64(j), c.rxAdr[i])
+			}
+		}
+		s.Addr = c.rxAdr[i]
+	}
+	return nil
+}

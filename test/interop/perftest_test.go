@@ -1,0 +1,243 @@
+// Package interop runs goverbs' tools against rdma-core's and perftest's C tools in the lab.
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/tools/perftest"
+	"github.com/goverbs/goverbs/test/labtest"
+)
+
+// toolEnv makes the test binary act as a goverbs tool: re-executed with GOVERBS_INTEROP_TOOL=ib_write_bw it
+// runs that perftest with its arguments, so the lab needs no separate goverbs binary.
+const toolEnv = "GOVERBS_INTEROP_TOOL"
+
+func TestMain(m *testing.M) {
+	if tool := os.Getenv(toolEnv); tool != "" {
+		os.Exit(perftest.Run(tool, os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// serverAddr is the lab's veth0 address, where rxe0 lives.
+const serverAddr = "10.233.0.1"
+
+type side struct {
+	impl string // "go" or "c"
+	out  bytes.Buffer
+	err  bytes.Buffer
+	rc   int
+}
+
+func command(ctx context.Context, t *testing.T, impl, tool string, args []string) *exec.Cmd {
+	t.Helper()
+	if impl == "c" {
+		return exec.CommandContext(ctx, tool, args...)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Env = append(os.Environ(), toolEnv+"="+tool)
+	return cmd
+}
+
+// waitListen waits until a TCP socket listens on port, reading /proc/net/tcp (the servers accept only one
+// connection, so probing by connecting would consume it).
+func waitListen(t *testing.T, port int, exited <-chan struct{}) {
+	t.Helper()
+	want := fmt.Sprintf(":%04X ", port)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			b, _ := os.ReadFile(f)
+			sc := bufio.NewScanner(bytes.NewReader(b))
+			for sc.Scan() {
+				fields := strings.Fields(sc.Text())
+				if len(fields) > 3 && strings.HasSuffix(fields[1]+" ", want) && fields[3] == "0A" {
+					return
+				}
+			}
+		}
+		select {
+		case <-exited:
+			t.Fatalf("server exited before listening on port %d", port)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("nothing listens on port %d", port)
+}
+
+// cClockFlake is what perftest prints when its CPU frequency sampling fails (frequent under QEMU TCG); the run
+// then reports no or infinite numbers, so the pair is run again.
+const cClockFlake = "Correlation coefficient"
+
+// runPair runs a server and a client of tool, again (up to 4 times) while a C side's clock sampling failed.
+func runPair(t *testing.T, tool, srvImpl, cliImpl string, port int, args []string) (*side, *side) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		srv, cli := runPairOnce(t, tool, srvImpl, cliImpl, port+attempt*1000, args)
+		if attempt == 3 || !strings.Contains(srv.err.String()+cli.err.String(), cClockFlake) {
+			return srv, cli
+		}
+		t.Logf("%s-server/%s-client: C clock sampling failed, running the pair again", srvImpl, cliImpl)
+	}
+}
+
+func runPairOnce(t *testing.T, tool, srvImpl, cliImpl string, port int, args []string) (*side, *side) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	common := append([]string{"-d", labtest.Device(), "-p", fmt.Sprint(port)}, args...)
+	srv, cli := &side{impl: srvImpl}, &side{impl: cliImpl}
+	sc := command(ctx, t, srvImpl, tool, common)
+	sc.Stdout, sc.Stderr = &srv.out, &srv.err
+	if err := sc.Start(); err != nil {
+		t.Fatalf("start %s server: %v", srvImpl, err)
+	}
+	exited := make(chan struct{})
+	go func() { sc.Wait(); close(exited) }()
+	waitListen(t, port, exited)
+	cc := command(ctx, t, cliImpl, tool, append(common, serverAddr))
+	cc.Stdout, cc.Stderr = &cli.out, &cli.err
+	cc.Run()
+	<-exited
+	srv.rc, cli.rc = sc.ProcessState.ExitCode(), cc.ProcessState.ExitCode()
+	return srv, cli
+}
+
+var (
+	bwLine = regexp.MustCompile(`^ \d+ +\d+ +\d+\.\d+ +\d+\.\d+\t\t   \d+\.\d{6}$`)
+	// perftest's standard deviation overflows an int for outliers of tens of ms and prints -nan; so do we.
+	latLine = regexp.MustCompile(`^ \d+ +\d+ +((\d+\.\d+|-?nan|inf)[ \t]*){7}$|^ \d+ +\d+ +\d+\.\d+ +\d+\.\d+$`)
+	number  = regexp.MustCompile(`0x[0-9a-f]+|\d+(\.\d+)?`)
+	spaces  = regexp.MustCompile(`[ \t]+`)
+)
+
+// resultLines are the stdout lines that carry results.
+func resultLines(out string, kind string) []string {
+	re := bwLine
+	if kind == "lat" {
+		re = latLine
+	}
+	var r []string
+	for _, l := range strings.Split(out, "\n") {
+		if re.MatchString(l) {
+			r = append(r, l)
+		}
+	}
+	return r
+}
+
+// shape is the output with numbers and runs of blanks made uniform, to compare a goverbs side's lines with
+// a C side's lines of the same role.
+func shape(out string) string {
+	lines := strings.Split(number.ReplaceAllString(out, "N"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(spaces.ReplaceAllString(l, " "), " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+type pcase struct {
+	tool string
+	conn string
+	args []string
+}
+
+func cases() []pcase {
+	var cs []pcase
+	for _, tool := range []string{"ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_send_bw",
+		"ib_send_lat", "ib_atomic_bw", "ib_atomic_lat"} {
+		cs = append(cs, pcase{tool, "RC", nil})
+		if strings.HasPrefix(tool, "ib_send") {
+			cs = append(cs, pcase{tool, "UD", nil})
+		}
+		if strings.HasPrefix(tool, "ib_send") || strings.HasPrefix(tool, "ib_write") {
+			cs = append(cs, pcase{tool, "UC", nil})
+		}
+	}
+	// Options that change the protocol or the loops: bidirectional, several QPs, post lists, durations.
+	cs = append(cs,
+		pcase{"ib_write_bw", "RC", []string{"-b"}},
+		pcase{"ib_read_bw", "RC", []string{"-b"}},
+		pcase{"ib_send_bw", "RC", []string{"-b"}},
+		pcase{"ib_send_bw", "UD", []string{"-b"}},
+		pcase{"ib_write_bw", "RC", []string{"-q", "2"}},
+		pcase{"ib_send_bw", "RC", []string{"-q", "2", "-l", "4"}},
+		pcase{"ib_write_bw", "RC", []string{"-D", "2"}},
+		pcase{"ib_read_lat", "RC", []string{"-D", "2"}},
+		pcase{"ib_send_lat", "RC", []string{"-s", "4096"}},
+		pcase{"ib_write_bw", "RC", []string{"-s", "1024", "--report_gbits"}},
+		pcase{"ib_send_bw", "RC", []string{"-e"}},
+		pcase{"ib_read_lat", "RC", []string{"-e"}},
+		pcase{"ib_atomic_bw", "RC", []string{"-A", "CMP_AND_SWAP"}},
+		pcase{"ib_send_lat", "UD", []string{"-a"}},
+	)
+	return cs
+}
+
+// TestPerftestInterop runs every goverbs perftest against Debian's perftest in both directions (RC; UD for
+// send; UC for write and send) and checks that both sides succeed, that each side reports what the C tool
+// reports in that role, and that the goverbs side's output has the C side's shape.
+func TestPerftestInterop(t *testing.T) {
+	labtest.Require(t)
+	if _, err := exec.LookPath("ib_write_bw"); err != nil {
+		t.Fatalf("perftest's C binaries are not installed: %v", err)
+	}
+	port := 18600
+	for _, pc := range cases() {
+		pc := pc
+		t.Run(strings.Join(append([]string{pc.tool, pc.conn}, pc.args...), "/"), func(t *testing.T) {
+			kind := "bw"
+			if strings.HasSuffix(pc.tool, "_lat") {
+				kind = "lat"
+			}
+			args := append([]string{"-n", "20", "-c", pc.conn}, pc.args...)
+			// The C pair in the same roles gives the reference shape.
+			runs := map[string][2]*side{}
+			for _, dir := range [][2]string{{"go", "c"}, {"c", "go"}, {"c", "c"}} {
+				port++
+				srv, cli := runPair(t, pc.tool, dir[0], dir[1], port, args)
+				runs[dir[0]+"-"+dir[1]] = [2]*side{srv, cli}
+				for _, s := range []*side{srv, cli} {
+					if s.rc != 0 {
+						t.Fatalf("%s-server/%s-client: %s side exited %d\nstdout:\n%s\nstderr:\n%s", dir[0], dir[1], s.impl, s.rc, s.out.String(), s.err.String())
+					}
+				}
+			}
+			ref := runs["c-c"]
+			for _, dir := range []string{"go-c", "c-go"} {
+				srv, cli := runs[dir][0], runs[dir][1]
+				for i, s := range []*side{srv, cli} {
+					role := [2]string{"server", "client"}[i]
+					want := len(resultLines(ref[i].out.String(), kind))
+					got := resultLines(s.out.String(), kind)
+					if len(got) != want {
+						t.Errorf("%s: %s %s printed %d result lines, C prints %d\n%s", dir, s.impl, role, len(got), want, s.out.String())
+					}
+					if s.impl == "go" && shape(s.out.String()) != shape(ref[i].out.String()) {
+						t.Errorf("%s: goverbs %s output differs in shape from C's\ngoverbs:\n%s\nC:\n%s", dir, role, s.out.String(), ref[i].out.String())
+					}
+				}
+				// A bandwidth server of write/read/atomic prints the client's report: the same line.
+				if kind == "bw" && pc.tool != "ib_send_bw" {
+					s, c := resultLines(srv.out.String(), kind), resultLines(cli.out.String(), kind)
+					if len(s) == 1 && len(c) == 1 && s[0] != c[0] {
+						t.Errorf("%s: server reports %q, client %q", dir, s[0], c[0])
+					}
+				}
+			}
+		})
+	}
+}
