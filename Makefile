@@ -42,10 +42,11 @@ unit:
 lab:
 	$(GO) run ./test/lab/cmd/labsuite
 
-## bench: data-path microbenchmarks on the host, then the Go-vs-C tables in the lab
+## bench: data-path microbenchmarks on the host, then the Go-vs-C tables in the lab (ping-pong, perftest)
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./providers/... ./internal/ioctl/... ./uverbs/...
 	$(GO) run ./test/bench/cmd/ppbench
+	$(GO) run ./test/bench/cmd/bench
 
 clean:
 	rm -rf bin .lab .scratch
