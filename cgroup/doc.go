@@ -53,4 +53,16 @@
 // When a verbs create fails with EAGAIN because a limit was hit, goverbs
 // returns a [*LimitError] built by [ChargeError]. Both
 // errors.Is(err, ErrLimitReached) and errors.Is(err, unix.EAGAIN) hold.
+//
+// # Kernel quirks (Linux 6.1)
+//
+//   - rdma.max takes more than it prints: a prefix of "max" (including an
+//     empty value) means max, numbers may be octal or hex and carry trailing
+//     garbage. This package writes only canonical values.
+//   - When the ioctl GET_CONTEXT method (used by rdma-core and goverbs) is
+//     refused by hca_handle, the kernel frees the half-made context without
+//     dropping the task reference it took (the write() path drops it). The
+//     task_struct leaks, and with it the cgroup it ran in stays as a dying
+//     cgroup until reboot; the RDMA controller can then no longer move
+//     between v1 and v2 hierarchies.
 package cgroup

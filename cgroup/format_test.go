@@ -234,3 +234,20 @@ func TestValueJSON(t *testing.T) {
 		t.Error(`UnmarshalJSON("ma") succeeded`)
 	}
 }
+
+func TestUsageGetAndText(t *testing.T) {
+	u := Usage{Device: "rxe0", HCAHandle: 2, HCAObject: 5, Other: []ResourceValue{{"mr_mem", 9}}}
+	for r, want := range map[Resource]Value{HCAHandle: 2, HCAObject: 5, "mr_mem": 9} {
+		if v, ok := u.Get(r); !ok || v != want {
+			t.Errorf("Get(%s) = %v, %v; want %v", r, v, ok, want)
+		}
+	}
+	if _, ok := u.Get("nope"); ok {
+		t.Error(`Get("nope") found something`)
+	}
+	for v, want := range map[Value]string{0: "0", 17: "17", Max: "max"} {
+		if b, err := v.MarshalText(); err != nil || string(b) != want {
+			t.Errorf("MarshalText(%d) = %q, %v; want %q", int64(v), b, err, want)
+		}
+	}
+}

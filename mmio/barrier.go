@@ -27,3 +27,13 @@ func write64(p *uint64, v uint64)
 //
 //go:noescape
 func copy64(dst, src *uint64)
+
+// wcWrite64 is WCStart, write64(p, v), FlushWrites in one call.
+//
+//go:noescape
+func wcWrite64(p *uint64, v uint64)
+
+// wcCopy64 is WCStart, copy64(dst, src), FlushWrites in one call.
+//
+//go:noescape
+func wcCopy64(dst, src *uint64)

@@ -37,3 +37,24 @@ TEXT ·copy64(SB), NOSPLIT|NOFRAME, $0-16
 	VLD1	(R1), [V0.D2, V1.D2, V2.D2, V3.D2]
 	VST1	[V0.D2, V1.D2, V2.D2, V3.D2], (R0)
 	RET
+
+// func wcWrite64(p *uint64, v uint64)
+// WCStart, one 8-byte store, FlushWrites: an unshared doorbell write in one call.
+TEXT ·wcWrite64(SB), NOSPLIT|NOFRAME, $0-16
+	MOVD	p+0(FP), R0
+	MOVD	v+8(FP), R1
+	DSB	$14	// dsb st
+	MOVD	R1, (R0)
+	DSB	$14	// dsb st
+	RET
+
+// func wcCopy64(dst, src *uint64)
+// WCStart, the 64-byte VLD1/VST1 pair of copy64, FlushWrites: an unshared one-block BlueFlame write.
+TEXT ·wcCopy64(SB), NOSPLIT|NOFRAME, $0-16
+	MOVD	dst+0(FP), R0
+	MOVD	src+8(FP), R1
+	DSB	$14	// dsb st
+	VLD1	(R1), [V0.D2, V1.D2, V2.D2, V3.D2]
+	VST1	[V0.D2, V1.D2, V2.D2, V3.D2], (R0)
+	DSB	$14	// dsb st
+	RET

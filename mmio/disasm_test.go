@@ -33,14 +33,28 @@ var want = map[string]map[string][]string{
 			"488b4630", "48894730",
 			"488b4638", "48894738",
 			"c3"},
+		"wcWrite64": {"488b7c2408", "488b442410", "0faef8", "488907", "0faef8", "c3"}, // SFENCE; MOVQ; SFENCE
+		"wcCopy64": {"488b7c2408", "488b742410", "0faef8",
+			"488b06", "488907",
+			"488b4608", "48894708",
+			"488b4610", "48894710",
+			"488b4618", "48894718",
+			"488b4620", "48894720",
+			"488b4628", "48894728",
+			"488b4630", "48894730",
+			"488b4638", "48894738",
+			"0faef8", "c3"},
 	},
 	"arm64": {
-		"ToDeviceBarrier":   {"d50332bf", "d65f03c0"},                                     // DMB OSHST
-		"FromDeviceBarrier": {"d50331bf", "d65f03c0"},                                     // DMB OSHLD
-		"FlushWrites":       {"d5033e9f", "d65f03c0"},                                     // DSB ST
-		"WCStart":           {"d5033e9f", "d65f03c0"},                                     // DSB ST
-		"write64":           {"f94007e0", "f9400be1", "f9000001", "d65f03c0"},             // STR X1, [X0]: one 8-byte store
-		"copy64":            {"f94007e0", "f9400be1", "4c402c20", "4c002c00", "d65f03c0"}, // LD1/ST1 {v0-v3.2d}
+		"ToDeviceBarrier":   {"d50332bf", "d65f03c0"},                                                 // DMB OSHST
+		"FromDeviceBarrier": {"d50331bf", "d65f03c0"},                                                 // DMB OSHLD
+		"FlushWrites":       {"d5033e9f", "d65f03c0"},                                                 // DSB ST
+		"WCStart":           {"d5033e9f", "d65f03c0"},                                                 // DSB ST
+		"write64":           {"f94007e0", "f9400be1", "f9000001", "d65f03c0"},                         // STR X1, [X0]: one 8-byte store
+		"copy64":            {"f94007e0", "f9400be1", "4c402c20", "4c002c00", "d65f03c0"},             // LD1/ST1 {v0-v3.2d}
+		"wcWrite64":         {"f94007e0", "f9400be1", "d5033e9f", "f9000001", "d5033e9f", "d65f03c0"}, // DSB ST; STR; DSB ST
+		"wcCopy64": {"f94007e0", "f9400be1", "d5033e9f", "4c402c20", "4c002c00", "d5033e9f",
+			"d65f03c0"}, // DSB ST; LD1/ST1; DSB ST
 	},
 }
 
@@ -106,32 +120,31 @@ func checkDisasm(t *testing.T, arch string, got map[string][]inst) {
 	}
 }
 
-// buildTest links this package's test binary for goarch with its symbol table (the binary `go test` runs is
-// stripped) and returns its path.
-func buildTest(t *testing.T, goarch string) string {
+// buildProbe links the probe command (which references every primitive) for goarch, with its symbol table, and
+// returns the binary's path.
+func buildProbe(t *testing.T, goarch string) string {
 	t.Helper()
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			t.Skip("go command not available; cannot build and disassemble")
-		}
+		t.Skip("go command not available; cannot build and disassemble")
 	}
-	bin := filepath.Join(t.TempDir(), "mmio."+goarch+".test")
-	cmd := exec.Command(gobin, "test", "-c", "-o", bin, ".")
+	bin := filepath.Join(t.TempDir(), "probe."+goarch)
+	cmd := exec.Command(gobin, "build", "-o", bin, "./internal/disasmprobe")
 	cmd.Env = append(os.Environ(), "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("GOARCH=%s go test -c: %v\n%s", goarch, err, out)
+		t.Fatalf("GOARCH=%s go build: %v\n%s", goarch, err, out)
 	}
 	return bin
 }
 
-// TestDisassembly builds this package for amd64 and arm64 and pins the instructions of every assembly function,
-// so neither a toolchain change nor an edit can silently change a barrier, the doorbell store's width, or the
-// order of the BlueFlame copy's stores. Both architectures are checked on any host (cross build).
+// TestDisassembly builds a binary for amd64 and arm64 and pins the instructions of every assembly function, so
+// neither a toolchain change nor an edit can silently change a barrier, the doorbell store's width, or the order
+// of the BlueFlame copy's stores. Both architectures are checked on any host (cross build).
 func TestDisassembly(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
 		t.Run(arch, func(t *testing.T) {
-			checkDisasm(t, arch, disasm(t, buildTest(t, arch)))
+			t.Parallel()
+			checkDisasm(t, arch, disasm(t, buildProbe(t, arch)))
 		})
 	}
 }

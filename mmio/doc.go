@@ -11,6 +11,9 @@
 //	WCStart            mmio_wc_start                SFENCE               DSB ST
 //	Reg.Write64        mmio_write64_be              one MOVQ store       one 64-bit STR
 //	Reg.Copy64         mmio_memcpy_x64 (64 bytes)   8 MOVQ stores, asc.  VLD1/VST1 of 4 x 128-bit
+//	Reg.CopyBlock      the same, from a *[64]byte to a 64-byte aligned offset
+//	Reg.WCWrite64      WCStart; Write64; FlushWrites     (one routine: SFENCE, MOVQ, SFENCE / DSB, STR, DSB)
+//	Reg.WCCopyBlock    WCStart; CopyBlock; FlushWrites   (one routine, for an unshared BlueFlame register)
 //
 // Every primitive is a Go assembly function. Go never inlines assembly and never moves memory accesses across a
 // call, so each call is also a compiler barrier; the amd64 ToDeviceBarrier is an empty function for exactly that
@@ -23,5 +26,7 @@
 // # Registers
 //
 // A [Reg] is a window of mapped device memory (a UAR page from mmap, or plain memory when a device is emulated).
-// Its methods check bounds and 8-byte alignment, so callers outside this package need no unsafe code.
+// Its methods check bounds and alignment, so callers outside this package need no unsafe code. A failed check
+// panics with [ErrOutOfRange]: a fixed value rather than a formatted message, which keeps the store methods small
+// enough for the compiler to inline into a doorbell path (the assembly call itself is never inlined).
 package mmio

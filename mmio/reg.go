@@ -47,24 +47,57 @@ func (r Reg) Sub(off, n uintptr) Reg {
 // panics if off is not 8-byte aligned or out of range. Write64 does not order itself against other stores; use
 // [WCStart] before and [FlushWrites] after, as rdma-core does.
 func (r Reg) Write64(off uintptr, v uint64) {
-	if off%8 != 0 || off+8 > r.size || off+8 < off {
-		panic(fmt.Sprintf("mmio: 8-byte store at %#x of %#x-byte register", off, r.size))
+	// For an 8-byte aligned off, off+7 cannot overflow. The checks panic with a fixed error value rather than a
+	// formatted message so that Write64 stays cheap enough to inline into the doorbell paths.
+	if off%8 != 0 || off+7 >= r.size {
+		panic(ErrOutOfRange)
 	}
 	write64((*uint64)(unsafe.Add(r.base, off)), v)
 }
+
+// ErrOutOfRange is the panic value of a register access that is misaligned or outside the window.
+var ErrOutOfRange = errors.New("mmio: register access misaligned or out of range")
 
 // Copy64 copies src (exactly 64 bytes, 8-byte aligned) to byte offset off (8-byte aligned) in ascending address
 // order with 8-byte (amd64) or 16-byte (arm64) stores: one block of rdma-core's mmio_memcpy_x64 and the unit of a
 // BlueFlame write. It panics on a short src, misalignment or an out-of-range offset.
 func (r Reg) Copy64(off uintptr, src []byte) {
-	if len(src) < 64 {
-		panic(fmt.Sprintf("mmio: 64-byte copy from %d-byte source", len(src)))
-	}
 	s := unsafe.Pointer(unsafe.SliceData(src))
-	if off%8 != 0 || uintptr(s)%8 != 0 || off+64 > r.size || off+64 < off {
-		panic(fmt.Sprintf("mmio: 64-byte copy to %#x of %#x-byte register from %#x", off, r.size, uintptr(s)))
+	if len(src) < 64 || (off|uintptr(s))%8 != 0 || off >= r.size || r.size-off < 64 {
+		panic(ErrOutOfRange)
 	}
 	copy64((*uint64)(unsafe.Add(r.base, off)), (*uint64)(s))
+}
+
+// CopyBlock is [Reg.Copy64] for a 64-byte block (a basic block of a ring) to a 64-byte aligned offset (a
+// BlueFlame buffer): the same stores, with one alignment and one range check, cheap enough to inline into a
+// BlueFlame copy loop. It panics if off is not a multiple of 64 or the block does not fit the window. src should
+// be 8-byte aligned for speed; its loads are plain loads from normal memory, which both architectures allow
+// unaligned.
+func (r Reg) CopyBlock(off uintptr, src *[64]byte) {
+	// For a 64-byte aligned off, off+63 cannot overflow.
+	if off%64 != 0 || off+63 >= r.size {
+		panic(ErrOutOfRange)
+	}
+	copy64((*uint64)(unsafe.Add(r.base, off)), (*uint64)(unsafe.Pointer(src)))
+}
+
+// WCWrite64 is [WCStart], [Reg.Write64], [FlushWrites] as one call: the 8-byte doorbell on a register no other
+// goroutine writes (rdma-core post_send_db for an unshared bfreg). Same checks and panics as Write64.
+func (r Reg) WCWrite64(off uintptr, v uint64) {
+	if off%8 != 0 || off+7 >= r.size {
+		panic(ErrOutOfRange)
+	}
+	wcWrite64((*uint64)(unsafe.Add(r.base, off)), v)
+}
+
+// WCCopyBlock is [WCStart], [Reg.CopyBlock], [FlushWrites] as one call: a one-block BlueFlame write to a
+// register no other goroutine writes. Same checks and panics as CopyBlock.
+func (r Reg) WCCopyBlock(off uintptr, src *[64]byte) {
+	if off%64 != 0 || off+63 >= r.size {
+		panic(ErrOutOfRange)
+	}
+	wcCopy64((*uint64)(unsafe.Add(r.base, off)), (*uint64)(unsafe.Pointer(src)))
 }
 
 // WCLock is the spinlock rdma-core takes around a BlueFlame write to a shared register (mmio_wc_spinlock). The

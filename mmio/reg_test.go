@@ -1,6 +1,7 @@
 package mmio
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"sync"
@@ -36,6 +37,42 @@ func TestWrite64(t *testing.T) {
 		if (i < 16 || i >= 24) && c != 0 {
 			t.Fatalf("byte %d written: %x", i, c)
 		}
+	}
+}
+
+// TestWCStores checks the combined write-combining primitives land exactly like Write64 and CopyBlock.
+func TestWCStores(t *testing.T) {
+	dst := alignedBuf(256)
+	src := alignedBuf(64)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	r, err := RegFromBytes(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.WCCopyBlock(128, (*[64]byte)(src))
+	r.WCWrite64(8, 0x0807060504030201)
+	want := make([]byte, 256)
+	copy(want[128:], src)
+	copy(want[8:], []byte{1, 2, 3, 4, 5, 6, 7, 8})
+	if !bytes.Equal(dst, want) {
+		t.Fatalf("got %x\nwant %x", dst, want)
+	}
+	for name, f := range map[string]func(){
+		"write misaligned": func() { r.WCWrite64(4, 0) },
+		"write past end":   func() { r.WCWrite64(256, 0) },
+		"block misaligned": func() { r.WCCopyBlock(8, (*[64]byte)(src)) },
+		"block past end":   func() { r.WCCopyBlock(256, (*[64]byte)(src)) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
 	}
 }
 
@@ -76,6 +113,8 @@ func TestRegChecks(t *testing.T) {
 		"copy short source": func() { r.Copy64(0, b[:63]) },
 		"copy misaligned":   func() { r.Copy64(0, alignedBuf(72)[1:65]) },
 		"sub out of range":  func() { r.Sub(32, 64) },
+		"block misaligned":  func() { r.CopyBlock(8, (*[64]byte)(b)) },
+		"block past end":    func() { r.CopyBlock(64, (*[64]byte)(b)) },
 	} {
 		func() {
 			defer func() {
@@ -85,6 +124,15 @@ func TestRegChecks(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+	src := alignedBuf(64)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	big, _ := RegFromBytes(alignedBuf(128))
+	big.CopyBlock(64, (*[64]byte)(src))
+	if got := unsafe.Slice((*byte)(big.base), 128); !bytes.Equal(got[64:], src) || !bytes.Equal(got[:64], make([]byte, 64)) {
+		t.Errorf("CopyBlock landed wrong: %x", got)
 	}
 	s := r.Sub(32, 32)
 	s.Write64(0, 7)

@@ -26,7 +26,8 @@ type Device struct {
 	// Protocol is "ib", "roce", "iw", "opa" or "usnic"; empty if not sent.
 	Protocol string
 	// AdaptiveModeration is the CQ adaptive moderation (DIM) setting; nil
-	// when the kernel did not report it.
+	// when the kernel did not report it or reported a value other than 0
+	// or 1.
 	AdaptiveModeration *bool
 
 	// Present records which attributes the kernel sent, for callers that
@@ -76,8 +77,7 @@ func decodeDevice(b []byte) (Device, error) {
 		case abi.RDMA_NLDEV_ATTR_DEV_PROTOCOL:
 			d.Protocol = ad.String()
 		case abi.RDMA_NLDEV_ATTR_DEV_DIM:
-			v := ad.Uint8() != 0
-			d.AdaptiveModeration = &v
+			d.AdaptiveModeration = dimSetting(ad.Uint8())
 		}
 	}
 	if err := ad.Err(); err != nil {
@@ -196,4 +196,21 @@ func (c *Conn) SetAdaptiveModeration(idx uint32, on bool) error {
 	e.Uint8(abi.RDMA_NLDEV_ATTR_DEV_DIM, v)
 	return opErr("set adaptive-moderation on device", fmt.Sprintf("index %d", idx),
 		c.doit(abi.RDMA_NLDEV_CMD_SET, e.Encode(), nil))
+}
+
+// dimSetting turns a RDMA_NLDEV_ATTR_DEV_DIM value into a setting; values
+// other than 0 and 1 are not settings (nil).
+func dimSetting(v uint8) *bool {
+	if v > 1 {
+		return nil
+	}
+	on := v == 1
+	return &on
+}
+
+// With returns s with attribute type t added; for building fixed data in
+// tests and examples.
+func (s AttrSet) With(t uint16) AttrSet {
+	s.add(t)
+	return s
 }

@@ -15,7 +15,15 @@
 //     ABI (RDMA_NLDEV_CMD_GET_CHARDEV);
 //   - resources and statistics (RDMA_NLDEV_CMD_RES_*, RDMA_NLDEV_CMD_STAT_*).
 //
-// Each method's doc names the rdma command it is equivalent to.
+// Each method's doc names the rdma command it is equivalent to. Linux 6.1
+// has no privileged-qkey system setting and no sub-device (NEWDEV/DELDEV)
+// or monitor commands; the package does not offer them yet.
+//
+// Replies are decoded into typed values (GUID prints as iproute2 does, enums
+// have iproute2's names). Each value records the attributes the kernel sent
+// in its Present set, so a caller can tell "absent" from "zero" exactly as
+// iproute2 does. Unknown attributes from newer kernels are ignored; a
+// malformed reply is an error naming the first bad attribute.
 //
 // # Errors
 //

@@ -59,3 +59,24 @@ func unwrapOp(err error) error {
 	}
 	return err
 }
+
+// LinkAdd is Conn.LinkAdd on a connection of its own, for one-off callers
+// such as a VM init.
+func LinkAdd(name, typ, netdev string) error {
+	c, err := Dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.LinkAdd(name, typ, netdev)
+}
+
+// LinkDel is Conn.LinkDel on a connection of its own.
+func LinkDel(name string) error {
+	c, err := Dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.LinkDel(name)
+}

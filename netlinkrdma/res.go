@@ -470,8 +470,9 @@ type CQ struct {
 	Users uint64
 	// PollCtx is set for kernel CQs only (see Present).
 	PollCtx PollCtx
-	// AdaptiveModeration is the DIM setting of kernel CQs (see Present).
-	AdaptiveModeration bool
+	// AdaptiveModeration is the DIM setting of kernel CQs; nil when not
+	// reported (user CQs) or not 0 or 1.
+	AdaptiveModeration *bool
 	CTXN               uint32 // user CQs only
 }
 
@@ -486,7 +487,7 @@ func (q *CQ) decodeAttr(ad *attrDecoder) {
 	case abi.RDMA_NLDEV_ATTR_RES_POLL_CTX:
 		q.PollCtx = PollCtx(ad.Uint8())
 	case abi.RDMA_NLDEV_ATTR_DEV_DIM:
-		q.AdaptiveModeration = ad.Uint8() == 1
+		q.AdaptiveModeration = dimSetting(ad.Uint8())
 	case abi.RDMA_NLDEV_ATTR_RES_CTXN:
 		q.CTXN = ad.Uint32()
 	}

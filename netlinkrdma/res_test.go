@@ -160,7 +160,7 @@ func TestDecodeResEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	cq := cqs[0]
-	if cq.CQE != 255 || cq.Users != 2 || cq.PollCtx.String() != "WORKQUEUE" || !cq.AdaptiveModeration || cq.CQN != 7 {
+	if cq.CQE != 255 || cq.Users != 2 || cq.PollCtx.String() != "WORKQUEUE" || cq.AdaptiveModeration == nil || !*cq.AdaptiveModeration || cq.CQN != 7 {
 		t.Errorf("cq %+v", cq)
 	}
 	wantDrv := []DriverAttr{

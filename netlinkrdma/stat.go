@@ -394,3 +394,47 @@ func (c *Conn) MRStats(devIndex uint32) ([]MRStats, error) {
 	}
 	return out, nil
 }
+
+// QPCounter returns the QP counter cntn of a port.
+//
+// Used by: rdma statistic qp unbind link DEV/PORT cntn M
+func (c *Conn) QPCounter(devIndex, port, cntn uint32) (QPCounter, error) {
+	e := portAttrs(devIndex, port)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_QP)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ID, cntn)
+	var out QPCounter
+	err := c.doit(abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func(b []byte) error {
+		vs, err := decodeResDump[QPCounter](b, qpCounterKind)
+		if err == nil && len(vs) != 1 {
+			err = fmt.Errorf("netlinkrdma: want one qp counter, got %d", len(vs))
+		}
+		if err == nil {
+			out = vs[0]
+		}
+		return err
+	})
+	if err != nil {
+		return QPCounter{}, opErr("get qp counter", fmt.Sprintf("%d of port %d/%d", cntn, devIndex, port), err)
+	}
+	return out, nil
+}
+
+// MRStat returns the counters of MR mrn.
+//
+// Equivalent to: rdma statistic mr mrn N
+func (c *Conn) MRStat(devIndex, mrn uint32) (MRStats, error) {
+	var e attrEncoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_RES_MRN, mrn)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_MR)
+	var out MRStats
+	err := c.doit(abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func(b []byte) error {
+		var err error
+		out, err = decodeResOne[MRStats](b, mrStatKind)
+		return err
+	})
+	if err != nil {
+		return MRStats{}, opErr("get mr statistics", fmt.Sprintf("%d of device index %d", mrn, devIndex), err)
+	}
+	return out, nil
+}

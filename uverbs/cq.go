@@ -36,9 +36,8 @@ type CompChannel struct {
 	rmu sync.Mutex
 	buf [8]byte
 
-	mu     sync.Mutex
-	cqs    int
-	closed bool
+	life
+	cqs int // CQs using the channel; guarded by mu
 }
 
 // CreateCompChannel creates a completion channel (ibv_create_comp_channel).
@@ -91,17 +90,19 @@ func (ch *CompChannel) Close() error {
 	if ch == nil {
 		return nil
 	}
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	if ch.closed {
+	var closeErr error
+	err := ch.life.close(func() error {
+		if ch.cqs > 0 {
+			return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", ch.cqs, unix.EBUSY))
+		}
+		ch.ctx.dropObject()
+		closeErr = ch.pf.close() // the fd is gone either way
 		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if ch.cqs > 0 {
-		return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", ch.cqs, unix.EBUSY))
-	}
-	ch.closed = true
-	ch.ctx.dropObject()
-	return wrap("destroy completion channel", ch.ctx.dev.Name, ch.pf.close())
+	return wrap("destroy completion channel", ch.ctx.dev.Name, closeErr)
 }
 
 // CQ is a completion queue.
@@ -117,9 +118,7 @@ type CQ struct {
 	evCond    *sync.Cond
 	eventsGot uint32 // completion events read from the channel
 	eventsAck uint32 // acknowledged by AckEvents
-
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // CQAttr are the options of CreateCQ.
@@ -133,6 +132,15 @@ type CQAttr struct {
 func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	if attr.CQE < 1 {
 		return nil, wrap("create CQ", c.dev.Name, fmt.Errorf("cqe %d: %w", attr.CQE, unix.EINVAL))
+	}
+	if attr.Channel != nil {
+		// A closed channel's fd number may already belong to another file.
+		attr.Channel.mu.Lock()
+		closed := attr.Channel.closed
+		attr.Channel.mu.Unlock()
+		if closed {
+			return nil, wrap("create CQ", c.dev.Name, fmt.Errorf("completion channel: %w", ErrClosed))
+		}
 	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap("create CQ", c.dev.Name, err)
@@ -217,6 +225,9 @@ func (cq *CQ) AckEvents(n int) {
 // Resize changes the CQ's size to at least cqe entries (ibv_resize_cq).
 func (cq *CQ) Resize(cqe int) error {
 	c := cq.ctx
+	if err := cq.checkOpen(); err != nil {
+		return wrapf(c.dev.Name, err, "resize CQ %#x", cq.handle)
+	}
 	p := &provider.CQParams{CQE: cqe}
 	err := cq.prov.Resize(p, func(uhwIn, uhwOut []byte) error {
 		in := &abi.IbUverbsResizeCq{CqHandle: cq.handle, Cqe: uint32(cqe)}
@@ -241,29 +252,25 @@ func (cq *CQ) Close() error {
 	if cq == nil {
 		return nil
 	}
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	if cq.closed {
+	return cq.life.close(func() error {
+		c := cq.ctx
+		resp, err := c.destroyCQ(cq.handle)
+		if err != nil {
+			return wrapf(c.dev.Name, err, "destroy CQ %#x", cq.handle)
+		}
+		cq.prov.Destroyed()
+		cq.evMu.Lock()
+		for cq.eventsAck < resp.CompEventsReported {
+			cq.evCond.Wait()
+		}
+		cq.evMu.Unlock()
+		c.handles.del(cq.uhandle)
+		if cq.channel != nil {
+			cq.channel.mu.Lock()
+			cq.channel.cqs--
+			cq.channel.mu.Unlock()
+		}
+		c.dropObject()
 		return nil
-	}
-	c := cq.ctx
-	resp, err := c.destroyCQ(cq.handle)
-	if err != nil {
-		return wrapf(c.dev.Name, err, "destroy CQ %#x", cq.handle)
-	}
-	cq.closed = true
-	cq.prov.Destroyed()
-	cq.evMu.Lock()
-	for cq.eventsAck < resp.CompEventsReported {
-		cq.evCond.Wait()
-	}
-	cq.evMu.Unlock()
-	c.handles.del(cq.uhandle)
-	if cq.channel != nil {
-		cq.channel.mu.Lock()
-		cq.channel.cqs--
-		cq.channel.mu.Unlock()
-	}
-	c.dropObject()
-	return nil
+	})
 }

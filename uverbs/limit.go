@@ -1,5 +1,10 @@
 package uverbs
 
-// limitErr is where a kernel EAGAIN from a charge against the rdma cgroup controller becomes a typed limit
-// error; until the cgroup package provides that type, errors pass through unchanged.
-func limitErr(dev, resource string, err error) error { return err }
+import "github.com/goverbs/goverbs/cgroup"
+
+// limitErr turns the kernel's EAGAIN from a charge against the rdma cgroup controller into a typed
+// *cgroup.LimitError naming the device and the resource (hca_handle for a context, hca_object for every other
+// object), so errors.Is matches both unix.EAGAIN and cgroup.ErrLimitReached.
+func limitErr(dev, resource string, err error) error {
+	return cgroup.ChargeError(err, dev, cgroup.Resource(resource))
+}

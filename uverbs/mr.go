@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -52,9 +51,7 @@ type MR struct {
 	length int
 	access Access
 	buf    []byte // keeps Go memory registered by slice reachable
-
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // RegMR registers buf with the given access rights (ibv_reg_mr). buf must stay untouched by the Go runtime's
@@ -80,6 +77,9 @@ func (pd *PD) RegMRAddr(addr uintptr, length int, iova uint64, access Access) (*
 
 func (pd *PD) regMR(addr uintptr, length int, iova uint64, access Access) (*MR, error) {
 	c := pd.ctx
+	if err := pd.checkOpen(); err != nil {
+		return nil, wrap("reg MR", c.dev.Name, err)
+	}
 	if err := access.validate(); err != nil {
 		return nil, wrap("reg MR", c.dev.Name, err)
 	}
@@ -132,6 +132,14 @@ const (
 // with ReregAccess new access rights. Devices that cannot re-register answer ErrNotSupported (rxe on 6.1).
 func (mr *MR) Rereg(flags int, pd *PD, buf []byte, access Access) error {
 	c := mr.pd.ctx
+	if err := mr.checkOpen(); err != nil {
+		return wrapf(c.dev.Name, err, "rereg MR %#x", mr.handle)
+	}
+	if flags&ReregPD != 0 {
+		if err := pd.checkOpen(); err != nil {
+			return wrapf(c.dev.Name, err, "rereg MR %#x to a new PD", mr.handle)
+		}
+	}
 	in := &abi.IbUverbsReregMr{MrHandle: mr.handle, Flags: uint32(flags)}
 	if flags&ReregTrans != 0 {
 		if len(buf) == 0 {
@@ -172,19 +180,15 @@ func (mr *MR) Close() error {
 	if mr == nil {
 		return nil
 	}
-	mr.mu.Lock()
-	defer mr.mu.Unlock()
-	if mr.closed {
+	return mr.life.close(func() error {
+		c := mr.pd.ctx
+		if err := c.destroyObject(abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY, abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle); err != nil {
+			return wrapf(c.dev.Name, err, "dereg MR %#x", mr.handle)
+		}
+		mr.buf = nil
+		c.dropObject()
 		return nil
-	}
-	c := mr.pd.ctx
-	if err := c.destroyObject(abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY, abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle); err != nil {
-		return wrapf(c.dev.Name, err, "dereg MR %#x", mr.handle)
-	}
-	mr.closed = true
-	mr.buf = nil
-	c.dropObject()
-	return nil
+	})
 }
 
 // Buffer is page-aligned anonymous memory outside the Go heap, the right home for registered memory and for

@@ -1,8 +1,6 @@
 package uverbs
 
 import (
-	"sync"
-
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
 )
@@ -23,13 +21,15 @@ type MW struct {
 	handle uint32
 	rkey   uint32
 	typ    MWType
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // AllocMW allocates a memory window (ibv_alloc_mw).
 func (pd *PD) AllocMW(typ MWType) (*MW, error) {
 	c := pd.ctx
+	if err := pd.checkOpen(); err != nil {
+		return nil, wrap("alloc MW", c.dev.Name, err)
+	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap("alloc MW", c.dev.Name, err)
 	}
@@ -60,26 +60,21 @@ func (mw *MW) Close() error {
 	if mw == nil {
 		return nil
 	}
-	mw.mu.Lock()
-	defer mw.mu.Unlock()
-	if mw.closed {
+	return mw.life.close(func() error {
+		c := mw.pd.ctx
+		if err := c.destroyObject(abi.UVERBS_OBJECT_MW, abi.UVERBS_METHOD_MW_DESTROY, abi.UVERBS_ATTR_DESTROY_MW_HANDLE, mw.handle); err != nil {
+			return wrapf(c.dev.Name, err, "dealloc MW %#x", mw.handle)
+		}
+		c.dropObject()
 		return nil
-	}
-	c := mw.pd.ctx
-	if err := c.destroyObject(abi.UVERBS_OBJECT_MW, abi.UVERBS_METHOD_MW_DESTROY, abi.UVERBS_ATTR_DESTROY_MW_HANDLE, mw.handle); err != nil {
-		return wrapf(c.dev.Name, err, "dealloc MW %#x", mw.handle)
-	}
-	mw.closed = true
-	c.dropObject()
-	return nil
+	})
 }
 
 // XRCD is an XRC domain.
 type XRCD struct {
 	ctx    *Context
 	handle uint32
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // OpenXRCD opens an XRC domain (ibv_open_xrcd) associated with the file fd (-1 for none) with the given open
@@ -105,15 +100,11 @@ func (x *XRCD) Close() error {
 	if x == nil {
 		return nil
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.closed {
+	return x.life.close(func() error {
+		if err := x.ctx.destroyObject(abi.UVERBS_OBJECT_XRCD, abi.UVERBS_METHOD_XRCD_DESTROY, abi.UVERBS_ATTR_DESTROY_XRCD_HANDLE, x.handle); err != nil {
+			return wrap("close XRCD", x.ctx.dev.Name, err)
+		}
+		x.ctx.dropObject()
 		return nil
-	}
-	if err := x.ctx.destroyObject(abi.UVERBS_OBJECT_XRCD, abi.UVERBS_METHOD_XRCD_DESTROY, abi.UVERBS_ATTR_DESTROY_XRCD_HANDLE, x.handle); err != nil {
-		return wrap("close XRCD", x.ctx.dev.Name, err)
-	}
-	x.closed = true
-	x.ctx.dropObject()
-	return nil
+	})
 }

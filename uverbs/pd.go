@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -14,9 +13,7 @@ type PD struct {
 	ctx    *Context
 	handle uint32
 	prov   provider.PD
-
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // AllocPD allocates a protection domain (ibv_alloc_pd).
@@ -58,18 +55,16 @@ func (pd *PD) Close() error {
 	if pd == nil {
 		return nil
 	}
-	pd.mu.Lock()
-	defer pd.mu.Unlock()
-	if pd.closed {
+	return pd.life.close(func() error {
+		if err := pd.ctx.destroyObject(abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY, abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle); err != nil {
+			return wrapf(pd.ctx.dev.Name, err, "dealloc PD %#x", pd.handle)
+		}
+		pd.ctx.dropObject()
 		return nil
-	}
-	if err := pd.ctx.destroyObject(abi.UVERBS_OBJECT_PD, abi.UVERBS_METHOD_PD_DESTROY, abi.UVERBS_ATTR_DESTROY_PD_HANDLE, pd.handle); err != nil {
-		return wrapf(pd.ctx.dev.Name, err, "dealloc PD %#x", pd.handle)
-	}
-	pd.closed = true
-	pd.ctx.dropObject()
-	return nil
+	})
 }
+
+// handle may already name a newer PD: verbs on a closed PD must not reach the kernel.
 
 // destroyObject runs a DESTROY method whose only attribute is the object's handle.
 func (c *Context) destroyObject(object, method, attr uint16, handle uint32) error {

@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -68,7 +67,9 @@ type QPInitAttr struct {
 	SendCQ *CQ
 	RecvCQ *CQ
 	SRQ    *SRQ
-	Cap    QPCap
+	// XRCD is the XRC domain of an XRC receive (target) QP, which has no PD, CQs or queues of its own.
+	XRCD *XRCD
+	Cap  QPCap
 	// SigAll makes every send request generate a completion, whatever its SendSignaled flag.
 	SigAll bool
 }
@@ -84,20 +85,45 @@ type QP struct {
 	cap     QPCap
 	prov    provider.QP
 	state   QPState
-
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // CreateQP creates a queue pair (ibv_create_qp) through the QP_CREATE ioctl.
 func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	c := pd.ctx
 	op := "create QP (" + qpTypeName(attr.Type) + ")"
-	if attr.SendCQ == nil || (attr.RecvCQ == nil && attr.Type != QPTypeXRCSend) {
+	switch {
+	case attr.Type == QPTypeXRCRecv:
+		if attr.XRCD == nil {
+			return nil, wrap(op, c.dev.Name, fmt.Errorf("an XRC receive QP needs an XRC domain: %w", unix.EINVAL))
+		}
+	case attr.SendCQ == nil || (attr.RecvCQ == nil && attr.Type != QPTypeXRCSend):
 		return nil, wrap(op, c.dev.Name, fmt.Errorf("send and receive CQs are required: %w", unix.EINVAL))
-	}
-	if attr.RecvCQ == nil {
+	case attr.RecvCQ == nil && attr.Type != QPTypeXRCSend:
 		attr.RecvCQ = attr.SendCQ
+	}
+	if err := pd.checkOpen(); err != nil {
+		return nil, wrap(op, c.dev.Name, err)
+	}
+	if attr.SendCQ != nil {
+		if err := attr.SendCQ.checkOpen(); err != nil {
+			return nil, wrap(op, c.dev.Name, fmt.Errorf("send CQ: %w", err))
+		}
+	}
+	if attr.RecvCQ != nil {
+		if err := attr.RecvCQ.checkOpen(); err != nil {
+			return nil, wrap(op, c.dev.Name, fmt.Errorf("receive CQ: %w", err))
+		}
+	}
+	if attr.XRCD != nil {
+		if err := attr.XRCD.checkOpen(); err != nil {
+			return nil, wrap(op, c.dev.Name, fmt.Errorf("XRCD: %w", err))
+		}
+	}
+	if attr.SRQ != nil {
+		if err := attr.SRQ.checkOpen(); err != nil {
+			return nil, wrap(op, c.dev.Name, fmt.Errorf("SRQ: %w", err))
+		}
 	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap(op, c.dev.Name, err)
@@ -105,7 +131,16 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	qp := &QP{pd: pd, ctx: c, typ: attr.Type}
 	qp.uhandle = c.handles.add(qp)
 	p := &provider.QPParams{Type: attr.Type, Cap: attr.Cap, SigAll: attr.SigAll, HasSRQ: attr.SRQ != nil,
-		SendCQ: attr.SendCQ.prov, RecvCQ: attr.RecvCQ.prov, Handle: qp.uhandle}
+		Handle: qp.uhandle}
+	if attr.SendCQ != nil {
+		p.SendCQ = attr.SendCQ.prov
+	}
+	if attr.RecvCQ != nil {
+		p.RecvCQ = attr.RecvCQ.prov
+	}
+	if attr.SRQ != nil {
+		p.SRQ = attr.SRQ.prov
+	}
 	created := false
 	prov, err := c.prov.CreateQP(p, func(uhwIn, uhwOut []byte) error {
 		capIn := &abi.IbUverbsQpCap{MaxSendWr: p.Cap.MaxSendWR, MaxRecvWr: p.Cap.MaxRecvWR,
@@ -114,9 +149,16 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 		qpn := new(uint32)
 		cmd := c.newCmd(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
 		h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
-		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle)
-		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle)
-		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle)
+		// An XRC target QP names only its XRC domain; an XRC initiator has a send CQ and no receive side.
+		if attr.Type == QPTypeXRCRecv {
+			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_XRCD_HANDLE, attr.XRCD.handle)
+		} else {
+			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle)
+			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle)
+		}
+		if attr.RecvCQ != nil {
+			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle)
+		}
 		if attr.SRQ != nil {
 			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SRQ_HANDLE, attr.SRQ.handle)
 		}
@@ -177,6 +219,10 @@ func (qp *QP) State() QPState { return qp.state }
 
 // PostSend posts send work requests and rings the doorbell once (ibv_post_send). It returns how many were
 // posted; on error wrs[n] is the first request not posted. It allocates nothing.
+//
+// A send queue slot is free again as soon as its request completes, not when its completion is polled, so a
+// poster must also bound the completions it has not polled yet (for example one credit per request, capped at the
+// CQ's size): a CQ that overflows stops the QP, with rdma-core exactly as here.
 func (qp *QP) PostSend(wrs []SendWR) (int, error) { return qp.prov.PostSend(wrs) }
 
 // PostRecv posts receive work requests (ibv_post_recv).
@@ -187,20 +233,16 @@ func (qp *QP) Close() error {
 	if qp == nil {
 		return nil
 	}
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	if qp.closed {
+	return qp.life.close(func() error {
+		c := qp.ctx
+		if _, err := c.destroyQP(qp.handle); err != nil {
+			return wrapf(c.dev.Name, err, "destroy QP %#x", qp.qpn)
+		}
+		qp.prov.Destroyed()
+		c.handles.del(qp.uhandle)
+		c.dropObject()
 		return nil
-	}
-	c := qp.ctx
-	if _, err := c.destroyQP(qp.handle); err != nil {
-		return wrapf(c.dev.Name, err, "destroy QP %#x", qp.qpn)
-	}
-	qp.closed = true
-	qp.prov.Destroyed()
-	c.handles.del(qp.uhandle)
-	c.dropObject()
-	return nil
+	})
 }
 
 // QPAttrMask selects the QPAttr fields a Modify sets or a Query returns (IBV_QP_*).
@@ -302,6 +344,9 @@ func ahAttrFromDest(d *abi.IbUverbsQpDest) AHAttr {
 // kernel checks the state transition and the attributes each transition requires.
 func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	c := qp.ctx
+	if err := qp.checkOpen(); err != nil {
+		return wrapf(c.dev.Name, err, "modify QP %#x", qp.qpn)
+	}
 	in := &abi.IbUverbsModifyQp{
 		Dest: qpDest(&attr.AHAttr), AltDest: qpDest(&attr.AltAHAttr), QpHandle: qp.handle, AttrMask: uint32(mask),
 		Qkey: attr.QKey, RqPsn: attr.RQPSN, SqPsn: attr.SQPSN, DestQpNum: attr.DestQPN,
@@ -329,6 +374,9 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 // Query returns the QP's current attributes (ibv_query_qp) and its creation attributes' capacities.
 func (qp *QP) Query(mask QPAttrMask) (*QPAttr, error) {
 	c := qp.ctx
+	if err := qp.checkOpen(); err != nil {
+		return nil, wrapf(c.dev.Name, err, "query QP %#x", qp.qpn)
+	}
 	in := &abi.IbUverbsQueryQp{QpHandle: qp.handle, AttrMask: uint32(mask)}
 	out := new(abi.IbUverbsQueryQpResp)
 	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_QUERY_QP, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
@@ -350,6 +398,9 @@ func (qp *QP) Query(mask QPAttrMask) (*QPAttr, error) {
 
 // AttachMcast attaches the QP (UD) to a multicast group (ibv_attach_mcast).
 func (qp *QP) AttachMcast(gid GID, lid uint16) error {
+	if err := qp.checkOpen(); err != nil {
+		return wrapf(qp.ctx.dev.Name, err, "attach QP %#x to multicast group %v", qp.qpn, gid)
+	}
 	in := &abi.IbUverbsAttachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
 	if err := qp.ctx.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_ATTACH_MCAST, CoreIn: rawcmd.Bytes(in)}); err != nil {
 		return wrapf(qp.ctx.dev.Name, err, "attach QP %#x to multicast group %v", qp.qpn, gid)
@@ -359,6 +410,9 @@ func (qp *QP) AttachMcast(gid GID, lid uint16) error {
 
 // DetachMcast detaches the QP from a multicast group (ibv_detach_mcast).
 func (qp *QP) DetachMcast(gid GID, lid uint16) error {
+	if err := qp.checkOpen(); err != nil {
+		return wrapf(qp.ctx.dev.Name, err, "detach QP %#x from multicast group %v", qp.qpn, gid)
+	}
 	in := &abi.IbUverbsDetachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
 	if err := qp.ctx.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_DETACH_MCAST, CoreIn: rawcmd.Bytes(in)}); err != nil {
 		return wrapf(qp.ctx.dev.Name, err, "detach QP %#x from multicast group %v", qp.qpn, gid)

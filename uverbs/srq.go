@@ -2,7 +2,6 @@ package uverbs
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -26,14 +25,32 @@ type SRQ struct {
 	srqn    uint32
 	attr    SRQAttr
 	prov    provider.SRQ
-
-	mu     sync.Mutex
-	closed bool
+	life
 }
 
 // CreateSRQ creates a basic shared receive queue (ibv_create_srq) through the SRQ_CREATE ioctl.
-func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
+func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) { return pd.createSRQ(attr, nil, nil) }
+
+// CreateXRCSRQ creates an XRC shared receive queue in the XRC domain xrcd, completing into cq
+// (ibv_create_srq_ex with IBV_SRQT_XRC). Devices without XRC answer ErrNotSupported.
+func (pd *PD) CreateXRCSRQ(xrcd *XRCD, cq *CQ, attr SRQAttr) (*SRQ, error) {
+	if xrcd == nil || cq == nil {
+		return nil, wrap("create XRC SRQ", pd.ctx.dev.Name, fmt.Errorf("an XRC SRQ needs an XRC domain and a CQ: %w", unix.EINVAL))
+	}
+	if err := xrcd.checkOpen(); err != nil {
+		return nil, wrap("create XRC SRQ", pd.ctx.dev.Name, fmt.Errorf("XRCD: %w", err))
+	}
+	if err := cq.checkOpen(); err != nil {
+		return nil, wrap("create XRC SRQ", pd.ctx.dev.Name, fmt.Errorf("CQ: %w", err))
+	}
+	return pd.createSRQ(attr, xrcd, cq)
+}
+
+func (pd *PD) createSRQ(attr SRQAttr, xrcd *XRCD, cq *CQ) (*SRQ, error) {
 	c := pd.ctx
+	if err := pd.checkOpen(); err != nil {
+		return nil, wrap("create SRQ", c.dev.Name, err)
+	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap("create SRQ", c.dev.Name, err)
 	}
@@ -50,7 +67,13 @@ func (pd *PD) CreateSRQ(attr SRQAttr) (*SRQ, error) {
 		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_MAX_WR, p.MaxWR)
 		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_MAX_SGE, p.MaxSGE)
 		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_LIMIT, p.Limit)
-		cmd.ConstIn(abi.UVERBS_ATTR_CREATE_SRQ_TYPE, abi.IB_UVERBS_SRQT_BASIC)
+		if xrcd != nil {
+			cmd.Object(abi.UVERBS_ATTR_CREATE_SRQ_XRCD_HANDLE, xrcd.handle)
+			cmd.Object(abi.UVERBS_ATTR_CREATE_SRQ_CQ_HANDLE, cq.handle)
+			cmd.ConstIn(abi.UVERBS_ATTR_CREATE_SRQ_TYPE, abi.IB_UVERBS_SRQT_XRC)
+		} else {
+			cmd.ConstIn(abi.UVERBS_ATTR_CREATE_SRQ_TYPE, abi.IB_UVERBS_SRQT_BASIC)
+		}
 		cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_SRQ_EVENT_FD, c.asyncFD))
 		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR, ptr(maxWR), 4)
 		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE, ptr(maxSGE), 4)
@@ -106,6 +129,9 @@ const (
 // (SRQAttrLimit) (ibv_modify_srq).
 func (srq *SRQ) Modify(attr SRQAttr, mask int) error {
 	c := srq.ctx
+	if err := srq.checkOpen(); err != nil {
+		return wrapf(c.dev.Name, err, "modify SRQ %#x", srq.srqn)
+	}
 	in := &abi.IbUverbsModifySrq{SrqHandle: srq.handle, AttrMask: uint32(mask), MaxWr: attr.MaxWR, SrqLimit: attr.Limit}
 	err := srq.prov.Modify(attr.MaxWR, func(uhwIn, uhwOut []byte) error {
 		return c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_MODIFY_SRQ, CoreIn: rawcmd.Bytes(in), UHWIn: uhwIn, UHWOut: uhwOut})
@@ -125,6 +151,9 @@ func (srq *SRQ) Modify(attr SRQAttr, mask int) error {
 // Query returns the SRQ's attributes (ibv_query_srq).
 func (srq *SRQ) Query() (SRQAttr, error) {
 	c := srq.ctx
+	if err := srq.checkOpen(); err != nil {
+		return SRQAttr{}, wrapf(c.dev.Name, err, "query SRQ %#x", srq.srqn)
+	}
 	in := &abi.IbUverbsQuerySrq{SrqHandle: srq.handle}
 	out := new(abi.IbUverbsQuerySrqResp)
 	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_QUERY_SRQ, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
@@ -138,35 +167,33 @@ func (srq *SRQ) Close() error {
 	if srq == nil {
 		return nil
 	}
-	srq.mu.Lock()
-	defer srq.mu.Unlock()
-	if srq.closed {
+	return srq.life.close(func() error {
+		c := srq.ctx
+		if err := c.destroySRQ(srq.handle); err != nil {
+			return wrapf(c.dev.Name, err, "destroy SRQ %#x", srq.srqn)
+		}
+		srq.prov.Destroyed()
+		c.handles.del(srq.uhandle)
+		c.dropObject()
 		return nil
-	}
-	c := srq.ctx
-	if err := c.destroySRQ(srq.handle); err != nil {
-		return wrapf(c.dev.Name, err, "destroy SRQ %#x", srq.srqn)
-	}
-	srq.closed = true
-	srq.prov.Destroyed()
-	c.handles.del(srq.uhandle)
-	c.dropObject()
-	return nil
+	})
 }
 
 // AH is an address handle for UD sends.
 type AH struct {
-	pd     *PD
-	data   *provider.AHData
-	attr   AHAttr
-	mu     sync.Mutex
-	closed bool
+	pd   *PD
+	data *provider.AHData
+	attr AHAttr
+	life
 }
 
 // CreateAH creates an address handle (ibv_create_ah). On RoCE ports the address must be global (GRH with a
 // source GID index), as the kernel requires.
 func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	c := pd.ctx
+	if err := pd.checkOpen(); err != nil {
+		return nil, wrap("create AH", c.dev.Name, err)
+	}
 	port := int(attr.PortNum)
 	pa, err := c.QueryPort(port)
 	if err != nil {
@@ -228,16 +255,12 @@ func (ah *AH) Close() error {
 	if ah == nil {
 		return nil
 	}
-	ah.mu.Lock()
-	defer ah.mu.Unlock()
-	if ah.closed {
+	return ah.life.close(func() error {
+		c := ah.pd.ctx
+		if err := c.destroyObject(abi.UVERBS_OBJECT_AH, abi.UVERBS_METHOD_AH_DESTROY, abi.UVERBS_ATTR_DESTROY_AH_HANDLE, ah.data.Handle); err != nil {
+			return wrap("destroy AH", c.dev.Name, err)
+		}
+		c.dropObject()
 		return nil
-	}
-	c := ah.pd.ctx
-	if err := c.destroyObject(abi.UVERBS_OBJECT_AH, abi.UVERBS_METHOD_AH_DESTROY, abi.UVERBS_ATTR_DESTROY_AH_HANDLE, ah.data.Handle); err != nil {
-		return wrap("destroy AH", c.dev.Name, err)
-	}
-	ah.closed = true
-	c.dropObject()
-	return nil
+	})
 }

@@ -113,6 +113,13 @@ func TestRealTools(t *testing.T) {
 		{[]string{"/usr/bin/ibv_devinfo", "-i", "0"}, 1, "Usage: /usr/bin/ibv_devinfo  ", ""},
 		{[]string{"goverbs", "ibstat", "-V"}, 0, "", "ibstat BUILD VERSION: 44.0\n"},
 		{[]string{"/sbin/ibstat", "--version"}, 0, "", "/sbin/ibstat BUILD VERSION: 44.0\n"},
+		{[]string{"goverbs", "pingpong", "srq", "-q", "300"}, 1, "", "num_qp 300 must be less than 255\n"},
+		{[]string{"goverbs", "srq_pingpong", "-r", "4"}, 1, "",
+			"rx_depth 4 is too small for 16 QPs -- must have at least one receive per QP.\n"},
+		{[]string{"goverbs", "pingpong", "uc", "-m", "7"}, 1, "Usage:\n  ibv_uc_pingpong  ", ""},
+		{[]string{"/usr/bin/ibv_ud_pingpong", "-p", "70000"}, 1, "Usage:\n  /usr/bin/ibv_ud_pingpong  ", ""},
+		{[]string{"goverbs", "pingpong", "xsrq", "-x"}, 1, "Usage:\n  ibv_xsrq_pingpong  ", "ibv_xsrq_pingpong: invalid option -- 'x'\n"},
+		{[]string{"goverbs", "pingpong", "dc"}, 1, "", "usage: goverbs pingpong rc|uc|ud|srq|xsrq [options] [host]\n"},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
+	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
 	"github.com/goverbs/goverbs/internal/tools/perftest"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
+	"github.com/goverbs/goverbs/internal/tools/rdmatool"
 )
 
 // Command is one goverbs tool.
@@ -38,15 +41,31 @@ func (c Command) progName() string {
 // commands is the registry; adding a tool is one entry.
 var commands = []Command{
 	{Name: "devices", Aliases: []string{"ibv_devices"}, Summary: "list RDMA devices and node GUIDs",
-		Run: func(_ string, a []string, o, e io.Writer) int { return devices.Run(a, o, e) }},
+		Run: func(_ string, a []string, o, e io.Writer) int {
+			return devices.Command{Source: uverbssrc.New(e)}.Run(a, o, e)
+		}},
 	{Name: "devinfo", Aliases: []string{"ibv_devinfo"}, Summary: "show device and port attributes",
-		Run: func(p string, a []string, o, e io.Writer) int { return devinfo.Command{Prog: p}.Run(a, o, e) }},
+		Run: func(p string, a []string, o, e io.Writer) int {
+			return devinfo.Command{Prog: p, Source: uverbssrc.New(e)}.Run(a, o, e)
+		}},
 	{Name: "ibstat", Aliases: []string{"ibstat"}, Summary: "show InfiniBand CA and port state from sysfs",
 		Run: func(p string, a []string, o, e io.Writer) int { return ibstat.Command{Prog: p}.Run(a, o, e) }},
-	{Name: "pingpong", Summary: "ping-pong tests wire compatible with rdma-core's: goverbs pingpong rc [options] [host]",
+	{Name: "pingpong", Summary: "ping-pong tests wire compatible with rdma-core's: goverbs pingpong rc|uc|ud|srq|xsrq [options] [host]",
 		Run: runPingpong},
 	{Name: "rc_pingpong", Aliases: []string{"ibv_rc_pingpong"}, Summary: "RC ping-pong, same as ibv_rc_pingpong",
 		Run: pingpong.RunRC},
+	{Name: "uc_pingpong", Aliases: []string{"ibv_uc_pingpong"}, Summary: "UC ping-pong, same as ibv_uc_pingpong",
+		Run: pingpong.RunUC},
+	{Name: "ud_pingpong", Aliases: []string{"ibv_ud_pingpong"}, Summary: "UD ping-pong, same as ibv_ud_pingpong",
+		Run: pingpong.RunUD},
+	{Name: "srq_pingpong", Aliases: []string{"ibv_srq_pingpong"}, Summary: "RC ping-pong over N QPs sharing an SRQ, same as ibv_srq_pingpong",
+		Run: pingpong.RunSRQ},
+	{Name: "xsrq_pingpong", Aliases: []string{"ibv_xsrq_pingpong"}, Summary: "XRC SRQ ping-pong, ibv_xsrq_pingpong up to the XRC domain (no XRC QPs)",
+		Run: pingpong.RunXSRQ},
+	{Name: "cgroup", Summary: "show/set RDMA cgroup limits and usage; run a command in a cgroup",
+		Run: func(_ string, a []string, o, e io.Writer) int { return cgrouptool.Run(a, o, e) }},
+	{Name: "rdma", Aliases: []string{"rdma"}, Summary: "RDMA netlink tool, same as iproute2's rdma (dev, link, resource, system, statistic)",
+		Run: func(_ string, a []string, o, e io.Writer) int { return rdmatool.Run(a, o, e) }},
 	{Name: "perf", Summary: "perftest 6.06 clone: goverbs perf write_bw|write_lat|read_bw|read_lat|send_bw|send_lat|atomic_bw|atomic_lat [options] [host]",
 		Run: runPerf},
 	{Name: "write_bw", Aliases: []string{"ib_write_bw"}, Summary: "RDMA write bandwidth, same as ib_write_bw", Run: perftest.Run},
@@ -57,6 +76,18 @@ var commands = []Command{
 	{Name: "send_lat", Aliases: []string{"ib_send_lat"}, Summary: "send latency, same as ib_send_lat", Run: perftest.Run},
 	{Name: "atomic_bw", Aliases: []string{"ib_atomic_bw"}, Summary: "atomic bandwidth, same as ib_atomic_bw", Run: perftest.Run},
 	{Name: "atomic_lat", Aliases: []string{"ib_atomic_lat"}, Summary: "atomic latency, same as ib_atomic_lat", Run: perftest.Run},
+}
+
+// pingpongTransports maps "goverbs pingpong TRANSPORT" to the tool and the C name it reports as its program.
+var pingpongTransports = map[string]struct {
+	prog string
+	run  func(prog string, args []string, stdout, stderr io.Writer) int
+}{
+	"rc":   {"ibv_rc_pingpong", pingpong.RunRC},
+	"uc":   {"ibv_uc_pingpong", pingpong.RunUC},
+	"ud":   {"ibv_ud_pingpong", pingpong.RunUD},
+	"srq":  {"ibv_srq_pingpong", pingpong.RunSRQ},
+	"xsrq": {"ibv_xsrq_pingpong", pingpong.RunXSRQ},
 }
 
 // runPerf runs "goverbs perf TEST ...": TEST is write_bw, read_lat, ... (the perftest name without "ib_").
@@ -72,9 +103,11 @@ func runPerf(_ string, args []string, stdout, stderr io.Writer) int {
 
 // runPingpong runs "goverbs pingpong TRANSPORT ...".
 func runPingpong(_ string, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "rc" {
-		return pingpong.RunRC("ibv_rc_pingpong", args[1:], stdout, stderr)
+	if len(args) > 0 {
+		if t, ok := pingpongTransports[args[0]]; ok {
+			return t.run(t.prog, args[1:], stdout, stderr)
+		}
 	}
-	fmt.Fprintf(stderr, "usage: goverbs pingpong rc [options] [host]\n")
+	fmt.Fprintf(stderr, "usage: goverbs pingpong rc|uc|ud|srq|xsrq [options] [host]\n")
 	return 1
 }

@@ -124,6 +124,7 @@ type QPParams struct {
 	Cap    QPCap
 	SigAll bool // every send WR generates a completion
 	HasSRQ bool // receives come from an SRQ: no receive queue of its own
+	SRQ    SRQ  // that SRQ's provider object (nil without one)
 	SendCQ CQ
 	RecvCQ CQ
 	Handle uint64 // user handle

@@ -2,12 +2,10 @@ package mlx5
 
 import "fmt"
 
-// AH is a UD address handle: the 48-byte address vector (struct mlx5_wqe_av) that each UD WQE's datagram segment
-// starts from. It is built in userspace, as rdma-core's mlx5_create_ah does; only the destination MAC of a RoCE AH
-// comes from the kernel (CREATE_AH response) or from neighbour resolution.
-type AH struct {
-	AV [48]byte
-}
+// A UD address handle's data-path form is an AHData whose AV holds the 48-byte address vector (struct
+// mlx5_wqe_av) that each UD WQE's datagram segment starts from. It is built in userspace, as rdma-core's
+// mlx5_create_ah does; only the destination MAC of a RoCE AH comes from the kernel (CREATE_AH response) or from
+// neighbour resolution. Handle and Num are left for the caller (the kernel AH handle, if any).
 
 // GRH holds the global routing fields of an address (struct ibv_global_route).
 type GRH struct {
@@ -51,7 +49,7 @@ func mlx5Rate(r uint8) uint8 {
 	return 0
 }
 
-func (ah *AH) setGRH(g *GRH, grhBit uint32) {
+func setGRH(ah *AHData, g *GRH, grhBit uint32) {
 	ah.AV[avOffTClass] = g.TrafficClass
 	ah.AV[avOffHopLimit] = g.HopLimit
 	be.PutUint32(ah.AV[avOffGRHGIDFL:], grhBit<<30|uint32(g.SGIDIndex)<<20|g.FlowLabel&0xfffff)
@@ -60,13 +58,13 @@ func (ah *AH) setGRH(g *GRH, grhBit uint32) {
 
 // NewIBAH builds the address vector for an InfiniBand port: fl_mlid = src_path_bits, rlid = DLID, stat_rate_sl =
 // rate<<4 | SL, and with a GRH the GRH bit, SGID index and flow label.
-func NewIBAH(attr AHAttr) *AH {
-	ah := new(AH)
+func NewIBAH(attr AHAttr) *AHData {
+	ah := new(AHData)
 	ah.AV[avOffFlMLID] = attr.SrcPathBits & 0x7f
 	be.PutUint16(ah.AV[avOffRLID:], attr.DLID)
 	ah.AV[avOffStatRateSL] = mlx5Rate(attr.StaticRate)<<4 | attr.SL&0xf
 	if attr.IsGlobal {
-		ah.setGRH(&attr.GRH, 1)
+		setGRH(ah, &attr.GRH, 1)
 	}
 	return ah
 }
@@ -88,11 +86,11 @@ func FlowLabelToUDPSport(fl uint32) uint16 {
 // GRH bit stays 0, stat_rate_sl = rate<<4 | (SL&7)<<1, rmac = dmac. For RoCE v2, rlid carries the UDP source port:
 // derived from the flow label when it is non-zero, else udpSport (rdma-core picks a random port in
 // [RoCEUDPPortMin, RoCEUDPPortMax]).
-func NewRoCEAH(attr AHAttr, dmac [6]byte, roceV2 bool, udpSport uint16) (*AH, error) {
+func NewRoCEAH(attr AHAttr, dmac [6]byte, roceV2 bool, udpSport uint16) (*AHData, error) {
 	if !attr.IsGlobal {
 		return nil, fmt.Errorf("mlx5: create RoCE address handle: a GRH is required: %w", errInvalid)
 	}
-	ah := new(AH)
+	ah := new(AHData)
 	if roceV2 {
 		sport := udpSport
 		if fl := attr.GRH.FlowLabel & 0xfffff; fl != 0 {
@@ -101,7 +99,7 @@ func NewRoCEAH(attr AHAttr, dmac [6]byte, roceV2 bool, udpSport uint16) (*AH, er
 		be.PutUint16(ah.AV[avOffRLID:], sport)
 	}
 	ah.AV[avOffStatRateSL] = mlx5Rate(attr.StaticRate)<<4 | (attr.SL&7)<<1
-	ah.setGRH(&attr.GRH, 0)
+	setGRH(ah, &attr.GRH, 0)
 	copy(ah.AV[avOffRMAC:], dmac[:])
 	return ah, nil
 }

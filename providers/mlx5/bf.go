@@ -2,6 +2,7 @@ package mlx5
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/goverbs/goverbs/mmio"
 )
@@ -26,6 +27,7 @@ const (
 type BFReg struct {
 	reg     mmio.Reg
 	bufSize uintptr
+	maxDS   uint32 // bufSize/16: the largest WQE (in 16-byte units) a BlueFlame write carries; 0 without BlueFlame
 	offset  uintptr
 	shared  bool
 	lock    mmio.WCLock
@@ -46,7 +48,7 @@ func NewBFReg(reg mmio.Reg, bufSize int, shared bool) (*BFReg, error) {
 	if reg.Len() < need {
 		return nil, fmt.Errorf("mlx5: doorbell register window of %d bytes, need %d", reg.Len(), need)
 	}
-	return &BFReg{reg: reg, bufSize: uintptr(bufSize), shared: shared}, nil
+	return &BFReg{reg: reg, bufSize: uintptr(bufSize), maxDS: uint32(bufSize / 16), shared: shared}, nil
 }
 
 // BlueFlame reports whether the register can take BlueFlame writes.
@@ -56,29 +58,44 @@ func (bf *BFReg) BlueFlame() bool { return bf.bufSize != 0 }
 func (bf *BFReg) Offset() int { return int(bf.offset) }
 
 // ring performs steps 4-8 of rdma-core's post_send_db: start write combining (or take the lock), then either a
-// BlueFlame copy of n64 64-byte chunks of wqe starting at pos (wrapping at the end of wqe) or the 8-byte
-// doorbell with the first 8 bytes of the ctrl segment, flush, toggle the half, unlock.
-func (bf *BFReg) ring(wqe []byte, pos, n64 int) {
+// BlueFlame copy of n64 64-byte blocks of the ring at base (qend bytes long) starting at pos (wrapping at the end)
+// or the 8-byte doorbell with the first 8 bytes of the ctrl segment, flush, toggle the half, unlock. pos is a
+// multiple of 64 inside the ring. An unshared register's single-store cases (the doorbell, a one-block
+// BlueFlame write) use mmio's combined WCStart+store+FlushWrites primitives: the same instructions in one call.
+func (bf *BFReg) ring(base unsafe.Pointer, qend, pos uintptr, n64 int) {
+	if !bf.shared && n64 <= 1 {
+		half := bf.offset
+		if n64 == 0 {
+			bf.reg.WCWrite64(half, *(*uint64)(unsafe.Add(base, pos)))
+		} else {
+			bf.reg.WCCopyBlock(half, (*[64]byte)(unsafe.Add(base, pos)))
+		}
+		bf.offset = half ^ bf.bufSize
+		return
+	}
 	if bf.shared {
 		bf.lock.Lock()
 	} else {
 		mmio.WCStart()
 	}
+	half := bf.offset
 	if n64 > 0 {
-		off := bf.offset
-		for i := 0; i < n64; i++ {
-			bf.reg.Copy64(off, wqe[pos:pos+64])
+		off := half
+		for {
+			bf.reg.CopyBlock(off, (*[64]byte)(unsafe.Add(base, pos)))
+			if n64--; n64 == 0 {
+				break
+			}
 			off += 64
-			pos += 64
-			if pos == len(wqe) {
+			if pos += 64; pos == qend {
 				pos = 0
 			}
 		}
 	} else {
-		bf.reg.Write64(bf.offset, nativeUint64(wqe[pos:pos+8]))
+		bf.reg.Write64(half, *(*uint64)(unsafe.Add(base, pos)))
 	}
 	mmio.FlushWrites()
-	bf.offset ^= bf.bufSize
+	bf.offset = half ^ bf.bufSize
 	if bf.shared {
 		bf.lock.Unlock()
 	}

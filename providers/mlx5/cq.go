@@ -2,9 +2,11 @@ package mlx5
 
 import (
 	"fmt"
+	"math/bits"
+	"unsafe"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
 )
 
 // QP binds the queues of one queue pair for completion demultiplexing. A CQ finds the QP of a CQE by user index
@@ -34,8 +36,12 @@ type CQConfig struct {
 
 // CQ polls 64-byte CQEs and arms completion events. Not safe for concurrent use; poll it from the goroutine that
 // posts to the queues completing into it, or serialise.
+//
+// Poll addresses the ring through base, an unsafe pointer to buf's first byte: every CQE is at
+// (index & mask) * 64 inside the CQECount*64 bytes NewCQ (or BeginResize) verified.
 type CQ struct {
 	buf      []byte
+	base     unsafe.Pointer // &buf[0]
 	mask     uint32
 	ncqe     uint32
 	cqn      uint32
@@ -47,6 +53,9 @@ type CQ struct {
 	qps      map[uint32]*QP
 	last     *QP
 	lastKey  uint32
+	lastSQ   *SendQueue // last.SQ, for Poll's inline requester path
+	lastRQ   *RecvQueue // last.RQ, for Poll's inline responder path (nil for a QP on an SRQ)
+	shift    uint       // log2(ncqe): the owner bit of CQE n is bit shift of n
 	resizing []byte
 	resizeN  uint32
 }
@@ -66,9 +75,9 @@ func NewCQ(cfg CQConfig) (*CQ, error) {
 	case !isPow2(cfg.CQECount) || cfg.CQECount > 1<<24:
 		return nil, fmt.Errorf("mlx5: new CQ %#x: CQE count %d is not a power of two <= 2^24: %w",
 			cfg.CQN, cfg.CQECount, errInvalid)
-	case len(cfg.Buf) < cfg.CQECount*CQESize:
-		return nil, fmt.Errorf("mlx5: new CQ %#x: buffer of %d bytes, need %d: %w",
-			cfg.CQN, len(cfg.Buf), cfg.CQECount*CQESize, errInvalid)
+	case len(cfg.Buf) < cfg.CQECount*CQESize || addrOf(cfg.Buf)%8 != 0:
+		return nil, fmt.Errorf("mlx5: new CQ %#x: buffer of %d bytes at %#x, need %d, 8-byte aligned: %w",
+			cfg.CQN, len(cfg.Buf), addrOf(cfg.Buf), cfg.CQECount*CQESize, errInvalid)
 	case cfg.CQEVersion != 0 && cfg.CQEVersion != 1:
 		return nil, fmt.Errorf("mlx5: new CQ %#x: CQE version %d: %w", cfg.CQN, cfg.CQEVersion, ErrNotSupported)
 	case !cfg.DBR.valid():
@@ -84,6 +93,8 @@ func NewCQ(cfg CQConfig) (*CQ, error) {
 		version: cfg.CQEVersion,
 		qps:     map[uint32]*QP{},
 	}
+	cq.base = unsafe.Pointer(unsafe.SliceData(cq.buf))
+	cq.shift = uint(bits.TrailingZeros32(cq.ncqe))
 	StampCQBuffer(cq.buf)
 	cq.dbr.set(0, 0)
 	cq.dbr.set(1, 0)
@@ -117,7 +128,7 @@ func (cq *CQ) Attach(qp *QP) error {
 // Detach forgets qp (after it is destroyed).
 func (cq *CQ) Detach(qp *QP) {
 	delete(cq.qps, cq.key(qp))
-	cq.last = nil
+	cq.last, cq.lastSQ, cq.lastRQ = nil, nil, nil
 }
 
 func (cq *CQ) lookup(k uint32) *QP {
@@ -126,21 +137,30 @@ func (cq *CQ) lookup(k uint32) *QP {
 	}
 	qp := cq.qps[k]
 	if qp != nil {
-		cq.last, cq.lastKey = qp, k
+		cq.last, cq.lastKey, cq.lastSQ, cq.lastRQ = qp, k, qp.SQ, qp.RQ
 	}
 	return qp
 }
 
-// sw returns the CQE at consumer index n if software owns it: the opcode is not INVALID and the owner bit equals
-// the wrap parity of n (rdma-core get_sw_cqe).
+// at returns the CQE at consumer index n.
+func (cq *CQ) at(n uint32) *[CQESize]byte {
+	return (*[CQESize]byte)(unsafe.Add(cq.base, uintptr(n&cq.mask)*CQESize))
+}
+
+// owned reports whether software owns CQE c at consumer index n: the opcode is not INVALID and the owner bit
+// equals the wrap parity of n (rdma-core get_sw_cqe). The op_own byte is read with an atomic 32-bit load.
+func (cq *CQ) owned(c *[CQESize]byte, n uint32) bool {
+	op := ownerByte(c)
+	return op < CQEInvalid<<4 && (uint32(op)^n>>(cq.shift&31))&CQEOwnerMask == 0
+}
+
+// sw returns the CQE at consumer index n if software owns it, else nil.
 func (cq *CQ) sw(n uint32) []byte {
-	off := int(n&cq.mask) * CQESize
-	cqe := cq.buf[off : off+CQESize : off+CQESize]
-	opOwn := cqe[cqeOffOpOwn]
-	if opOwn>>4 == CQEInvalid || (opOwn&CQEOwnerMask != 0) != (n&cq.ncqe != 0) {
+	c := cq.at(n)
+	if !cq.owned(c, n) {
 		return nil
 	}
-	return cqe
+	return c[:]
 }
 
 // ErrPoll is wrapped by Poll's error when a CQE cannot be matched to a queue (rdma-core CQ_POLL_ERR).
@@ -150,28 +170,95 @@ var ErrPoll = fmt.Errorf("mlx5: CQE for unknown queue: %w", errInvalid)
 // (rdma-core poll_cq). Requester completions retire the signaled WQE and the unsignaled ones before it. Payloads
 // the device scattered into a CQE are copied to the posted buffers. A CQE whose QP is not attached stops the
 // poll with an error wrapping ErrPoll; the CQE is consumed, the completions before it are returned.
+//
+// Ordering: rdma-core checks one CQE's ownership, issues udma_from_device_barrier and then reads it. Poll first
+// checks the ownership of every CQE it will consume, then issues one barrier, then reads them: each CQE's
+// ownership load still precedes its content loads, with one barrier per batch instead of one per CQE.
+//
+// A successful requester or responder CQE without a scattered payload, of the QP the previous CQE named (the
+// common case of a stream of completions), is decoded inline, with the same result parse gives; every other CQE
+// (errors, scatter-to-CQE, SRQ receives, a QP's first CQE after another QP's) goes through parse.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
-	n := 0
-	var err error
-	for n < len(wcs) {
-		cqe := cq.sw(cq.ci)
-		if cqe == nil {
+	ci := cq.ci
+	base, mask, shift := cq.base, cq.mask, cq.shift
+	avail := 0
+	for m := ci; avail < len(wcs); m++ {
+		op := ownerByte((*[CQESize]byte)(unsafe.Add(base, uintptr(m&mask)*CQESize)))
+		if op >= CQEInvalid<<4 || (uint32(op)^m>>(shift&31))&CQEOwnerMask != 0 {
 			break
 		}
-		cq.ci++
-		mmio.FromDeviceBarrier()
-		if cqe[cqeOffOpOwn]>>4 == CQEResizeCQ {
+		avail++
+	}
+	if avail == 0 {
+		cq.dbr.set(0, ci&0xffffff)
+		return 0, nil
+	}
+	mmio.FromDeviceBarrier()
+	n := 0
+	var err error
+	for ; avail > 0; avail-- {
+		c := (*[CQESize]byte)(unsafe.Add(base, uintptr(ci&mask)*CQESize))
+		ci++
+		opOwn := c[cqeOffOpOwn]
+		if opOwn&InlineScatter32 == 0 { // no scatter-to-CQE payload to copy
+			key := be.Uint32(c[cqeOffSopDropQPN:])
+			if cq.version == 1 {
+				key = be.Uint32(c[cqeOffSRQNUIdx:])
+			}
+			if cq.lastKey == key&0xffffff {
+				switch opc := opOwn >> 4; {
+				case opc == CQEReq && cq.lastSQ != nil:
+					sq := cq.lastSQ
+					sop := be.Uint32(c[cqeOffSopDropQPN:])
+					r := &reqOps[uint8(sop>>24)]
+					e := sq.ent(uint32(be.Uint16(c[cqeOffWQECounter:])) & sq.mask)
+					sq.tail = e.head + 1
+					wc := &wcs[n]
+					wc.WRID, wc.Status, wc.Opcode, wc.VendorErr = e.wrid, provider.WCSuccess, r.opcode, 0
+					wc.ByteLen, wc.Imm, wc.QPNum = be.Uint32(c[cqeOffByteCnt:])&r.cntMask|r.fixed, 0, sop&0xffffff
+					wc.SrcQP, wc.Flags, wc.PKeyIndex, wc.SLID = 0, r.flags, 0, 0
+					wc.SL, wc.DLIDPathBits, wc.PortNum = 0, 0, 0
+					n++
+					continue
+				case opc-CQERespWRImm < 4 && cq.lastRQ != nil: // RESP_WR_IMM, RESP_SEND, RESP_SEND_IMM, RESP_SEND_INV
+					rq := cq.lastRQ
+					r := &respOps[opc&3]
+					iip := be.Uint32(c[cqeOffImmInvalPKey:])
+					fr := be.Uint32(c[cqeOffFlagsRQPN:])
+					flags := r.flags
+					if fr&(3<<28) != 0 {
+						flags |= provider.WCWithGRH
+					}
+					wc := &wcs[n]
+					wc.WRID, wc.Status, wc.Opcode, wc.VendorErr = rq.retire(be.Uint16(c[cqeOffWQECounter:])), provider.WCSuccess, r.opcode, 0
+					wc.ByteLen, wc.Imm, wc.QPNum = be.Uint32(c[cqeOffByteCnt:]), iip&r.immMask, be.Uint32(c[cqeOffSopDropQPN:])&0xffffff
+					wc.SrcQP, wc.Flags, wc.PKeyIndex, wc.SLID = fr&0xffffff, flags, uint16(iip), be.Uint16(c[cqeOffSLID:])
+					wc.SL, wc.DLIDPathBits, wc.PortNum = uint8(fr>>24)&0xf, c[cqeOffMLPath]&0x7f, 0
+					n++
+					continue
+				}
+			}
+		}
+		if opOwn>>4 == CQEResizeCQ {
 			continue
 		}
-		if !cq.parse(cqe, &wcs[n]) {
-			err = fmt.Errorf("mlx5: poll CQ %#x: CQE %d (QPN %#x, index %#x): %w", cq.cqn, cq.ci-1,
-				be.Uint32(cqe[cqeOffSopDropQPN:])&0xffffff, be.Uint32(cqe[cqeOffSRQNUIdx:])&0xffffff, ErrPoll)
+		if !cq.parse(c[:], &wcs[n]) {
+			err = cq.pollErr(c, ci-1)
 			break
 		}
 		n++
 	}
-	cq.dbr.set(0, cq.ci&0xffffff)
+	cq.ci = ci
+	cq.dbr.set(0, ci&0xffffff)
 	return n, err
+}
+
+// pollErr describes a CQE that names no attached queue (out of line: the hot path does not format).
+//
+//go:noinline
+func (cq *CQ) pollErr(c *[CQESize]byte, n uint32) error {
+	return fmt.Errorf("mlx5: poll CQ %#x: CQE %d (QPN %#x, index %#x): %w", cq.cqn, n,
+		be.Uint32(c[cqeOffSopDropQPN:])&0xffffff, be.Uint32(c[cqeOffSRQNUIdx:])&0xffffff, ErrPoll)
 }
 
 // parse decodes one software-owned CQE into wc (rdma-core mlx5_parse_cqe, non-lazy).
@@ -195,7 +282,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		if qp.SQ == nil {
 			return false
 		}
-		op, flags, byteLen, _ := requesterOpcode(uint8(be.Uint32(cqe[cqeOffSopDropQPN:])>>24),
+		op, flags, byteLen := requesterOpcode(uint8(be.Uint32(cqe[cqeOffSopDropQPN:])>>24),
 			be.Uint32(cqe[cqeOffByteCnt:]))
 		wc.Opcode, wc.Flags, wc.ByteLen = op, flags, byteLen
 		if opOwn&InlineScatter32 != 0 {
@@ -214,13 +301,13 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		iip := be.Uint32(cqe[cqeOffImmInvalPKey:])
 		switch opcode {
 		case CQERespWRImm:
-			wc.Opcode, wc.Flags, wc.ImmData = wr.WCRecvRDMAWithImm, wr.WCWithImm, iip
+			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecvRDMAWithImm, provider.WCWithImm, iip
 		case CQERespSend:
-			wc.Opcode = wr.WCRecv
+			wc.Opcode = provider.WCRecv
 		case CQERespSendImm:
-			wc.Opcode, wc.Flags, wc.ImmData = wr.WCRecv, wr.WCWithImm, iip
+			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecv, provider.WCWithImm, iip
 		case CQERespSendInv:
-			wc.Opcode, wc.Flags, wc.InvalidatedRKey = wr.WCRecv, wr.WCWithInv, iip
+			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecv, provider.WCWithInv, iip
 		}
 		fr := be.Uint32(cqe[cqeOffFlagsRQPN:])
 		wc.SLID = be.Uint16(cqe[cqeOffSLID:])
@@ -228,7 +315,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		wc.SrcQP = fr & 0xffffff
 		wc.DLIDPathBits = cqe[cqeOffMLPath] & 0x7f
 		if (fr>>28)&3 != 0 {
-			wc.Flags |= wr.WCGRH
+			wc.Flags |= provider.WCWithGRH
 		}
 		wc.PKeyIndex = uint16(iip)
 	case CQEReqErr, CQERespErr:
@@ -245,7 +332,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 	default:
 		// NO_PACKET (tag matching), SIG_ERR (signature MRs) and unknown opcodes belong to features this provider
 		// does not enable; surface them as a general error on the QP rather than dropping them silently.
-		wc.Status = wr.WCGeneralErr
+		wc.Status = provider.WCGeneralErr
 	}
 	return true
 }
@@ -255,10 +342,10 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 func (cq *CQ) completeRecv(qp *QP, wqeCtr uint16, payload []byte, wc *WC) bool {
 	switch {
 	case qp.SRQ != nil:
+		id, st, ok := qp.SRQ.complete(wqeCtr, payload)
 		if payload != nil {
-			wc.Status = qp.SRQ.copyToRecvWQE(wqeCtr, payload)
+			wc.Status = st
 		}
-		id, ok := qp.SRQ.complete(wqeCtr)
 		wc.WRID = id
 		return ok
 	case qp.RQ != nil:
@@ -297,7 +384,7 @@ func (cq *CQ) Event() { cq.armSN++ }
 // BeginResize stamps newBuf for count CQEs (a power of two) and remembers it; the caller then issues the kernel's
 // RESIZE_CQ with cqe = count-1 and, on success, calls CompleteResize. Do not poll in between.
 func (cq *CQ) BeginResize(newBuf []byte, count int) error {
-	if !isPow2(count) || count > 1<<24 || len(newBuf) < count*CQESize {
+	if !isPow2(count) || count > 1<<24 || len(newBuf) < count*CQESize || addrOf(newBuf)%8 != 0 {
 		return fmt.Errorf("mlx5: resize CQ %#x to %d CQEs in %d bytes: %w", cq.cqn, count, len(newBuf), errInvalid)
 	}
 	StampCQBuffer(newBuf[:count*CQESize])
@@ -339,5 +426,7 @@ func (cq *CQ) CompleteResize() error {
 	}
 	cq.ci++
 	cq.buf, cq.mask, cq.ncqe, cq.resizing = nb, nn-1, nn, nil
+	cq.base = unsafe.Pointer(unsafe.SliceData(nb))
+	cq.shift = uint(bits.TrailingZeros32(nn))
 	return nil
 }

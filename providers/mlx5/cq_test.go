@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
 )
 
 // cqeSpec is a CQE as a device would write it.
@@ -98,6 +98,59 @@ func TestCQUnknownQP(t *testing.T) {
 	}
 }
 
+// TestCQInterleavedQPs checks Poll's last-QP cache: requester CQEs of two QPs alternate in one CQ (every switch
+// goes through the lookup, every repeat through the inline path), each retires its own QP's WQEs, and a CQE for a
+// QP detached since the cache was filled is a poll error, not a completion of a stale queue.
+func TestCQInterleavedQPs(t *testing.T) {
+	e := newCQEnv(t)
+	other := newTestSQSized(t, QPTypeRC, 256, false, 8, 1, 0)
+	qp2 := &QP{QPN: gQPN + 1, UserIndex: gUIdx + 1, SQ: other.sq}
+	if err := e.cq.Attach(qp2); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		for k, sq := range []*SendQueue{e.sq.sq, other.sq} {
+			if _, err := sq.PostSend([]SendWR{{WRID: uint64(i + 10*k), Opcode: provider.WRSend,
+				Flags: provider.SendSignaled, SGL: []SGE{gS1}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// CQEs: QP1 #0, QP1 #1, QP2 #0, QP2 #1, QP1 #2, QP2 #2, QP2 #3, QP1 #3.
+	order := []struct {
+		qp  *QP
+		wqe uint16
+	}{{e.qp, 0}, {e.qp, 1}, {qp2, 0}, {qp2, 1}, {e.qp, 2}, {qp2, 2}, {qp2, 3}, {e.qp, 3}}
+	for i, o := range order {
+		putCQE(e.cqBuf, 8, uint32(i), cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: o.qp.QPN, uidx: o.qp.UserIndex,
+			wqeCounter: o.wqe})
+	}
+	var wcs [8]WC
+	n, err := e.cq.Poll(wcs[:])
+	if n != 8 || err != nil {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	for i, o := range order {
+		id := uint64(o.wqe)
+		if o.qp == qp2 {
+			id += 10
+		}
+		want := WC{WRID: id, QPNum: o.qp.QPN, Opcode: provider.WCSend}
+		if wcs[i] != want {
+			t.Errorf("completion %d = %+v, want %+v", i, wcs[i], want)
+		}
+	}
+	if e.sq.sq.Outstanding() != 0 || other.sq.Outstanding() != 0 {
+		t.Errorf("outstanding %d and %d, want 0", e.sq.sq.Outstanding(), other.sq.Outstanding())
+	}
+	// The cache now holds QP1 (the last CQE's); detach it and deliver another CQE naming it.
+	e.cq.Detach(e.qp)
+	putCQE(e.cqBuf, 8, 8, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: gQPN, uidx: gUIdx, wqeCounter: 0})
+	if n, err := e.cq.Poll(wcs[:]); n != 0 || !errors.Is(err, ErrPoll) {
+		t.Fatalf("CQE of a detached QP: Poll = %d, %v; want 0, ErrPoll", n, err)
+	}
+}
+
 func TestCQVersion0AndSRQ(t *testing.T) {
 	d, _ := NewDoorbellRecord(aligned(8))
 	buf := aligned(4 * 64)
@@ -137,7 +190,7 @@ func TestCQVersion0AndSRQ(t *testing.T) {
 	}
 	// Error CQE on the SRQ also frees its WQE.
 	putCQE(buf, 4, 1, cqeSpec{opcode: CQERespErr, qpn: 0x42, uidx: 5, wqeCounter: 0, syndrome: SyndromeWRFlushErr})
-	if n, _ := cq.Poll(wcs[:]); n != 1 || wcs[0].Status != wr.WCWRFlushErr || wcs[0].WRID != 10 {
+	if n, _ := cq.Poll(wcs[:]); n != 1 || wcs[0].Status != provider.WCWRFlushErr || wcs[0].WRID != 10 {
 		t.Fatalf("flush CQE: %d %+v", n, wcs[0])
 	}
 	// A wqe_counter beyond the SRQ is a poll error, not a panic.

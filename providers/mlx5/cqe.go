@@ -1,6 +1,6 @@
 package mlx5
 
-import "github.com/goverbs/goverbs/providers/mlx5/internal/wr"
+import "github.com/goverbs/goverbs/internal/provider"
 
 // CQE geometry and fields (struct mlx5_cqe64, struct mlx5_err_cqe in mlx5dv.h). All multi-byte fields are
 // big-endian.
@@ -69,56 +69,77 @@ const (
 func SyndromeStatus(syndrome uint8) WCStatus {
 	switch syndrome {
 	case SyndromeLocalLengthErr:
-		return wr.WCLocLenErr
+		return provider.WCLocLenErr
 	case SyndromeLocalQPOpErr:
-		return wr.WCLocQPOpErr
+		return provider.WCLocQPOpErr
 	case SyndromeLocalProtErr:
-		return wr.WCLocProtErr
+		return provider.WCLocProtErr
 	case SyndromeWRFlushErr:
-		return wr.WCWRFlushErr
+		return provider.WCWRFlushErr
 	case SyndromeMWBindErr:
-		return wr.WCMWBindErr
+		return provider.WCMWBindErr
 	case SyndromeBadRespErr:
-		return wr.WCBadRespErr
+		return provider.WCBadRespErr
 	case SyndromeLocalAccessErr:
-		return wr.WCLocAccessErr
+		return provider.WCLocAccessErr
 	case SyndromeRemoteInvalReqErr:
-		return wr.WCRemInvReqErr
+		return provider.WCRemInvReqErr
 	case SyndromeRemoteAccessErr:
-		return wr.WCRemAccessErr
+		return provider.WCRemAccessErr
 	case SyndromeRemoteOpErr:
-		return wr.WCRemOpErr
+		return provider.WCRemOpErr
 	case SyndromeTransportRetryExc:
-		return wr.WCRetryExcErr
+		return provider.WCRetryExcErr
 	case SyndromeRNRRetryExcErr:
-		return wr.WCRNRRetryExcErr
+		return provider.WCRNRRetryExcErr
 	case SyndromeRemoteAbortedErr:
-		return wr.WCRemAbortErr
+		return provider.WCRemAbortErr
 	}
-	return wr.WCGeneralErr
+	return provider.WCGeneralErr
 }
 
-// requesterOpcode maps the WQE opcode a requester CQE echoes (sop_drop_qpn >> 24) to the completion's opcode,
-// flags and, for reads and atomics, its byte count (rdma-core handle_good_req). ok is false for opcodes this
-// provider never posts.
-func requesterOpcode(op uint8, byteCnt uint32) (wcOp WCOpcode, flags WCFlags, byteLen uint32, ok bool) {
-	switch op {
-	case OpcodeRDMAWriteImm:
-		return wr.WCRDMAWrite, wr.WCWithImm, 0, true
-	case OpcodeRDMAWrite:
-		return wr.WCRDMAWrite, 0, 0, true
-	case OpcodeSendImm:
-		return wr.WCSend, wr.WCWithImm, 0, true
-	case OpcodeSend, OpcodeSendInval:
-		return wr.WCSend, 0, 0, true
-	case OpcodeRDMARead:
-		return wr.WCRDMARead, 0, byteCnt, true
-	case OpcodeAtomicCS:
-		return wr.WCCompSwap, 0, AtomicSize, true
-	case OpcodeAtomicFA:
-		return wr.WCFetchAdd, 0, AtomicSize, true
-	case OpcodeTSO:
-		return wr.WCTSO, 0, 0, true
-	}
-	return 0, 0, 0, false
+// reqOp is what a requester CQE's echoed WQE opcode means for the work completion. The byte count is
+// byteCnt&cntMask | fixed: the CQE's byte count for an RDMA read, 8 for atomics, 0 otherwise.
+type reqOp struct {
+	opcode  WCOpcode
+	flags   WCFlags
+	cntMask uint32
+	fixed   uint32
+}
+
+// reqOps maps the WQE opcode a requester CQE echoes (sop_drop_qpn >> 24) to the completion's opcode, flags and
+// byte count (rdma-core handle_good_req). Opcodes this provider never posts map to WCSend with no flags.
+var reqOps = [256]reqOp{
+	OpcodeRDMAWriteImm: {opcode: provider.WCRDMAWrite, flags: provider.WCWithImm},
+	OpcodeRDMAWrite:    {opcode: provider.WCRDMAWrite},
+	OpcodeSendImm:      {opcode: provider.WCSend, flags: provider.WCWithImm},
+	OpcodeSend:         {opcode: provider.WCSend},
+	OpcodeSendInval:    {opcode: provider.WCSend},
+	OpcodeRDMARead:     {opcode: provider.WCRDMARead, cntMask: ^uint32(0)},
+	OpcodeAtomicCS:     {opcode: provider.WCCompSwap, fixed: AtomicSize},
+	OpcodeAtomicFA:     {opcode: provider.WCFetchAdd, fixed: AtomicSize},
+	OpcodeTSO:          {opcode: wcTSO},
+}
+
+// requesterOpcode decodes a requester CQE's echoed WQE opcode with its byte count.
+func requesterOpcode(op uint8, byteCnt uint32) (WCOpcode, WCFlags, uint32) {
+	r := &reqOps[op]
+	return r.opcode, r.flags, byteCnt&r.cntMask | r.fixed
+}
+
+// respOp is what a successful responder CQE's opcode means for the work completion: opcode, flags, and whether
+// imm_inval_pkey is reported as Imm (immediate data or the invalidated rkey).
+type respOp struct {
+	opcode  WCOpcode
+	flags   WCFlags
+	immMask uint32
+}
+
+// respOps is indexed by the responder CQE opcode & 3 (RESP_SEND_INV 4 -> 0, RESP_WR_IMM 1, RESP_SEND 2,
+// RESP_SEND_IMM 3), as parse decodes them (rdma-core handle_responder).
+var respOps = [4]respOp{
+	CQERespSendInv & 3: {opcode: provider.WCRecv, flags: provider.WCWithInv, immMask: ^uint32(0)},
+	CQERespWRImm:       {opcode: provider.WCRecvRDMAWithImm, flags: provider.WCWithImm, immMask: ^uint32(0)},
+	CQERespSend:        {opcode: provider.WCRecv},
+	CQERespSendImm:     {opcode: provider.WCRecv, flags: provider.WCWithImm, immMask: ^uint32(0)},
 }

@@ -2,6 +2,7 @@ package mlx5
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/goverbs/goverbs/mmio"
 )
@@ -23,8 +24,12 @@ type RecvQueueConfig struct {
 
 // RecvQueue posts receive WQEs (data segments only) and updates the receive doorbell record; receives never touch
 // MMIO. Like SendQueue it is not safe for concurrent use.
+//
+// PostRecv addresses the ring through base, an unsafe pointer to buf's first byte: WQE idx (idx <= mask) is at
+// idx << shift inside the WQECount << WQEShift bytes NewRecvQueue verified, and a WQE holds maxGS segments.
 type RecvQueue struct {
 	buf     []byte
+	base    unsafe.Pointer
 	mask    uint32
 	shift   uint
 	maxGS   int
@@ -53,8 +58,10 @@ func NewRecvQueue(cfg RecvQueueConfig) (*RecvQueue, error) {
 	case !cfg.DBR.valid():
 		return nil, fmt.Errorf("mlx5: new receive queue for QP %#x: missing doorbell record: %w", cfg.QPN, errInvalid)
 	}
+	buf := cfg.Buf[:cfg.WQECount<<cfg.WQEShift]
 	return &RecvQueue{
-		buf:     cfg.Buf[:cfg.WQECount<<cfg.WQEShift],
+		buf:     buf,
+		base:    unsafe.Pointer(unsafe.SliceData(buf)),
 		mask:    uint32(cfg.WQECount - 1),
 		shift:   uint(cfg.WQEShift),
 		maxGS:   1 << (cfg.WQEShift - 4),
@@ -80,9 +87,10 @@ func (rq *RecvQueue) Reset() {
 func (rq *RecvQueue) PostRecv(wrs []RecvWR) (int, error) {
 	var err error
 	nreq := 0
+	head := rq.head
 	for i := range wrs {
 		w := &wrs[i]
-		if rq.head-rq.tail+uint32(nreq) >= rq.maxPost {
+		if head-rq.tail >= rq.maxPost {
 			err = errQueueFull
 			break
 		}
@@ -90,32 +98,40 @@ func (rq *RecvQueue) PostRecv(wrs []RecvWR) (int, error) {
 			err = errInvalid
 			break
 		}
-		idx := (rq.head + uint32(nreq)) & rq.mask
-		wqe := rq.buf[int(idx)<<rq.shift:]
+		idx := head & rq.mask
+		wqe := unsafe.Add(rq.base, uintptr(idx)<<rq.shift)
 		j := 0
 		for k := range w.SGL {
 			s := &w.SGL[k]
 			if s.Length == 0 {
 				continue
 			}
-			PutDataSeg(wqe[j*DataSegSize:], s.Length, s.LKey, s.Addr)
+			PutDataSeg((*[DataSegSize]byte)(unsafe.Add(wqe, j*DataSegSize))[:], s.Length, s.LKey, s.Addr)
 			j++
 		}
 		if j < rq.maxGS {
-			PutDataSegEnd(wqe[j*DataSegSize:])
+			PutDataSegEnd((*[DataSegSize]byte)(unsafe.Add(wqe, j*DataSegSize))[:])
 		}
-		rq.wrid[idx] = w.WRID
+		*(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(rq.wrid)), uintptr(idx)*8)) = w.WRID
+		head++
 		nreq++
 	}
 	if nreq > 0 {
-		rq.head += uint32(nreq)
+		rq.head = head
 		mmio.ToDeviceBarrier()
-		rq.dbr.set(0, rq.head&0xffff)
+		rq.dbr.set(0, head&0xffff)
 	}
 	if err != nil {
-		return nreq, fmt.Errorf("mlx5: post receive WR %d on QP %#x: %w", nreq, rq.qpn, err)
+		return nreq, rq.postErr(nreq, err)
 	}
 	return nreq, nil
+}
+
+// postErr wraps a receive post error (out of line: the hot path does not format).
+//
+//go:noinline
+func (rq *RecvQueue) postErr(n int, err error) error {
+	return fmt.Errorf("mlx5: post receive WR %d on QP %#x: %w", n, rq.qpn, err)
 }
 
 // complete retires the receive WQE the device reported and returns its wr_id.
@@ -123,6 +139,12 @@ func (rq *RecvQueue) complete(wqeCounter uint16) (uint64, uint32) {
 	idx := uint32(wqeCounter) & rq.mask
 	rq.tail++
 	return rq.wrid[idx], idx
+}
+
+// retire is complete without the index: Poll's inline responder path.
+func (rq *RecvQueue) retire(wqeCounter uint16) uint64 {
+	rq.tail++
+	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(rq.wrid)), uintptr(uint32(wqeCounter)&rq.mask)*8))
 }
 
 // copyToRecvWQE is responder scatter-to-CQE: copy the payload the device put in the CQE into the WQE's buffers.

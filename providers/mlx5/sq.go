@@ -2,9 +2,10 @@ package mlx5
 
 import (
 	"fmt"
+	"unsafe"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
 )
 
 // SendQueueConfig describes a send queue whose memory the caller owns: the SQ part of a QP buffer, the QP's
@@ -38,8 +39,15 @@ type SendQueueConfig struct {
 // SendQueue posts send WQEs and rings the send doorbell. It is not safe for concurrent use: the caller serialises
 // PostSend and the polling of the CQ that retires its WQEs (rdma-core's sq.lock and CQ lock); only a shared BFReg
 // is locked internally.
+//
+// The hot path addresses the ring through base, an unsafe pointer to its first byte: every WQE position is
+// (index & mask) * 64 and every segment offset is checked against qend (the ring's length, a multiple of 64)
+// before use, so no access leaves the ring that NewSendQueue verified; the compiler's per-access bounds checks
+// are what this replaces.
 type SendQueue struct {
 	buf       []byte
+	base      unsafe.Pointer // &buf[0]
+	qend      uintptr        // len(buf)
 	mask      uint32
 	maxPost   uint32
 	maxSGE    int
@@ -52,11 +60,22 @@ type SendQueue struct {
 	atomics   bool
 	preferBF  bool
 	fmCache   uint8
-	head      uint32 // work requests posted (free running)
-	tail      uint32 // work requests retired by completions
-	curPost   uint32 // basic blocks posted (free running; low 16 bits are the WQE index)
-	wrid      []uint64
-	wqeHead   []uint32
+	ops       *[16]sqOp // opcode table for this QP's type and atomics setting
+	head      uint32    // work requests posted (free running)
+	tail      uint32    // work requests retired by completions
+	curPost   uint32    // basic blocks posted (free running; low 16 bits are the WQE index)
+	ents      []sqEntry // per WQE index: wr_id and the head value when it was posted
+}
+
+// sqEntry is rdma-core's sq.wrid[idx] and sq.wqe_head[idx] side by side: a completion reads both.
+type sqEntry struct {
+	wrid uint64
+	head uint32
+}
+
+// ent returns the bookkeeping entry of WQE index idx (idx <= mask; len(ents) == mask+1).
+func (sq *SendQueue) ent(idx uint32) *sqEntry {
+	return (*sqEntry)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sq.ents)), uintptr(idx)*unsafe.Sizeof(sqEntry{})))
 }
 
 // maxOverhead is the largest segment prefix this builder writes before the data segments for each QP type.
@@ -110,9 +129,11 @@ func NewSendQueue(cfg SendQueueConfig) (*SendQueue, error) {
 		bf:        cfg.BF,
 		atomics:   cfg.Atomics && cfg.Type == QPTypeRC,
 		preferBF:  !cfg.BlueFlameInlineOnly,
-		wrid:      make([]uint64, cfg.WQECount),
-		wqeHead:   make([]uint32, cfg.WQECount),
+		ents:      make([]sqEntry, cfg.WQECount),
 	}
+	sq.base = unsafe.Pointer(unsafe.SliceData(sq.buf))
+	sq.qend = uintptr(len(sq.buf))
+	sq.setOps()
 	if cfg.SignalAll {
 		sq.sigBits = CtrlCQUpdate
 	}
@@ -141,47 +162,108 @@ const (
 	kindAtomic
 )
 
+// opInfo describes how this provider builds one work-request opcode.
+type opInfo struct {
+	opcode      uint8  // MLX5_OPCODE_*
+	kind        wrKind // segment layout
+	types       uint8  // bit 1<<QPType for each QP type that can carry it
+	atomic      bool   // needs atomics enabled
+	imm         bool   // the ctrl segment carries WR.Imm (immediate data or the rkey to invalidate)
+	unsupported bool   // a valid verbs opcode this provider does not build
+	valid       bool
+}
+
+const (
+	onRC  = 1 << QPTypeRC
+	onUC  = 1 << QPTypeUC
+	onUD  = 1 << QPTypeUD
+	onAll = onRC | onUC | onUD
+)
+
+// opTable maps ibv_wr_opcode values to their WQE (rdma-core's mlx5_ib_opcode table, restricted to what this
+// provider builds, and to what each transport can carry).
+var opTable = [16]opInfo{
+	provider.WRRDMAWrite:         {opcode: OpcodeRDMAWrite, kind: kindRDMA, types: onRC | onUC, valid: true},
+	provider.WRRDMAWriteWithImm:  {opcode: OpcodeRDMAWriteImm, kind: kindRDMA, types: onRC | onUC, imm: true, valid: true},
+	provider.WRSend:              {opcode: OpcodeSend, kind: kindSend, types: onAll, valid: true},
+	provider.WRSendWithImm:       {opcode: OpcodeSendImm, kind: kindSend, types: onAll, imm: true, valid: true},
+	provider.WRRDMARead:          {opcode: OpcodeRDMARead, kind: kindRDMA, types: onRC, valid: true},
+	provider.WRAtomicCmpAndSwp:   {opcode: OpcodeAtomicCS, kind: kindAtomic, types: onRC, atomic: true, valid: true},
+	provider.WRAtomicFetchAndAdd: {opcode: OpcodeAtomicFA, kind: kindAtomic, types: onRC, atomic: true, valid: true},
+	provider.WRLocalInv:          {unsupported: true, valid: true},
+	provider.WRBindMW:            {unsupported: true, valid: true},
+	provider.WRSendWithInv:       {opcode: OpcodeSendInval, kind: kindSend, types: onRC | onUC, imm: true, valid: true},
+	wrTSO:                        {unsupported: true, valid: true},
+	wrDriver1:                    {unsupported: true, valid: true},
+	wrAtomicWrite:                {unsupported: true, valid: true},
+}
+
 // classify returns the mlx5 opcode and segment layout for op on a QP of type t, or an error for opcodes this
-// provider does not build.
-func classify(op wr.Opcode, t QPType, atomics bool) (uint8, wrKind, error) {
-	switch op {
-	case wr.WRSend:
-		return OpcodeSend, kindSend, nil
-	case wr.WRSendWithImm:
-		return OpcodeSendImm, kindSend, nil
-	case wr.WRSendWithInv:
-		if t == QPTypeUD {
-			return 0, 0, errInvalid
-		}
-		return OpcodeSendInval, kindSend, nil
-	case wr.WRRDMAWrite, wr.WRRDMAWriteWithImm:
-		if t == QPTypeUD {
-			return 0, 0, errInvalid
-		}
-		if op == wr.WRRDMAWrite {
-			return OpcodeRDMAWrite, kindRDMA, nil
-		}
-		return OpcodeRDMAWriteImm, kindRDMA, nil
-	case wr.WRRDMARead:
-		if t != QPTypeRC {
-			return 0, 0, errInvalid
-		}
-		return OpcodeRDMARead, kindRDMA, nil
-	case wr.WRAtomicCmpAndSwp, wr.WRAtomicFetchAdd:
-		if t != QPTypeRC {
-			return 0, 0, errInvalid
-		}
-		if !atomics {
-			return 0, 0, ErrNotSupported
-		}
-		if op == wr.WRAtomicCmpAndSwp {
-			return OpcodeAtomicCS, kindAtomic, nil
-		}
-		return OpcodeAtomicFA, kindAtomic, nil
-	case wr.WRLocalInv, wr.WRBindMW, wr.WRTSO, wr.WRDriver1, wr.WRAtomicWrite:
+// provider does not build (ErrNotSupported) or the transport cannot carry (EINVAL).
+func classify(op provider.WROpcode, t QPType, atomics bool) (uint8, wrKind, error) {
+	if op >= provider.WROpcode(len(opTable)) {
+		return 0, 0, errInvalid
+	}
+	in := &opTable[op]
+	switch {
+	case !in.valid:
+		return 0, 0, errInvalid
+	case in.unsupported:
+		return 0, 0, ErrNotSupported
+	case in.types&(1<<t) == 0:
+		return 0, 0, errInvalid
+	case in.atomic && !atomics:
 		return 0, 0, ErrNotSupported
 	}
-	return 0, 0, errInvalid
+	return in.opcode, in.kind, nil
+}
+
+// sqOp is classify's answer for one opcode, precomputed per (QP type, atomics): the post loop does one table load
+// instead of a chain of tests.
+type sqOp struct {
+	opcode  uint8
+	kind    wrKind
+	bad     uint8  // 0, or badInvalid / badNotSupported
+	immMask uint32 // all ones when the ctrl segment carries WR.Imm
+}
+
+// sqOpTables holds the precomputed tables, indexed by QP type (RC, UC, UD) and atomics.
+var sqOpTables = func() (t [3][2][16]sqOp) {
+	for ti, qt := range [3]QPType{QPTypeRC, QPTypeUC, QPTypeUD} {
+		for a := range 2 {
+			for op := range 16 {
+				o := &t[ti][a][op]
+				opcode, kind, err := classify(provider.WROpcode(op), qt, a == 1)
+				switch err {
+				case nil:
+					o.opcode, o.kind = opcode, kind
+					if opTable[op].imm {
+						o.immMask = ^uint32(0)
+					}
+				case ErrNotSupported:
+					o.bad = badNotSupported
+				default:
+					o.bad = badInvalid
+				}
+			}
+		}
+	}
+	return t
+}()
+
+// setOps selects the opcode table for the queue's type and atomics setting.
+func (sq *SendQueue) setOps() {
+	a := 0
+	if sq.atomics {
+		a = 1
+	}
+	sq.ops = &sqOpTables[sq.typ-QPTypeRC][a]
+}
+
+// fmFlags maps the low three IBV_SEND_* flags (fence, signaled, solicited) to their fm_ce_se bits.
+var fmFlags = [8]uint8{
+	0, CtrlFence, CtrlCQUpdate, CtrlFence | CtrlCQUpdate,
+	CtrlSolicited, CtrlFence | CtrlSolicited, CtrlCQUpdate | CtrlSolicited, CtrlFence | CtrlCQUpdate | CtrlSolicited,
 }
 
 // PostSend builds one WQE per work request in order and rings the doorbell once for the batch (rdma-core
@@ -191,179 +273,261 @@ func classify(op wr.Opcode, t QPType, atomics bool) (uint8, wrKind, error) {
 // or a UD request without an address handle; ErrNotSupported (EOPNOTSUPP) for atomics when disabled and for
 // memory-window, local-invalidate and TSO requests.
 func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
+	if len(wrs) == 1 {
+		return sq.postOne(&wrs[0])
+	}
 	var (
-		nreq     int
-		err      error
-		inl      bool
-		ds       int
-		ctrlPos  int
-		buf      = sq.buf
-		qend     = len(buf)
-		nextFnce = sq.fmCache
+		nreq    int
+		bad     uint8
+		inl     bool
+		ds      uint32
+		ctrlPos uintptr
+		head    = sq.head
+		curPost = sq.curPost
 	)
 	for i := range wrs {
 		w := &wrs[i]
-		opcode, kind, e := classify(w.Opcode, sq.typ, sq.atomics)
-		if e != nil {
-			err = e
+		if head-sq.tail >= sq.maxPost {
+			bad = badFull
 			break
 		}
-		if sq.head-sq.tail+uint32(nreq) >= sq.maxPost || len(w.SGL) > sq.maxSGE {
-			err = errQueueFull
+		var n uint32
+		n, bad = sq.build(w, curPost, head)
+		if bad != 0 {
 			break
 		}
-		if sq.typ == QPTypeUD && w.AH == nil {
-			err = errInvalid
-			break
-		}
-		fence := nextFnce
-		if w.Flags&wr.SendFence != 0 {
-			fence = CtrlFence
-		}
-		idx := sq.curPost & sq.mask
-		pos := int(idx) * SendWQEBB
-		p := pos + CtrlSegSize
-		n := 1
-
-		switch kind {
-		case kindRDMA:
-			PutRaddrSeg(buf[p:], w.RemoteAddr, w.RKey)
-			p += RaddrSegSize
-			n++
-		case kindAtomic:
-			PutRaddrSeg(buf[p:], w.RemoteAddr, w.RKey)
-			if opcode == OpcodeAtomicCS {
-				PutAtomicSeg(buf[p+RaddrSegSize:], w.Swap, w.CompareAdd)
-			} else {
-				PutAtomicSeg(buf[p+RaddrSegSize:], w.CompareAdd, 0)
-			}
-			p += RaddrSegSize + AtomicSegSize
-			n += 2
-		}
-		if sq.typ == QPTypeUD {
-			PutDatagramSeg(buf[p:], w.AH, w.RemoteQPN, w.RemoteQKey)
-			p += DatagramSegSize
-			n += DatagramSegSize / 16
-			if p == qend {
-				p = 0
-			}
-		}
-
-		if w.Flags&wr.SendInline != 0 && len(w.SGL) > 0 {
-			sz, e := sq.putInline(p, w.SGL)
-			if e != nil {
-				err = e
-				break
-			}
-			n += sz
-			inl = true
-		} else {
-			for j := range w.SGL {
-				s := &w.SGL[j]
-				if p == qend {
-					p = 0
-				}
-				if s.Length == 0 {
-					continue
-				}
-				if kind == kindAtomic {
-					PutDataSeg(buf[p:], AtomicSize, s.LKey, s.Addr)
-				} else {
-					PutDataSeg(buf[p:], s.Length, s.LKey, s.Addr)
-				}
-				p += DataSegSize
-				n++
-			}
-		}
-
-		var imm uint32
-		switch w.Opcode {
-		case wr.WRSendWithImm, wr.WRRDMAWriteWithImm:
-			imm = w.ImmData
-		case wr.WRSendWithInv:
-			imm = w.InvalidateRKey
-		}
-		fmCeSe := sq.sigBits | fence
-		if w.Flags&wr.SendSignaled != 0 {
-			fmCeSe |= CtrlCQUpdate
-		}
-		if w.Flags&wr.SendSolicited != 0 {
-			fmCeSe |= CtrlSolicited
-		}
-		PutCtrlSeg(buf[pos:], uint16(sq.curPost), opcode, 0, sq.qpn, fmCeSe, uint8(n), 0, imm)
-		nextFnce = 0
-
-		sq.wrid[idx] = w.WRID
-		sq.wqeHead[idx] = sq.head + uint32(nreq)
-		sq.curPost += uint32(n*16+SendWQEBB-1) / SendWQEBB
-		ds, ctrlPos = n, pos
+		inl = inl || w.Flags&provider.SendInline != 0 && len(w.SGL) > 0 // as rdma-core: inline with an SGE
+		ds, ctrlPos = n, uintptr(curPost&sq.mask)*SendWQEBB
+		curPost += (n*16 + SendWQEBB - 1) / SendWQEBB
+		head++
 		nreq++
 	}
-	sq.fmCache = nextFnce
 	if nreq > 0 {
-		sq.ring(nreq, inl, ds, ctrlPos)
+		sq.fmCache = 0
+		sq.curPost = curPost
+		sq.ring(head, nreq, inl, ds, ctrlPos)
 	}
-	if err != nil {
-		return nreq, fmt.Errorf("mlx5: post send WR %d on QP %#x: %w", nreq, sq.qpn, err)
+	if bad != 0 {
+		return nreq, sq.postErr(nreq, wrs[nreq].Opcode, bad)
 	}
 	return nreq, nil
 }
 
-// putInline copies the SGEs' bytes behind an inline header at p, wrapping at the end of the ring, and returns the
-// segment's size in 16-byte units (rdma-core set_data_inl_seg).
-func (sq *SendQueue) putInline(p int, sgl []SGE) (int, error) {
-	buf := sq.buf
+// postOne is PostSend for a single work request, the latency-critical case: the same steps without the batch
+// loop's bookkeeping.
+func (sq *SendQueue) postOne(w *SendWR) (int, error) {
+	head, curPost := sq.head, sq.curPost
+	bad := uint8(badFull)
+	if head-sq.tail < sq.maxPost {
+		var n uint32
+		if n, bad = sq.build(w, curPost, head); bad == 0 {
+			// ring, inlined: one call level less on the latency path.
+			sq.fmCache = 0
+			sq.head = head + 1
+			sq.curPost = curPost + (n*16+SendWQEBB-1)/SendWQEBB
+			mmio.ToDeviceBarrier()
+			sq.dbr.set(1, sq.curPost&0xffff)
+			bf := sq.bf
+			n64 := 0
+			if n > 1 && n <= bf.maxDS && (sq.preferBF || w.Flags&provider.SendInline != 0 && len(w.SGL) > 0) {
+				n64 = int(n*16+63) / 64
+			}
+			bf.ring(sq.base, sq.qend, uintptr(curPost&sq.mask)*SendWQEBB, n64)
+			return 1, nil
+		}
+	}
+	return 0, sq.postErr(0, w.Opcode, bad)
+}
+
+// Reasons build refuses a work request.
+const (
+	badFull         = 1 + iota // ENOMEM: queue full, too many SGEs, inline payload too large
+	badInvalid                 // EINVAL
+	badNotSupported            // EOPNOTSUPP
+)
+
+// build writes the WQE for w at WQE index curPost (its bookkeeping entry records head) and returns its size in
+// 16-byte units, or a bad* reason with nothing posted. It is kept out of PostSend's loop so that the loop's few
+// batch variables stay in registers.
+func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
+	if w.Opcode >= 16 {
+		return 0, badInvalid
+	}
+	op := &sq.ops[w.Opcode]
+	if op.bad != 0 {
+		return 0, op.bad
+	}
+	if len(w.SGL) > sq.maxSGE {
+		return 0, badFull
+	}
+	base, qend := sq.base, sq.qend
+	idx := curPost & sq.mask
+	pos := uintptr(idx) * SendWQEBB
+	// The first basic block: ctrl, raddr, atomic and datagram segments never leave it.
+	bb := (*[SendWQEBB]byte)(unsafe.Add(base, pos))
+	p := pos + CtrlSegSize
+	n := uint32(1)
+
+	switch op.kind {
+	case kindRDMA:
+		PutRaddrSeg(bb[16:32], w.RemoteAddr, w.RKey)
+		p += RaddrSegSize
+		n++
+	case kindAtomic:
+		PutRaddrSeg(bb[16:32], w.RemoteAddr, w.RKey)
+		if op.opcode == OpcodeAtomicCS {
+			PutAtomicSeg(bb[32:48], w.Swap, w.CompareAdd)
+		} else {
+			PutAtomicSeg(bb[32:48], w.CompareAdd, 0)
+		}
+		p += RaddrSegSize + AtomicSegSize
+		n += 2
+	}
+	if sq.typ == QPTypeUD {
+		if w.AH == nil {
+			return 0, badInvalid
+		}
+		PutDatagramSeg(bb[16:64], &w.AH.AV, w.RemoteQPN, w.RemoteQKey)
+		p += DatagramSegSize
+		n += DatagramSegSize / 16
+		if p == qend {
+			p = 0
+		}
+	}
+
+	if w.Flags&provider.SendInline != 0 && len(w.SGL) > 0 {
+		if s := &w.SGL[0]; len(w.SGL) == 1 && int(s.Length) <= sq.maxInline && p+inlineHdrSize+uintptr(s.Length) <= qend {
+			// One SGE that does not wrap: the common inline send, without putInline's general loop.
+			if l := s.Length; l != 0 {
+				copyBytes(unsafe.Add(base, p+inlineHdrSize), hostPtr(s.Addr), uintptr(l))
+				be.PutUint32((*[inlineHdrSize]byte)(unsafe.Add(base, p))[:], l|InlineSeg)
+				n += (inlineHdrSize + l + 15) / 16
+			}
+		} else {
+			sz, ok := sq.putInline(p, w.SGL)
+			if !ok {
+				return 0, badFull
+			}
+			n += sz
+		}
+	} else {
+		for j := range w.SGL {
+			s := &w.SGL[j]
+			if p == qend {
+				p = 0
+			}
+			if s.Length == 0 {
+				continue
+			}
+			length := s.Length
+			if op.kind == kindAtomic {
+				length = AtomicSize
+			}
+			PutDataSeg((*[DataSegSize]byte)(unsafe.Add(base, p))[:], length, s.LKey, s.Addr)
+			p += DataSegSize
+			n++
+		}
+	}
+
+	fmCeSe := sq.sigBits | fmFlags[w.Flags&7]
+	if w.Flags&provider.SendFence == 0 {
+		fmCeSe |= sq.fmCache
+	}
+	// The ctrl segment as two big-endian 64-bit words: opmod_idx_opcode | qpn_ds, then signature (0),
+	// dci_stream_channel_id (0), fm_ce_se | imm.
+	storeBE64(unsafe.Pointer(bb), uint64(curPost&0xffff<<8|uint32(op.opcode))<<32|uint64(sq.qpn<<8|n))
+	storeBE64(unsafe.Pointer(&bb[8]), uint64(fmCeSe)<<32|uint64(w.Imm&op.immMask))
+	sq.fmCache = 0
+	e := sq.ent(idx)
+	e.wrid, e.head = w.WRID, head
+	return n, 0
+}
+
+// postErr wraps a post error with the failing index (out of line: the hot path does not format). A work request
+// this provider does not build says which feature is missing.
+//
+//go:noinline
+func (sq *SendQueue) postErr(n int, op provider.WROpcode, bad uint8) error {
+	switch bad {
+	case badFull:
+		return fmt.Errorf("mlx5: post send WR %d on QP %#x: %w", n, sq.qpn, errQueueFull)
+	case badNotSupported:
+		what := "this opcode"
+		switch op {
+		case provider.WRLocalInv, provider.WRBindMW:
+			what = "memory windows and local invalidate (UMR WQEs)"
+		case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
+			what = "atomics on this QP"
+		case wrTSO:
+			what = "TSO (raw packet QPs)"
+		}
+		return fmt.Errorf("mlx5: post send WR %d (opcode %d) on QP %#x: %s: %w", n, op, sq.qpn, what, ErrNotSupported)
+	}
+	return fmt.Errorf("mlx5: post send WR %d (opcode %d) on QP %#x: %w", n, op, sq.qpn, errInvalid)
+}
+
+// putInline copies the SGEs' bytes behind an inline header at ring offset p, wrapping at the end of the ring, and
+// returns the segment's size in 16-byte units (rdma-core set_data_inl_seg); ok is false when the payload exceeds
+// MaxInline. p is 16-byte aligned and inside the ring; the payload (at most MaxInline bytes, which NewSendQueue
+// checked fits a WQE, and a WQE fits the ring) wraps at most once.
+func (sq *SendQueue) putInline(p uintptr, sgl []SGE) (uint32, bool) {
+	base, qend := sq.base, sq.qend
 	hdr := p
 	q := p + inlineHdrSize
 	total := 0
 	for j := range sgl {
 		s := &sgl[j]
-		n := int(s.Length)
-		total += n
+		n := uintptr(s.Length)
+		total += int(n)
 		if total > sq.maxInline {
-			return 0, errQueueFull
+			return 0, false
 		}
-		src := hostBytes(s.Addr, n)
-		if q+n > len(buf) {
-			c := copy(buf[q:], src)
-			src = src[c:]
-			q = 0
+		if n == 0 {
+			continue
 		}
-		q += copy(buf[q:], src)
+		src := hostPtr(s.Addr)
+		if q+n > qend {
+			c := qend - q
+			copyBytes(unsafe.Add(base, q), src, c)
+			src, n, q = unsafe.Add(src, c), n-c, 0
+		}
+		copyBytes(unsafe.Add(base, q), src, n)
+		q += n
 	}
 	if total == 0 {
-		return 0, nil
+		return 0, true
 	}
-	PutInlineHeader(buf[hdr:], uint32(total))
-	return InlineDS(total), nil
+	PutInlineHeader((*[inlineHdrSize]byte)(unsafe.Add(base, hdr))[:], uint32(total))
+	return uint32(InlineDS(total)), true
 }
 
 // ring is rdma-core's post_send_db: advance head, order the WQEs before the doorbell record, update the record,
 // then BlueFlame the single small WQE or write the 8-byte doorbell.
-func (sq *SendQueue) ring(nreq int, inl bool, ds, ctrlPos int) {
-	sq.head += uint32(nreq)
+func (sq *SendQueue) ring(head uint32, nreq int, inl bool, ds uint32, ctrlPos uintptr) {
+	sq.head = head
 	mmio.ToDeviceBarrier()
 	sq.dbr.set(1, sq.curPost&0xffff)
+	bf := sq.bf
 	n64 := 0
-	if bf := sq.bf; nreq == 1 && bf.bufSize != 0 && (inl || sq.preferBF) && ds > 1 && uintptr(ds) <= bf.bufSize/16 {
-		n64 = (ds*16 + 63) / 64
+	if nreq == 1 && ds > 1 && ds <= bf.maxDS && (inl || sq.preferBF) {
+		n64 = int(ds*16+63) / 64
 	}
-	sq.bf.ring(sq.buf, ctrlPos, n64)
+	bf.ring(sq.base, sq.qend, ctrlPos, n64)
 }
 
 // complete retires the WQE whose index the device reported and the unsignaled ones before it, returning its wr_id
 // (rdma-core: wr_id = wrid[idx]; tail = wqe_head[idx] + 1).
 func (sq *SendQueue) complete(wqeCounter uint16) uint64 {
-	idx := uint32(wqeCounter) & sq.mask
-	sq.tail = sq.wqeHead[idx] + 1
-	return sq.wrid[idx]
+	e := sq.ent(uint32(wqeCounter) & sq.mask)
+	sq.tail = e.head + 1
+	return e.wrid
 }
 
 // copyToSendWQE is scatter-to-CQE on the requester side: the device put a small RDMA-read or atomic response into
 // the CQE; copy it to the buffers named by the WQE's data segments (rdma-core mlx5_copy_to_send_wqe).
 func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 	if sq.typ != QPTypeRC {
-		return wr.WCGeneralErr
+		return provider.WCGeneralErr
 	}
 	pos := int(uint32(wqeCounter)&sq.mask) * SendWQEBB
 	ctrl := sq.buf[pos:]
@@ -374,7 +538,7 @@ func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 	case OpcodeAtomicCS, OpcodeAtomicFA:
 		off = CtrlSegSize + RaddrSegSize + AtomicSegSize
 	default:
-		return wr.WCRemInvReqErr
+		return provider.WCRemInvReqErr
 	}
 	nseg := int(be.Uint32(ctrl[4:])&0x3f) - off/16
 	return copyToScatter(sq.buf, pos+off, nseg, src)
@@ -384,7 +548,7 @@ func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 // at the end of ring), each taking at most its byte_count (rdma-core copy_to_scat).
 func copyToScatter(ring []byte, p, nseg int, src []byte) WCStatus {
 	if len(src) == 0 {
-		return wr.WCSuccess
+		return provider.WCSuccess
 	}
 	for i := 0; i < nseg; i++ {
 		if p >= len(ring) {
@@ -395,9 +559,9 @@ func copyToScatter(ring []byte, p, nseg int, src []byte) WCStatus {
 		copy(hostBytes(be.Uint64(seg[8:]), n), src[:n])
 		src = src[n:]
 		if len(src) == 0 {
-			return wr.WCSuccess
+			return provider.WCSuccess
 		}
 		p += DataSegSize
 	}
-	return wr.WCLocLenErr
+	return provider.WCLocLenErr
 }

@@ -3,16 +3,17 @@ package mlx5
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
 )
 
 func sendWR(id uint64, sges ...SGE) SendWR {
-	return SendWR{WRID: id, Opcode: wr.WRSend, Flags: wr.SendSignaled, SGL: sges}
+	return SendWR{WRID: id, Opcode: provider.WRSend, Flags: provider.SendSignaled, SGL: sges}
 }
 
 func TestBlueFlameSingleWQEAlternatesHalves(t *testing.T) {
@@ -36,7 +37,7 @@ func TestBlueFlameCopyWrapsAtRingEnd(t *testing.T) {
 	ts := newTestSQ(t, QPTypeRC, 256, false)
 	ts.sq.curPost = 7
 	pl := payload()
-	if _, err := ts.sq.PostSend([]SendWR{{Opcode: wr.WRSend, Flags: wr.SendInline,
+	if _, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRSend, Flags: provider.SendInline,
 		SGL: []SGE{{Addr: addrOf(pl), Length: 100}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +49,8 @@ func TestBlueFlameCopyWrapsAtRingEnd(t *testing.T) {
 
 func TestDoorbellOnlyCases(t *testing.T) {
 	pl := payload()
-	inline := SendWR{Opcode: wr.WRSend, Flags: wr.SendInline, SGL: []SGE{{Addr: addrOf(pl), Length: 8}}}
-	big := SendWR{Opcode: wr.WRSend, SGL: []SGE{gS1, gS2, gS3, gS1}} // ds 5
+	inline := SendWR{Opcode: provider.WRSend, Flags: provider.SendInline, SGL: []SGE{{Addr: addrOf(pl), Length: 8}}}
+	big := SendWR{Opcode: provider.WRSend, SGL: []SGE{gS1, gS2, gS3, gS1}} // ds 5
 	for _, c := range []struct {
 		name       string
 		bfSize     int
@@ -63,7 +64,10 @@ func TestDoorbellOnlyCases(t *testing.T) {
 		{"prefer_bf off, inline", 256, true, []SendWR{inline}, true},
 		{"WQE larger than the half", 64, false, []SendWR{big}, false},
 		{"WQE fits the half", 128, false, []SendWR{big}, true},
-		{"ds 1 (no data)", 256, false, []SendWR{{Opcode: wr.WRSend}}, false},
+		{"ds 1 (no data)", 256, false, []SendWR{{Opcode: provider.WRSend}}, false},
+		// rdma-core counts a request as inline only when it has an SGE to inline.
+		{"prefer_bf off, inline flag without SGEs", 256, true, []SendWR{{Opcode: provider.WRRDMAWrite,
+			Flags: provider.SendInline, RemoteAddr: 1, RKey: 2}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ts := newTestSQ(t, QPTypeRC, c.bfSize, false)
@@ -71,22 +75,42 @@ func TestDoorbellOnlyCases(t *testing.T) {
 			if _, err := ts.sq.PostSend(c.wrs); err != nil {
 				t.Fatal(err)
 			}
-			last := 0
-			if len(c.wrs) == 2 {
-				last = 64
-			}
-			ctrl := ts.ring[last : last+8]
-			if c.blueFlame {
-				if !bytes.Equal(ts.reg[:64], ts.ring[last:last+64]) {
-					t.Errorf("want BlueFlame copy of %x, register = %x", ts.ring[last:last+64], ts.reg[:64])
-				}
-			} else if !bytes.Equal(ts.reg[:8], ctrl) || !bytes.Equal(ts.reg[8:], make([]byte, len(ts.reg)-8)) {
-				t.Errorf("want only the 8-byte doorbell %x, register = %x", ctrl, ts.reg[:min(len(ts.reg), 64)])
-			}
-			if wantOff := c.bfSize; ts.bf.Offset() != wantOff {
-				t.Errorf("offset after one ring = %d, want %d", ts.bf.Offset(), wantOff)
-			}
+			checkRing(t, ts, c.wrs, c.blueFlame, c.bfSize)
 		})
+		// The same single request through the batch path: a second, invalid request stops the batch after
+		// one, so the doorbell decision is the loop's rather than the single-request path's.
+		if len(c.wrs) != 1 {
+			continue
+		}
+		t.Run(c.name+" (batch path)", func(t *testing.T) {
+			ts := newTestSQ(t, QPTypeRC, c.bfSize, false)
+			ts.sq.preferBF = !c.inlineOnly
+			if n, err := ts.sq.PostSend([]SendWR{c.wrs[0], {Opcode: 99}}); n != 1 || !errors.Is(err, syscall.EINVAL) {
+				t.Fatalf("PostSend = %d, %v", n, err)
+			}
+			checkRing(t, ts, c.wrs, c.blueFlame, c.bfSize)
+		})
+	}
+}
+
+// checkRing checks that posting wrs rang ts's register with a BlueFlame copy of the last WQE or only the 8-byte
+// doorbell, and toggled the half once.
+func checkRing(t *testing.T, ts *testSQ, wrs []SendWR, blueFlame bool, bfSize int) {
+	t.Helper()
+	last := 0
+	if len(wrs) == 2 {
+		last = 64
+	}
+	ctrl := ts.ring[last : last+8]
+	if blueFlame {
+		if !bytes.Equal(ts.reg[:64], ts.ring[last:last+64]) {
+			t.Errorf("want BlueFlame copy of %x, register = %x", ts.ring[last:last+64], ts.reg[:64])
+		}
+	} else if !bytes.Equal(ts.reg[:8], ctrl) || !bytes.Equal(ts.reg[8:], make([]byte, len(ts.reg)-8)) {
+		t.Errorf("want only the 8-byte doorbell %x, register = %x", ctrl, ts.reg[:min(len(ts.reg), 64)])
+	}
+	if wantOff := bfSize; ts.bf.Offset() != wantOff {
+		t.Errorf("offset after one ring = %d, want %d", ts.bf.Offset(), wantOff)
 	}
 }
 
@@ -101,14 +125,14 @@ func TestPostSendErrors(t *testing.T) {
 	}{
 		{"queue full after two", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1), sendWR(3, gS1)}, 2, syscall.ENOMEM},
 		{"too many SGEs", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1, gS1, gS1, gS1, gS1)}, 1, syscall.ENOMEM},
-		{"inline too large", QPTypeRC, []SendWR{{Opcode: wr.WRSend, Flags: wr.SendInline,
+		{"inline too large", QPTypeRC, []SendWR{{Opcode: provider.WRSend, Flags: provider.SendInline,
 			SGL: []SGE{{Addr: addrOf(pl), Length: 129}}}}, 0, syscall.ENOMEM},
-		{"read on UC", QPTypeUC, []SendWR{{Opcode: wr.WRRDMARead, SGL: []SGE{gS1}}}, 0, syscall.EINVAL},
-		{"atomic on UD", QPTypeUD, []SendWR{{Opcode: wr.WRAtomicFetchAdd, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
-		{"write on UD", QPTypeUD, []SendWR{{Opcode: wr.WRRDMAWrite, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
+		{"read on UC", QPTypeUC, []SendWR{{Opcode: provider.WRRDMARead, SGL: []SGE{gS1}}}, 0, syscall.EINVAL},
+		{"atomic on UD", QPTypeUD, []SendWR{{Opcode: provider.WRAtomicFetchAndAdd, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
+		{"write on UD", QPTypeUD, []SendWR{{Opcode: provider.WRRDMAWrite, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
 		{"UD without AH", QPTypeUD, []SendWR{sendWR(1, gS1)}, 0, syscall.EINVAL},
-		{"local invalidate", QPTypeRC, []SendWR{{Opcode: wr.WRLocalInv}}, 0, syscall.EOPNOTSUPP},
-		{"bind MW", QPTypeRC, []SendWR{{Opcode: wr.WRBindMW}}, 0, syscall.EOPNOTSUPP},
+		{"local invalidate", QPTypeRC, []SendWR{{Opcode: provider.WRLocalInv}}, 0, syscall.EOPNOTSUPP},
+		{"bind MW", QPTypeRC, []SendWR{{Opcode: provider.WRBindMW}}, 0, syscall.EOPNOTSUPP},
 		{"unknown opcode", QPTypeRC, []SendWR{{Opcode: 99}}, 0, syscall.EINVAL},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -116,6 +140,11 @@ func TestPostSendErrors(t *testing.T) {
 			n, err := ts.sq.PostSend(c.wrs)
 			if n != c.posted || !errors.Is(err, c.errno) {
 				t.Fatalf("PostSend = %d, %v; want %d, %v", n, err, c.posted, c.errno)
+			}
+			if c.errno == syscall.EOPNOTSUPP && (!errors.Is(err, ErrNotSupported) ||
+				(c.wrs[0].Opcode == provider.WRLocalInv || c.wrs[0].Opcode == provider.WRBindMW) &&
+					!strings.Contains(err.Error(), "memory windows and local invalidate (UMR WQEs)")) {
+				t.Errorf("unsupported request error does not name the feature: %v", err)
 			}
 			wantDBR := []byte{0, 0, 0, 0}
 			if c.posted > 0 {
@@ -132,7 +161,8 @@ func TestPostSendErrors(t *testing.T) {
 	t.Run("atomics disabled", func(t *testing.T) {
 		ts := newTestSQ(t, QPTypeRC, 256, false)
 		ts.sq.atomics = false
-		_, err := ts.sq.PostSend([]SendWR{{Opcode: wr.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}})
+		ts.sq.setOps()
+		_, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}})
 		if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EOPNOTSUPP) {
 			t.Fatalf("err = %v", err)
 		}
@@ -142,7 +172,7 @@ func TestPostSendErrors(t *testing.T) {
 func TestSignalAll(t *testing.T) {
 	ts := newTestSQ(t, QPTypeRC, 256, false)
 	ts.sq.sigBits = CtrlCQUpdate
-	if _, err := ts.sq.PostSend([]SendWR{{Opcode: wr.WRSend, SGL: []SGE{gS1}}}); err != nil {
+	if _, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRSend, SGL: []SGE{gS1}}}); err != nil {
 		t.Fatal(err)
 	}
 	if ts.ring[11] != CtrlCQUpdate {

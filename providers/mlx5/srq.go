@@ -2,7 +2,9 @@ package mlx5
 
 import (
 	"fmt"
+	"sync"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
 )
 
@@ -20,9 +22,13 @@ type SRQConfig struct {
 }
 
 // SRQ is a shared receive queue (rdma-core's SRQ without the ODP wait queue): free WQEs form a linked list through
-// their next_wqe_index fields; posting takes from the head, completion returns a WQE to the tail. Not safe for
-// concurrent use.
+// their next_wqe_index fields; posting takes from the head, completion returns a WQE to the tail.
+//
+// Unlike the other queues an SRQ is locked internally (rdma-core's srq->lock): the QPs that receive from it may
+// complete into different CQs polled by different goroutines, and each of those polls returns WQEs to the free
+// list. PostRecv takes the lock once per batch; a poll takes it once per SRQ completion.
 type SRQ struct {
+	mu      sync.Mutex
 	buf     []byte
 	shift   uint
 	nwqe    int
@@ -75,6 +81,7 @@ func (s *SRQ) SRQN() uint32 { return s.srqn }
 func (s *SRQ) PostRecv(wrs []RecvWR) (int, error) {
 	var err error
 	nreq := 0
+	s.mu.Lock()
 	for i := range wrs {
 		w := &wrs[i]
 		if len(w.SGL) > s.maxGS {
@@ -103,6 +110,7 @@ func (s *SRQ) PostRecv(wrs []RecvWR) (int, error) {
 		mmio.ToDeviceBarrier()
 		s.dbr.set(0, uint32(s.counter))
 	}
+	s.mu.Unlock()
 	if err != nil {
 		return nreq, fmt.Errorf("mlx5: post SRQ receive WR %d on SRQ %#x: %w", nreq, s.srqn, err)
 	}
@@ -110,18 +118,20 @@ func (s *SRQ) PostRecv(wrs []RecvWR) (int, error) {
 }
 
 // complete returns WQE idx (the CQE's wqe_counter) to the free list and its wr_id (rdma-core mlx5_free_srq_wqe).
-func (s *SRQ) complete(idx uint16) (uint64, bool) {
+// payload, when not nil, is a scattered-to-CQE receive, copied into the WQE's buffers first; the returned status
+// is that copy's. ok is false for an index outside the queue.
+func (s *SRQ) complete(idx uint16, payload []byte) (id uint64, st WCStatus, ok bool) {
 	i := int(idx)
 	if i >= s.nwqe {
-		return 0, false
+		return 0, provider.WCSuccess, false
 	}
-	id := s.wrid[i]
-	be.PutUint16(s.wqe(s.tail)[2:], idx)
+	s.mu.Lock()
+	if payload != nil {
+		st = copyToScatter(s.buf, i<<s.shift+SRQNextSegSize, s.maxGS, payload)
+	}
+	id = s.wrid[i]
+	be.PutUint16(s.buf[s.tail<<s.shift+2:], idx)
 	s.tail = i
-	return id, true
-}
-
-// copyToRecvWQE is scatter-to-CQE for an SRQ receive.
-func (s *SRQ) copyToRecvWQE(idx uint16, src []byte) WCStatus {
-	return copyToScatter(s.buf, int(idx)<<s.shift+SRQNextSegSize, s.maxGS, src)
+	s.mu.Unlock()
+	return id, st, true
 }

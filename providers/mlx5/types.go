@@ -4,23 +4,30 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/goverbs/goverbs/providers/mlx5/internal/wr"
+	"github.com/goverbs/goverbs/internal/provider"
 	"syscall"
 )
 
-// Work-request and work-completion types. They are aliases of minimal local mirrors of ibv_send_wr, ibv_recv_wr,
-// ibv_sge and ibv_wc (package internal/wr) until the uverbs versions exist; swapping the aliases is the whole
-// migration.
+// Work-request and work-completion types: the ones package uverbs exposes (defined in internal/provider).
 type (
-	SGE       = wr.SGE
-	SendWR    = wr.SendWR
-	RecvWR    = wr.RecvWR
-	WC        = wr.WC
-	WROpcode  = wr.Opcode
-	SendFlags = wr.SendFlags
-	WCStatus  = wr.Status
-	WCOpcode  = wr.WCOpcode
-	WCFlags   = wr.WCFlags
+	SGE       = provider.SGE
+	SendWR    = provider.SendWR
+	RecvWR    = provider.RecvWR
+	WC        = provider.WC
+	AHData    = provider.AHData
+	WROpcode  = provider.WROpcode
+	SendFlags = provider.SendFlags
+	WCStatus  = provider.WCStatus
+	WCOpcode  = provider.WCOpcode
+	WCFlags   = provider.WCFlags
+)
+
+// ibv_wr_opcode / ibv_wc_opcode values the verbs layer does not name; this provider rejects or reports them.
+const (
+	wrTSO         provider.WROpcode = 10 // IBV_WR_TSO (raw packet QPs)
+	wrDriver1     provider.WROpcode = 11 // IBV_WR_DRIVER1
+	wrAtomicWrite provider.WROpcode = 15 // IBV_WR_ATOMIC_WRITE
+	wcTSO         provider.WCOpcode = 7  // IBV_WC_TSO
 )
 
 // QPType is a queue-pair transport type (enum ibv_qp_type values).

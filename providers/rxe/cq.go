@@ -53,8 +53,9 @@ func (c *context) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.C
 }
 
 // Poll copies up to len(wc) completions out of the ring, oldest first, and returns how many. Immediate data
-// (WCWithImm) is converted from the wire's big-endian to host order. A destroyed CQ, or one whose ring could not
-// be mapped again after a resize, has no completions.
+// (WCWithImm) is converted from the wire's big-endian to host order, and the flags from the kernel's numbering
+// to IBV_WC_* (see wcFlags). A destroyed CQ, or one whose ring could not be mapped again after a resize, has no
+// completions.
 func (cq *cq) Poll(wc []provider.WC) int {
 	cq.mu.Lock()
 	q := &cq.q
@@ -68,6 +69,7 @@ func (cq *cq) Poll(wc []provider.WC) int {
 	for n < len(wc) && cons != prod {
 		w := &wc[n]
 		*w = *(*provider.WC)(q.elem(cons))
+		w.Flags = wcFlags(uint32(w.Flags))
 		if w.Flags&provider.WCWithImm != 0 {
 			w.Imm = binary.BigEndian.Uint32((*[4]byte)(unsafe.Pointer(&w.Imm))[:])
 		}
@@ -76,6 +78,37 @@ func (cq *cq) Poll(wc []provider.WC) int {
 	}
 	cq.mu.Unlock()
 	return n
+}
+
+// The kernel's enum ib_wc_flags (include/rdma/ib_verbs.h; not part of the uAPI headers), which rxe writes into
+// the wc_flags of the ib_uverbs_wc entries of a user CQ, as the uverbs POLL_CQ command also passes it through.
+const (
+	kernelWCGRH            = 1 << 0 // IB_WC_GRH
+	kernelWCWithImm        = 1 << 1 // IB_WC_WITH_IMM
+	kernelWCWithInvalidate = 1 << 2 // IB_WC_WITH_INVALIDATE
+	kernelWCIPCSumOK       = 1 << 3 // IB_WC_IP_CSUM_OK
+)
+
+// wcFlags converts kernel completion flags to the IBV_WC_* numbering of provider.WCFlags. The two agree on GRH
+// and WITH_IMM but swap the next two bits (kernel WITH_INVALIDATE is 1<<2, IBV_WC_WITH_INV 1<<3; IP_CSUM_OK the
+// other way round). rdma-core's rxe provider copies the kernel's value unchanged, so a C program sees
+// IBV_WC_IP_CSUM_OK on a receive that invalidated an rkey; here it is WCWithInv. Higher kernel bits (SMAC, VLAN,
+// network header type) are set only on kernel-owned CQs and have no IBV_WC_* meaning; they are dropped.
+func wcFlags(k uint32) provider.WCFlags {
+	var f provider.WCFlags
+	if k&kernelWCGRH != 0 {
+		f |= provider.WCWithGRH
+	}
+	if k&kernelWCWithImm != 0 {
+		f |= provider.WCWithImm
+	}
+	if k&kernelWCWithInvalidate != 0 {
+		f |= provider.WCWithInv
+	}
+	if k&kernelWCIPCSumOK != 0 {
+		f |= provider.WCIPCSumOK
+	}
+	return f
 }
 
 // Arm requests a completion event for the next completion (only for solicited ones if solicitedOnly): the

@@ -10,14 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// kernelWC is a completion as the kernel writes it; imm is given in host order and stored big-endian when the
-// WITH_IMM flag is set, host order otherwise (invalidate_rkey).
+// kernelWC is a completion as the kernel writes it, with kernel-numbered flags (kernelWC*); imm is given in host
+// order and stored big-endian when the WITH_IMM flag is set, host order otherwise (invalidate_rkey).
 func kernelWC(id uint64, flags uint32, imm uint32) abi.IbUverbsWc {
 	wc := abi.IbUverbsWc{
 		WrId: id, Status: uint32(id % 3), Opcode: 128, VendorErr: 0x55, ByteLen: uint32(id) * 10,
 		QpNum: 0x11, SrcQp: 0x22, WcFlags: flags, PkeyIndex: 1, Slid: 2, Sl: 3, DlidPathBits: 4, PortNum: 1,
 	}
-	if flags&uint32(provider.WCWithImm) != 0 {
+	if flags&kernelWCWithImm != 0 {
 		binary.BigEndian.PutUint32(wc.Ex[:], imm)
 	} else {
 		binary.NativeEndian.PutUint32(wc.Ex[:], imm)
@@ -25,11 +25,11 @@ func kernelWC(id uint64, flags uint32, imm uint32) abi.IbUverbsWc {
 	return wc
 }
 
-func checkWC(t *testing.T, got provider.WC, id uint64, flags uint32, imm uint32) {
+func checkWC(t *testing.T, got provider.WC, id uint64, flags provider.WCFlags, imm uint32) {
 	t.Helper()
 	want := provider.WC{
 		WRID: id, Status: provider.WCStatus(id % 3), Opcode: provider.WCRecv, VendorErr: 0x55, ByteLen: uint32(id) * 10,
-		Imm: imm, QPNum: 0x11, SrcQP: 0x22, Flags: provider.WCFlags(flags), PKeyIndex: 1, SLID: 2, SL: 3,
+		Imm: imm, QPNum: 0x11, SrcQP: 0x22, Flags: flags, PKeyIndex: 1, SLID: 2, SL: 3,
 		DLIDPathBits: 4, PortNum: 1,
 	}
 	if got != want {
@@ -44,21 +44,15 @@ func TestPoll(t *testing.T) {
 	if n := c.Poll(wc); n != 0 {
 		t.Fatalf("Poll on an empty CQ = %d", n)
 	}
-	withImm := uint32(provider.WCWithImm)
-	withInv := uint32(provider.WCWithInv)
+	// What the kernel writes, and what Poll must return.
+	kflags := [3]uint32{kernelWCGRH | kernelWCWithImm, kernelWCGRH | kernelWCWithInvalidate, 0}
+	flags := [3]provider.WCFlags{provider.WCWithGRH | provider.WCWithImm, provider.WCWithGRH | provider.WCWithInv, 0}
 	var produced, polled uint64
 	for round := 0; round < 200; round++ {
 		// Produce 1..7 completions, alternating imm / invalidate / plain.
 		for i := 0; i <= round%7; i++ {
 			id := produced
-			var flags uint32
-			switch id % 3 {
-			case 0:
-				flags = withImm
-			case 1:
-				flags = withInv
-			}
-			if !c.produce(kernelWC(id, flags, uint32(id)*0x01010101+0x0a0b0c0d)) {
+			if !c.produce(kernelWC(id, kflags[id%3], uint32(id)*0x01010101+0x0a0b0c0d)) {
 				t.Fatalf("round %d: CQ full with %d outstanding", round, produced-polled)
 			}
 			produced++
@@ -70,14 +64,7 @@ func TestPoll(t *testing.T) {
 			}
 			for i := 0; i < n; i++ {
 				id := polled
-				var flags uint32
-				switch id % 3 {
-				case 0:
-					flags = withImm
-				case 1:
-					flags = withInv
-				}
-				checkWC(t, wc[i], id, flags, uint32(id)*0x01010101+0x0a0b0c0d)
+				checkWC(t, wc[i], id, flags[id%3], uint32(id)*0x01010101+0x0a0b0c0d)
 				polled++
 			}
 		}
@@ -89,6 +76,27 @@ func TestPoll(t *testing.T) {
 	c.produce(kernelWC(1, 0, 0))
 	if n := c.Poll(nil); n != 0 || pending(c.k) != 1 {
 		t.Fatalf("Poll(nil) = %d, %d pending", n, pending(c.k))
+	}
+}
+
+func TestWCFlags(t *testing.T) {
+	tests := []struct {
+		kernel uint32
+		want   provider.WCFlags
+	}{
+		{0, 0},
+		{kernelWCGRH, provider.WCWithGRH},
+		{kernelWCWithImm, provider.WCWithImm},
+		{kernelWCWithInvalidate, provider.WCWithInv},
+		{kernelWCIPCSumOK, provider.WCIPCSumOK},
+		{kernelWCGRH | kernelWCWithInvalidate, provider.WCWithGRH | provider.WCWithInv},
+		{0xf, provider.WCWithGRH | provider.WCWithImm | provider.WCWithInv | provider.WCIPCSumOK},
+		{0x70 | kernelWCWithImm, provider.WCWithImm}, // SMAC, VLAN, network header type: dropped
+	}
+	for _, tc := range tests {
+		if got := wcFlags(tc.kernel); got != tc.want {
+			t.Errorf("wcFlags(%#x) = %#x, want %#x", tc.kernel, got, tc.want)
+		}
 	}
 }
 
@@ -203,4 +211,35 @@ func unixPwriteU32(fd int, off int64, v uint32) (int, error) {
 	var b [4]byte
 	binary.NativeEndian.PutUint32(b[:], v)
 	return unix.Pwrite(fd, b[:], off)
+}
+
+// FuzzPoll lets the "kernel" leave arbitrary (even unmasked or inconsistent) indices and entry bytes in the
+// ring: Poll returns at most what fits, never more than the ring holds, and moves the consumer index by exactly
+// what it returned.
+func FuzzPoll(f *testing.F) {
+	f.Add(uint32(0), uint32(0), uint8(4), []byte{})
+	f.Add(uint32(3), uint32(1), uint8(1), []byte{1, 2, 3})
+	f.Add(uint32(0xffffffff), uint32(0x80000000), uint8(255), []byte{0xff, 0xff, 0xff, 0xff, 0x02})
+	f.Fuzz(func(t *testing.T, prod, cons uint32, want uint8, entries []byte) {
+		k := newFakeKernel(t)
+		c := k.newCQ(7)
+		for i := 0; i <= int(c.k.mask); i++ {
+			slot := unsafeBytes(c.k.elem(uint32(i)), c.k.elemSize())
+			for j := range slot {
+				if len(entries) > 0 {
+					slot[j] = entries[(i*len(slot)+j)%len(entries)]
+				}
+			}
+		}
+		*c.k.prod, *c.k.cons = prod, cons
+		wc := make([]provider.WC, int(want))
+		n := c.Poll(wc)
+		avail := int((prod - cons) & c.k.mask)
+		if n > len(wc) || n > c.k.capacity() || n != min(avail, len(wc)) {
+			t.Fatalf("Poll = %d with %d available and room for %d", n, avail, len(wc))
+		}
+		if got, wantCons := c.k.consumer(), (cons+uint32(n))&c.k.mask; got != wantCons {
+			t.Fatalf("consumer index %d after %d completions from %d, want %d", got, n, cons&c.k.mask, wantCons)
+		}
+	})
 }

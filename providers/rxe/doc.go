@@ -23,15 +23,36 @@
 // struct ib_uverbs_wc entries out. Arm sends the legacy REQ_NOTIFY_CQ command through the INVOKE_WRITE tunnel.
 //
 // The data path (PostSend, PostRecv, Poll, Arm) takes one lock per call per queue, is safe for concurrent use,
-// and does not allocate.
+// and does not allocate. Its errors are *Error values matching rdma-core's errnos; a full queue is ENOMEM with
+// the count of requests that did go in, so a poster reaps completions and posts the rest:
+//
+//	for len(wrs) > 0 {
+//		n, err := qp.PostSend(wrs)
+//		wrs = wrs[n:]
+//		if errors.Is(err, unix.ENOMEM) {
+//			cq.Poll(wc) // frees send-queue slots
+//			continue
+//		}
+//		if err != nil {
+//			return err
+//		}
+//	}
 //
 // # Differences from rdma-core
 //
 // The provider follows rdma-core's rxe provider (v44) in validation and error numbers, with these deliberate
-// differences: PostSend refuses a QP that has not reached RTS before writing anything into the ring (rdma-core
-// writes the WQEs and then reports the kernel's EINVAL from the doorbell, leaving them queued); an unknown send
-// opcode is refused with EINVAL instead of being handed to the kernel; the immediate-data field of a WQE is only
-// written for opcodes that carry immediate data or an rkey to invalidate; and address handles without a kernel
-// AH number (kernels older than the ah_num interface) are refused at creation with EOPNOTSUPP instead of building
-// a userspace address vector.
+// differences:
+//
+//   - PostSend refuses a QP that has not reached RTS before writing anything into the ring (rdma-core writes
+//     the WQEs and then reports the kernel's EINVAL from the doorbell, leaving them queued);
+//   - an unknown send opcode, and SGE lengths adding up to more than 2^32-1 (rdma-core's sum wraps), are
+//     refused with EINVAL instead of being handed to the kernel;
+//   - the immediate-data field of a WQE is only written for opcodes that carry immediate data or an rkey to
+//     invalidate;
+//   - an empty PostSend is a no-op (no doorbell) rather than EINVAL;
+//   - Poll translates wc_flags from the kernel's ib_wc_flags numbering, which rxe writes into the ring, to
+//     IBV_WC_* (rdma-core copies the raw value, so a C program sees IBV_WC_IP_CSUM_OK where a receive
+//     invalidated an rkey; goverbs reports WCWithInv);
+//   - address handles without a kernel AH number (kernels older than the ah_num interface) are refused at
+//     creation with EOPNOTSUPP instead of building a userspace address vector.
 package rxe

@@ -191,3 +191,5 @@ func retire(q queue) { q.release(q.consumer()) }
 
 // pending is the number of entries between the consumer and the producer.
 func pending(q queue) int { return int((q.produced() - q.consumer()) & q.mask) }
+
+func unsafeBytes(p unsafe.Pointer, n int) []byte { return unsafe.Slice((*byte)(p), n) }

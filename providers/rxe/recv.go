@@ -1,6 +1,7 @@
 package rxe
 
 import (
+	"math"
 	"sync"
 
 	"github.com/goverbs/goverbs/internal/provider"
@@ -33,7 +34,7 @@ func (r *recvRing) setQueue(q queue, maxSGE uint32) {
 }
 
 // post writes wrs in order: ENOMEM when the ring is full, EINVAL for more SGEs than the ring's limit (checked in
-// that order, as rdma-core does).
+// that order, as rdma-core does) or for SGE lengths that add up to more than 2^32-1.
 func (r *recvRing) post(wrs []provider.RecvWR) (n int, err error) {
 	r.mu.Lock()
 	q := &r.q
@@ -53,7 +54,12 @@ func (r *recvRing) post(wrs []provider.RecvWR) (n int, err error) {
 			perr = r.errs.tooManySGE
 			break
 		}
-		encodeRecv(q.elem(prod), wr)
+		length := sgeSum(wr.SGL)
+		if length > math.MaxUint32 {
+			perr = r.errs.length
+			break
+		}
+		encodeRecv(q.elem(prod), wr, length)
 		prod = q.publish(prod)
 		n++
 	}

@@ -66,6 +66,10 @@ func TestPostRecvErrors(t *testing.T) {
 	if n != 1 || !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("too many SGEs: PostRecv = %d, %v; want 1, EINVAL", n, err)
 	}
+	n, err = f.PostRecv([]provider.RecvWR{{SGL: []provider.SGE{{Length: 1 << 31}, {Length: 1 << 31}}}})
+	if n != 0 || !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("length over 32 bits: PostRecv = %d, %v; want 0, EINVAL", n, err)
+	}
 	wrs := make([]provider.RecvWR, f.rq.capacity())
 	n, err = f.PostRecv(wrs)
 	if n != f.rq.capacity()-1 || !errors.Is(err, unix.ENOMEM) {

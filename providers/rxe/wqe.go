@@ -2,6 +2,7 @@ package rxe
 
 import (
 	"encoding/binary"
+	"math"
 	"unsafe"
 
 	"github.com/goverbs/goverbs/internal/provider"
@@ -20,23 +21,28 @@ type sendLimits struct {
 	maxInline uint32
 }
 
-// sgeSum is the total length of an SGE list, wrapping like the C unsigned sum rdma-core computes.
-func sgeSum(sgl []provider.SGE) uint32 {
-	var n uint32
+// sgeSum is the total length of an SGE list. It is computed in 64 bits: a list whose total does not fit the
+// WQE's 32-bit length is refused instead of wrapping (rdma-core's unsigned sum wraps).
+func sgeSum(sgl []provider.SGE) uint64 {
+	var n uint64
 	for i := range sgl {
-		n += sgl[i].Length
+		n += uint64(sgl[i].Length)
 	}
 	return n
 }
 
-// validateSend checks a send work request the way rdma-core's rxe provider does (plus: known opcodes only, and
-// a UD send names an address handle with a kernel AH number). length is sgeSum(wr.SGL).
-func validateSend(l *sendLimits, wr *provider.SendWR, length uint32) *Error {
+// validateSend checks a send work request the way rdma-core's rxe provider does (plus: known opcodes only, a
+// total length that fits 32 bits, and a UD send names an address handle with a kernel AH number). length is
+// sgeSum(wr.SGL).
+func validateSend(l *sendLimits, wr *provider.SendWR, length uint64) *Error {
 	if wr.Opcode > provider.WRSendWithInv {
 		return errSendOpcode
 	}
 	if uint64(len(wr.SGL)) > uint64(l.maxSGE) {
 		return errSendTooManySGE
+	}
+	if length > math.MaxUint32 {
+		return errSendLength
 	}
 	switch wr.Opcode {
 	case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
@@ -58,7 +64,7 @@ func validateSend(l *sendLimits, wr *provider.SendWR, length uint32) *Error {
 			}
 		}
 	}
-	if wr.Flags&provider.SendInline != 0 && length > l.maxInline {
+	if wr.Flags&provider.SendInline != 0 && length > uint64(l.maxInline) {
 		return errSendInline
 	}
 	return nil
@@ -66,7 +72,7 @@ func validateSend(l *sendLimits, wr *provider.SendWR, length uint32) *Error {
 
 // encodeSend writes the validated work request wr into the send WQE at p (a ring slot with room for the WQE
 // header plus l.maxSGE SGEs and l.maxInline bytes), with send sequence number ssn. length is sgeSum(wr.SGL).
-func encodeSend(p unsafe.Pointer, l *sendLimits, wr *provider.SendWR, length, ssn uint32) {
+func encodeSend(p unsafe.Pointer, l *sendLimits, wr *provider.SendWR, length uint64, ssn uint32) {
 	wqe := (*abi.RxeSendWqe)(p)
 	*wqe = abi.RxeSendWqe{}
 	w := &wqe.Wr
@@ -123,24 +129,23 @@ func encodeSend(p unsafe.Pointer, l *sendLimits, wr *provider.SendWR, length, ss
 	}
 
 	wqe.Iova = wr.RemoteAddr
-	wqe.Dma.Length = length
-	wqe.Dma.Resid = length
+	wqe.Dma.Length = uint32(length)
+	wqe.Dma.Resid = uint32(length)
 	wqe.Dma.NumSge = uint32(len(wr.SGL))
 	wqe.Ssn = ssn
 }
 
 // encodeRecv writes a receive work request into the receive WQE at p (a ring slot with room for len(wr.SGL)
-// SGEs after the header).
-func encodeRecv(p unsafe.Pointer, wr *provider.RecvWR) {
+// SGEs after the header). length is sgeSum(wr.SGL), at most 2^32-1.
+func encodeRecv(p unsafe.Pointer, wr *provider.RecvWR, length uint64) {
 	wqe := (*abi.RxeRecvWqe)(p)
 	*wqe = abi.RxeRecvWqe{}
 	wqe.WrId = wr.WRID
 	if len(wr.SGL) > 0 {
 		copy(unsafe.Slice((*provider.SGE)(unsafe.Add(p, abi.SizeofRxeRecvWqe)), len(wr.SGL)), wr.SGL)
 	}
-	length := sgeSum(wr.SGL)
-	wqe.Dma.Length = length
-	wqe.Dma.Resid = length
+	wqe.Dma.Length = uint32(length)
+	wqe.Dma.Resid = uint32(length)
 	wqe.Dma.NumSge = uint32(len(wr.SGL))
 }
 

@@ -241,6 +241,8 @@ func TestSendValidation(t *testing.T) {
 		{"UD send without AH", provider.QPTUD, provider.SendWR{Opcode: provider.WRSend}, unix.EINVAL},
 		{"UD send AH without number", provider.QPTUD, provider.SendWR{Opcode: provider.WRSend, AH: &provider.AHData{}}, unix.EINVAL},
 		{"unknown opcode", provider.QPTRC, provider.SendWR{Opcode: 10}, unix.EINVAL},
+		{"length over 32 bits", provider.QPTRC, provider.SendWR{Opcode: provider.WRSend,
+			SGL: []provider.SGE{{Length: 1 << 31}, {Length: 1 << 31}}}, unix.EINVAL},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

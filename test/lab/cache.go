@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -73,6 +74,33 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// pruneAge is how long an unused init binary or initramfs stays cached.
+const pruneAge = 3 * 24 * time.Hour
+
+// pruneDir removes the files in dir that were neither used (atime, as
+// relatime keeps it to within a day) nor written for pruneAge, except keep.
+// Other source trees sharing the cache may still use recent ones.
+func pruneDir(dir, keep string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		var st unix.Stat_t
+		if p == keep || unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		last := time.Unix(st.Mtim.Unix())
+		if at := time.Unix(st.Atim.Unix()); at.After(last) {
+			last = at
+		}
+		if time.Since(last) > pruneAge {
+			os.Remove(p)
+		}
+	}
 }
 
 func exists(path string) bool {

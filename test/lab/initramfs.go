@@ -7,12 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/goverbs/goverbs/test/lab/internal/cpio"
@@ -26,16 +29,12 @@ const modulePath = "github.com/goverbs/goverbs"
 // initPackage is the init program, relative to the module root.
 const initPackage = "./test/lab/internal/labinit/cmd/labinit"
 
-// initSourceDir holds every module-internal package the init imports; its
-// .go files (with go.mod and go.sum) make up the init's cache key.
-const initSourceDir = "test/lab/internal"
-
 // Modules are the kernel modules the VM loads (their dependencies are added
 // from modinfo), in the order they are wanted. crc32_generic must be loaded
 // before rdma_rxe: rxe asks the crypto API for "crc32", and with no modprobe
 // in the VM, "rdma link add" would fail with ENOENT.
 var Modules = []string{
-	"virtio_pci", "virtio_console", "virtio_rng",
+	"virtio_pci", "virtio_console",
 	"9pnet_virtio", "9p",
 	"veth",
 	"crc32_generic",
@@ -75,6 +74,49 @@ func moduleRoot() (string, error) {
 	return "", errors.New("lab: cannot find the goverbs source tree to build the VM's init from; run inside the module or set GOVERBS_LAB_SRC")
 }
 
+// initSources lists the non-test .go files of the init program's package
+// and of every package of this module it imports, directly or not. (The
+// other modules it uses are pinned by go.mod and go.sum.)
+func initSources(root string) ([]string, error) {
+	var files []string
+	seen := map[string]bool{}
+	var visit func(dir string) error
+	visit = func(dir string) error {
+		if seen[dir] {
+			return nil
+		}
+		seen[dir] = true
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		fset := token.NewFileSet()
+		for _, e := range ents {
+			name := e.Name()
+			if !e.Type().IsRegular() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			files = append(files, path)
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if rest, ok := strings.CutPrefix(p, modulePath+"/"); ok {
+					if err := visit(filepath.Join(root, filepath.FromSlash(rest))); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	err := visit(filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(initPackage, "./"))))
+	return files, err
+}
+
 // initSourceHash hashes what the init binary is built from.
 func initSourceHash(ctx context.Context, root string) (string, error) {
 	goVersion, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
@@ -86,22 +128,12 @@ func initSourceHash(ctx context.Context, root string) (string, error) {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "labinit v1\x00%s\x00", bytes.TrimSpace(goVersion))
-	var files []string
-	for _, f := range []string{"go.mod", "go.sum"} {
-		files = append(files, filepath.Join(root, f))
-	}
-	err = filepath.WalkDir(filepath.Join(root, initSourceDir), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() && strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
-			files = append(files, p)
-		}
-		return nil
-	})
+	files := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")}
+	srcs, err := initSources(root)
 	if err != nil {
 		return "", fmt.Errorf("lab: hash init sources: %w", err)
 	}
+	files = append(files, srcs...)
 	sort.Strings(files)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -152,6 +184,7 @@ func ensureInit(ctx context.Context, cacheDir string) (path, hash string, err er
 	if err := os.Rename(tmp, path); err != nil {
 		return "", "", fmt.Errorf("lab: build init: %w", err)
 	}
+	pruneDir(filepath.Dir(path), path)
 	return path, hash, nil
 }
 
@@ -159,7 +192,7 @@ func ensureInit(ctx context.Context, cacheDir string) (path, hash string, err er
 // init binary initPath, building it (an uncompressed newc cpio) if needed.
 func ensureInitramfs(cacheDir string, k *Kernel, initPath, initHash string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "initramfs v1\x00%s\x00%s\x00%s\x00%s", initHash, k.Package, k.Version, strings.Join(Modules, ","))
+	fmt.Fprintf(h, "initramfs v2\x00%s\x00%s\x00%s\x00%s", initHash, k.Package, k.Version, strings.Join(Modules, ","))
 	path := filepath.Join(cacheDir, "initramfs", hex.EncodeToString(h.Sum(nil))[:24]+".cpio")
 	if exists(path) {
 		return path, nil
@@ -179,6 +212,7 @@ func ensureInitramfs(cacheDir string, k *Kernel, initPath, initHash string) (str
 	if err := writeFileAtomic(path, data, 0o644); err != nil {
 		return "", fmt.Errorf("lab: write initramfs: %w", err)
 	}
+	pruneDir(filepath.Dir(path), path)
 	return path, nil
 }
 

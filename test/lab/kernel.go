@@ -34,11 +34,17 @@ type Kernel struct {
 	ModulesDir string // path of lib/modules/<Version>
 }
 
-// missingTool returns the lab's error for a prerequisite program that is
-// not installed.
-func missingTool(tool, pkg string) error {
-	return fmt.Errorf("lab: %s not found: apt-get install %s", tool, pkg)
+// MissingToolError reports a prerequisite program that is not installed.
+type MissingToolError struct {
+	Tool    string // e.g. "qemu-system-x86_64"
+	Package string // the Debian package that provides it
 }
+
+func (e *MissingToolError) Error() string {
+	return "lab: " + e.Tool + " not found: apt-get install " + e.Package
+}
+
+func missingTool(tool, pkg string) error { return &MissingToolError{Tool: tool, Package: pkg} }
 
 // EnsureKernel returns the Debian kernel the lab boots, downloading
 // (apt-get download) and unpacking (dpkg -x) it into the cache the first
@@ -52,9 +58,13 @@ func EnsureKernel(ctx context.Context, cacheDir string, log io.Writer) (*Kernel,
 		if k := anyCachedKernel(cacheDir); k != nil {
 			return k, nil
 		}
-		fmt.Fprintf(log, "lab: %v; running apt-get update\n", resolveErr)
+		var missing *MissingToolError
+		if errors.As(resolveErr, &missing) {
+			return nil, resolveErr
+		}
+		fmt.Fprintf(log, "%v; running apt-get update\n", resolveErr)
 		if err := aptGetUpdate(ctx); err != nil {
-			return nil, fmt.Errorf("%w (and %w)", resolveErr, err)
+			return nil, fmt.Errorf("%w; then %w", resolveErr, err)
 		}
 		if pkg, resolveErr = resolveKernelPackage(ctx, cacheDir, true); resolveErr != nil {
 			return nil, resolveErr

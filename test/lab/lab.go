@@ -32,7 +32,7 @@ const (
 // Exit codes Run reports when the command did not run to completion.
 const (
 	ExitSetupFailed = proto.SetupFailedCode // the VM could not be set up (err says where)
-	ExitTimeout     = 124                   // Config.Timeout or the context expired
+	ExitTimeout     = 124                   // Config.Timeout or the context's deadline expired
 )
 
 // Share is a host directory mounted in the VM.
@@ -46,7 +46,8 @@ type Share struct {
 type Config struct {
 	// Memory is the VM's memory in MiB (default 2048).
 	Memory int
-	// CPUs is the number of virtual CPUs (default 2).
+	// CPUs is the number of virtual CPUs (default 2 with KVM, 1 under TCG,
+	// where a second emulated CPU costs more host CPU than it gives).
 	CPUs int
 	// Timeout bounds the whole run, boot included; 0 means no limit beyond ctx.
 	Timeout time.Duration
@@ -58,7 +59,9 @@ type Config struct {
 	// read-only host root.
 	Workdir string
 	// Stdout and Stderr receive the command's output byte for byte
-	// (default os.Stdout and os.Stderr).
+	// (default os.Stdout and os.Stderr). When they are the same writer
+	// (or both *os.File for one open file), the command's stderr and
+	// stdout share one channel, so their relative order is kept.
 	Stdout, Stderr io.Writer
 	// Log receives the lab's own messages (downloads, the TCG note, and the
 	// kernel console when Debug is set). Default os.Stderr.
@@ -83,7 +86,8 @@ type Config struct {
 // Result is the outcome of a run.
 type Result struct {
 	// ExitCode is the command's exit status (128+signal if it was killed),
-	// ExitSetupFailed or ExitTimeout.
+	// or, when Run returns an error, ExitTimeout after a deadline and
+	// ExitSetupFailed otherwise (setup failure, cancellation, VM crash).
 	ExitCode int
 	// Accel is "kvm" or "tcg".
 	Accel string
@@ -182,9 +186,6 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 	if cfg.Memory <= 0 {
 		cfg.Memory = 2048
 	}
-	if cfg.CPUs <= 0 {
-		cfg.CPUs = 2
-	}
 	if cfg.Stdout == nil {
 		cfg.Stdout = os.Stdout
 	}
@@ -219,6 +220,12 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 		return nil, err
 	}
 	r.accel = accel
+	if cfg.CPUs <= 0 {
+		cfg.CPUs = 2
+		if accel == "tcg" {
+			cfg.CPUs = 1
+		}
+	}
 	if whyNot != nil && !envTrue("GOVERBS_LAB_QUIET") {
 		fmt.Fprintf(cfg.Log, "lab: KVM is not usable (%v); using TCG emulation\n", whyNot)
 	}
@@ -266,6 +273,10 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 			shares = append(shares, Share{HostPath: p})
 		}
 	}
+	// Mount parents before children, whatever order they were given in.
+	sort.SliceStable(shares, func(i, j int) bool {
+		return pathDepth(guestPath(shares[i])) < pathDepth(guestPath(shares[j]))
+	})
 	for i, s := range shares {
 		if !filepath.IsAbs(s.HostPath) {
 			return nil, fmt.Errorf("lab: share %q: host path must be absolute", s.HostPath)
@@ -287,6 +298,8 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 		NoRXE:  cfg.NoRXE,
 		Shares: r.shares,
 		Debug:  cfg.Debug,
+
+		MergeStderr: sameWriter(cfg.Stdout, cfg.Stderr),
 	}
 	if r.ctlDir, err = os.MkdirTemp("", "goverbs-lab-"); err != nil {
 		return nil, fmt.Errorf("lab: create control directory: %w", err)
@@ -309,6 +322,23 @@ func (r *run) cleanup() {
 	}
 }
 
+// sameWriter reports whether a and b write to the same place: the same
+// writer, or files open on the same file (like a go test binary's stdout
+// and stderr, which go test points at one pipe).
+func sameWriter(a, b io.Writer) bool {
+	if a == b {
+		return true
+	}
+	fa, ok1 := a.(*os.File)
+	fb, ok2 := b.(*os.File)
+	if !ok1 || !ok2 {
+		return false
+	}
+	sa, err1 := fa.Stat()
+	sb, err2 := fb.Stat()
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
 // hiddenPrefixes are host paths the VM mounts its own filesystems over.
 var hiddenPrefixes = []string{"/tmp", "/run", "/dev", "/proc", "/sys"}
 
@@ -324,6 +354,15 @@ func Hidden(p string) bool {
 	}
 	return false
 }
+
+func guestPath(s Share) string {
+	if s.GuestPath != "" {
+		return s.GuestPath
+	}
+	return s.HostPath
+}
+
+func pathDepth(p string) int { return strings.Count(filepath.Clean(p), "/") }
 
 // covered reports whether p lies inside one of the shares.
 func covered(shares []Share, p string) bool {
@@ -370,11 +409,23 @@ func (r *run) cmdline() string {
 		"console=ttyS0", "panic=-1", "oops=panic", "rdinit=/init",
 		"mitigations=off", "8250.nr_uarts=1", "i8042.noaux", "i8042.nomux", "i8042.nopnp", "i8042.dumbkbd",
 		"random.trust_cpu=on", "nowatchdog",
+		// Boot speed, which matters most under TCG: no crypto self-tests,
+		// no delay-loop calibration of secondary CPUs (slow and unreliable
+		// under emulation), no X.509 certificates (the modules are loaded
+		// without their signatures).
+		// no ACPI interrupt routing (its AML is slow to interpret under TCG
+		// and the BIOS's PIR table does the job), no kprobe tracing or KDF
+		// self-test initcalls, only the capability LSM.
+		"cryptomgr.notests", "lpj=10000000", "acpi=noirq", "lsm=capability",
+		"initcall_blacklist=load_system_certificate_list,init_kprobe_trace,crypto_kdf108_init",
 	}
 	if r.cfg.Debug {
 		args = append(args, "loglevel=7", "goverbs.debug")
 	} else {
 		args = append(args, "quiet", "loglevel=1")
+	}
+	if extra := os.Getenv("GOVERBS_LAB_KERNEL_ARGS"); extra != "" {
+		args = append(args, extra)
 	}
 	return strings.Join(args, " ")
 }
@@ -394,7 +445,6 @@ func (r *run) qemuArgs() []string {
 		"-machine", "pc", "-m", strconv.Itoa(r.cfg.Memory) + "M", "-smp", strconv.Itoa(r.cfg.CPUs),
 		"-kernel", kimg, "-initrd", r.initrd, "-append", r.cmdline(),
 		"-chardev", "file,id=console,path=/proc/self/fd/6", "-serial", "chardev:console",
-		"-device", "virtio-rng-" + bus,
 		"-device", "virtio-serial-" + bus + ",id=vser",
 	}
 	if r.accel == "kvm" {
@@ -460,8 +510,10 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 	cmd.Stdout = &qemuOut
 	cmd.Stderr = &qemuOut
 	cmd.ExtraFiles = []*os.File{pipes[0].w, pipes[1].w, pipes[2].w, pipes[3].w}
-	// QEMU must not outlive us (e.g. when go test kills a hung test binary).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// QEMU must not outlive us (e.g. when go test kills a hung test binary),
+	// and gets no terminal signals of its own: a Ctrl-C cancels ctx, and
+	// Run stops the VM and says so.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if r.cfg.Debug {
 		fmt.Fprintf(r.cfg.Log, "lab: %s %s\n", r.qemu, strings.Join(cmd.Args[1:], " "))
 	}
@@ -504,6 +556,10 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 		eventErr error
 	)
 	eventsDone := make(chan struct{})
+	// The guest's writes to the virtio-serial ports complete only when QEMU
+	// has written the bytes to our pipes, so once the exit event is here
+	// all output is too, and the VM's shutdown need not be waited for.
+	exitSeen := make(chan struct{})
 	go func() {
 		defer close(eventsDone)
 		sc := bufio.NewScanner(pipes[2].r)
@@ -516,7 +572,10 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 			case e.Kind == proto.EventStart:
 				started = time.Now()
 			case e.Kind == proto.EventExit:
-				exited, exitCode = time.Now(), e.Code
+				if exitCode < 0 {
+					exited, exitCode = time.Now(), e.Code
+					close(exitSeen)
+				}
 			case e.Kind == proto.EventSetupError:
 				setupErr = &SetupError{Step: e.Step, Msg: e.Error}
 			}
@@ -531,6 +590,9 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 	timedOut := false
 	select {
 	case qerr = <-waitErr:
+	case <-exitSeen:
+		_ = cmd.Process.Kill()
+		qerr = <-waitErr
 	case <-ctx.Done():
 		timedOut = true
 		_ = cmd.Process.Kill()
@@ -554,7 +616,10 @@ func (r *run) boot(ctx context.Context, res Result) (Result, error) {
 	}
 	switch {
 	case timedOut:
-		res.ExitCode = ExitTimeout
+		res.ExitCode = ExitSetupFailed // canceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			res.ExitCode = ExitTimeout
+		}
 		what := "booting"
 		if !started.IsZero() {
 			what = "running " + strconv.Quote(strings.Join(r.guest.Argv, " "))

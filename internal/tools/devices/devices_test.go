@@ -70,3 +70,14 @@ func TestRender(t *testing.T) {
 		t.Fatalf("got %q\nwant %q", b.String(), want)
 	}
 }
+
+// The goldens captured by the C ibv_devices in the lab VM, against the tree
+// captured in the same boot.
+func TestLabCapture(t *testing.T) {
+	lab := filepath.Join("..", "testdata", "lab")
+	for _, name := range []string{"devices", "devices_extra", "devices_nonroot"} {
+		var out, errb bytes.Buffer
+		st := Command{Source: SysfsSource{FS: sysfs.Under(filepath.Join(lab, "tree")), Stderr: &errb}}.Run([]string{"-v"}, &out, &errb)
+		golden.Check(t, filepath.Join(lab, "golden", name+".golden"), golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+	}
+}

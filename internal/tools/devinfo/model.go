@@ -37,8 +37,12 @@ package devinfo
 //     tm_caps -> TM (max_rndv_hdr_size, max_num_tags, flags, max_ops,
 //     max_sge); cq_moderation_caps -> CQMod (max_cq_moderation_count,
 //     max_cq_moderation_period); max_dm_size -> MaxDMSize.
-//     rxe's provider adds nothing; mlx5's query_device_ex overrides
-//     some fields from its driver response (see providers/mlx5).
+//     rxe's provider adds nothing. mlx5's query_device_ex passes a driver
+//     response (struct mlx5_ib_query_device_resp, when the context's
+//     cmds_supp_uhw has MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE) and takes from
+//     it TSO (max_tso, supported_qpts), RSS.RxHashFieldsMask and
+//     RSS.RxHashFunction, and PacketPacing (qp_rate_limit_min/max,
+//     supported_qpts); without them those lines print zeros on mlx5.
 //   - NumCompVectors: num_comp_vectors of the GET_CONTEXT response (the ioctl
 //     UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS or the write response).
 //   - PortAttr: UVERBS_METHOD_QUERY_PORT (struct ib_uverbs_query_port_resp_ex,

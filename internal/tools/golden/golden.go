@@ -71,12 +71,34 @@ func Check(t *testing.T, path string, got Result) {
 	if got.Status != want.Status {
 		t.Errorf("%s: status %d, want %d", path, got.Status, want.Status)
 	}
-	if got.Stdout != want.Stdout {
-		t.Errorf("%s: stdout differs\n got: %q\nwant: %q", path, got.Stdout, want.Stdout)
+	if d := Diff(got.Stdout, want.Stdout); d != "" {
+		t.Errorf("%s: stdout differs: %s", path, d)
 	}
-	if got.Stderr != want.Stderr {
-		t.Errorf("%s: stderr differs\n got: %q\nwant: %q", path, got.Stderr, want.Stderr)
+	if d := Diff(got.Stderr, want.Stderr); d != "" {
+		t.Errorf("%s: stderr differs: %s", path, d)
 	}
+}
+
+// Diff describes the first line where got and want differ, or returns ""
+// when they are equal.
+func Diff(got, want string) string {
+	if got == want {
+		return ""
+	}
+	g, w := strings.SplitAfter(got, "\n"), strings.SplitAfter(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d:\n got: %q\nwant: %q", i+1, gl, wl)
+		}
+	}
+	return fmt.Sprintf("got %q, want %q", got, want)
 }
 
 // Write stores r as the golden file path.
@@ -119,13 +141,18 @@ func CAvailable(prog string) string {
 // over /sys/class and dir/dev over /dev, and SYSFS_PATH points libibverbs at
 // dir/sys. The command runs with a clean environment and argv[0] = prog.
 func RunC(dir, prog string, args ...string) (Result, error) {
+	return RunCEnv(dir, nil, prog, args...)
+}
+
+// RunCEnv is RunC with extra environment variables ("K=V").
+func RunCEnv(dir string, env []string, prog string, args ...string) (Result, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Result{}, err
 	}
 	script := `mount --bind "$1/sys/class" /sys/class && { [ ! -d "$1/dev" ] || mount --bind "$1/dev" /dev; } && shift && exec "$@"`
 	cmd := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", abs, prog}, args...)...)
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SYSFS_PATH=" + filepath.Join(abs, "sys")}
+	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SYSFS_PATH=" + filepath.Join(abs, "sys")}, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()

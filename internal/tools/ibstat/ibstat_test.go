@@ -155,3 +155,20 @@ func FuzzReadGUID(f *testing.F) {
 		}
 	})
 }
+
+// The goldens captured by the C ibstat in the lab VM (testdata/lab), against
+// the sysfs tree captured in the same boot.
+func TestLabCapture(t *testing.T) {
+	lab := filepath.Join(trees, "lab")
+	for name, args := range map[string]string{
+		"ibstat": "", "ibstat_-s": "-s", "ibstat_-p": "-p", "ibstat_-l": "-l", "ibstat_rxe0_1": "rxe0 1",
+		"ibstat_rxe0_2": "rxe0 2", "ibstat_foo": "foo", "ibstat_-dd_rxe0_2": "-dd rxe0 2", "ibstat_nonroot": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			cmd := Command{FS: sysfs.Under(filepath.Join(lab, "tree")), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool)}
+			st := cmd.Run(strings.Fields(args), &out, &errb)
+			golden.Check(t, filepath.Join(lab, "golden", name+".golden"), golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+		})
+	}
+}

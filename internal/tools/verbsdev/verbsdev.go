@@ -252,7 +252,7 @@ func WarnMemlock(w io.Writer) {
 	}
 }
 
-// String is the device name.
+// String describes the device for diagnostics: "rxe0 (uverbs0, node type 1)".
 func (d Device) String() string {
 	return d.Name + " (" + d.DevName + ", node type " + strconv.Itoa(d.NodeType) + ")"
 }

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		quiet = fs.Bool("q", false, "do not print the boot and run times")
 	)
 	fs.IntVar(&cfg.Memory, "m", 2048, "VM memory in `MiB`")
-	fs.IntVar(&cfg.CPUs, "smp", 2, "number of virtual `CPUs`")
+	fs.IntVar(&cfg.CPUs, "smp", 0, "number of virtual `CPUs` (default 2 with KVM, 1 under TCG)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "limit for the whole run (0: none)")
 	fs.StringVar(&cfg.OutDir, "out", "", "host `dir` the command can write to, at $GOVERBS_LAB_OUT in the VM")
 	fs.StringVar(&cfg.Workdir, "C", "", "working `dir` of the command (default: current directory)")
@@ -69,9 +68,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	res, err := lab.RunResult(ctx, cfg, argv)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		if res.ExitCode == 0 || errors.Is(err, context.Canceled) {
-			return lab.ExitSetupFailed
-		}
 		return res.ExitCode
 	}
 	if !*quiet {

@@ -96,6 +96,15 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "labsuite: build itself:", err)
 		return 1
 	}
+	// The tools under test, as a binary: interop tests run it under the C tools' names (multi-call).
+	bin := filepath.Join(work, "goverbs")
+	gb := exec.Command("go", "build", "-o", bin, "./cmd/goverbs")
+	gb.Env = append(os.Environ(), "CGO_ENABLED=0")
+	gb.Stdout, gb.Stderr = os.Stderr, os.Stderr
+	if err := gb.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "labsuite: build cmd/goverbs:", err)
+		return 1
+	}
 	manifest := filepath.Join(work, "manifest.json")
 	m := struct {
 		Pkgs       []pkg
@@ -110,6 +119,7 @@ func run(args []string) int {
 	}
 	env := lab.HostEnv()
 	env["GOVERBS_LAB_REQUIRED"] = "1"
+	env["GOVERBS_BIN"] = bin
 	res, err := lab.RunResult(context.Background(), lab.Config{Timeout: *timeout, Env: env, Workdir: root},
 		[]string{self, "-inner", manifest})
 	if err != nil {

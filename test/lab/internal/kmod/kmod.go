@@ -208,7 +208,7 @@ type Module struct {
 }
 
 // Closure returns the modules needed to load roots, dependencies first,
-// each with its image. Built-in modules are skipped silently; a module that
+// each with its image, stripped of its signature (see StripSignature). Built-in modules are skipped silently; a module that
 // is neither built in nor present is an error.
 func (t *Tree) Closure(roots []string) ([]Module, error) {
 	images := map[string][]byte{}
@@ -222,6 +222,9 @@ func (t *Tree) Closure(roots []string) ([]Module, error) {
 		}
 		mi, err := ReadModinfoELF(img)
 		if err != nil {
+			return nil, false, fmt.Errorf("module %s: %w", name, err)
+		}
+		if img, err = StripSignature(img); err != nil {
 			return nil, false, fmt.Errorf("module %s: %w", name, err)
 		}
 		images[name] = img
@@ -284,4 +287,34 @@ func Order(roots []string, deps DepsFunc) ([]string, error) {
 		}
 	}
 	return order, nil
+}
+
+// sigMarker ends a module image that carries an appended signature.
+const sigMarker = "~Module signature appended~\n"
+
+// sigInfoLen is the size of struct module_signature, which sits between
+// the signature and the marker; its last four bytes are the signature
+// length, big endian.
+const sigInfoLen = 12
+
+// StripSignature returns the module image without its appended signature
+// (the image itself if it has none). The kernel loads an unsigned module
+// (tainting itself) unless module.sig_enforce is set, and skips the hash
+// and RSA check, which is slow under emulation. A malformed trailer is an
+// error.
+func StripSignature(image []byte) ([]byte, error) {
+	if !bytes.HasSuffix(image, []byte(sigMarker)) {
+		return image, nil
+	}
+	end := len(image) - len(sigMarker)
+	if end < sigInfoLen {
+		return nil, errors.New("strip module signature: truncated signature info")
+	}
+	info := image[end-sigInfoLen : end]
+	sigLen := int(info[8])<<24 | int(info[9])<<16 | int(info[10])<<8 | int(info[11])
+	start := end - sigInfoLen - sigLen
+	if sigLen <= 0 || start < 0 {
+		return nil, fmt.Errorf("strip module signature: bad signature length %d", sigLen)
+	}
+	return image[:start], nil
 }

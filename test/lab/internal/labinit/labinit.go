@@ -25,8 +25,15 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/netlinkrdma"
+
 	"github.com/goverbs/goverbs/test/lab/internal/proto"
 )
+
+// setupWait bounds the waits for devices to appear. It is generous: under
+// TCG on a loaded host the guest's clock runs on while its CPU gets little
+// time.
+const setupWait = 60 * time.Second
 
 // stepError is a setup failure: the step that failed and why.
 type stepError struct {
@@ -70,8 +77,8 @@ func Main() {
 		g.send(proto.Event{Kind: proto.EventExit, Code: code})
 	}
 	unix.Sync()
-	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
-		fmt.Fprintf(g.console, "labinit: power off: %v\n", err)
+	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART); err != nil {
+		fmt.Fprintf(g.console, "labinit: reboot (QEMU runs with -no-reboot, so this stops the VM): %v\n", err)
 	}
 	select {} // PID 1 must not exit: that would panic the kernel
 }
@@ -138,20 +145,9 @@ func (g *guest) run() (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, step("start command", err)
 	}
-	err = cmd.Wait()
-	code := 0
+	code, err := exitStatus(cmd.Wait())
 	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return 0, step("wait for command", err)
-		}
-		ws := ee.Sys().(syscall.WaitStatus)
-		switch {
-		case ws.Signaled():
-			code = 128 + int(ws.Signal())
-		default:
-			code = ws.ExitStatus()
-		}
+		return 0, step("wait for command", err)
 	}
 	g.logf("command exited with %d", code)
 	// Flush what the command wrote to writable shares before reporting.
@@ -162,6 +158,26 @@ func (g *guest) run() (int, error) {
 		}
 	}
 	return code, nil
+}
+
+// exitStatus maps the result of exec.Cmd.Wait to a shell-style exit
+// status: the exit code, or 128+N for death by signal N.
+func exitStatus(waitErr error) (int, error) {
+	if waitErr == nil {
+		return 0, nil
+	}
+	var ee *exec.ExitError
+	if !errors.As(waitErr, &ee) {
+		return 0, waitErr
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok {
+		return 0, waitErr
+	}
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	return ws.ExitStatus(), nil
 }
 
 type mount struct {
@@ -216,7 +232,7 @@ func (g *guest) loadModules() error {
 func (g *guest) openPorts() error {
 	want := []string{proto.PortEvents, proto.PortStdout, proto.PortStderr}
 	files := map[string]*os.File{}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(setupWait)
 	for {
 		ents, _ := os.ReadDir("/sys/class/virtio-ports")
 		for _, e := range ents {
@@ -255,7 +271,7 @@ func mount9p(tag, target string, readonly bool, cache string) error {
 	if readonly {
 		flags |= unix.MS_RDONLY
 	}
-	opts := "trans=virtio,version=9p2000.L,msize=524288,cache=" + cache
+	opts := "trans=virtio,version=9p2000.L,msize=512000,cache=" + cache
 	if err := unix.Mount(tag, target, "9p", flags, opts); err != nil {
 		return fmt.Errorf("mount 9p %s on %s: %w", tag, target, err)
 	}
@@ -347,11 +363,11 @@ func (g *guest) setupNetwork() error {
 
 // setupRXE creates rxe0 on veth0 and waits until its port is ACTIVE.
 func (g *guest) setupRXE() error {
-	if err := netlink.RdmaLinkAdd(proto.RXEDevice, "rxe", proto.Netdev); err != nil {
+	if err := netlinkrdma.LinkAdd(proto.RXEDevice, netlinkrdma.LinkTypeRXE, proto.Netdev); err != nil {
 		return fmt.Errorf("rdma link add %s type rxe netdev %s: %w", proto.RXEDevice, proto.Netdev, err)
 	}
 	statePath := "/sys/class/infiniband/" + proto.RXEDevice + "/ports/1/state"
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(setupWait)
 	for {
 		state := strings.TrimSpace(readFile(statePath))
 		if strings.HasSuffix(state, "ACTIVE") {
@@ -359,7 +375,7 @@ func (g *guest) setupRXE() error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("port 1 of %s is %q, not ACTIVE, after 10s", proto.RXEDevice, state)
+			return fmt.Errorf("port 1 of %s is %q, not ACTIVE, after %v", proto.RXEDevice, state, setupWait)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -390,6 +406,10 @@ func (g *guest) prepareCommand() (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
+	stderr := g.stderr
+	if g.cfg.MergeStderr {
+		stderr = g.stdout
+	}
 	cmd := &exec.Cmd{
 		Path:   argv0,
 		Args:   g.cfg.Argv,
@@ -397,7 +417,7 @@ func (g *guest) prepareCommand() (*exec.Cmd, error) {
 		Dir:    dir,
 		Stdin:  devnull,
 		Stdout: g.stdout,
-		Stderr: g.stderr,
+		Stderr: stderr,
 		// A session of its own, like a login shell; the command is not PID 1,
 		// so it gets default signal handling.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},

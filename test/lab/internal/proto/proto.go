@@ -63,6 +63,9 @@ type Config struct {
 	NoRXE  bool     // skip creating rxe0
 	Shares []Share  // extra shares, mounted in order
 	Debug  bool     // log each setup step on the console
+	// MergeStderr sends the command's stderr to the stdout port, keeping
+	// the order of writes to both (when the caller's two are one file).
+	MergeStderr bool
 }
 
 // Event kinds.

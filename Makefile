@@ -1,0 +1,52 @@
+# goverbs: the two Quick start commands are `make demo` and `make test`; both install what they need.
+SHELL := /bin/bash
+GO ?= go
+export CGO_ENABLED ?= 0
+
+.PHONY: all deps build demo test check unit lab bench clean
+
+all: build
+
+## deps: install the host packages (QEMU, rdma-core tools, headers) the lab and the generators need
+deps:
+	@./scripts/install-deps.sh
+
+## build: the static goverbs binary in bin/
+build:
+	$(GO) build -trimpath -o bin/goverbs ./cmd/goverbs
+
+## demo: boot the lab, bring up rxe0 on a veth, and show goverbs at work beside rdma-core's tools
+demo: deps build
+	$(GO) run ./test/lab/cmd/lab -- bash test/demo/demo.sh
+
+## test: every test: static checks, unit tests (race detector) on the host, then the kernel-facing suites in the lab
+test: deps check unit lab
+
+## check: formatting, vet, no cgo outside generators, static build, arm64 cross-build, ABI regeneration
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@cg=$$($(GO) list -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '/internal/cmd/' || true); \
+	 if [ -n "$$cg" ]; then echo "cgo is forbidden outside generators: $$cg"; exit 1; fi
+	$(GO) build -o /dev/null ./cmd/goverbs
+	@file=$$(mktemp); $(GO) build -o $$file ./cmd/goverbs && \
+	 if ldd $$file >/dev/null 2>&1; then echo "cmd/goverbs is not static"; rm -f $$file; exit 1; fi; rm -f $$file
+	GOARCH=arm64 $(GO) build ./...
+	GOARCH=arm64 $(GO) vet ./mmio/... ./uverbs/abi/... ./providers/...
+
+## unit: host tests with the race detector (lab tests skip here and run in `lab`)
+unit:
+	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+
+## lab: the packages with kernel-facing tests, all in one lab VM boot (a missing device fails, never skips)
+lab:
+	$(GO) run ./test/lab/cmd/labsuite
+
+## bench: data-path microbenchmarks on the host, then the Go-vs-C tables in the lab (ping-pong, perftest)
+bench: deps build
+	$(GO) test -run '^$$' -bench . -benchmem ./providers/... ./internal/ioctl/... ./uverbs/...
+	$(GO) run ./test/bench/cmd/ppbench
+	$(GO) run ./test/bench/cmd/bench
+
+clean:
+	rm -rf bin .lab .scratch

@@ -1,0 +1,15 @@
+package devices_test
+
+import (
+	"os"
+
+	"github.com/goverbs/goverbs/internal/tools/devices"
+)
+
+func ExampleRender() {
+	devices.Render(os.Stdout, []devices.Entry{{Name: "rxe0", NodeGUID: 0x0042acfffe110002}})
+	// Output:
+	//     device          	   node GUID
+	//     ------          	----------------
+	//     rxe0            	0042acfffe110002
+}

@@ -1,0 +1,6 @@
+// Package labdiff holds the lab tests that run goverbs' tool clones and the
+// rdma-core C tools side by side on rxe0 in the lab VM and require identical
+// output, errors and exit status. It has no non-test code.
+//
+//	go run ./test/lab/cmd/labsuite ./internal/tools/labdiff
+package labdiff

@@ -1,0 +1,88 @@
+package labdiff
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/goverbs/goverbs/internal/tools/devices"
+	"github.com/goverbs/goverbs/internal/tools/devinfo"
+	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
+	"github.com/goverbs/goverbs/internal/tools/golden"
+	"github.com/goverbs/goverbs/internal/tools/ibstat"
+	"github.com/goverbs/goverbs/test/labtest"
+)
+
+// runC runs the C tool and returns its result with pids normalized.
+func runC(t *testing.T, prog string, args []string) golden.Result {
+	t.Helper()
+	cmd := exec.Command(prog, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := golden.Result{Stdout: out.String(), Stderr: golden.NormalizePid(errb.String())}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.Status = ee.ExitCode()
+	default:
+		t.Fatalf("run %s: %v", prog, err)
+	}
+	return r
+}
+
+type goTool func(prog string, args []string, stdout, stderr io.Writer) int
+
+// compare runs the C tool and ours with the same arguments; DEV in a case
+// stands for the test device (rxe0 in the lab).
+func compare(t *testing.T, prog string, run goTool, cases []string) {
+	for _, c := range cases {
+		t.Run(strings.ReplaceAll(prog+" "+c, " ", "_"), func(t *testing.T) {
+			args := strings.Fields(strings.ReplaceAll(c, "DEV", labtest.Device()))
+			want := runC(t, prog, args)
+			var out, errb bytes.Buffer
+			st := run(prog, args, &out, &errb)
+			got := golden.Result{Stdout: out.String(), Stderr: golden.NormalizePid(errb.String()), Status: st}
+			if got != want {
+				t.Errorf("%s %s differs from the C tool\n--- C:\n%s\n--- goverbs:\n%s", prog, c, want, got)
+			}
+		})
+	}
+}
+
+func TestDevices(t *testing.T) {
+	labtest.Require(t)
+	compare(t, "ibv_devices", func(_ string, a []string, o, e io.Writer) int {
+		return devices.Command{Source: uverbssrc.New(e)}.Run(a, o, e)
+	}, []string{"", "-v"})
+	// The sysfs scan (used where netlink is unavailable) agrees too.
+	compare(t, "ibv_devices", func(_ string, a []string, o, e io.Writer) int { return devices.Run(a, o, e) }, []string{""})
+}
+
+func TestIbstat(t *testing.T) {
+	labtest.Require(t)
+	compare(t, "ibstat", func(p string, a []string, o, e io.Writer) int { return ibstat.Command{Prog: p}.Run(a, o, e) },
+		[]string{"", "-s", "-p", "-l", "DEV", "DEV 1", "DEV 2", "DEV 0", "DEV 9", "foo", "-l DEV", "-p DEV", "-s DEV",
+			"-dd DEV 9", "-dd -p", "-V", "-h", "-x"})
+}
+
+// DevinfoCases are the ibv_devinfo invocations compared in the lab.
+var DevinfoCases = []string{"", "-v", "-l", "-d DEV", "-d DEV -i 1", "-v -i 1", "-i 9", "-i 257", "-d foo",
+	"-i 0", "-v -d DEV", "--ib-dev=DEV --verbose", "-x"}
+
+// DiffDevinfo compares ibv_devinfo with goverbs' devinfo over src, a
+// devinfo.Source implementation.
+func DiffDevinfo(t *testing.T, src devinfo.Source) {
+	compare(t, "ibv_devinfo", func(p string, a []string, o, e io.Writer) int {
+		return devinfo.Command{Prog: p, Source: src}.Run(a, o, e)
+	}, DevinfoCases)
+}
+
+func TestDevinfo(t *testing.T) {
+	labtest.Require(t)
+	DiffDevinfo(t, uverbssrc.New(io.Discard))
+}

@@ -1,0 +1,146 @@
+package pingpong
+
+import (
+	"fmt"
+	"io"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+)
+
+// doneMsg is what the client sends last: "done" and its NUL.
+const doneMsg = "done\x00"
+
+// clientExchange connects to the server and swaps one record each way (pp_client_exch_dest of rc, uc and
+// ud_pingpong).
+func clientExchange(server string, port int, my dest, stderr io.Writer) (*dest, bool) {
+	conn, ok := dial(server, port, stderr)
+	if !ok {
+		return nil, false
+	}
+	defer conn.Close()
+	if _, err := conn.Write(my.encode()); err != nil {
+		fmt.Fprintf(stderr, "Couldn't send local address\n")
+		return nil, false
+	}
+	msg := make([]byte, msgSize)
+	if _, err := io.ReadFull(conn, msg); err != nil {
+		fmt.Fprintf(stderr, "client read/write: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.ECONNRESET)))
+		fmt.Fprintf(stderr, "Couldn't read/write remote address\n")
+		return nil, false
+	}
+	if _, err := conn.Write([]byte(doneMsg)); err != nil {
+		fmt.Fprintf(stderr, "client read/write: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.EPIPE)))
+		fmt.Fprintf(stderr, "Couldn't read/write remote address\n")
+		return nil, false
+	}
+	rem := decodeDest(msg)
+	return &rem, true
+}
+
+// serverExchange waits for one client, reads its record, connects the QP to it with connect (whose error text
+// is printed), sends its own record and waits for "done" (pp_server_exch_dest of rc, uc and ud_pingpong).
+func serverExchange(port int, my dest, connect func(rem *dest) error, stderr io.Writer) (*dest, bool) {
+	conn, ok := acceptOne(port, stderr)
+	if !ok {
+		return nil, false
+	}
+	defer conn.Close()
+	msg := make([]byte, msgSize)
+	if n, err := io.ReadFull(conn, msg); err != nil {
+		fmt.Fprintf(stderr, "server read: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.ECONNRESET)))
+		fmt.Fprintf(stderr, "%d/%d: Couldn't read remote address\n", n, msgSize)
+		return nil, false
+	}
+	rem := decodeDest(msg)
+	if err := connect(&rem); err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		fmt.Fprintf(stderr, "Couldn't connect to remote QP\n")
+		return nil, false
+	}
+	if _, err := conn.Write(my.encode()); err != nil {
+		fmt.Fprintf(stderr, "Couldn't send/recv local address\n")
+		return nil, false
+	}
+	// The client answers with "done" and its NUL: exactly 5 bytes in one read.
+	if n, err := conn.Read(msg); err != nil || n != len(doneMsg) {
+		fmt.Fprintf(stderr, "Couldn't send/recv local address\n")
+		return nil, false
+	}
+	return &rem, true
+}
+
+// srqClientExchange swaps srq_pingpong's maxQP records each way: all of ours, then all of the server's (read
+// until complete), then "done". As in rdma-core, a failed read ends the exchange early with the records read
+// so far (the rest zero), and a failed "done" is only reported: the run goes on either way.
+func srqClientExchange(server string, port int, my []dest, stderr io.Writer) ([]dest, bool) {
+	conn, ok := dial(server, port, stderr)
+	if !ok {
+		return nil, false
+	}
+	defer conn.Close()
+	for i := range my {
+		if _, err := conn.Write(my[i].encode()); err != nil {
+			fmt.Fprintf(stderr, "Couldn't send local address\n")
+			return nil, false
+		}
+	}
+	rem := make([]dest, len(my))
+	msg := make([]byte, msgSize)
+	for i := range rem {
+		if n, err := readFull(conn, msg); err != nil {
+			fmt.Fprintf(stderr, "client read: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.ECONNRESET)))
+			fmt.Fprintf(stderr, "%d/%d: Couldn't read remote address [%d]\n", n, msgSize, i)
+			return rem, true
+		}
+		rem[i] = decodeDest(msg)
+	}
+	if _, err := conn.Write([]byte(doneMsg)); err != nil {
+		fmt.Fprintf(stderr, "client write: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.EPIPE)))
+	}
+	return rem, true
+}
+
+// srqServerExchange is srq_pingpong's server side: read the client's records, connect the QPs with connect
+// (whose error text is printed), send ours, and wait for "done" in one read. As in rdma-core, a failed read
+// of the client's records returns those read so far without connecting.
+func srqServerExchange(port int, my []dest, connect func(rem []dest) error, stderr io.Writer) ([]dest, bool) {
+	conn, ok := acceptOne(port, stderr)
+	if !ok {
+		return nil, false
+	}
+	defer conn.Close()
+	rem := make([]dest, len(my))
+	msg := make([]byte, msgSize)
+	for i := range rem {
+		if n, err := readFull(conn, msg); err != nil {
+			fmt.Fprintf(stderr, "server read: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.ECONNRESET)))
+			fmt.Fprintf(stderr, "%d/%d: Couldn't read remote address [%d]\n", n, msgSize, i)
+			return rem, true
+		}
+		rem[i] = decodeDest(msg)
+	}
+	if err := connect(rem); err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		fmt.Fprintf(stderr, "Couldn't connect to remote QP\n")
+		return nil, false
+	}
+	for i := range my {
+		if _, err := conn.Write(my[i].encode()); err != nil {
+			fmt.Fprintf(stderr, "Couldn't send local address\n")
+			return nil, false
+		}
+	}
+	n, err := conn.Read(msg)
+	if err != nil || n != len(doneMsg) {
+		// rdma-core reports this with perror("client write"); a short read leaves errno at 0.
+		errno := unix.Errno(0)
+		if err != nil && err != io.EOF {
+			errno = cstd.ErrnoOf(err, unix.ECONNRESET)
+		}
+		fmt.Fprintf(stderr, "client write: %s\n", cstd.Strerror(errno))
+		return nil, false
+	}
+	return rem, true
+}

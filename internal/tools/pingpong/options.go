@@ -1,0 +1,176 @@
+package pingpong
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/uverbs"
+)
+
+// kind names one of the pingpong tools that share the options parser and (except srq) the single-QP engine.
+type kind int
+
+const (
+	kindRC kind = iota
+	kindUC
+	kindUD
+	kindSRQ
+)
+
+// options are the settings of ibv_{rc,uc,ud,srq}_pingpong; each tool's option string decides which of them
+// can be set.
+type options struct {
+	devName  string
+	server   string
+	port     uint64
+	ibPort   int
+	size     int
+	mtu      uverbs.MTU
+	rxDepth  int
+	iters    int
+	sl       int
+	events   bool
+	gidx     int
+	validate bool
+	numQP    int // srq only
+
+	// rc (and srq's --odp) only.
+	odp      bool
+	implicit bool
+	prefetch bool
+	ts       bool
+	dm       bool
+	newSend  bool
+}
+
+// toolSpec is what a tool's getopt_long call and usage text are.
+type toolSpec struct {
+	kind      kind
+	optstring string
+	long      []getopt.LongOption
+	usage     func(w io.Writer, prog string)
+	defaults  options
+}
+
+// Long options shared by the tools, in rdma-core's order for each tool's table.
+var (
+	loPort    = getopt.LongOption{Name: "port", HasArg: getopt.RequiredArgument, Val: 'p'}
+	loIBDev   = getopt.LongOption{Name: "ib-dev", HasArg: getopt.RequiredArgument, Val: 'd'}
+	loIBPort  = getopt.LongOption{Name: "ib-port", HasArg: getopt.RequiredArgument, Val: 'i'}
+	loSize    = getopt.LongOption{Name: "size", HasArg: getopt.RequiredArgument, Val: 's'}
+	loMTU     = getopt.LongOption{Name: "mtu", HasArg: getopt.RequiredArgument, Val: 'm'}
+	loRxDepth = getopt.LongOption{Name: "rx-depth", HasArg: getopt.RequiredArgument, Val: 'r'}
+	loIters   = getopt.LongOption{Name: "iters", HasArg: getopt.RequiredArgument, Val: 'n'}
+	loSL      = getopt.LongOption{Name: "sl", HasArg: getopt.RequiredArgument, Val: 'l'}
+	loEvents  = getopt.LongOption{Name: "events", HasArg: getopt.NoArgument, Val: 'e'}
+	loGIDIdx  = getopt.LongOption{Name: "gid-idx", HasArg: getopt.RequiredArgument, Val: 'g'}
+	loChk     = getopt.LongOption{Name: "chk", HasArg: getopt.NoArgument, Val: 'c'}
+	loODP     = getopt.LongOption{Name: "odp", HasArg: getopt.NoArgument, Val: 'o'}
+)
+
+// usageHead prints the lines every pingpong usage text starts with.
+func usageHead(w io.Writer, prog string) {
+	fmt.Fprintf(w, "Usage:\n")
+	fmt.Fprintf(w, "  %s            start a server and wait for connection\n", prog)
+	fmt.Fprintf(w, "  %s <host>     connect to server at <host>\n", prog)
+	fmt.Fprintf(w, "\n")
+	fmt.Fprintf(w, "Options:\n")
+	fmt.Fprintf(w, "  -p, --port=<port>      listen on/connect to port <port> (default 18515)\n")
+	fmt.Fprintf(w, "  -d, --ib-dev=<dev>     use IB device <dev> (default first device found)\n")
+	fmt.Fprintf(w, "  -i, --ib-port=<port>   use port <port> of IB device (default 1)\n")
+}
+
+// parseOptions parses args as the tool's main() does. ok is false when the tool must exit with status (the
+// usage text or a message has been printed).
+func parseOptions(spec *toolSpec, prog string, args []string, stdout, stderr io.Writer) (o *options, status int, ok bool) {
+	opts := spec.defaults
+	o = &opts
+	usage := func() (*options, int, bool) {
+		spec.usage(stdout, prog)
+		return nil, 1, false
+	}
+	p := getopt.New(prog, args, spec.optstring, spec.long, stderr, os.Getenv("POSIXLY_CORRECT") != "")
+	for {
+		opt, more := p.Next()
+		if !more {
+			break
+		}
+		switch opt.Val {
+		case 'p':
+			// port is an unsigned int; ud_pingpong reads it with strtol, the others with strtoul.
+			if spec.kind == kindUD {
+				v, _, _ := cstd.Strtol(opt.Arg, 0)
+				o.port = uint64(uint32(v))
+			} else {
+				v, _, _ := cstd.Strtoul(opt.Arg, 0)
+				o.port = uint64(uint32(v))
+			}
+			if o.port > 65535 {
+				return usage()
+			}
+		case 'd':
+			o.devName = opt.Arg
+		case 'i':
+			v, _, _ := cstd.Strtol(opt.Arg, 0)
+			o.ibPort = int(int32(v))
+			if o.ibPort < 1 {
+				return usage()
+			}
+		case 's':
+			v, _, _ := cstd.Strtoul(opt.Arg, 0)
+			o.size = int(uint32(v))
+			if spec.kind == kindSRQ && uint32(v) < 1 {
+				return usage()
+			}
+		case 'm':
+			v, _, _ := cstd.Strtol(opt.Arg, 0)
+			o.mtu = uverbs.MTUFromBytes(int(int32(v)))
+			if o.mtu == 0 {
+				return usage()
+			}
+		case 'q':
+			v, _, _ := cstd.Strtoul(opt.Arg, 0)
+			o.numQP = int(uint32(v))
+		case 'r':
+			v, _, _ := cstd.Strtoul(opt.Arg, 0)
+			o.rxDepth = int(uint32(v))
+		case 'n':
+			v, _, _ := cstd.Strtoul(opt.Arg, 0)
+			o.iters = int(uint32(v))
+		case 'l':
+			v, _, _ := cstd.Strtol(opt.Arg, 0)
+			o.sl = int(int32(v))
+		case 'e':
+			o.events = true
+		case 'g':
+			v, _, _ := cstd.Strtol(opt.Arg, 0)
+			o.gidx = int(int32(v))
+		case 'o':
+			o.odp = true
+		case 'P':
+			o.prefetch = true
+		case 'O':
+			o.odp, o.implicit = true, true
+		case 't':
+			o.ts = true
+		case 'c':
+			o.validate = true
+		case 'j':
+			o.dm = true
+		case 'N':
+			o.newSend = true
+		default:
+			return usage()
+		}
+	}
+	ops := p.Operands()
+	if len(ops) == 1 {
+		o.server = ops[0]
+	} else if len(ops) > 1 {
+		return usage()
+	}
+	return o, 0, true
+}

@@ -1,0 +1,332 @@
+package rdmatool
+
+import (
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/netlinkrdma"
+	"github.com/goverbs/goverbs/uverbs/abi"
+)
+
+func (t *tool) devHelp() int {
+	t.outf("Usage: %s dev show [DEV]\n", progName)
+	t.outf("       %s dev set [DEV] name DEVNAME\n", progName)
+	t.outf("       %s dev set [DEV] netns NSNAME\n", progName)
+	t.outf("       %s dev set [DEV] adaptive-moderation [on|off]\n", progName)
+	return 0
+}
+
+func (t *tool) cmdDev() int {
+	return t.execCmd([]command{
+		{"", t.devShow},
+		{"show", t.devShow},
+		{"list", t.devShow},
+		{"set", t.devSet},
+		{"help", t.devHelp},
+	}, "dev command")
+}
+
+func (t *tool) devShow() int {
+	return t.execDev(func() int {
+		return t.execCmd([]command{{"", t.devShowOne}}, "parameter")
+	})
+}
+
+func (t *tool) devShowOne() int {
+	d, err := t.be.DeviceByIndex(t.devIdx)
+	if err != nil {
+		return t.nlError(err)
+	}
+	printDevice(t.p, d, t.details)
+	return 0
+}
+
+// printDevice prints one device as `rdma dev show` does.
+func printDevice(p *printer, d netlinkrdma.Device, details bool) {
+	p.openObject("")
+	p.uint(printAny, "ifindex", "%d: ", d.Index)
+	p.str(printAny, "ifname", "%s: ", d.Name)
+	if d.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_NODE_TYPE) {
+		p.str(printAny, "node_type", "node_type %s ", d.NodeType.String())
+	}
+	if d.Present.Has(abi.RDMA_NLDEV_ATTR_FW_VERSION) {
+		p.str(printAny, "fw", "fw %s ", d.FirmwareVersion)
+	}
+	if d.Present.Has(abi.RDMA_NLDEV_ATTR_NODE_GUID) {
+		p.str(printAny, "node_guid", "node_guid %s ", d.NodeGUID.String())
+	}
+	if d.Present.Has(abi.RDMA_NLDEV_ATTR_SYS_IMAGE_GUID) {
+		p.str(printAny, "sys_image_guid", "sys_image_guid %s ", d.SysImageGUID.String())
+	}
+	if details {
+		// iproute2 skips settings other than 0 and 1, which the decoder
+		// folds into a bool; only presence is checked here.
+		if d.AdaptiveModeration != nil {
+			p.onOff(printAny, "adaptive-moderation", "adaptive-moderation %s ", *d.AdaptiveModeration)
+		}
+		if d.Present.Has(abi.RDMA_NLDEV_ATTR_CAP_FLAGS) {
+			printCaps(p, d.Caps.Names())
+		}
+	}
+	p.newline()
+}
+
+// printCaps prints a capability list: "\n    caps: <A, B>" in text, an
+// array "caps" in JSON.
+func printCaps(p *printer, names []string) {
+	p.text("\n    caps: <")
+	p.openArray(printJSON, "caps", "")
+	for i, n := range names {
+		if p.jsonCtx(printAny) {
+			p.jw.str(n)
+		} else if i < len(names)-1 {
+			p.textf("%s, ", n)
+		} else {
+			p.textf("%s", n)
+		}
+	}
+	p.closeArray(printAny, ">")
+}
+
+func (t *tool) devSet() int {
+	return t.execRequireDev(func() int {
+		return t.execCmd([]command{
+			{"", t.devHelp},
+			{"name", t.devSetName},
+			{"netns", t.devSetNetNS},
+			{"adaptive-moderation", t.devSetDIM},
+		}, "parameter")
+	})
+}
+
+func (t *tool) devSetName() int {
+	if t.noArg() {
+		t.errf("Please provide device new name.\n")
+		return -int(unix.EINVAL)
+	}
+	if err := t.be.SetDeviceName(t.devIdx, t.arg()); err != nil {
+		return t.nlError(err)
+	}
+	return 0
+}
+
+func (t *tool) devSetNetNS() int {
+	if t.noArg() {
+		t.errf("Please provide device name.\n")
+		return -int(unix.EINVAL)
+	}
+	f, err := t.openNetNS(t.arg())
+	if err != nil {
+		t.errf("Cannot open network namespace \"%s\": %s\n", t.arg(), errText(err))
+		return -int(unix.EINVAL)
+	}
+	defer f.Close()
+	if err := t.be.SetDeviceNetNS(t.devIdx, int(f.Fd())); err != nil {
+		return t.nlError(err)
+	}
+	return 0
+}
+
+func (t *tool) devSetDIM() int {
+	set := func(on bool) func() int {
+		return func() int {
+			if err := t.be.SetAdaptiveModeration(t.devIdx, on); err != nil {
+				return t.nlError(err)
+			}
+			return 0
+		}
+	}
+	return t.execCmd([]command{{"", t.devHelp}, {"on", set(true)}, {"off", set(false)}}, "parameter")
+}
+
+func (t *tool) linkHelp() int {
+	t.outf("Usage: %s link show [DEV/PORT_INDEX]\n", progName)
+	t.outf("Usage: %s link add NAME type TYPE netdev NETDEV\n", progName)
+	t.outf("Usage: %s link delete NAME\n", progName)
+	return 0
+}
+
+func (t *tool) cmdLink() int {
+	return t.execCmd([]command{
+		{"", t.linkShow},
+		{"add", t.linkAdd},
+		{"delete", t.linkDel},
+		{"show", t.linkShow},
+		{"list", t.linkShow},
+		{"help", t.linkHelp},
+	}, "link command")
+}
+
+func (t *tool) linkShow() int {
+	return t.execLink(func() int {
+		if t.portIdx == 0 {
+			return 0
+		}
+		return t.execCmd([]command{{"", t.linkShowOne}}, "parameter")
+	}, true)
+}
+
+func (t *tool) linkShowOne() int {
+	port, err := t.be.Port(t.devIdx, t.portIdx)
+	if err != nil {
+		return t.nlError(err)
+	}
+	printPort(t.p, port, t.details)
+	return 0
+}
+
+// printPort prints one port as `rdma link show` does.
+func printPort(p *printer, pt netlinkrdma.Port, details bool) {
+	p.openObject("")
+	p.uint(printJSON, "ifindex", "", pt.DevIndex)
+	p.str(printAny, "ifname", "link %s/", pt.DevName)
+	p.uint(printAny, "port", "%d ", pt.Index)
+	if ib := pt.IB; ib != nil {
+		if pt.Present.Has(abi.RDMA_NLDEV_ATTR_SUBNET_PREFIX) {
+			p.str(printAny, "subnet_prefix", "subnet_prefix %s ", ib.SubnetPrefix.String())
+		}
+		if pt.Present.Has(abi.RDMA_NLDEV_ATTR_LID) {
+			p.uint(printAny, "lid", "lid %d ", ib.LID)
+		}
+		if pt.Present.Has(abi.RDMA_NLDEV_ATTR_SM_LID) {
+			p.uint(printAny, "sm_lid", "sm_lid %d ", ib.SMLID)
+		}
+		if pt.Present.Has(abi.RDMA_NLDEV_ATTR_LMC) {
+			p.uint(printAny, "lmc", "lmc %d ", uint32(ib.LMC))
+		}
+	}
+	if pt.Present.Has(abi.RDMA_NLDEV_ATTR_PORT_STATE) {
+		p.str(printAny, "state", "state %s ", pt.State.String())
+	}
+	if pt.Present.Has(abi.RDMA_NLDEV_ATTR_PORT_PHYS_STATE) {
+		p.str(printAny, "physical_state", "physical_state %s ", pt.PhysState.String())
+	}
+	if pt.Present.Has(abi.RDMA_NLDEV_ATTR_NDEV_NAME) && pt.Present.Has(abi.RDMA_NLDEV_ATTR_NDEV_INDEX) {
+		p.str(printAny, "netdev", "netdev %s ", pt.NetdevName)
+		f := ""
+		if details {
+			f = "netdev_index %d "
+		}
+		p.uint(printAny, "netdev_index", f, pt.NetdevIndex)
+	}
+	if details && pt.IB != nil && pt.Present.Has(abi.RDMA_NLDEV_ATTR_CAP_FLAGS) {
+		printCaps(p, pt.IB.Caps.Names())
+	}
+	p.newline()
+}
+
+func (t *tool) linkAdd() int {
+	if t.noArg() {
+		t.errf("Please provide a link name to add.\n")
+		return -int(unix.EINVAL)
+	}
+	t.linkName = t.arg()
+	t.argInc()
+	return t.execCmd([]command{{"", t.linkHelp}, {"type", t.linkAddType}}, "parameter")
+}
+
+func (t *tool) linkAddType() int {
+	if t.noArg() {
+		t.errf("Please provide a link type name.\n")
+		return -int(unix.EINVAL)
+	}
+	t.linkType = t.arg()
+	t.argInc()
+	return t.execCmd([]command{{"", t.linkHelp}, {"netdev", t.linkAddNetdev}}, "parameter")
+}
+
+func (t *tool) linkAddNetdev() int {
+	if t.noArg() {
+		t.errf("Please provide a net device name.\n")
+		return -int(unix.EINVAL)
+	}
+	if err := t.be.LinkAdd(t.linkName, t.linkType, t.arg()); err != nil {
+		return t.nlError(err)
+	}
+	return 0
+}
+
+func (t *tool) linkDel() int {
+	return t.execRequireDev(func() int {
+		if !t.noArg() {
+			t.errf("Unknown parameter %s\n", t.arg())
+			return -int(unix.EINVAL)
+		}
+		if err := t.be.LinkDelIndex(t.devIdx); err != nil {
+			return t.nlError(err)
+		}
+		return 0
+	})
+}
+
+func (t *tool) sysHelp() int {
+	t.outf("Usage: %s system show [ netns ]\n", progName)
+	t.outf("       %s system set netns { shared | exclusive }\n", progName)
+	return 0
+}
+
+func (t *tool) cmdSys() int {
+	return t.execCmd([]command{
+		{"", t.sysShow},
+		{"show", t.sysShow},
+		{"set", t.sysSet},
+		{"help", t.sysHelp},
+	}, "system command")
+}
+
+func (t *tool) sysShow() int {
+	return t.execCmd([]command{{"", t.sysShowOne}, {"netns", t.sysShowOne}}, "parameter")
+}
+
+// sysShowOne prints the system settings. iproute2 6.1 opens no JSON
+// context here, so the output is text even with -j.
+func (t *tool) sysShowOne() int {
+	s, err := t.be.System()
+	if err != nil {
+		return t.nlError(err)
+	}
+	printSystem(t.p, s)
+	return 0
+}
+
+func printSystem(p *printer, s netlinkrdma.System) {
+	if s.Present.Has(abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE) {
+		mode := "unknown"
+		if s.NetNSMode <= netlinkrdma.NetNSShared {
+			mode = s.NetNSMode.String()
+		}
+		p.str(printAny, "netns", "netns %s ", mode)
+	}
+	p.onOff(printAny, "copy-on-fork", "copy-on-fork %s\n", s.CopyOnFork)
+}
+
+func (t *tool) sysSetHelp() int {
+	t.outf("Usage: %s system set [PARAM] value\n", progName)
+	t.outf("            system set netns { shared | exclusive }\n")
+	return 0
+}
+
+func (t *tool) sysSet() int {
+	return t.execCmd([]command{
+		{"", t.sysSetHelp},
+		{"help", t.sysSetHelp},
+		{"netns", t.sysSetNetNS},
+	}, "parameter")
+}
+
+func (t *tool) sysSetNetNS() int {
+	a := t.arg()
+	if t.noArg() || (a != "shared" && a != "exclusive") {
+		t.errf("valid options are: { shared | exclusive }\n")
+		return -int(unix.EINVAL)
+	}
+	mode := netlinkrdma.NetNSExclusive
+	if strings.EqualFold(a, "shared") {
+		mode = netlinkrdma.NetNSShared
+	}
+	if err := t.be.SetNetNSMode(mode); err != nil {
+		return t.nlError(err)
+	}
+	return 0
+}

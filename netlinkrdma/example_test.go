@@ -1,0 +1,77 @@
+package netlinkrdma_test
+
+import (
+	"errors"
+	"fmt"
+	"log"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/netlinkrdma"
+)
+
+// GUIDs print the way iproute2's rdma tool and sysfs show them.
+func ExampleGUID() {
+	g := netlinkrdma.GUID(0x0002c90300a1b2c3)
+	fmt.Println(g)
+	// Output: 0002:c903:00a1:b2c3
+}
+
+// Listing devices and finding their uverbs character devices, as
+// libibverbs does.
+func ExampleConn_Devices() {
+	c, err := netlinkrdma.Dial()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	devs, err := c.Devices()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range devs {
+		cd, err := c.Chardev(d.Index, "uverbs")
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: /dev/infiniband/%s (%d:%d) driver %s abi %d\n", d.Name, cd.Name, cd.Major, cd.Minor, cd.DriverID, cd.ABI)
+	}
+}
+
+// Creating a Soft-RoCE device; the error says what the kernel refused.
+func ExampleConn_LinkAdd() {
+	c, err := netlinkrdma.Dial()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	err = c.LinkAdd("rxe1", netlinkrdma.LinkTypeRXE, "eth0")
+	switch {
+	case errors.Is(err, unix.EEXIST):
+		fmt.Println("eth0 already has an rxe device")
+	case errors.Is(err, unix.EPERM):
+		fmt.Println("needs CAP_NET_ADMIN")
+	case err != nil:
+		log.Fatal(err)
+	}
+}
+
+// Resource dumps return typed entries.
+func ExampleConn_QPs() {
+	c, err := netlinkrdma.Dial()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.Device("rxe0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	qps, err := c.QPs(netlinkrdma.ResQuery{DevIndex: d.Index})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, q := range qps {
+		fmt.Println(q.LQPN, q.Type, q.State, q.PID)
+	}
+}

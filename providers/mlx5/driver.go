@@ -1,0 +1,646 @@
+package mlx5
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/mmio"
+	"github.com/goverbs/goverbs/uverbs/abi"
+	"golang.org/x/sys/unix"
+)
+
+// This file connects the data path to the verbs core (internal/provider): the driver payloads of GET_CONTEXT,
+// ALLOC_PD, CQ/QP/SRQ creation and CREATE_AH, UAR mapping, doorbell-record and ring memory. It follows rdma-core's
+// defaults on a 6.1 kernel: dynamic UARs (one NC page for CQ doorbells, BlueFlame pages for QPs), CQE version 1,
+// scatter-to-CQE enabled. Every system call goes through sysOps so that tests can put an emulated device behind
+// it.
+
+func init() { provider.Register(Driver{}) }
+
+// Driver is the mlx5 provider (RDMA_DRIVER_MLX5, uverbs ABI 1).
+type Driver struct{}
+
+// Name implements provider.Driver.
+func (Driver) Name() string { return "mlx5" }
+
+// DriverID implements provider.Driver.
+func (Driver) DriverID() uint32 { return abi.RDMA_DRIVER_MLX5 }
+
+// ABI implements provider.Driver (MLX5_IB_UVERBS_ABI_VERSION is 1).
+func (Driver) ABI() (uint32, uint32) { return 1, 1 }
+
+// sysOps are the system calls the provider makes besides the core's commands.
+type sysOps interface {
+	// mapUAR maps length bytes of the command fd at offset (a UAR page), PROT_WRITE, MAP_SHARED.
+	mapUAR(fd int, offset int64, length int) ([]byte, error)
+	// anon returns n bytes of zeroed, page-aligned private memory for rings and doorbell records.
+	anon(n int) ([]byte, error)
+	unmap(b []byte) error
+	allocUAR(fd int, typ uint32) (UARObject, error)
+	destroyUAR(fd int, handle uint32) error
+}
+
+type realSys struct{}
+
+func (realSys) mapUAR(fd int, offset int64, length int) ([]byte, error) {
+	return unix.Mmap(fd, offset, length, unix.PROT_WRITE, unix.MAP_SHARED)
+}
+func (realSys) anon(n int) ([]byte, error) {
+	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+}
+func (realSys) unmap(b []byte) error                           { return unix.Munmap(b) }
+func (realSys) allocUAR(fd int, typ uint32) (UARObject, error) { return AllocUAR(fd, typ) }
+func (realSys) destroyUAR(fd int, handle uint32) error         { return DestroyUAR(fd, handle) }
+
+// AllocContext implements provider.Driver: GET_CONTEXT with rdma-core's request (retried without DEVX, as
+// rdma-core does, when the kernel refuses it), then the NC UAR for CQ doorbells.
+func (Driver) AllocContext(dev *provider.Device, exec provider.Exec) (provider.Context, error) {
+	return allocContext(dev, exec, realSys{})
+}
+
+func allocContext(dev *provider.Device, exec provider.Exec, sys sysOps) (*mctx, error) {
+	req := DefaultAllocUcontextReq(true)
+	resp := new(abi.Mlx5IbAllocUcontextResp)
+	err := exec(bytesOf(&req), bytesOf(resp))
+	if err != nil {
+		req.Flags &^= abi.MLX5_IB_ALLOC_UCTX_DEVX
+		if err = exec(bytesOf(&req), bytesOf(resp)); err != nil {
+			return nil, fmt.Errorf("mlx5: get context on %s: %w", dev.Name, err)
+		}
+	}
+	c := &mctx{dev: *dev, sys: sys, caps: CapsFromResp(resp, dev.PageSize), resp: *resp}
+	if resp.TotBfregs != 0 {
+		// A kernel that ignored MLX5_LIB_CAP_DYN_UAR hands out static bfregs; this provider only speaks the
+		// dynamic scheme rdma-core uses on every kernel since 4.17.
+		return nil, fmt.Errorf("mlx5: get context on %s: kernel assigned %d static bfregs: %w", dev.Name,
+			resp.TotBfregs, ErrNotSupported)
+	}
+	if c.caps.UARsPerPage < 1 {
+		return nil, fmt.Errorf("mlx5: get context on %s: %d UARs per page: %w", dev.Name, c.caps.UARsPerPage, errInvalid)
+	}
+	nc, err := c.newUARPage(UARTypeNC)
+	if err != nil {
+		return nil, err
+	}
+	c.nc = nc
+	c.cqUAR = nc.reg
+	regs, err := DynamicBfregs(nc.reg, c.caps.UARsPerPage, 0, true)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	// Without BlueFlame every QP rings one shared NC register, as rdma-core routes them all to its NC UAR.
+	c.ncReg, _ = NewBFReg(regs[0].reg, 0, true)
+	return c, nil
+}
+
+// uarPage is one mapped UAR object.
+type uarPage struct {
+	obj UARObject
+	mem []byte
+	reg mmio.Reg
+}
+
+// mctx is the provider's per-context state.
+type mctx struct {
+	dev   provider.Device
+	sys   sysOps
+	caps  Caps
+	resp  abi.Mlx5IbAllocUcontextResp
+	mu    sync.Mutex
+	nc    *uarPage
+	cqUAR mmio.Reg
+	ncReg *BFReg
+	bf    []*uarPage // BlueFlame pages
+	free  []bfSlot   // BlueFlame registers not in use
+	dbrs  [][]byte   // doorbell-record pages
+	dbrFr [][]byte   // free doorbell records
+	uidx  uint32     // next user index
+	uidxF []uint32   // freed user indexes
+}
+
+type bfSlot struct {
+	reg    *BFReg
+	pageID uint32
+}
+
+func (c *mctx) newUARPage(typ uint32) (*uarPage, error) {
+	obj, err := c.sys.allocUAR(c.dev.FD, typ)
+	if err != nil {
+		return nil, fmt.Errorf("mlx5: allocate UAR on %s: %w", c.dev.Name, err)
+	}
+	mem, err := c.sys.mapUAR(c.dev.FD, int64(obj.MmapOffset), int(obj.MmapLength))
+	if err != nil {
+		c.sys.destroyUAR(c.dev.FD, obj.Handle)
+		return nil, fmt.Errorf("mlx5: map UAR page %d on %s: %w", obj.PageID, c.dev.Name, err)
+	}
+	reg, err := mmio.RegFromBytes(mem)
+	if err != nil {
+		c.sys.unmap(mem)
+		c.sys.destroyUAR(c.dev.FD, obj.Handle)
+		return nil, err
+	}
+	return &uarPage{obj: obj, mem: mem, reg: reg}, nil
+}
+
+func (c *mctx) freePage(p *uarPage) {
+	c.sys.unmap(p.mem)
+	c.sys.destroyUAR(c.dev.FD, p.obj.Handle)
+}
+
+// Caps returns what the context reported (BlueFlame availability, CQE version, limits).
+func (c *mctx) Caps() Caps { return c.caps }
+
+// takeBF returns a dedicated BlueFlame register and its UAR page id, allocating a new BF page when all are in use;
+// without BlueFlame it returns the shared NC register.
+func (c *mctx) takeBF() (bfSlot, error) {
+	if !c.caps.BlueFlame {
+		return bfSlot{reg: c.ncReg, pageID: c.nc.obj.PageID}, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.free) == 0 {
+		p, err := c.newUARPage(UARTypeBF)
+		if err != nil {
+			return bfSlot{}, err
+		}
+		regs, err := DynamicBfregs(p.reg, c.caps.UARsPerPage, c.caps.BFRegSize, false)
+		if err != nil {
+			c.freePage(p)
+			return bfSlot{}, err
+		}
+		c.bf = append(c.bf, p)
+		for _, r := range regs {
+			c.free = append(c.free, bfSlot{reg: r, pageID: p.obj.PageID})
+		}
+	}
+	s := c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	return s, nil
+}
+
+func (c *mctx) putBF(s bfSlot) {
+	if s.reg == c.ncReg {
+		return
+	}
+	c.mu.Lock()
+	c.free = append(c.free, s)
+	c.mu.Unlock()
+}
+
+// dbr returns a zeroed 8-byte doorbell record at a cache-line stride in a pinned page (rdma-core dbrec.c).
+func (c *mctx) dbr() ([]byte, DoorbellRecord, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.dbrFr) == 0 {
+		page, err := c.sys.anon(c.dev.PageSize)
+		if err != nil {
+			return nil, DoorbellRecord{}, fmt.Errorf("mlx5: allocate doorbell records: %w", err)
+		}
+		c.dbrs = append(c.dbrs, page)
+		stride := max(int(c.resp.CacheLineSize), 64)
+		for off := len(page) - stride; off >= 0; off -= stride {
+			c.dbrFr = append(c.dbrFr, page[off:off+8:off+8])
+		}
+	}
+	b := c.dbrFr[len(c.dbrFr)-1]
+	c.dbrFr = c.dbrFr[:len(c.dbrFr)-1]
+	clear(b)
+	d, err := NewDoorbellRecord(b)
+	return b, d, err
+}
+
+func (c *mctx) putDBR(b []byte) {
+	c.mu.Lock()
+	c.dbrFr = append(c.dbrFr, b)
+	c.mu.Unlock()
+}
+
+// userIndex allocates a 24-bit user index (CQE version 1) or returns 0xffffff (version 0).
+func (c *mctx) userIndex() uint32 {
+	if c.caps.CQEVersion == 0 {
+		return 0xffffff
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.uidxF); n > 0 {
+		u := c.uidxF[n-1]
+		c.uidxF = c.uidxF[:n-1]
+		return u
+	}
+	u := c.uidx
+	c.uidx++
+	return u
+}
+
+func (c *mctx) putUserIndex(u uint32) {
+	if c.caps.CQEVersion == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.uidxF = append(c.uidxF, u)
+	c.mu.Unlock()
+}
+
+// ring returns page-rounded private memory for a queue buffer.
+func (c *mctx) ring(n int) ([]byte, error) {
+	ps := c.dev.PageSize
+	b, err := c.sys.anon((n + ps - 1) / ps * ps)
+	if err != nil {
+		return nil, fmt.Errorf("mlx5: allocate %d-byte queue buffer: %w", n, err)
+	}
+	return b, nil
+}
+
+// AllocPD implements provider.Context: the driver response carries the PD number.
+func (c *mctx) AllocPD(exec provider.Exec) (provider.PD, error) {
+	var resp abi.Mlx5IbAllocPdResp
+	if err := exec(nil, bytesOf(&resp)); err != nil {
+		return nil, err
+	}
+	return pd(resp.Pdn), nil
+}
+
+type pd uint32
+
+func (p pd) PDN() uint32 { return uint32(p) }
+
+// CreateCQ implements provider.Context: a stamped ring of roundup_pow2(cqe+1) 64-byte CQEs, a doorbell record, and
+// the NC UAR page for the arm doorbell.
+func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, error) {
+	if p.CQE < 1 || p.CQE > 1<<24-1 {
+		return nil, fmt.Errorf("mlx5: create CQ of %d entries: %w", p.CQE, errInvalid)
+	}
+	n := roundupPow2(p.CQE + 1)
+	buf, err := c.ring(n * CQESize)
+	if err != nil {
+		return nil, err
+	}
+	dbrb, dbr, err := c.dbr()
+	if err != nil {
+		c.sys.unmap(buf)
+		return nil, err
+	}
+	StampCQBuffer(buf[:n*CQESize])
+	p.CQE = n - 1
+	req := CreateCQReq(addrOf(buf), addrOf(dbrb), int(c.nc.obj.PageID))
+	var resp abi.Mlx5IbCreateCqResp
+	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
+		c.putDBR(dbrb)
+		c.sys.unmap(buf)
+		return nil, err
+	}
+	cq, err := NewCQ(CQConfig{Buf: buf, CQECount: n, CQN: resp.Cqn, DBR: dbr, UAR: c.cqUAR, CQEVersion: c.caps.CQEVersion})
+	if err != nil {
+		c.putDBR(dbrb) // the core destroys the kernel CQ
+		c.sys.unmap(buf)
+		return nil, err
+	}
+	return &cqAdapter{CQ: cq, ctx: c, mem: buf, dbr: dbrb}, nil
+}
+
+// cqAdapter is a CQ as the verbs core sees it.
+type cqAdapter struct {
+	*CQ
+	ctx     *mctx
+	mem     []byte
+	dbr     []byte
+	newMem  []byte
+	lastErr error
+}
+
+// Poll implements provider.CQ. A CQE that names no known queue stops the poll; the error is kept (PollErr).
+func (a *cqAdapter) Poll(wc []WC) int {
+	n, err := a.CQ.Poll(wc)
+	if err != nil {
+		a.lastErr = err
+	}
+	return n
+}
+
+// PollErr returns and clears the last poll error.
+func (a *cqAdapter) PollErr() error {
+	err := a.lastErr
+	a.lastErr = nil
+	return err
+}
+
+// Arm implements provider.CQ.
+func (a *cqAdapter) Arm(solicitedOnly bool) error {
+	a.CQ.Arm(solicitedOnly)
+	return nil
+}
+
+// EventReceived implements provider.CQ.
+func (a *cqAdapter) EventReceived() { a.CQ.Event() }
+
+// Resize implements provider.CQ (rdma-core mlx5_resize_cq): a new stamped buffer, RESIZE_CQ, then the pending
+// CQEs are moved over. The same rounded size is a no-op.
+func (a *cqAdapter) Resize(p *provider.CQParams, exec provider.Exec) error {
+	if p.CQE < 1 || p.CQE > 1<<24-1 {
+		return fmt.Errorf("mlx5: resize CQ %#x to %d: %w", a.cqn, p.CQE, errInvalid)
+	}
+	n := roundupPow2(p.CQE + 1)
+	if uint32(n) == a.ncqe {
+		p.CQE = n - 1
+		return nil
+	}
+	buf, err := a.ctx.ring(n * CQESize)
+	if err != nil {
+		return err
+	}
+	if err := a.BeginResize(buf, n); err != nil {
+		a.ctx.sys.unmap(buf)
+		return err
+	}
+	p.CQE = n - 1
+	req := ResizeCQReq(addrOf(buf))
+	if err := exec(bytesOf(&req), nil); err != nil {
+		a.AbortResize()
+		a.ctx.sys.unmap(buf)
+		return err
+	}
+	if err := a.CompleteResize(); err != nil {
+		return err
+	}
+	a.ctx.sys.unmap(a.mem)
+	a.mem = buf
+	return nil
+}
+
+// Destroyed implements provider.CQ.
+func (a *cqAdapter) Destroyed() {
+	a.ctx.sys.unmap(a.mem)
+	a.ctx.putDBR(a.dbr)
+}
+
+// CreateQP implements provider.Context: rdma-core's sizing, one buffer with the RQ first, a doorbell record, a
+// dedicated BlueFlame register (or the shared NC one), a user index, and MLX5_QP_FLAG_SCATTER_CQE.
+func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, error) {
+	var t QPType
+	switch p.Type {
+	case provider.QPTRC:
+		t = QPTypeRC
+	case provider.QPTUC:
+		t = QPTypeUC
+	case provider.QPTUD:
+		t = QPTypeUD
+	default:
+		return nil, fmt.Errorf("mlx5: create QP of type %d: %w", p.Type, ErrNotSupported)
+	}
+	// A QP on an SRQ has no receive queue of its own; its receive completions retire WQEs through the SRQ's
+	// wr_id table and free list (rdma-core: the CQE names the QP, whose ibv_qp.srq is used).
+	var srq *srqAdapter
+	if p.HasSRQ {
+		s, ok := p.SRQ.(*srqAdapter)
+		if !ok || s == nil || s.SRQ == nil {
+			return nil, fmt.Errorf("mlx5: create QP on an SRQ: SRQ %T is not an mlx5 SRQ: %w", p.SRQ, errInvalid)
+		}
+		srq = s
+	} else if p.SRQ != nil {
+		return nil, fmt.Errorf("mlx5: create QP: SRQ given without HasSRQ: %w", errInvalid)
+	}
+	scq, ok1 := p.SendCQ.(*cqAdapter)
+	rcq, ok2 := p.RecvCQ.(*cqAdapter)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("mlx5: create QP: completion queues of another provider: %w", errInvalid)
+	}
+	caps := QPCaps{MaxSendWR: int(p.Cap.MaxSendWR), MaxRecvWR: int(p.Cap.MaxRecvWR), MaxSendSGE: int(p.Cap.MaxSendSGE),
+		MaxRecvSGE: int(p.Cap.MaxRecvSGE), MaxInlineData: int(p.Cap.MaxInlineData)}
+	l, err := SizeQP(t, caps, srq != nil, c.caps.Limits, c.dev.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	q := &qpAdapter{ctx: c, scq: scq, rcq: rcq}
+	if q.mem, err = c.ring(max(l.BufSize, c.dev.PageSize)); err != nil {
+		return nil, err
+	}
+	if q.dbrMem, q.dbr, err = c.dbr(); err != nil {
+		q.release()
+		return nil, err
+	}
+	if q.bf, err = c.takeBF(); err != nil {
+		q.release()
+		return nil, err
+	}
+	q.uidx = c.userIndex()
+	p.Cap.MaxInlineData = uint32(l.Caps.MaxInlineData)
+	req := CreateQPReq(l, addrOf(q.mem), addrOf(q.dbrMem), q.uidx, int(q.bf.pageID), true)
+	var resp abi.Mlx5IbCreateQpResp
+	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
+		q.release()
+		return nil, err
+	}
+	qpn := p.Out.QPN
+	sq, err := NewSendQueue(SendQueueConfig{Buf: q.mem[l.SQOffset:], WQECount: l.SQWQECount, MaxPost: l.SQMaxPost,
+		MaxSGE: l.Caps.MaxSendSGE, MaxInline: l.Caps.MaxInlineData, QPN: qpn, Type: t, DBR: q.dbr, BF: q.bf.reg,
+		SignalAll: p.SigAll, Atomics: t == QPTypeRC})
+	if err != nil {
+		q.release()
+		return nil, err
+	}
+	q.QP = &QP{QPN: qpn, UserIndex: q.uidx, SQ: sq}
+	if srq != nil {
+		q.QP.SRQ = srq.SRQ
+	} else if l.RQWQECount > 0 {
+		if q.RQ, err = NewRecvQueue(RecvQueueConfig{Buf: q.mem[:l.SQOffset], WQECount: l.RQWQECount,
+			WQEShift: l.RQWQEShift, MaxPost: l.RQMaxPost, DBR: q.dbr, QPN: qpn}); err != nil {
+			q.release()
+			return nil, err
+		}
+	}
+	if err := scq.Attach(q.QP); err != nil {
+		q.release()
+		return nil, err
+	}
+	if rcq != scq {
+		if err := rcq.Attach(q.QP); err != nil {
+			scq.Detach(q.QP)
+			q.release()
+			return nil, err
+		}
+	}
+	p.Out.Cap = provider.QPCap{MaxSendWR: uint32(l.Caps.MaxSendWR), MaxRecvWR: uint32(l.Caps.MaxRecvWR),
+		MaxSendSGE: uint32(l.Caps.MaxSendSGE), MaxRecvSGE: uint32(l.Caps.MaxRecvSGE),
+		MaxInlineData: uint32(l.Caps.MaxInlineData)}
+	return q, nil
+}
+
+// qpAdapter is a QP as the verbs core sees it; posting is gated on the state as rdma-core does (receives from
+// INIT, sends from RTS).
+type qpAdapter struct {
+	*QP
+	ctx      *mctx
+	scq, rcq *cqAdapter
+	mem      []byte
+	dbrMem   []byte
+	dbr      DoorbellRecord
+	bf       bfSlot
+	uidx     uint32
+	state    provider.QPState
+}
+
+// errState is returned when posting in a state that does not allow it.
+var errState = errors.New("mlx5: QP state does not allow posting")
+
+// PostSend implements provider.QP.
+func (q *qpAdapter) PostSend(wrs []SendWR) (int, error) {
+	if q.state != provider.QPSRTS && q.state != provider.QPSSQD {
+		return 0, fmt.Errorf("%w (send in state %d): %w", errState, q.state, errQueueFull)
+	}
+	return q.SQ.PostSend(wrs)
+}
+
+// PostRecv implements provider.QP.
+func (q *qpAdapter) PostRecv(wrs []RecvWR) (int, error) {
+	if q.RQ == nil {
+		if q.QP.SRQ != nil {
+			return 0, fmt.Errorf("mlx5: post receive on QP %#x: it receives from SRQ %#x (post there): %w",
+				q.QPN, q.QP.SRQ.SRQN(), errInvalid)
+		}
+		return 0, fmt.Errorf("mlx5: post receive on QP %#x without a receive queue: %w", q.QPN, errInvalid)
+	}
+	if q.state == provider.QPSReset {
+		return 0, fmt.Errorf("%w (receive in RESET): %w", errState, errInvalid)
+	}
+	return q.RQ.PostRecv(wrs)
+}
+
+// StateChanged implements provider.QP: a transition to RESET zeroes the indices and doorbell records.
+func (q *qpAdapter) StateChanged(s provider.QPState) {
+	q.state = s
+	if s == provider.QPSReset {
+		q.SQ.Reset()
+		if q.RQ != nil {
+			q.RQ.Reset()
+		}
+	}
+}
+
+// Destroyed implements provider.QP.
+func (q *qpAdapter) Destroyed() {
+	q.scq.Detach(q.QP)
+	q.rcq.Detach(q.QP)
+	q.release()
+}
+
+func (q *qpAdapter) release() {
+	if q.mem != nil {
+		q.ctx.sys.unmap(q.mem)
+		q.mem = nil
+	}
+	if q.dbrMem != nil {
+		q.ctx.putDBR(q.dbrMem)
+		q.dbrMem = nil
+	}
+	if q.bf.reg != nil {
+		q.ctx.putBF(q.bf)
+		q.bf = bfSlot{}
+		q.ctx.putUserIndex(q.uidx)
+	}
+}
+
+// CreateSRQ implements provider.Context.
+func (c *mctx) CreateSRQ(p *provider.SRQParams, exec provider.Exec) (provider.SRQ, error) {
+	l, err := SizeSRQ(int(p.MaxWR), int(p.MaxSGE), QueueLimits{MaxRecvWR: int(c.resp.MaxSrqRecvWr),
+		MaxRQDescSz: c.caps.Limits.MaxRQDescSz})
+	if err != nil {
+		return nil, err
+	}
+	s := &srqAdapter{ctx: c}
+	if s.mem, err = c.ring(l.WQECount << l.WQEShift); err != nil {
+		return nil, err
+	}
+	var dbr DoorbellRecord
+	if s.dbrMem, dbr, err = c.dbr(); err != nil {
+		c.sys.unmap(s.mem)
+		return nil, err
+	}
+	if s.SRQ, err = NewSRQ(SRQConfig{Buf: s.mem, WQECount: l.WQECount, WQEShift: l.WQEShift, DBR: dbr}); err != nil {
+		s.Destroyed()
+		return nil, err
+	}
+	s.uidx = c.userIndex()
+	p.MaxWR, p.MaxSGE = uint32(l.MaxWR), uint32(l.MaxSGE)
+	req := CreateSRQReq(addrOf(s.mem), addrOf(s.dbrMem), s.uidx)
+	var resp abi.Mlx5IbCreateSrqResp
+	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
+		s.Destroyed()
+		return nil, err
+	}
+	s.srqn = resp.Srqn
+	p.Out.MaxWR, p.Out.MaxSGE, p.Out.SRQN = uint32(l.MaxWR), uint32(l.MaxSGE), resp.Srqn
+	return s, nil
+}
+
+type srqAdapter struct {
+	*SRQ
+	ctx    *mctx
+	mem    []byte
+	dbrMem []byte
+	uidx   uint32
+}
+
+// Modify implements provider.SRQ (only the limit can change; there is no driver data).
+func (s *srqAdapter) Modify(maxWR uint32, exec provider.Exec) error { return exec(nil, nil) }
+
+// Destroyed implements provider.SRQ.
+func (s *srqAdapter) Destroyed() {
+	if s.mem != nil {
+		s.ctx.sys.unmap(s.mem)
+		s.mem = nil
+	}
+	if s.dbrMem != nil {
+		s.ctx.putDBR(s.dbrMem)
+		s.dbrMem = nil
+		s.ctx.putUserIndex(s.uidx)
+	}
+}
+
+// CreateAH implements provider.Context: on InfiniBand the address vector is built in userspace with no kernel
+// object; on RoCE the kernel's CREATE_AH response supplies the destination MAC (when the context reports
+// MLX5_USER_CMDS_SUPP_UHW_CREATE_AH; neighbour resolution is not implemented).
+func (c *mctx) CreateAH(p *provider.AHParams, exec provider.Exec) (*provider.AHData, error) {
+	attr := AHAttr{DLID: p.DLID, SL: p.SL, SrcPathBits: p.SrcPathBits, StaticRate: p.StaticRate, IsGlobal: p.IsGlobal,
+		GRH: GRH{DGID: p.DGID, FlowLabel: p.FlowLabel, SGIDIndex: p.SGIDIndex, HopLimit: p.HopLimit,
+			TrafficClass: p.TrafficClass}}
+	if !p.Ethernet {
+		return NewIBAH(attr), nil
+	}
+	if c.resp.CmdsSuppUhw&abi.MLX5_USER_CMDS_SUPP_UHW_CREATE_AH == 0 {
+		return nil, fmt.Errorf("mlx5: create RoCE AH: kernel does not return the destination MAC: %w", ErrNotSupported)
+	}
+	var resp abi.Mlx5IbCreateAhResp
+	if err := exec(nil, bytesOf(&resp)); err != nil {
+		return nil, err
+	}
+	// Without a flow label rdma-core picks a random RoCE v2 source port in [0xC000, 0xFFFF].
+	ah, err := NewRoCEAH(attr, resp.Dmac, p.RoCEv2, RoCEUDPPortMin+uint16(rand.IntN(RoCEUDPPortMax-RoCEUDPPortMin+1)))
+	if err != nil {
+		return nil, err
+	}
+	ah.Handle = p.Out.Handle
+	return ah, nil
+}
+
+// Close implements provider.Context: unmap and destroy the UAR pages, free the doorbell-record pages.
+func (c *mctx) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.bf {
+		c.freePage(p)
+	}
+	c.bf, c.free = nil, nil
+	if c.nc != nil {
+		c.freePage(c.nc)
+		c.nc = nil
+	}
+	for _, p := range c.dbrs {
+		c.sys.unmap(p)
+	}
+	c.dbrs, c.dbrFr = nil, nil
+	return nil
+}

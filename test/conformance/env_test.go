@@ -1,0 +1,527 @@
+package conformance
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/test/labtest"
+	"github.com/goverbs/goverbs/uverbs"
+)
+
+// The device under test is labtest.Device(): the -device flag (registered by package labtest), $GOVERBS_DEVICE,
+// rxe0 in the lab, else the first device.
+var (
+	portFlag = flag.Int("port", 1, "port of the device under test")
+	gidFlag  = flag.Int("gid", -1, "GID index for traffic (-1: the first RoCE v2 IPv4 GID, else the first valid one)")
+)
+
+// Default traffic parameters, as rdma-core's tests/base.py sets them.
+const (
+	pathMTU     = uverbs.MTU1024
+	rdAtomic    = 1
+	minRNRTimer = 12
+	timeout     = 14
+	retryCnt    = 7
+	rnrRetry    = 7
+	udQKey      = 0x11111111
+	grhSize     = 40
+	iters       = 10   // messages per traffic test (pyverbs uses 10 in most tests)
+	msgSize     = 1024 // RC/UC message size
+	udMsgSize   = 512  // UD payload (below the path MTU)
+)
+
+// hangGuard bounds every wait for a completion so a lost completion fails the test instead of hanging it.
+// It is not a timing assertion: on the slowest lab (QEMU TCG) a round trip takes tens of milliseconds.
+const hangGuard = 60 * time.Second
+
+// env is one open device context with its queried attributes.
+type env struct {
+	t    *testing.T
+	ctx  *uverbs.Context
+	dev  *uverbs.DeviceAttr
+	port *uverbs.PortAttr
+	pnum int
+	gid  uverbs.GIDEntry
+}
+
+// newEnv opens the device under test for t (closed at cleanup, after every object t created).
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	labtest.Require(t)
+	ctx, err := uverbs.Open(labtest.Device())
+	require.NoError(t, err, "open %s", labtest.Device())
+	t.Cleanup(func() { require.NoError(t, ctx.Close(), "close context") })
+	dev, err := ctx.QueryDevice()
+	require.NoError(t, err)
+	port, err := ctx.QueryPort(*portFlag)
+	require.NoError(t, err)
+	e := &env{t: t, ctx: ctx, dev: dev, port: port, pnum: *portFlag}
+	e.gid = e.pickGID()
+	return e
+}
+
+// pickGID chooses the traffic GID as rdma-core's tests do with --gid: the flag, else the first RoCE v2 GID of an
+// IPv4 address (index 1 on a freshly created rxe), else the first valid GID of the port.
+func (e *env) pickGID() uverbs.GIDEntry {
+	if *gidFlag >= 0 {
+		g, err := e.ctx.QueryGID(e.pnum, *gidFlag)
+		require.NoError(e.t, err)
+		return g
+	}
+	tbl, err := e.ctx.QueryGIDTable()
+	require.NoError(e.t, err)
+	var first *uverbs.GIDEntry
+	for i := range tbl {
+		g := &tbl[i]
+		if g.Port != e.pnum || g.GID.IsZero() {
+			continue
+		}
+		if first == nil {
+			first = g
+		}
+		if g.Type == uverbs.GIDTypeRoCEv2 && g.GID.Addr().Is4In6() {
+			return *g
+		}
+	}
+	require.NotNil(e.t, first, "port %d has no valid GID", e.pnum)
+	return *first
+}
+
+// requireActive skips traffic tests when the port cannot carry traffic, as rdma-core's RDMATestCase does.
+func (e *env) requireActive() {
+	e.t.Helper()
+	if e.port.State != uverbs.PortActive {
+		e.t.Skipf("port %d of %s is %v, not ACTIVE: no traffic possible", e.pnum, e.ctx.Name(), e.port.State)
+	}
+}
+
+// cleanup closes c when the test ends.
+func cleanup[T interface{ Close() error }](t *testing.T, c T) T {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close %T: %v", c, err)
+		}
+	})
+	return c
+}
+
+func (e *env) pd() *uverbs.PD {
+	pd, err := e.ctx.AllocPD()
+	require.NoError(e.t, err)
+	return cleanup(e.t, pd)
+}
+
+func (e *env) cq(n int) *uverbs.CQ {
+	cq, err := e.ctx.CreateCQ(uverbs.CQAttr{CQE: n})
+	require.NoError(e.t, err)
+	return cleanup(e.t, cq)
+}
+
+func (e *env) buffer(n int) *uverbs.Buffer {
+	b, err := uverbs.AllocBuffer(n)
+	require.NoError(e.t, err)
+	return cleanup(e.t, b)
+}
+
+// skipIfUnsupported skips when err says the device lacks the feature, as pyverbs does on EOPNOTSUPP.
+func skipIfUnsupported(t *testing.T, err error, what string) {
+	t.Helper()
+	if errors.Is(err, uverbs.ErrNotSupported) {
+		t.Skipf("%s is not supported by the device: %v", what, err)
+	}
+}
+
+// playerOpts describe one side of a loopback pair (pyverbs' "resources").
+type playerOpts struct {
+	qpType   uverbs.QPType
+	mrAccess uverbs.Access
+	qpAccess uverbs.Access
+	msgSize  int
+	cqDepth  int
+	cap      uverbs.QPCap
+	channel  *uverbs.CompChannel
+	srq      bool
+	zero     bool // zero-length messages (pyverbs' *_zero_size tests)
+	noRNR    bool // rnr_retry 0: the first RNR NAK fails the send
+}
+
+func (o *playerOpts) defaults() {
+	if o.qpType == 0 {
+		o.qpType = uverbs.QPTypeRC
+	}
+	if o.mrAccess == 0 {
+		o.mrAccess = uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite | uverbs.AccessRemoteRead | uverbs.AccessRemoteAtomic
+	}
+	if o.qpAccess == 0 {
+		o.qpAccess = uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite | uverbs.AccessRemoteRead | uverbs.AccessRemoteAtomic
+	}
+	if o.msgSize == 0 && !o.zero {
+		o.msgSize = msgSize
+		if o.qpType == uverbs.QPTypeUD {
+			o.msgSize = udMsgSize
+		}
+	}
+	if o.cqDepth == 0 {
+		o.cqDepth = 100
+	}
+	if o.cap == (uverbs.QPCap{}) {
+		o.cap = uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}
+	}
+}
+
+// player is one side of a loopback pair: PD, CQ, QP and a registered buffer. The buffer is laid out as
+// [send area | receive area]; UD receive areas are GRH + message.
+type player struct {
+	e    *env
+	o    playerOpts
+	pd   *uverbs.PD
+	cq   *uverbs.CQ
+	srq  *uverbs.SRQ
+	qp   *uverbs.QP
+	buf  *uverbs.Buffer
+	mr   *uverbs.MR
+	peer *player
+	ah   *uverbs.AH // UD: address of the peer
+	psn  uint32
+	// rkey, when set, is the key peers use for this player's memory instead of its MR's (a memory window).
+	rkey uint32
+}
+
+// remoteKey is the key peers use to reach this player's receive area.
+func (p *player) remoteKey() uint32 {
+	if p.rkey != 0 {
+		return p.rkey
+	}
+	return p.mr.RKey()
+}
+
+func (e *env) newPlayer(o playerOpts) *player {
+	e.t.Helper()
+	o.defaults()
+	p := &player{e: e, o: o}
+	p.pd = e.pd()
+	cq, err := e.ctx.CreateCQ(uverbs.CQAttr{CQE: o.cqDepth, Channel: o.channel})
+	require.NoError(e.t, err)
+	p.cq = cleanup(e.t, cq)
+	p.buf = e.buffer(2*o.msgSize + grhSize + 64)
+	mr, err := p.pd.RegMR(p.buf.Bytes(), o.mrAccess)
+	require.NoError(e.t, err)
+	p.mr = cleanup(e.t, mr)
+	init := uverbs.QPInitAttr{Type: o.qpType, SendCQ: p.cq, RecvCQ: p.cq, Cap: o.cap}
+	if o.srq {
+		srq, err := p.pd.CreateSRQ(uverbs.SRQAttr{MaxWR: 64, MaxSGE: 1})
+		skipIfUnsupported(e.t, err, "SRQ")
+		require.NoError(e.t, err)
+		p.srq = cleanup(e.t, srq)
+		init.SRQ = srq
+	}
+	qp, err := p.pd.CreateQP(init)
+	skipIfUnsupported(e.t, err, fmt.Sprintf("QP type %d", o.qpType))
+	require.NoError(e.t, err)
+	p.qp = cleanup(e.t, qp)
+	p.psn = qp.QPN() & 0xffffff // any PSN; a distinct one per side
+	return p
+}
+
+// pair creates two players and connects them to each other (pyverbs' create_players + pre_run).
+func (e *env) pair(o playerOpts) (client, server *player) {
+	e.t.Helper()
+	e.requireActive()
+	client, server = e.newPlayer(o), e.newPlayer(o)
+	client.connect(server)
+	server.connect(client)
+	return client, server
+}
+
+func (p *player) ahAttr() uverbs.AHAttr {
+	return uverbs.AHAttr{IsGlobal: true, PortNum: uint8(p.e.pnum),
+		GRH: uverbs.GlobalRoute{DGID: p.e.gid.GID, SGIDIndex: uint8(p.e.gid.Index), HopLimit: 1}}
+}
+
+// toInit moves the QP RESET->INIT with the attributes its type needs.
+func (p *player) toInit() error {
+	a := &uverbs.QPAttr{State: uverbs.QPStateInit, PKeyIndex: 0, PortNum: uint8(p.e.pnum)}
+	mask := uverbs.QPAttrState | uverbs.QPAttrPKeyIndex | uverbs.QPAttrPort
+	if p.o.qpType == uverbs.QPTypeUD {
+		a.QKey = udQKey
+		mask |= uverbs.QPAttrQKey
+	} else {
+		a.AccessFlags = p.o.qpAccess
+		mask |= uverbs.QPAttrAccessFlags
+	}
+	return p.qp.Modify(a, mask)
+}
+
+// toRTR moves the QP INIT->RTR towards remote.
+func (p *player) toRTR(remote *player) error {
+	if p.o.qpType == uverbs.QPTypeUD {
+		return p.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState)
+	}
+	a := &uverbs.QPAttr{State: uverbs.QPStateRTR, PathMTU: pathMTU, DestQPN: remote.qp.QPN(), RQPSN: remote.psn,
+		AHAttr: remote.ahAttr()}
+	mask := uverbs.QPAttrState | uverbs.QPAttrAV | uverbs.QPAttrPathMTU | uverbs.QPAttrDestQPN | uverbs.QPAttrRQPSN
+	if p.o.qpType == uverbs.QPTypeRC {
+		a.MaxDestRdAtomic, a.MinRNRTimer = rdAtomic, minRNRTimer
+		mask |= uverbs.QPAttrMaxDestRdAtomic | uverbs.QPAttrMinRNRTimer
+	}
+	return p.qp.Modify(a, mask)
+}
+
+// toRTS moves the QP RTR->RTS.
+func (p *player) toRTS() error {
+	a := &uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: p.psn}
+	mask := uverbs.QPAttrState | uverbs.QPAttrSQPSN
+	if p.o.qpType == uverbs.QPTypeRC {
+		a.Timeout, a.RetryCnt, a.RNRRetry, a.MaxRdAtomic = timeout, retryCnt, rnrRetry, rdAtomic
+		if p.o.noRNR {
+			a.RNRRetry = 0
+		}
+		mask |= uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry | uverbs.QPAttrMaxQPRdAtomic
+	}
+	return p.qp.Modify(a, mask)
+}
+
+// connect brings the QP to RTS towards remote (UD: creates the AH of remote).
+func (p *player) connect(remote *player) {
+	t := p.e.t
+	t.Helper()
+	p.peer = remote
+	require.NoError(t, p.toInit())
+	require.NoError(t, p.toRTR(remote))
+	require.NoError(t, p.toRTS())
+	if p.o.qpType == uverbs.QPTypeUD {
+		ah, err := p.pd.CreateAH(remote.ahAttr())
+		require.NoError(t, err)
+		p.ah = cleanup(t, ah)
+	}
+}
+
+// restate moves an errored QP back to RTS: RESET, then INIT, RTR, RTS (pyverbs' restate_qps).
+func (p *player) restate() {
+	t := p.e.t
+	t.Helper()
+	require.NoError(t, p.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
+	p.connect(p.peer)
+}
+
+// sendOff and recvOff locate the two halves of the player's buffer.
+func (p *player) sendOff() int { return 0 }
+func (p *player) recvOff() int { return p.o.msgSize + 64 }
+
+func (p *player) sendSGE(n int) []uverbs.SGE {
+	if n == 0 {
+		return nil
+	}
+	return []uverbs.SGE{p.mr.SGE(p.sendOff(), n)}
+}
+
+func (p *player) recvLen() int {
+	if p.o.qpType == uverbs.QPTypeUD {
+		return p.o.msgSize + grhSize
+	}
+	return p.o.msgSize
+}
+
+// postRecv posts one receive of the whole receive area.
+func (p *player) postRecv(wrid uint64) {
+	t := p.e.t
+	t.Helper()
+	wr := []uverbs.RecvWR{{WRID: wrid}}
+	if p.recvLen() > 0 {
+		wr[0].SGL = []uverbs.SGE{p.mr.SGE(p.recvOff(), p.recvLen())}
+	}
+	var err error
+	if p.srq != nil {
+		_, err = p.srq.PostRecv(wr)
+	} else {
+		_, err = p.qp.PostRecv(wr)
+	}
+	require.NoError(t, err)
+}
+
+// sendWR is a send of n bytes from the send area to the peer.
+func (p *player) sendWR(op uverbs.WROpcode, n int) uverbs.SendWR {
+	wr := uverbs.SendWR{WRID: uint64(op)<<32 | 1, Opcode: op, Flags: uverbs.SendSignaled, SGL: p.sendSGE(n)}
+	if p.o.qpType == uverbs.QPTypeUD {
+		wr.AH, wr.RemoteQPN, wr.RemoteQKey = p.ah.Data(), p.peer.qp.QPN(), udQKey
+	}
+	return wr
+}
+
+func (p *player) post(wr uverbs.SendWR) {
+	p.e.t.Helper()
+	_, err := p.qp.PostSend([]uverbs.SendWR{wr})
+	require.NoError(p.e.t, err, "post %v", wr.Opcode)
+}
+
+// poll waits for n completions on cq (bounded by hangGuard) and returns them.
+func poll(t *testing.T, cq *uverbs.CQ, n int) []uverbs.WC {
+	t.Helper()
+	wcs := make([]uverbs.WC, n)
+	got := 0
+	deadline := time.Now().Add(hangGuard)
+	for got < n {
+		got += cq.Poll(wcs[got:])
+		if got < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("got %d of %d completions within %v", got, n, hangGuard)
+			}
+			runtime.Gosched()
+		}
+	}
+	return wcs
+}
+
+// pollOne waits for one completion.
+func pollOne(t *testing.T, cq *uverbs.CQ) uverbs.WC {
+	t.Helper()
+	return poll(t, cq, 1)[0]
+}
+
+// requireSuccess fails unless every completion succeeded.
+func requireSuccess(t *testing.T, wcs ...uverbs.WC) {
+	t.Helper()
+	for _, wc := range wcs {
+		require.Equal(t, uverbs.WCSuccess, wc.Status, "completion %+v: %s", wc, uverbs.WCStatusString(wc.Status))
+	}
+}
+
+// requireStatus fails unless wc has status want.
+func requireStatus(t *testing.T, want uverbs.WCStatus, wc uverbs.WC) {
+	t.Helper()
+	require.Equal(t, uverbs.WCStatusString(want), uverbs.WCStatusString(wc.Status), "completion %+v", wc)
+}
+
+// requireStatusIn fails unless wc has one of the statuses in want (devices differ in which of the spec's
+// statuses they report for some errors; the accepted set is named per case).
+func requireStatusIn(t *testing.T, wc uverbs.WC, want ...uverbs.WCStatus) {
+	t.Helper()
+	for _, w := range want {
+		if wc.Status == w {
+			return
+		}
+	}
+	names := make([]string, len(want))
+	for i, w := range want {
+		names[i] = uverbs.WCStatusString(w)
+	}
+	t.Fatalf("completion %+v: status %q, want one of %q", wc, uverbs.WCStatusString(wc.Status), names)
+}
+
+// requireErrno fails unless err wraps errno.
+func requireErrno(t *testing.T, err error, errno unix.Errno, msgAndArgs ...any) {
+	t.Helper()
+	require.Error(t, err, msgAndArgs...)
+	require.ErrorIs(t, err, errno, msgAndArgs...)
+}
+
+// fill writes a recognisable pattern for message i into b.
+func fill(b []byte, i int) {
+	for k := range b {
+		b[k] = byte(i + k)
+	}
+}
+
+// checkFill verifies the pattern of fill.
+func checkFill(t *testing.T, b []byte, i int) {
+	t.Helper()
+	for k := range b {
+		if b[k] != byte(i+k) {
+			t.Fatalf("message %d byte %d: got %#x want %#x", i, k, b[k], byte(i+k))
+		}
+	}
+}
+
+// traffic is pyverbs' u.traffic: iters messages client->server then server->client, each received, polled and
+// checked. op is WRSend or WRSendWithImm (or WRRDMAWriteWithImm, which consumes a receive).
+func traffic(t *testing.T, client, server *player, op uverbs.WROpcode) {
+	t.Helper()
+	for i := 0; i < iters; i++ {
+		for _, dir := range [2][2]*player{{client, server}, {server, client}} {
+			s, r := dir[0], dir[1]
+			n := s.o.msgSize
+			r.postRecv(uint64(i))
+			fill(s.buf.Bytes()[s.sendOff():s.sendOff()+n], i)
+			wr := s.sendWR(op, n)
+			if op == uverbs.WRSendWithImm || op == uverbs.WRRDMAWriteWithImm {
+				wr.Imm = uint32(0x1000 + i)
+			}
+			if op == uverbs.WRRDMAWriteWithImm {
+				wr.RemoteAddr, wr.RKey = r.mr.Addr()+uint64(r.recvOff()), r.remoteKey()
+			}
+			s.post(wr)
+			swc := pollOne(t, s.cq)
+			rwc := pollOne(t, r.cq)
+			requireSuccess(t, swc, rwc)
+			require.Equal(t, uint64(i), rwc.WRID)
+			require.Equal(t, wr.WRID, swc.WRID)
+			require.Equal(t, r.qp.QPN(), rwc.QPNum)
+			require.Equal(t, s.qp.QPN(), swc.QPNum)
+			switch op {
+			case uverbs.WRRDMAWriteWithImm:
+				require.Equal(t, uverbs.WCRecvRDMAWithImm, rwc.Opcode)
+			default:
+				require.Equal(t, uverbs.WCRecv, rwc.Opcode)
+				want := uint32(n)
+				if r.o.qpType == uverbs.QPTypeUD {
+					want += grhSize
+				}
+				require.Equal(t, want, rwc.ByteLen)
+			}
+			if op != uverbs.WRSend {
+				require.NotZero(t, rwc.Flags&uverbs.WCWithImm, "completion %+v lacks immediate data", rwc)
+				require.Equal(t, uint32(0x1000+i), rwc.Imm)
+			}
+			got := r.buf.Bytes()[r.recvOff():]
+			if r.o.qpType == uverbs.QPTypeUD {
+				require.NotZero(t, rwc.Flags&uverbs.WCWithGRH, "UD receive without GRH: %+v", rwc)
+				require.Equal(t, s.qp.QPN(), rwc.SrcQP)
+				got = got[grhSize:]
+			}
+			checkFill(t, got[:n], i)
+		}
+	}
+}
+
+// rdmaTraffic is pyverbs' u.rdma_traffic for RDMA WRITE and READ: iters operations each way on the peer's
+// receive area, each polled and the data checked at the destination.
+func rdmaTraffic(t *testing.T, client, server *player, op uverbs.WROpcode) {
+	t.Helper()
+	for i := 0; i < iters; i++ {
+		for _, dir := range [2][2]*player{{client, server}, {server, client}} {
+			s, r := dir[0], dir[1]
+			n := s.o.msgSize
+			wr := s.sendWR(op, n)
+			wr.RemoteAddr, wr.RKey = r.mr.Addr()+uint64(r.recvOff()), r.remoteKey()
+			if op == uverbs.WRRDMARead {
+				fill(r.buf.Bytes()[r.recvOff():r.recvOff()+n], i)
+			} else {
+				fill(s.buf.Bytes()[s.sendOff():s.sendOff()+n], i)
+			}
+			s.post(wr)
+			requireSuccess(t, pollOne(t, s.cq))
+			if op == uverbs.WRRDMARead {
+				checkFill(t, s.buf.Bytes()[s.sendOff():s.sendOff()+n], i)
+			} else {
+				checkFill(t, r.buf.Bytes()[r.recvOff():r.recvOff()+n], i)
+			}
+		}
+	}
+}
+
+// rdmaWriteOnce posts one RDMA WRITE of n bytes from s to r (rkey, raddr) and returns its completion.
+func rdmaWriteOnce(t *testing.T, s *player, rkey uint32, raddr uint64, n int) uverbs.WC {
+	t.Helper()
+	wr := s.sendWR(uverbs.WRRDMAWrite, n)
+	wr.RemoteAddr, wr.RKey = raddr, rkey
+	s.post(wr)
+	return pollOne(t, s.cq)
+}

@@ -1,0 +1,170 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/uverbs"
+)
+
+// pyverbs: test_mr.MRTest.test_reg_mr_bad_flags — remote write or remote atomic access without local write is
+// EINVAL.
+func TestNegRegMRBadFlags(t *testing.T) {
+	e := newEnv(t)
+	pd := e.pd()
+	buf := e.buffer(4096)
+	for _, a := range []uverbs.Access{uverbs.AccessRemoteWrite, uverbs.AccessRemoteAtomic} {
+		mr, err := pd.RegMR(buf.Bytes(), a)
+		if err == nil {
+			mr.Close()
+		}
+		requireErrno(t, err, unix.EINVAL, "access %#x", a)
+	}
+}
+
+// incRKey is ibv_inc_rkey: the low 8 bits (the key part the consumer owns) advance.
+func incRKey(k uint32) uint32 { return k&^0xff | (k+1)&0xff }
+
+// mwPlayers are an RC pair whose MRs allow binding and whose QPs allow remote writes (pyverbs' MWRC).
+func mwPlayers(e *env) (client, server *player) {
+	return e.pair(playerOpts{qpType: uverbs.QPTypeRC,
+		mrAccess: uverbs.AccessLocalWrite | uverbs.AccessMWBind,
+		qpAccess: uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite})
+}
+
+// allocMW allocates a window or skips when the device has none.
+func allocMW(t *testing.T, p *player, typ uverbs.MWType) *uverbs.MW {
+	t.Helper()
+	mw, err := p.pd.AllocMW(typ)
+	skipIfUnsupported(t, err, "memory window")
+	require.NoError(t, err)
+	return cleanup(t, mw)
+}
+
+// bindMW binds mw over the player's receive area with access, through the send queue (type 2, and type 1 as
+// ibv_bind_mw does it), waits for the completion and returns its status. On success the window's rkey is the
+// new one and peers use it.
+func bindMW(t *testing.T, p *player, mw *uverbs.MW, length int, access uverbs.Access) uverbs.WC {
+	t.Helper()
+	newKey := incRKey(mw.RKey())
+	wr := uverbs.SendWR{WRID: 0xb1, Opcode: uverbs.WRBindMW, Flags: uverbs.SendSignaled, Bind: uverbs.MWBind{
+		MWRKey: mw.RKey(), NewRKey: newKey, MRLKey: p.mr.LKey(), Addr: p.mr.Addr() + uint64(p.recvOff()),
+		Length: uint64(length), Access: uint32(access)}}
+	p.post(wr)
+	wc := pollOne(t, p.cq)
+	if wc.Status == uverbs.WCSuccess {
+		require.Equal(t, uverbs.WCBindMW, wc.Opcode)
+		mw.SetRKey(newKey)
+		p.rkey = newKey
+	}
+	return wc
+}
+
+// requireRemoteAccessErr: an RDMA WRITE from s to r's window fails with a remote access error.
+func requireRemoteAccessErr(t *testing.T, s, r *player) {
+	t.Helper()
+	wc := rdmaWriteOnce(t, s, r.remoteKey(), r.mr.Addr()+uint64(r.recvOff()), s.o.msgSize)
+	requireStatus(t, uverbs.WCRemAccessErr, wc)
+}
+
+// pyverbs: test_mr.MWTest.test_mw_type1, test_mw_type2 — RDMA WRITE through a bound window's rkey.
+// test_invalidate_mw_type1 — a zero-length rebind invalidates a type 1 window; the next write is a remote access
+// error. test_mw_type2_invalidate_local (LOCAL_INV), _invalidate_remote (SEND_WITH_INV), _invalidate_dealloc
+// (dealloc) — same for type 2 windows.
+func TestMW(t *testing.T) {
+	access := uverbs.AccessRemoteWrite | uverbs.AccessLocalWrite
+	for _, tc := range []struct {
+		name       string
+		typ        uverbs.MWType
+		invalidate func(t *testing.T, client, server *player, cmw, smw *uverbs.MW)
+	}{
+		{"type1", uverbs.MWType1, nil},
+		{"type1/invalidate_rebind", uverbs.MWType1, func(t *testing.T, client, server *player, cmw, smw *uverbs.MW) {
+			requireSuccess(t, bindMW(t, client, cmw, 0, 0), bindMW(t, server, smw, 0, 0))
+		}},
+		{"type2", uverbs.MWType2, nil},
+		{"type2/invalidate_local", uverbs.MWType2, func(t *testing.T, client, server *player, cmw, smw *uverbs.MW) {
+			for _, x := range []struct {
+				p  *player
+				mw *uverbs.MW
+			}{{client, cmw}, {server, smw}} {
+				x.p.post(uverbs.SendWR{WRID: 0x1c, Opcode: uverbs.WRLocalInv, Flags: uverbs.SendSignaled, Imm: x.mw.RKey()})
+				wc := pollOne(t, x.p.cq)
+				requireSuccess(t, wc)
+				require.Equal(t, uverbs.WCLocalInv, wc.Opcode)
+			}
+		}},
+		{"type2/invalidate_remote", uverbs.MWType2, func(t *testing.T, client, server *player, cmw, smw *uverbs.MW) {
+			for _, x := range []struct {
+				s, r *player
+			}{{client, server}, {server, client}} {
+				x.r.postRecv(0x5e)
+				wr := x.s.sendWR(uverbs.WRSendWithInv, 0)
+				wr.Imm = x.r.remoteKey()
+				x.s.post(wr)
+				requireSuccess(t, pollOne(t, x.s.cq))
+				rwc := pollOne(t, x.r.cq)
+				requireSuccess(t, rwc)
+				require.NotZero(t, rwc.Flags&uverbs.WCWithInv, "receive %+v lacks the invalidate flag", rwc)
+				require.Equal(t, x.r.remoteKey(), rwc.Imm, "invalidated rkey")
+			}
+		}},
+		{"type2/invalidate_dealloc", uverbs.MWType2, func(t *testing.T, client, server *player, cmw, smw *uverbs.MW) {
+			require.NoError(t, cmw.Close())
+			require.NoError(t, smw.Close())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			client, server := mwPlayers(e)
+			cmw, smw := allocMW(t, client, tc.typ), allocMW(t, server, tc.typ)
+			requireSuccess(t, bindMW(t, client, cmw, client.o.msgSize, access), bindMW(t, server, smw, server.o.msgSize, access))
+			require.NotEqual(t, client.mr.RKey(), client.remoteKey())
+			rdmaTraffic(t, client, server, uverbs.WRRDMAWrite)
+			if tc.invalidate == nil {
+				return
+			}
+			tc.invalidate(t, client, server, cmw, smw)
+			requireRemoteAccessErr(t, client, server)
+		})
+	}
+}
+
+// pyverbs: test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw — a type 2 window bound with local write only (no remote
+// write) over an MR that allows remote writes: a remote write through it is a remote access error.
+func TestNegMWBoundWithoutRemoteWrite(t *testing.T) {
+	e := newEnv(t)
+	client, server := e.pair(playerOpts{qpType: uverbs.QPTypeRC,
+		mrAccess: uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite | uverbs.AccessMWBind,
+		qpAccess: uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite})
+	mw := allocMW(t, server, uverbs.MWType2)
+	requireSuccess(t, bindMW(t, server, mw, server.o.msgSize, uverbs.AccessLocalWrite))
+	requireRemoteAccessErr(t, client, server)
+}
+
+// pyverbs: test_mr.MWTest.test_reg_mw_wrong_type — a window of type 3 does not exist: EINVAL (or not supported).
+func TestNegAllocMWWrongType(t *testing.T) {
+	e := newEnv(t)
+	pd := e.pd()
+	mw, err := pd.AllocMW(3)
+	if err == nil {
+		mw.Close()
+	}
+	require.Error(t, err)
+	if !errorsIsAny(err, unix.EINVAL, unix.EOPNOTSUPP) {
+		t.Fatalf("alloc MW type 3: %v, want EINVAL or EOPNOTSUPP", err)
+	}
+}
+
+// Negative: binding a window to an MR registered without MW_BIND access fails the bind (memory bind error).
+func TestNegMWBindWithoutMWBindAccess(t *testing.T) {
+	e := newEnv(t)
+	_, server := e.pair(playerOpts{qpType: uverbs.QPTypeRC,
+		mrAccess: uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite,
+		qpAccess: uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite})
+	mw := allocMW(t, server, uverbs.MWType2)
+	wc := bindMW(t, server, mw, server.o.msgSize, uverbs.AccessRemoteWrite|uverbs.AccessLocalWrite)
+	requireStatus(t, uverbs.WCMWBindErr, wc)
+}

@@ -1,0 +1,33 @@
+#!/bin/bash
+# The goverbs demo, run inside the lab VM by `make demo` (rxe0 is up on veth0). It shows goverbs' tools beside
+# rdma-core's on the same device, and a goverbs ping-pong talking to rdma-core's in both directions.
+set -u
+G=${GOVERBS:-bin/goverbs}
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+same() { # same LABEL CMD_GO -- CMD_C : run both and say whether the outputs are identical
+	local label=$1; shift
+	local go=() c=()
+	while [ "$1" != "--" ]; do go+=("$1"); shift; done; shift; c=("$@")
+	local a b
+	a=$("${go[@]}" 2>&1); b=$("${c[@]}" 2>&1)
+	printf '%s\n' "$a"
+	if [ "$a" == "$b" ]; then echo "   -> identical to rdma-core's \`${c[*]}\`"; else
+		echo "   -> DIFFERS from \`${c[*]}\`:"; printf '%s\n' "$b" >/tmp/c.out; printf '%s\n' "$a" >/tmp/go.out; diff /tmp/c.out /tmp/go.out; fi
+}
+wait_port() { for _ in $(seq 600); do grep -qi ":$(printf %04X "$1") .* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+
+step "goverbs devices"
+same devices $G devices -- ibv_devices
+step "goverbs devinfo"
+same devinfo $G devinfo -- ibv_devinfo
+step "goverbs devinfo -v (first lines)"
+same devinfo-v $G devinfo -v -- ibv_devinfo -v | head -40
+step "goverbs ibstat"
+same ibstat $G ibstat -- ibstat
+
+step "goverbs pingpong rc (server)  <->  ibv_rc_pingpong (client)"
+$G pingpong rc -d rxe0 -g 1 -n 20 -p 18601 & wait_port 18601
+ibv_rc_pingpong -d rxe0 -g 1 -n 20 -p 18601 127.0.0.1 | sed 's/^/   C: /'; wait $!
+step "ibv_rc_pingpong (server)  <->  goverbs pingpong rc (client)"
+ibv_rc_pingpong -d rxe0 -g 1 -n 20 -p 18602 | sed 's/^/   C: /' & wait_port 18602
+$G pingpong rc -d rxe0 -g 1 -n 20 -p 18602 127.0.0.1; wait $!

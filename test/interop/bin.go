@@ -1,0 +1,48 @@
+package interop
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/goverbs/goverbs/test/labtest"
+)
+
+// Binary returns the goverbs binary under test ($GOVERBS_BIN, set by labsuite; else bin/goverbs at the
+// repository root), failing the test when there is none.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if b := os.Getenv("GOVERBS_BIN"); b != "" {
+		return b
+	}
+	if b, err := filepath.Abs("../../bin/goverbs"); err == nil {
+		if _, err := os.Stat(b); err == nil {
+			return b
+		}
+	}
+	if labtest.Required() {
+		t.Fatal("no goverbs binary: set GOVERBS_BIN or run `make build`")
+	}
+	t.Skip("no goverbs binary: set GOVERBS_BIN or run `make build`")
+	return ""
+}
+
+// Alias makes a symlink named name to the goverbs binary in a temporary directory and returns its path, so
+// the binary runs as that C tool (multi-call).
+func Alias(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.Symlink(Binary(t), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// NeedTool fails the test when a C peer tool is missing.
+func NeedTool(t testing.TB, name, pkg string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Fatalf("%s is needed (apt-get install %s): %v", name, pkg, err)
+	}
+}

@@ -1,0 +1,54 @@
+// Package interop holds the lab tests that pair goverbs' tools with rdma-core's, perftest's and iproute2's C
+// tools on the same kernel: our client against their server and the reverse.
+package interop
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WaitListening waits until a TCP socket listens on port (read from /proc/net/tcp and tcp6, so the single
+// connection a pingpong or perftest server accepts is not consumed by probing).
+func WaitListening(port int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	want := fmt.Sprintf(":%04X", port)
+	for {
+		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			if listening(f, want) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens on TCP port %d after %v", port, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func listening(file, portSuffix string) bool {
+	f, err := os.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		// sl local_address rem_address st ...; state 0A is LISTEN.
+		if len(fields) > 3 && strings.HasSuffix(fields[1], portSuffix) && fields[3] == "0A" {
+			return true
+		}
+	}
+	return false
+}
+
+// Port returns a TCP port for test n, away from the tools' defaults.
+func Port(n int) int { return 19000 + n }
+
+// Itoa is strconv.Itoa, for building argument lists.
+func Itoa(n int) string { return strconv.Itoa(n) }

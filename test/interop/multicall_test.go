@@ -1,0 +1,62 @@
+package interop
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"testing"
+
+	"github.com/goverbs/goverbs/test/labtest"
+)
+
+func runTool(path string, args ...string) (string, int) {
+	cmd := exec.Command(path, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return out.String(), ee.ExitCode()
+	case err != nil:
+		return out.String() + err.Error(), -1
+	}
+	return out.String(), 0
+}
+
+// TestMultiCall runs the goverbs binary through links named like rdma-core's tools, and as subcommands, and
+// demands the C tools' exact output and exit status (the per-option comparisons are in
+// internal/tools/labdiff; this proves the static binary itself).
+func TestMultiCall(t *testing.T) {
+	labtest.Require(t)
+	bin := Binary(t)
+	cases := []struct {
+		ctool, sub, pkg string
+		args            []string
+	}{
+		{"ibv_devices", "devices", "ibverbs-utils", nil},
+		{"ibv_devinfo", "devinfo", "ibverbs-utils", []string{"-v"}},
+		{"ibv_devinfo", "devinfo", "ibverbs-utils", []string{"-d", "nosuchdev"}},
+		{"ibstat", "ibstat", "infiniband-diags", nil},
+		{"ibstat", "ibstat", "infiniband-diags", []string{"-p"}},
+		{"ibv_uc_pingpong", "uc_pingpong", "ibverbs-utils", []string{"-d", "nosuchdev"}},
+		{"ibv_ud_pingpong", "ud_pingpong", "ibverbs-utils", []string{"-d", labtest.Device(), "-s", "4096"}},
+		{"ibv_srq_pingpong", "srq_pingpong", "ibverbs-utils", []string{"-q", "300"}},
+		{"ibv_xsrq_pingpong", "xsrq_pingpong", "ibverbs-utils", []string{"-d", labtest.Device()}},
+	}
+	for _, c := range cases {
+		NeedTool(t, c.ctool, c.pkg)
+		want, wantRC := runTool(c.ctool, c.args...)
+		for _, form := range []struct {
+			name, path string
+			args       []string
+		}{
+			{"goverbs " + c.sub, bin, append([]string{c.sub}, c.args...)},
+			{"link " + c.ctool, Alias(t, c.ctool), c.args},
+		} {
+			if got, rc := runTool(form.path, form.args...); got != want || rc != wantRC {
+				t.Errorf("%s %q: exit %d (C: %d)\n--- C:\n%s--- goverbs:\n%s", form.name, c.args, rc, wantRC, want, got)
+			}
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package interop
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/tools/pingpong"
+	"github.com/goverbs/goverbs/test/labtest"
+)
+
+// ppTool is one of rdma-core's pingpong tools and goverbs' clone of it.
+type ppTool struct {
+	ctool string
+	run   func(prog string, args []string, stdout, stderr io.Writer) int
+}
+
+var (
+	ppRC  = ppTool{"ibv_rc_pingpong", pingpong.RunRC}
+	ppUC  = ppTool{"ibv_uc_pingpong", pingpong.RunUC}
+	ppUD  = ppTool{"ibv_ud_pingpong", pingpong.RunUD}
+	ppSRQ = ppTool{"ibv_srq_pingpong", pingpong.RunSRQ}
+	ppXRC = ppTool{"ibv_xsrq_pingpong", pingpong.RunXSRQ}
+)
+
+// The lines the pingpong tools print on a successful run.
+var (
+	ppLocal    = regexp.MustCompile(`^  local address:  LID 0x[0-9a-f]{4}, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID [0-9a-f:.]+$`)
+	ppLocalUD  = regexp.MustCompile(`^  local address:  LID 0x[0-9a-f]{4}, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}: GID [0-9a-f:.]+$`)
+	ppRemote   = regexp.MustCompile(`^  remote address: LID 0x[0-9a-f]{4}, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID [0-9a-f:.]+$`)
+	ppBytes    = regexp.MustCompile(`^\d+ bytes in \d+\.\d\d seconds = \d+\.\d\d Mbit/sec$`)
+	ppIters    = regexp.MustCompile(`^\d+ iters in \d+\.\d\d seconds = \d+\.\d\d usec/iter$`)
+	ppLines    = []*regexp.Regexp{ppLocal, ppRemote, ppBytes, ppIters}
+	ppLinesUD  = []*regexp.Regexp{ppLocalUD, ppRemote, ppBytes, ppIters}
+	ppAddrLine = regexp.MustCompile(`QPN 0x([0-9a-f]{6}), PSN 0x([0-9a-f]{6})`)
+)
+
+// srqLines are srq_pingpong's lines with n QPs: n local addresses, n remote ones, the results.
+func srqLines(n int) []*regexp.Regexp {
+	var res []*regexp.Regexp
+	for i := 0; i < n; i++ {
+		res = append(res, ppLocal)
+	}
+	for i := 0; i < n; i++ {
+		res = append(res, ppRemote)
+	}
+	return append(res, ppBytes, ppIters)
+}
+
+func checkPPOutput(t *testing.T, who, out string, want []*regexp.Regexp) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%s printed %d lines, want %d:\n%s", who, len(lines), len(want), out)
+	}
+	for i, re := range want {
+		if !re.MatchString(lines[i]) {
+			t.Errorf("%s line %d %q does not match %v", who, i+1, lines[i], re)
+		}
+	}
+}
+
+// checkPeers demands that each side's remote addresses are the other side's local ones, in order: the
+// records crossed the wire intact in both directions.
+func checkPeers(t *testing.T, out1, out2 string) {
+	t.Helper()
+	addrs := func(out, which string) []string {
+		var res []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "  "+which+" address:") {
+				res = append(res, ppAddrLine.FindString(l))
+			}
+		}
+		return res
+	}
+	if l1, r2 := addrs(out1, "local"), addrs(out2, "remote"); fmt.Sprint(l1) != fmt.Sprint(r2) {
+		t.Errorf("side 1 local %v, side 2 remote %v", l1, r2)
+	}
+	if l2, r1 := addrs(out2, "local"), addrs(out1, "remote"); fmt.Sprint(l2) != fmt.Sprint(r1) {
+		t.Errorf("side 2 local %v, side 1 remote %v", l2, r1)
+	}
+}
+
+type ppResult struct {
+	rc       int
+	out, err string
+}
+
+// goPP runs the goverbs tool in-process.
+func goPP(tool ppTool, args []string) ppResult {
+	var o, e bytes.Buffer
+	rc := tool.run(tool.ctool, args, &o, &e)
+	return ppResult{rc, o.String(), e.String()}
+}
+
+// cPP runs rdma-core's tool.
+func cPP(tool ppTool, args []string) ppResult {
+	cmd := exec.Command(tool.ctool, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	rc := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		rc = ee.ExitCode()
+	case err != nil:
+		return ppResult{-1, o.String(), e.String() + err.Error()}
+	}
+	return ppResult{rc, o.String(), e.String()}
+}
+
+// pairPP runs a server and a client of tool on port with args, one side goverbs' and the other rdma-core's,
+// and checks that both succeed, print the expected lines and saw each other's addresses.
+func pairPP(t *testing.T, tool ppTool, port int, args []string, goServer bool, want []*regexp.Regexp) {
+	t.Helper()
+	clientArgs := append(append([]string{}, args...), "127.0.0.1")
+	serve, connect := cPP, goPP
+	sName, cName := "C server", "Go client"
+	if goServer {
+		serve, connect = goPP, cPP
+		sName, cName = "Go server", "C client"
+	}
+	done := make(chan ppResult, 1)
+	go func() { done <- serve(tool, args) }()
+	if err := WaitListening(port, 60*time.Second); err != nil {
+		t.Fatalf("%s: %v; server said: %+v", sName, err, <-done)
+	}
+	c := connect(tool, clientArgs)
+	s := <-done
+	if c.rc != 0 || s.rc != 0 {
+		t.Fatalf("%s: rc %d\n%s%s\n%s: rc %d\n%s%s", cName, c.rc, c.out, c.err, sName, s.rc, s.out, s.err)
+	}
+	checkPPOutput(t, cName, c.out, want)
+	checkPPOutput(t, sName, s.out, want)
+	checkPeers(t, c.out, s.out)
+}
+
+// ppMatrix runs tool Go<->C in both directions, polling and with events, for each size.
+func ppMatrix(t *testing.T, tool ppTool, portBase int, sizes []int, extra []string, want []*regexp.Regexp) {
+	labtest.Require(t)
+	NeedTool(t, tool.ctool, "ibverbs-utils")
+	dev := labtest.Device()
+	port := Port(portBase)
+	for _, events := range []bool{false, true} {
+		for _, size := range sizes {
+			for _, goServer := range []bool{true, false} {
+				port++
+				name := fmt.Sprintf("size=%d/events=%v/goServer=%v", size, events, goServer)
+				args := append([]string{"-d", dev, "-g", "1", "-s", Itoa(size), "-p", Itoa(port)}, extra...)
+				if events {
+					args = append(args, "-e")
+				}
+				t.Run(name, func(t *testing.T) { pairPP(t, tool, port, args, goServer, want) })
+			}
+		}
+	}
+}
+
+func TestRCPingpongInterop(t *testing.T) {
+	ppMatrix(t, ppRC, 0, []int{1, 4096, 65536}, []string{"-n", "10"}, ppLines)
+}
+
+func TestUCPingpongInterop(t *testing.T) {
+	ppMatrix(t, ppUC, 100, []int{1, 4096}, []string{"-n", "10", "-c"}, ppLines)
+}
+
+// -c (validate) makes the server check the client's marks in the payload: a message at the wrong offset
+// (UD's 40-byte GRH room) prints "invalid data in page" and fails the line check.
+
+// UD messages must fit the path MTU (rxe on a 1500-byte veth: 1024).
+func TestUDPingpongInterop(t *testing.T) {
+	ppMatrix(t, ppUD, 200, []int{1, 1024}, []string{"-n", "10", "-c"}, ppLinesUD)
+}
+
+func TestSRQPingpongInterop(t *testing.T) {
+	ppMatrix(t, ppSRQ, 300, []int{1, 4096}, []string{"-q", "4", "-n", "12", "-c"}, srqLines(4))
+}
+
+// Runs that end before any connection, byte for byte and status for status against rdma-core's tools: usage
+// errors, option checks, and on rxe (no XRC) all of ibv_xsrq_pingpong's behaviour.
+func TestPingpongErrorsMatchC(t *testing.T) {
+	labtest.Require(t)
+	dev := labtest.Device()
+	cases := []struct {
+		tool ppTool
+		args []string
+	}{
+		{ppUC, []string{"-x"}},
+		{ppUC, []string{"-m", "100"}},
+		{ppUC, []string{"a", "b"}},
+		{ppUC, []string{"-d", "nosuchdev"}},
+		{ppUC, []string{"-d", dev, "-i", "0"}},
+		{ppUD, []string{"-m", "1024"}},
+		{ppUD, []string{"-p", "-1"}},
+		{ppUD, []string{"-d", dev, "-s", "2048"}},
+		{ppUD, []string{"-d", "nosuchdev"}},
+		{ppSRQ, []string{"-s", "0"}},
+		{ppSRQ, []string{"-d", dev, "-r", "4"}},
+		{ppSRQ, []string{"-d", dev, "-q", "256", "-r", "1000"}},
+		{ppSRQ, []string{"-d", dev, "-q", "-1"}},
+		{ppSRQ, []string{"--num-qp"}},
+		{ppUC, []string{"-d", dev, "-i", "2"}},
+		{ppUD, []string{"-d", dev, "-i", "2"}},
+		{ppSRQ, []string{"-d", dev, "-i", "2", "-q", "2"}},
+		{ppXRC, []string{"-x"}},
+		{ppXRC, []string{"-d", dev, "-i", "2"}},
+		{ppXRC, []string{"-d", dev, "-s", "0"}},
+		{ppXRC, []string{"-d", dev, "-s", "-1"}},
+		{ppXRC, []string{"-d", dev, "-c", "-1"}},
+		{ppXRC, []string{"-p", "70000"}},
+		{ppXRC, []string{"-d", "nosuchdev"}},
+		{ppXRC, []string{"-d", dev}},
+		{ppXRC, []string{"-d", dev, "-e", "-c", "3"}},
+		{ppXRC, []string{"-d", dev, "-o"}},
+		{ppXRC, []string{"-d", dev, "-g", "1", "127.0.0.1"}},
+	}
+	for _, c := range cases {
+		NeedTool(t, c.tool.ctool, "ibverbs-utils")
+		want := cPP(c.tool, c.args)
+		got := goPP(c.tool, c.args)
+		if got != want {
+			t.Errorf("%s %q:\n--- C: rc %d\n%s%s--- goverbs: rc %d\n%s%s", c.tool.ctool, c.args,
+				want.rc, want.out, want.err, got.rc, got.out, got.err)
+		}
+	}
+}
