@@ -11,7 +11,7 @@ same() { # same LABEL CMD_GO -- CMD_C : run both and say whether the outputs are
 	local a b
 	a=$("${go[@]}" 2>&1); b=$("${c[@]}" 2>&1)
 	printf '%s\n' "$a"
-	if [ "$a" == "$b" ]; then echo "   -> identical to rdma-core's \`${c[*]}\`"; else
+	if [ "$a" == "$b" ]; then echo "   -> identical to the C tool's \`${c[*]}\`"; else
 		echo "   -> DIFFERS from \`${c[*]}\`:"; printf '%s\n' "$b" >/tmp/c.out; printf '%s\n' "$a" >/tmp/go.out; diff /tmp/c.out /tmp/go.out; fi
 }
 wait_port() { for _ in $(seq 600); do grep -qi ":$(printf %04X "$1") .* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0; sleep 0.1; done; return 1; }
@@ -24,6 +24,16 @@ step "goverbs devinfo -v (first lines)"
 same devinfo-v $G devinfo -v -- ibv_devinfo -v | head -40
 step "goverbs ibstat"
 same ibstat $G ibstat -- ibstat
+
+step "goverbs rdma link / dev / res show"
+same rdma-link $G rdma link show -- rdma link show
+same rdma-dev $G rdma -j dev show -- rdma -j dev show
+same rdma-res $G rdma res show -- rdma res show
+step "goverbs cgroup: a limit in a new cgroup, then ibv_devinfo run under hca_handle=0"
+$G cgroup create goverbs-demo && $G cgroup set goverbs-demo rxe0 hca_handle=2 hca_object=100 && $G cgroup show goverbs-demo
+$G cgroup set goverbs-demo rxe0 hca_handle=0
+$G cgroup exec goverbs-demo -- ibv_devinfo -l >/dev/null 2>&1 && echo "   ibv_devinfo -l ran (it opens no context)"
+$G cgroup exec goverbs-demo -- ibv_devinfo 2>&1 | sed 's/^/   C: /'; echo "   -> exit status ${PIPESTATUS[0]} (the limit stops rdma-core's tool)"
 
 step "goverbs pingpong rc (server)  <->  ibv_rc_pingpong (client)"
 $G pingpong rc -d rxe0 -g 1 -n 20 -p 18601 & wait_port 18601
