@@ -114,7 +114,6 @@ func compErrRecv(stderr io.Writer, wc *uverbs.WC, rcnt uint64) {
 func (c *ctx) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 	p := c.p
 	nq := p.NumQPs
-	pl := uint64(p.PostList)
 	cqMod := uint64(p.CQMod)
 	iters := p.Iters
 	d := &c.dur
@@ -134,32 +133,8 @@ func (c *ctx) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 	for totS < totIters || totC < totIters || (dur && d.state.Load() != stEnd) {
 		y.check()
 		for idx := 0; idx < nq; idx++ {
-			for (c.scnt[idx] < iters || dur) && c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
-				w := &c.wr[idx*int(pl)]
-				if pl == 1 && c.scnt[idx]%cqMod == 0 && cqMod > 1 && !(c.scnt[idx] == iters-1 && !dur) {
-					w.Flags &^= uverbs.SendSignaled
-				}
-				if !p.NoPeak {
-					c.tposted[totS] = now()
-				}
-				if dur && d.state.Load() == stEnd {
-					break
-				}
-				if _, err := c.qps[idx].PostSend(c.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
-					fmt.Fprintf(stderr, "Couldn't post send: qp %d scnt=%d \n", idx, c.scnt[idx])
-					return 0, err
-				}
-				if pl == 1 && p.Size <= uint64(p.CycleBuffer/2) {
-					c.incLoc(&w.SGL[0], c.scnt[idx], c.myAdr[idx])
-					if p.Verb != VerbSend {
-						c.incRem(w, c.scnt[idx], c.remAd[idx])
-					}
-				}
-				c.scnt[idx] += pl
-				totS += pl
-				if pl == 1 && (c.scnt[idx]%cqMod == cqMod-1 || (!dur && c.scnt[idx] == iters-1)) {
-					w.Flags |= uverbs.SendSignaled
-				}
+			if err := c.postSends(stderr, idx, &totS, p.Verb != VerbSend); err != nil {
+				return 0, err
 			}
 		}
 		if totC < totIters || (dur && totC < totS) {
@@ -648,7 +623,6 @@ func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) er
 func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 	p := c.p
 	nq := p.NumQPs
-	pl := uint64(p.PostList)
 	cqMod := uint64(p.CQMod)
 	iters := p.Iters
 	dur := p.TestType == byDuration
@@ -673,28 +647,9 @@ func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 	for (dur && d.state.Load() != stEnd) || totC < totIters || totR < totIters {
 		y.check()
 		for idx := 0; idx < nq; idx++ {
-			for !beforeFirstRx && (c.scnt[idx] < iters || dur) && c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
-				w := &c.wr[idx*int(pl)]
-				if pl == 1 && c.scnt[idx]%cqMod == 0 && cqMod > 1 && !(c.scnt[idx] == iters-1 && !dur) {
-					w.Flags &^= uverbs.SendSignaled
-				}
-				if !p.NoPeak {
-					c.tposted[totS] = now()
-				}
-				if dur && d.state.Load() == stEnd {
-					break
-				}
-				if _, err := c.qps[idx].PostSend(c.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
-					fmt.Fprintf(stderr, "Couldn't post send: qp %d scnt=%d \n", idx, c.scnt[idx])
+			if !beforeFirstRx {
+				if err := c.postSends(stderr, idx, &totS, false); err != nil {
 					return 0, err
-				}
-				if pl == 1 && p.Size <= uint64(p.CycleBuffer/2) {
-					c.incLoc(&w.SGL[0], c.scnt[idx], c.myAdr[idx])
-				}
-				c.scnt[idx] += pl
-				totS += pl
-				if pl == 1 && (c.scnt[idx]%cqMod == cqMod-1 || (!dur && c.scnt[idx] == iters-1)) {
-					w.Flags |= uverbs.SendSignaled
 				}
 			}
 		}
@@ -797,4 +752,45 @@ func (y *yielder) check() {
 		runtime.Gosched()
 		y.last = t
 	}
+}
+
+// postSends is perftest's inner posting loop for QP idx (shared by run_iter_bw and run_iter_bi): while the QP has
+// room in its tx depth it posts one work request (or a post list), leaves all but every cq_mod-th unsignaled,
+// time-stamps the posts for the peak bandwidth, and moves the local address (and, with bumpRemote, the remote
+// one) through the cycle buffer.
+func (c *ctx) postSends(stderr io.Writer, idx int, totS *uint64, bumpRemote bool) error {
+	p := c.p
+	pl := uint64(p.PostList)
+	cqMod := uint64(p.CQMod)
+	iters := p.Iters
+	dur := p.TestType == byDuration
+	d := &c.dur
+	for (c.scnt[idx] < iters || dur) && c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
+		w := &c.wr[idx*int(pl)]
+		if pl == 1 && c.scnt[idx]%cqMod == 0 && cqMod > 1 && !(c.scnt[idx] == iters-1 && !dur) {
+			w.Flags &^= uverbs.SendSignaled
+		}
+		if !p.NoPeak {
+			c.tposted[*totS] = now()
+		}
+		if dur && d.state.Load() == stEnd {
+			break
+		}
+		if _, err := c.qps[idx].PostSend(c.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
+			fmt.Fprintf(stderr, "Couldn't post send: qp %d scnt=%d \n", idx, c.scnt[idx])
+			return err
+		}
+		if pl == 1 && p.Size <= uint64(p.CycleBuffer/2) {
+			c.incLoc(&w.SGL[0], c.scnt[idx], c.myAdr[idx])
+			if bumpRemote {
+				c.incRem(w, c.scnt[idx], c.remAd[idx])
+			}
+		}
+		c.scnt[idx] += pl
+		*totS += pl
+		if pl == 1 && (c.scnt[idx]%cqMod == cqMod-1 || (!dur && c.scnt[idx] == iters-1)) {
+			w.Flags |= uverbs.SendSignaled
+		}
+	}
+	return nil
 }
