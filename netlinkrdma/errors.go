@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/goverbs/goverbs/internal/rdmaerr"
+
 	"golang.org/x/sys/unix"
 )
 
 // ErrNotSupported is matched (errors.Is) by errors for requests that the
 // running kernel or the device's driver does not implement: the kernel
 // answered EOPNOTSUPP or EPROTONOSUPPORT, or a reply lacked the attribute
-// that carries the answer. errors.Is with the underlying unix.Errno works too.
-var ErrNotSupported = errors.New("not supported")
+// that carries the answer. errors.Is with the underlying unix.Errno works too. It is goverbs' one not-supported
+// value (uverbs.ErrNotSupported is the same), and errors.Is(err, errors.ErrUnsupported) holds for it too.
+var ErrNotSupported = rdmaerr.ErrNotSupported
 
 // OpError is the error returned for a failed request. It names the operation
 // and the object, and unwraps to the kernel's errno (or a decode error).
@@ -38,7 +41,7 @@ func (e *OpError) Unwrap() error { return e.Err }
 
 // Is reports ErrNotSupported for the kernel's "not supported" errnos.
 func (e *OpError) Is(target error) bool {
-	if target != ErrNotSupported {
+	if target != ErrNotSupported && target != errors.ErrUnsupported {
 		return false
 	}
 	return errors.Is(e.Err, unix.EOPNOTSUPP) || errors.Is(e.Err, unix.EPROTONOSUPPORT) ||

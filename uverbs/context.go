@@ -29,6 +29,7 @@ type Context struct {
 	objects int // live objects created from this context
 	async   *asyncReader
 	handles handleTable
+	dpErrs  *dataPathErrors
 
 	cleanup runtime.Cleanup
 }
@@ -70,7 +71,7 @@ func (d Device) Open() (*Context, error) {
 		unix.Close(fd)
 		return nil, wrap("open device", d.Name, fmt.Errorf("%s is not the uverbs character device %d:%d", d.DevPath, d.Major, d.Minor))
 	}
-	c := &Context{dev: d, fd: fd, asyncFD: -1}
+	c := &Context{dev: d, fd: fd, asyncFD: -1, dpErrs: newDataPathErrors(d.Name)}
 	pdev := &provider.Device{Name: d.Name, FD: fd, DriverID: uint32(d.DriverID), ABI: d.ABI, PageSize: os.Getpagesize()}
 	cmd := rawcmd.New(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_GET_CONTEXT, uint32(d.DriverID))
 	prov, err := drv.AllocContext(pdev, func(uhwIn, uhwOut []byte) error {

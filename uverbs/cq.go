@@ -12,20 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Data-path types, shared with the providers.
-type (
-	SGE       = provider.SGE
-	SendWR    = provider.SendWR
-	RecvWR    = provider.RecvWR
-	WC        = provider.WC
-	WROpcode  = provider.WROpcode
-	SendFlags = provider.SendFlags
-	WCStatus  = provider.WCStatus
-	WCOpcode  = provider.WCOpcode
-	WCFlags   = provider.WCFlags
-	MWBind    = provider.MWBind
-)
-
 // CompChannel is a completion event channel (ibv_comp_channel): CQs attached to it report completion events
 // on it after they are armed. Waiting on it uses Go's runtime poller and a context.
 type CompChannel struct {
@@ -135,10 +121,7 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	}
 	if attr.Channel != nil {
 		// A closed channel's fd number may already belong to another file.
-		attr.Channel.mu.Lock()
-		closed := attr.Channel.closed
-		attr.Channel.mu.Unlock()
-		if closed {
+		if attr.Channel.closed.Load() {
 			return nil, wrap("create CQ", c.dev.Name, fmt.Errorf("completion channel: %w", ErrClosed))
 		}
 	}
@@ -202,8 +185,20 @@ func (cq *CQ) CQE() int { return cq.cqe }
 // Handle is the kernel's handle.
 func (cq *CQ) Handle() uint32 { return cq.handle }
 
-// Poll fills wc with up to len(wc) completions and returns how many (ibv_poll_cq). It allocates nothing.
-func (cq *CQ) Poll(wc []WC) int { return cq.prov.Poll(wc) }
+// Poll fills wc with up to len(wc) completions and returns how many (ibv_poll_cq). It allocates nothing. The
+// error is non-nil only when polling itself failed (ibv_poll_cq < 0): the CQ is closed (ErrClosed), or the
+// device wrote a completion the provider cannot match to a queue (EIO); the n completions before it are valid.
+// A failed work request is not a Poll error: it is a completion whose WC.Err is non-nil.
+func (cq *CQ) Poll(wc []WC) (int, error) {
+	if cq.closed.Load() {
+		return 0, cq.ctx.dpErrs.get(opPollCQ, provider.Destroyed)
+	}
+	n, st := cq.prov.Poll(wc)
+	if st != provider.OK {
+		return n, cq.ctx.dpErrs.get(opPollCQ, st)
+	}
+	return n, nil
+}
 
 // ReqNotify arms the CQ: the next completion (only solicited ones if solicitedOnly) raises an event on its
 // completion channel (ibv_req_notify_cq).

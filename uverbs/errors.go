@@ -4,21 +4,24 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/internal/rdmaerr"
 	"golang.org/x/sys/unix"
 )
 
-// ErrNotSupported is returned (wrapped) for every feature the device or kernel lacks: the kernel's
-// EOPNOTSUPP, and EPROTONOSUPPORT, which the uverbs ioctl framework reserves for "this object, method or
-// mandatory attribute is unknown". errors.Is(err, ErrNotSupported) holds for both, and errors.Is with the errno
-// itself still works.
-var ErrNotSupported = errors.New("operation not supported by the device or kernel")
+// ErrNotSupported is matched (errors.Is) by every error for a feature the device, driver, kernel or goverbs
+// lacks: the kernel's EOPNOTSUPP, and EPROTONOSUPPORT, which the uverbs ioctl framework reserves for "this
+// object, method or mandatory attribute is unknown". It is goverbs' one not-supported value (the same as
+// netlinkrdma.ErrNotSupported and the others), and errors.Is(err, errors.ErrUnsupported) holds for it too.
+var ErrNotSupported = rdmaerr.ErrNotSupported
 
-// ErrClosed is returned when an object is used after Close.
+// ErrClosed is matched by the error of every verb, data path included, on an object after its Close.
 var ErrClosed = errors.New("object is closed")
 
-// Error is the error of a verb: which verb, on which device, and the cause (usually a unix.Errno).
+// Error is the error of a verb: which verb, on which device, and the cause (usually a unix.Errno, which
+// errors.Is and errors.As reach through Unwrap).
 type Error struct {
-	Op     string // e.g. "create CQ", "modify QP 0x11 INIT->RTR"
+	Op     string // e.g. "create CQ", "modify QP 0x11 INIT->RTR", "post send"
 	Device string // e.g. "rxe0"
 	Err    error
 }
@@ -33,9 +36,9 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is reports ErrNotSupported for the kernel's not-supported errnos.
+// Is reports ErrNotSupported and errors.ErrUnsupported for the kernel's not-supported errnos.
 func (e *Error) Is(target error) bool {
-	if target == ErrNotSupported {
+	if target == ErrNotSupported || target == errors.ErrUnsupported {
 		var errno unix.Errno
 		if errors.As(e.Err, &errno) {
 			return errno == unix.EOPNOTSUPP || errno == unix.EPROTONOSUPPORT
@@ -56,4 +59,58 @@ func wrapf(dev string, err error, format string, args ...any) error {
 		return nil
 	}
 	return &Error{Op: fmt.Sprintf(format, args...), Device: dev, Err: err}
+}
+
+// The data-path verbs, for their errors.
+type dataPathOp uint8
+
+const (
+	opPostSend dataPathOp = iota
+	opPostRecv
+	opPostSRQRecv
+	opPollCQ
+	numDataPathOps
+)
+
+var dataPathOpNames = [numDataPathOps]string{"post send", "post receive", "post SRQ receive", "poll CQ"}
+
+// reason is the cause of a data-path error: what was wrong, and the errno (or ErrClosed) it unwraps to.
+type reason struct {
+	text string
+	err  error
+}
+
+func (r *reason) Error() string { return r.text + ": " + r.err.Error() }
+func (r *reason) Unwrap() error { return r.err }
+
+// dataPathErrors are one context's data-path errors, made when the context opens so that a failed post or
+// poll allocates nothing: every verb × every provider.Status, each an *Error naming the verb and the device.
+type dataPathErrors [numDataPathOps][provider.NumStatus]*Error
+
+func newDataPathErrors(dev string) *dataPathErrors {
+	t := new(dataPathErrors)
+	for op := range t {
+		for st := range t[op] {
+			info := provider.Statuses[st]
+			var cause error = info.Errno
+			if provider.Status(st) == provider.Destroyed {
+				cause = ErrClosed
+			}
+			t[op][st] = &Error{Op: dataPathOpNames[op], Device: dev, Err: &reason{text: info.Reason, err: cause}}
+		}
+	}
+	return t
+}
+
+// get is the error for st. A failed doorbell system call carries the kernel's errno: that rare error is made
+// when it happens.
+func (t *dataPathErrors) get(op dataPathOp, st provider.Status) error {
+	if st.Code() == provider.Doorbell {
+		e := t[op][provider.Doorbell]
+		return &Error{Op: e.Op, Device: e.Device, Err: &reason{text: provider.Statuses[provider.Doorbell].Reason, err: st.Errno()}}
+	}
+	if int(st) >= provider.NumStatus {
+		st = provider.BadOpcode
+	}
+	return t[op][st]
 }

@@ -1,20 +1,22 @@
 package uverbs
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // life is the open/closed state every kernel-backed object shares. After Close the object's kernel handle may
 // already name a newer object (the kernel reuses the lowest free handle), so every verb on a closed object must
-// fail with ErrClosed before it reaches the kernel.
+// fail with ErrClosed before it reaches the kernel. The check is one atomic load (no lock), so the data path
+// can make it on every call; the mutex only serializes Close with itself and with the object's own counters.
 type life struct {
 	mu     sync.Mutex
-	closed bool
+	closed atomic.Bool
 }
 
 // checkOpen is ErrClosed once the object is closed.
 func (l *life) checkOpen() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return ErrClosed
 	}
 	return nil
@@ -25,12 +27,12 @@ func (l *life) checkOpen() error {
 func (l *life) close(destroy func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return nil
 	}
 	if err := destroy(); err != nil {
 		return err
 	}
-	l.closed = true
+	l.closed.Store(true)
 	return nil
 }

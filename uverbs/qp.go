@@ -9,58 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// QP types, states and capacities.
-type (
-	QPType  = provider.QPType
-	QPState = provider.QPState
-	QPCap   = provider.QPCap
-)
-
-// QP types.
-const (
-	QPTypeRC      = provider.QPTRC
-	QPTypeUC      = provider.QPTUC
-	QPTypeUD      = provider.QPTUD
-	QPTypeXRCSend = provider.QPTXRCSend
-	QPTypeXRCRecv = provider.QPTXRCRecv
-)
-
-// QP states.
-const (
-	QPStateReset = provider.QPSReset
-	QPStateInit  = provider.QPSInit
-	QPStateRTR   = provider.QPSRTR
-	QPStateRTS   = provider.QPSRTS
-	QPStateSQD   = provider.QPSSQD
-	QPStateSQE   = provider.QPSSQE
-	QPStateErr   = provider.QPSErr
-)
-
-// QPStateName is the state's name as rdma-core's ibv_qp_state_str would print it ("RESET", "INIT", ...).
-func QPStateName(s QPState) string {
-	names := [...]string{"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"}
-	if int(s) < len(names) {
-		return names[s]
-	}
-	return fmt.Sprintf("state(%d)", s)
-}
-
-func qpTypeName(t QPType) string {
-	switch t {
-	case QPTypeRC:
-		return "RC"
-	case QPTypeUC:
-		return "UC"
-	case QPTypeUD:
-		return "UD"
-	case QPTypeXRCSend:
-		return "XRC_SEND"
-	case QPTypeXRCRecv:
-		return "XRC_RECV"
-	}
-	return fmt.Sprintf("type(%d)", t)
-}
-
 // QPInitAttr are the options of CreateQP (struct ibv_qp_init_attr).
 type QPInitAttr struct {
 	Type   QPType
@@ -91,7 +39,7 @@ type QP struct {
 // CreateQP creates a queue pair (ibv_create_qp) through the QP_CREATE ioctl.
 func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	c := pd.ctx
-	op := "create QP (" + qpTypeName(attr.Type) + ")"
+	op := "create QP (" + attr.Type.String() + ")"
 	switch {
 	case attr.Type == QPTypeXRCRecv:
 		if attr.XRCD == nil {
@@ -223,10 +171,32 @@ func (qp *QP) State() QPState { return qp.state }
 // A send queue slot is free again as soon as its request completes, not when its completion is polled, so a
 // poster must also bound the completions it has not polled yet (for example one credit per request, capped at the
 // CQ's size): a CQ that overflows stops the QP, with rdma-core exactly as here.
-func (qp *QP) PostSend(wrs []SendWR) (int, error) { return qp.prov.PostSend(wrs) }
+//
+// Errors (package doc, "Data-path errors") name the verb, the device and the cause and unwrap to the errno
+// rdma-core returns; after Close they match ErrClosed.
+func (qp *QP) PostSend(wrs []SendWR) (int, error) {
+	if qp.closed.Load() {
+		return 0, qp.ctx.dpErrs.get(opPostSend, provider.Destroyed)
+	}
+	n, st := qp.prov.PostSend(wrs)
+	if st != provider.OK {
+		return n, qp.ctx.dpErrs.get(opPostSend, st)
+	}
+	return n, nil
+}
 
-// PostRecv posts receive work requests (ibv_post_recv).
-func (qp *QP) PostRecv(wrs []RecvWR) (int, error) { return qp.prov.PostRecv(wrs) }
+// PostRecv posts receive work requests (ibv_post_recv). It returns how many were posted; on error wrs[n] is
+// the first request not posted. It allocates nothing.
+func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
+	if qp.closed.Load() {
+		return 0, qp.ctx.dpErrs.get(opPostRecv, provider.Destroyed)
+	}
+	n, st := qp.prov.PostRecv(wrs)
+	if st != provider.OK {
+		return n, qp.ctx.dpErrs.get(opPostRecv, st)
+	}
+	return n, nil
+}
 
 // Close destroys the QP (ibv_destroy_qp).
 func (qp *QP) Close() error {
@@ -360,7 +330,7 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_MODIFY_QP, CoreIn: rawcmd.Bytes(in)})
 	if err != nil {
 		if mask&QPAttrState != 0 {
-			return wrapf(c.dev.Name, err, "modify QP %#x %s->%s (mask %#x)", qp.qpn, QPStateName(qp.state), QPStateName(attr.State), uint32(mask))
+			return wrapf(c.dev.Name, err, "modify QP %#x %s->%s (mask %#x)", qp.qpn, qp.state, attr.State, uint32(mask))
 		}
 		return wrapf(c.dev.Name, err, "modify QP %#x (mask %#x)", qp.qpn, uint32(mask))
 	}

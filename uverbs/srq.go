@@ -117,7 +117,17 @@ func (srq *SRQ) Handle() uint32 { return srq.handle }
 func (srq *SRQ) Attr() SRQAttr { return srq.attr }
 
 // PostRecv posts receive work requests to the SRQ (ibv_post_srq_recv).
-func (srq *SRQ) PostRecv(wrs []RecvWR) (int, error) { return srq.prov.PostRecv(wrs) }
+// It returns how many were posted; on error wrs[n] is the first request not posted. It allocates nothing.
+func (srq *SRQ) PostRecv(wrs []RecvWR) (int, error) {
+	if srq.closed.Load() {
+		return 0, srq.ctx.dpErrs.get(opPostSRQRecv, provider.Destroyed)
+	}
+	n, st := srq.prov.PostRecv(wrs)
+	if st != provider.OK {
+		return n, srq.ctx.dpErrs.get(opPostSRQRecv, st)
+	}
+	return n, nil
+}
 
 // SRQ modify mask bits (IBV_SRQ_*).
 const (
@@ -182,7 +192,7 @@ func (srq *SRQ) Close() error {
 // AH is an address handle for UD sends.
 type AH struct {
 	pd   *PD
-	data *provider.AHData
+	data *AHData
 	attr AHAttr
 	life
 }
@@ -245,7 +255,7 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 }
 
 // Data is what the data path needs to address this destination: put it in SendWR.AH.
-func (ah *AH) Data() *provider.AHData { return ah.data }
+func (ah *AH) Data() *AHData { return ah.data }
 
 // Attr is the address the AH was created for.
 func (ah *AH) Attr() AHAttr { return ah.attr }

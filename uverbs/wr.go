@@ -1,93 +1,114 @@
 package uverbs
 
-import "github.com/goverbs/goverbs/internal/provider"
+import "github.com/goverbs/goverbs/verbs"
 
-// AHData is the data path's view of an address handle (put AH.Data() in SendWR.AH).
-type AHData = provider.AHData
+// The data-path vocabulary is package verbs'; these names make it part of the verbs API, so a program needs
+// only this package. See package verbs for the fields and values.
+type (
+	SGE       = verbs.SGE       // a scatter/gather element (struct ibv_sge)
+	SendWR    = verbs.SendWR    // a send work request (struct ibv_send_wr)
+	RecvWR    = verbs.RecvWR    // a receive work request (struct ibv_recv_wr)
+	WC        = verbs.WC        // a work completion (struct ibv_wc)
+	WROpcode  = verbs.WROpcode  // a send work request's operation
+	SendFlags = verbs.SendFlags // a send work request's flags
+	WCStatus  = verbs.WCStatus  // a work completion's status (an error through WC.Err)
+	WCOpcode  = verbs.WCOpcode  // a work completion's operation
+	WCFlags   = verbs.WCFlags   // a work completion's flags
+	MWBind    = verbs.MWBind    // a memory-window bind in a send work request
+	AHData    = verbs.AHData    // the data path's view of an address handle (AH.Data)
+	QPType    = verbs.QPType    // a queue pair's transport type
+	QPState   = verbs.QPState   // a queue pair's state
+	QPCap     = verbs.QPCap     // a queue pair's capacities
+)
 
 // Send work request opcodes.
 const (
-	WRRDMAWrite         = provider.WRRDMAWrite
-	WRRDMAWriteWithImm  = provider.WRRDMAWriteWithImm
-	WRSend              = provider.WRSend
-	WRSendWithImm       = provider.WRSendWithImm
-	WRRDMARead          = provider.WRRDMARead
-	WRAtomicCmpAndSwp   = provider.WRAtomicCmpAndSwp
-	WRAtomicFetchAndAdd = provider.WRAtomicFetchAndAdd
-	WRLocalInv          = provider.WRLocalInv
-	WRBindMW            = provider.WRBindMW
-	WRSendWithInv       = provider.WRSendWithInv
+	WRRDMAWrite         = verbs.WRRDMAWrite
+	WRRDMAWriteWithImm  = verbs.WRRDMAWriteWithImm
+	WRSend              = verbs.WRSend
+	WRSendWithImm       = verbs.WRSendWithImm
+	WRRDMARead          = verbs.WRRDMARead
+	WRAtomicCmpAndSwp   = verbs.WRAtomicCmpAndSwp
+	WRAtomicFetchAndAdd = verbs.WRAtomicFetchAndAdd
+	WRLocalInv          = verbs.WRLocalInv
+	WRBindMW            = verbs.WRBindMW
+	WRSendWithInv       = verbs.WRSendWithInv
 )
 
 // Send flags.
 const (
-	SendFence     = provider.SendFence
-	SendSignaled  = provider.SendSignaled
-	SendSolicited = provider.SendSolicited
-	SendInline    = provider.SendInline
+	SendFence     = verbs.SendFence
+	SendSignaled  = verbs.SendSignaled
+	SendSolicited = verbs.SendSolicited
+	SendInline    = verbs.SendInline
 )
 
 // Work completion statuses.
 const (
-	WCSuccess          = provider.WCSuccess
-	WCLocLenErr        = provider.WCLocLenErr
-	WCLocQPOpErr       = provider.WCLocQPOpErr
-	WCLocEECOpErr      = provider.WCLocEECOpErr
-	WCLocProtErr       = provider.WCLocProtErr
-	WCWRFlushErr       = provider.WCWRFlushErr
-	WCMWBindErr        = provider.WCMWBindErr
-	WCBadRespErr       = provider.WCBadRespErr
-	WCLocAccessErr     = provider.WCLocAccessErr
-	WCRemInvReqErr     = provider.WCRemInvReqErr
-	WCRemAccessErr     = provider.WCRemAccessErr
-	WCRemOpErr         = provider.WCRemOpErr
-	WCRetryExcErr      = provider.WCRetryExcErr
-	WCRNRRetryExcErr   = provider.WCRNRRetryExcErr
-	WCLocRDDViolErr    = provider.WCLocRDDViolErr
-	WCRemInvRDReqErr   = provider.WCRemInvRDReqErr
-	WCRemAbortErr      = provider.WCRemAbortErr
-	WCInvEECNErr       = provider.WCInvEECNErr
-	WCInvEECStateErr   = provider.WCInvEECStateErr
-	WCFatalErr         = provider.WCFatalErr
-	WCRespTimeoutErr   = provider.WCRespTimeoutErr
-	WCGeneralErr       = provider.WCGeneralErr
-	WCTMErr            = provider.WCTMErr
-	WCTMRndvIncomplete = provider.WCTMRndvIncomplete
+	WCSuccess          = verbs.WCSuccess
+	WCLocLenErr        = verbs.WCLocLenErr
+	WCLocQPOpErr       = verbs.WCLocQPOpErr
+	WCLocEECOpErr      = verbs.WCLocEECOpErr
+	WCLocProtErr       = verbs.WCLocProtErr
+	WCWRFlushErr       = verbs.WCWRFlushErr
+	WCMWBindErr        = verbs.WCMWBindErr
+	WCBadRespErr       = verbs.WCBadRespErr
+	WCLocAccessErr     = verbs.WCLocAccessErr
+	WCRemInvReqErr     = verbs.WCRemInvReqErr
+	WCRemAccessErr     = verbs.WCRemAccessErr
+	WCRemOpErr         = verbs.WCRemOpErr
+	WCRetryExcErr      = verbs.WCRetryExcErr
+	WCRNRRetryExcErr   = verbs.WCRNRRetryExcErr
+	WCLocRDDViolErr    = verbs.WCLocRDDViolErr
+	WCRemInvRDReqErr   = verbs.WCRemInvRDReqErr
+	WCRemAbortErr      = verbs.WCRemAbortErr
+	WCInvEECNErr       = verbs.WCInvEECNErr
+	WCInvEECStateErr   = verbs.WCInvEECStateErr
+	WCFatalErr         = verbs.WCFatalErr
+	WCRespTimeoutErr   = verbs.WCRespTimeoutErr
+	WCGeneralErr       = verbs.WCGeneralErr
+	WCTMErr            = verbs.WCTMErr
+	WCTMRndvIncomplete = verbs.WCTMRndvIncomplete
 )
 
 // Work completion opcodes.
 const (
-	WCSend            = provider.WCSend
-	WCRDMAWrite       = provider.WCRDMAWrite
-	WCRDMARead        = provider.WCRDMARead
-	WCCompSwap        = provider.WCCompSwap
-	WCFetchAdd        = provider.WCFetchAdd
-	WCBindMW          = provider.WCBindMW
-	WCLocalInv        = provider.WCLocalInv
-	WCRecv            = provider.WCRecv
-	WCRecvRDMAWithImm = provider.WCRecvRDMAWithImm
+	WCSend            = verbs.WCSend
+	WCRDMAWrite       = verbs.WCRDMAWrite
+	WCRDMARead        = verbs.WCRDMARead
+	WCCompSwap        = verbs.WCCompSwap
+	WCFetchAdd        = verbs.WCFetchAdd
+	WCBindMW          = verbs.WCBindMW
+	WCLocalInv        = verbs.WCLocalInv
+	WCRecv            = verbs.WCRecv
+	WCRecvRDMAWithImm = verbs.WCRecvRDMAWithImm
 )
 
 // Work completion flags.
 const (
-	WCWithGRH  = provider.WCWithGRH
-	WCWithImm  = provider.WCWithImm
-	WCIPCSumOK = provider.WCIPCSumOK
-	WCWithInv  = provider.WCWithInv
+	WCWithGRH  = verbs.WCWithGRH
+	WCWithImm  = verbs.WCWithImm
+	WCIPCSumOK = verbs.WCIPCSumOK
+	WCWithInv  = verbs.WCWithInv
 )
 
-var wcStatusNames = [...]string{"success", "local length error", "local QP operation error",
-	"local EE context operation error", "local protection error", "Work Request Flushed Error",
-	"memory bind operation error", "bad response error", "local access error", "remote invalid request error",
-	"remote access error", "remote operation error", "transport retry counter exceeded",
-	"RNR retry counter exceeded", "local RDD violation error", "remote invalid RD request",
-	"aborted error", "invalid EE context number", "invalid EE context state", "fatal error",
-	"response timeout error", "general error", "TM error", "TM software rendezvous"}
+// QP types.
+const (
+	QPTypeRC        = verbs.QPTypeRC
+	QPTypeUC        = verbs.QPTypeUC
+	QPTypeUD        = verbs.QPTypeUD
+	QPTypeRawPacket = verbs.QPTypeRawPacket
+	QPTypeXRCSend   = verbs.QPTypeXRCSend
+	QPTypeXRCRecv   = verbs.QPTypeXRCRecv
+)
 
-// WCStatusString is the status text rdma-core's ibv_wc_status_str prints.
-func WCStatusString(s WCStatus) string {
-	if int(s) < len(wcStatusNames) {
-		return wcStatusNames[s]
-	}
-	return "unknown"
-}
+// QP states.
+const (
+	QPStateReset = verbs.QPStateReset
+	QPStateInit  = verbs.QPStateInit
+	QPStateRTR   = verbs.QPStateRTR
+	QPStateRTS   = verbs.QPStateRTS
+	QPStateSQD   = verbs.QPStateSQD
+	QPStateSQE   = verbs.QPStateSQE
+	QPStateErr   = verbs.QPStateErr
+)

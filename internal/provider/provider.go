@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/goverbs/goverbs/verbs"
 )
 
 // Exec runs the core command for the object being created, with the provider's driver request (sent as UHW_IN;
@@ -58,7 +60,7 @@ type Context interface {
 	CreateSRQ(p *SRQParams, exec Exec) (SRQ, error)
 	// CreateAH takes part in CREATE_AH, or builds the address vector in userspace without calling exec where
 	// the device needs no kernel object (mlx5 on InfiniBand links).
-	CreateAH(p *AHParams, exec Exec) (*AHData, error)
+	CreateAH(p *AHParams, exec Exec) (*verbs.AHData, error)
 	// Close releases the provider's context resources (UAR mappings, doorbell pages) after the core has closed
 	// every object. The core closes the command fd afterwards.
 	Close() error
@@ -83,8 +85,9 @@ type CQParams struct {
 
 // CQ is a provider's completion-queue data path.
 type CQ interface {
-	// Poll fills wc with up to len(wc) completions and returns how many it wrote. It never allocates.
-	Poll(wc []WC) int
+	// Poll fills wc with up to len(wc) completions and returns how many it wrote, and OK or why it stopped
+	// (UnknownCQE, Destroyed). It never allocates.
+	Poll(wc []verbs.WC) (int, Status)
 	// Arm requests a completion event for the next completion (only solicited ones if solicitedOnly).
 	Arm(solicitedOnly bool) error
 	// EventReceived is called once for every completion event read from the channel for this CQ (mlx5 advances
@@ -96,32 +99,10 @@ type CQ interface {
 	Destroyed()
 }
 
-// QPType is the QP transport type (IB_QPT_* numbering).
-type QPType uint8
-
-// QP types.
-const (
-	QPTRC        QPType = 2
-	QPTUC        QPType = 3
-	QPTUD        QPType = 4
-	QPTRawPacket QPType = 8
-	QPTXRCSend   QPType = 9
-	QPTXRCRecv   QPType = 10
-)
-
-// QPCap are a QP's queue capacities (struct ibv_qp_cap).
-type QPCap struct {
-	MaxSendWR     uint32
-	MaxRecvWR     uint32
-	MaxSendSGE    uint32
-	MaxRecvSGE    uint32
-	MaxInlineData uint32
-}
-
 // QPParams is the core's QP_CREATE request and result.
 type QPParams struct {
-	Type   QPType
-	Cap    QPCap
+	Type   verbs.QPType
+	Cap    verbs.QPCap
 	SigAll bool // every send WR generates a completion
 	HasSRQ bool // receives come from an SRQ: no receive queue of its own
 	SRQ    SRQ  // that SRQ's provider object (nil without one)
@@ -129,36 +110,22 @@ type QPParams struct {
 	RecvCQ CQ
 	Handle uint64 // user handle
 	Out    struct {
-		Cap    QPCap  // capacities the kernel granted
-		QPN    uint32 // QP number
-		Handle uint32 // kernel object handle
+		Cap    verbs.QPCap // capacities the kernel granted
+		QPN    uint32      // QP number
+		Handle uint32      // kernel object handle
 	}
 }
 
-// QPState is the QP state (IB_QPS_* numbering).
-type QPState uint8
-
-// QP states.
-const (
-	QPSReset QPState = iota
-	QPSInit
-	QPSRTR
-	QPSRTS
-	QPSSQD
-	QPSSQE
-	QPSErr
-)
-
 // QP is a provider's queue-pair data path.
 type QP interface {
-	// PostSend posts wrs in order and rings the doorbell once. It returns how many were posted; on error the
-	// first unposted request is wrs[n].
-	PostSend(wrs []SendWR) (n int, err error)
+	// PostSend posts wrs in order and rings the doorbell once. It returns how many were posted and OK, or why
+	// it stopped at wrs[n].
+	PostSend(wrs []verbs.SendWR) (n int, st Status)
 	// PostRecv posts receive requests (not for QPs on an SRQ).
-	PostRecv(wrs []RecvWR) (n int, err error)
+	PostRecv(wrs []verbs.RecvWR) (n int, st Status)
 	// StateChanged is called after the kernel accepted a transition to state (mlx5 resets its rings on RESET;
 	// both gate posting on the state).
-	StateChanged(state QPState)
+	StateChanged(state verbs.QPState)
 	// Destroyed is called after the kernel destroyed the QP.
 	Destroyed()
 }
@@ -179,7 +146,7 @@ type SRQParams struct {
 
 // SRQ is a provider's shared-receive-queue data path.
 type SRQ interface {
-	PostRecv(wrs []RecvWR) (n int, err error)
+	PostRecv(wrs []verbs.RecvWR) (n int, st Status)
 	// Modify takes part in MODIFY_SRQ (rxe passes a pointer for the resized ring's mmap info).
 	Modify(maxWR uint32, exec Exec) error
 	Destroyed()

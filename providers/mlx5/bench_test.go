@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
 )
 
 // benchSQ is an RC send queue of 256 blocks with a 256-byte BlueFlame register (bf_reg_size 512).
@@ -29,11 +29,11 @@ func TestZeroAllocs(t *testing.T) {
 	}
 	ts := benchSQ(t)
 	pl := payload()
-	inline := []SendWR{{WRID: 1, Opcode: provider.WRSend, Flags: provider.SendSignaled | provider.SendInline,
+	inline := []SendWR{{WRID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline,
 		SGL: []SGE{{Addr: addrOf(pl), Length: 32}}}}
 	list := make([]SendWR, 8)
 	for i := range list {
-		list[i] = SendWR{WRID: uint64(i), Opcode: provider.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGL: []SGE{gS1}}
+		list[i] = SendWR{WRID: uint64(i), Opcode: verbs.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGL: []SGE{gS1}}
 	}
 	if a := testing.AllocsPerRun(100, func() {
 		if _, err := ts.sq.PostSend(inline); err != nil {
@@ -95,7 +95,7 @@ func TestZeroAllocs(t *testing.T) {
 func BenchmarkPostSendInline(b *testing.B) {
 	ts := benchSQ(b)
 	pl := payload()
-	w := []SendWR{{WRID: 1, Opcode: provider.WRSend, Flags: provider.SendSignaled | provider.SendInline,
+	w := []SendWR{{WRID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline,
 		SGL: []SGE{{Addr: addrOf(pl), Length: 32}}}}
 	b.ReportAllocs()
 	var c threadCPU
@@ -131,9 +131,9 @@ func BenchmarkPostSendList(b *testing.B) {
 	ts := benchSQ(b)
 	list := make([]SendWR, 16)
 	for i := range list {
-		list[i] = SendWR{WRID: uint64(i), Opcode: provider.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGL: []SGE{gS1}}
+		list[i] = SendWR{WRID: uint64(i), Opcode: verbs.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGL: []SGE{gS1}}
 	}
-	list[15].Flags = provider.SendSignaled
+	list[15].Flags = verbs.SendSignaled
 	b.ReportAllocs()
 	var c threadCPU
 	c.start()

@@ -5,7 +5,8 @@ import (
 	"math/bits"
 	"unsafe"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/mmio"
 )
 
@@ -214,7 +215,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 					e := sq.ent(uint32(be.Uint16(c[cqeOffWQECounter:])) & sq.mask)
 					sq.tail = e.head + 1
 					wc := &wcs[n]
-					wc.WRID, wc.Status, wc.Opcode, wc.VendorErr = e.wrid, provider.WCSuccess, r.opcode, 0
+					wc.WRID, wc.Status, wc.Opcode, wc.VendorErr = e.wrid, verbs.WCSuccess, r.opcode, 0
 					wc.ByteLen, wc.Imm, wc.QPNum = be.Uint32(c[cqeOffByteCnt:])&r.cntMask|r.fixed, 0, sop&0xffffff
 					wc.SrcQP, wc.Flags, wc.PKeyIndex, wc.SLID = 0, r.flags, 0, 0
 					wc.SL, wc.DLIDPathBits, wc.PortNum = 0, 0, 0
@@ -227,10 +228,10 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 					fr := be.Uint32(c[cqeOffFlagsRQPN:])
 					flags := r.flags
 					if fr&(3<<28) != 0 {
-						flags |= provider.WCWithGRH
+						flags |= verbs.WCWithGRH
 					}
 					wc := &wcs[n]
-					wc.WRID, wc.Status, wc.Opcode, wc.VendorErr = rq.retire(be.Uint16(c[cqeOffWQECounter:])), provider.WCSuccess, r.opcode, 0
+					wc.WRID, wc.Status, wc.Opcode, wc.VendorErr = rq.retire(be.Uint16(c[cqeOffWQECounter:])), verbs.WCSuccess, r.opcode, 0
 					wc.ByteLen, wc.Imm, wc.QPNum = be.Uint32(c[cqeOffByteCnt:]), iip&r.immMask, be.Uint32(c[cqeOffSopDropQPN:])&0xffffff
 					wc.SrcQP, wc.Flags, wc.PKeyIndex, wc.SLID = fr&0xffffff, flags, uint16(iip), be.Uint16(c[cqeOffSLID:])
 					wc.SL, wc.DLIDPathBits, wc.PortNum = uint8(fr>>24)&0xf, c[cqeOffMLPath]&0x7f, 0
@@ -301,13 +302,13 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		iip := be.Uint32(cqe[cqeOffImmInvalPKey:])
 		switch opcode {
 		case CQERespWRImm:
-			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecvRDMAWithImm, provider.WCWithImm, iip
+			wc.Opcode, wc.Flags, wc.Imm = verbs.WCRecvRDMAWithImm, verbs.WCWithImm, iip
 		case CQERespSend:
-			wc.Opcode = provider.WCRecv
+			wc.Opcode = verbs.WCRecv
 		case CQERespSendImm:
-			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecv, provider.WCWithImm, iip
+			wc.Opcode, wc.Flags, wc.Imm = verbs.WCRecv, verbs.WCWithImm, iip
 		case CQERespSendInv:
-			wc.Opcode, wc.Flags, wc.Imm = provider.WCRecv, provider.WCWithInv, iip
+			wc.Opcode, wc.Flags, wc.Imm = verbs.WCRecv, verbs.WCWithInv, iip
 		}
 		fr := be.Uint32(cqe[cqeOffFlagsRQPN:])
 		wc.SLID = be.Uint16(cqe[cqeOffSLID:])
@@ -315,7 +316,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 		wc.SrcQP = fr & 0xffffff
 		wc.DLIDPathBits = cqe[cqeOffMLPath] & 0x7f
 		if (fr>>28)&3 != 0 {
-			wc.Flags |= provider.WCWithGRH
+			wc.Flags |= verbs.WCWithGRH
 		}
 		wc.PKeyIndex = uint16(iip)
 	case CQEReqErr, CQERespErr:
@@ -332,7 +333,7 @@ func (cq *CQ) parse(cqe []byte, wc *WC) bool {
 	default:
 		// NO_PACKET (tag matching), SIG_ERR (signature MRs) and unknown opcodes belong to features this provider
 		// does not enable; surface them as a general error on the QP rather than dropping them silently.
-		wc.Status = provider.WCGeneralErr
+		wc.Status = verbs.WCGeneralErr
 	}
 	return true
 }

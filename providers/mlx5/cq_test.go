@@ -5,7 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/mmio"
 )
 
@@ -110,8 +111,8 @@ func TestCQInterleavedQPs(t *testing.T) {
 	}
 	for i := range 4 {
 		for k, sq := range []*SendQueue{e.sq.sq, other.sq} {
-			if _, err := sq.PostSend([]SendWR{{WRID: uint64(i + 10*k), Opcode: provider.WRSend,
-				Flags: provider.SendSignaled, SGL: []SGE{gS1}}}); err != nil {
+			if _, err := sq.PostSend([]SendWR{{WRID: uint64(i + 10*k), Opcode: verbs.WRSend,
+				Flags: verbs.SendSignaled, SGL: []SGE{gS1}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -135,7 +136,7 @@ func TestCQInterleavedQPs(t *testing.T) {
 		if o.qp == qp2 {
 			id += 10
 		}
-		want := WC{WRID: id, QPNum: o.qp.QPN, Opcode: provider.WCSend}
+		want := WC{WRID: id, QPNum: o.qp.QPN, Opcode: verbs.WCSend}
 		if wcs[i] != want {
 			t.Errorf("completion %d = %+v, want %+v", i, wcs[i], want)
 		}
@@ -190,7 +191,7 @@ func TestCQVersion0AndSRQ(t *testing.T) {
 	}
 	// Error CQE on the SRQ also frees its WQE.
 	putCQE(buf, 4, 1, cqeSpec{opcode: CQERespErr, qpn: 0x42, uidx: 5, wqeCounter: 0, syndrome: SyndromeWRFlushErr})
-	if n, _ := cq.Poll(wcs[:]); n != 1 || wcs[0].Status != provider.WCWRFlushErr || wcs[0].WRID != 10 {
+	if n, _ := cq.Poll(wcs[:]); n != 1 || wcs[0].Status != verbs.WCWRFlushErr || wcs[0].WRID != 10 {
 		t.Fatalf("flush CQE: %d %+v", n, wcs[0])
 	}
 	// A wqe_counter beyond the SRQ is a poll error, not a panic.

@@ -1,6 +1,6 @@
 package mlx5
 
-import "github.com/goverbs/goverbs/internal/provider"
+import "github.com/goverbs/goverbs/verbs"
 
 // CQE geometry and fields (struct mlx5_cqe64, struct mlx5_err_cqe in mlx5dv.h). All multi-byte fields are
 // big-endian.
@@ -69,33 +69,33 @@ const (
 func SyndromeStatus(syndrome uint8) WCStatus {
 	switch syndrome {
 	case SyndromeLocalLengthErr:
-		return provider.WCLocLenErr
+		return verbs.WCLocLenErr
 	case SyndromeLocalQPOpErr:
-		return provider.WCLocQPOpErr
+		return verbs.WCLocQPOpErr
 	case SyndromeLocalProtErr:
-		return provider.WCLocProtErr
+		return verbs.WCLocProtErr
 	case SyndromeWRFlushErr:
-		return provider.WCWRFlushErr
+		return verbs.WCWRFlushErr
 	case SyndromeMWBindErr:
-		return provider.WCMWBindErr
+		return verbs.WCMWBindErr
 	case SyndromeBadRespErr:
-		return provider.WCBadRespErr
+		return verbs.WCBadRespErr
 	case SyndromeLocalAccessErr:
-		return provider.WCLocAccessErr
+		return verbs.WCLocAccessErr
 	case SyndromeRemoteInvalReqErr:
-		return provider.WCRemInvReqErr
+		return verbs.WCRemInvReqErr
 	case SyndromeRemoteAccessErr:
-		return provider.WCRemAccessErr
+		return verbs.WCRemAccessErr
 	case SyndromeRemoteOpErr:
-		return provider.WCRemOpErr
+		return verbs.WCRemOpErr
 	case SyndromeTransportRetryExc:
-		return provider.WCRetryExcErr
+		return verbs.WCRetryExcErr
 	case SyndromeRNRRetryExcErr:
-		return provider.WCRNRRetryExcErr
+		return verbs.WCRNRRetryExcErr
 	case SyndromeRemoteAbortedErr:
-		return provider.WCRemAbortErr
+		return verbs.WCRemAbortErr
 	}
-	return provider.WCGeneralErr
+	return verbs.WCGeneralErr
 }
 
 // reqOp is what a requester CQE's echoed WQE opcode means for the work completion. The byte count is
@@ -110,14 +110,14 @@ type reqOp struct {
 // reqOps maps the WQE opcode a requester CQE echoes (sop_drop_qpn >> 24) to the completion's opcode, flags and
 // byte count (rdma-core handle_good_req). Opcodes this provider never posts map to WCSend with no flags.
 var reqOps = [256]reqOp{
-	OpcodeRDMAWriteImm: {opcode: provider.WCRDMAWrite, flags: provider.WCWithImm},
-	OpcodeRDMAWrite:    {opcode: provider.WCRDMAWrite},
-	OpcodeSendImm:      {opcode: provider.WCSend, flags: provider.WCWithImm},
-	OpcodeSend:         {opcode: provider.WCSend},
-	OpcodeSendInval:    {opcode: provider.WCSend},
-	OpcodeRDMARead:     {opcode: provider.WCRDMARead, cntMask: ^uint32(0)},
-	OpcodeAtomicCS:     {opcode: provider.WCCompSwap, fixed: AtomicSize},
-	OpcodeAtomicFA:     {opcode: provider.WCFetchAdd, fixed: AtomicSize},
+	OpcodeRDMAWriteImm: {opcode: verbs.WCRDMAWrite, flags: verbs.WCWithImm},
+	OpcodeRDMAWrite:    {opcode: verbs.WCRDMAWrite},
+	OpcodeSendImm:      {opcode: verbs.WCSend, flags: verbs.WCWithImm},
+	OpcodeSend:         {opcode: verbs.WCSend},
+	OpcodeSendInval:    {opcode: verbs.WCSend},
+	OpcodeRDMARead:     {opcode: verbs.WCRDMARead, cntMask: ^uint32(0)},
+	OpcodeAtomicCS:     {opcode: verbs.WCCompSwap, fixed: AtomicSize},
+	OpcodeAtomicFA:     {opcode: verbs.WCFetchAdd, fixed: AtomicSize},
 	OpcodeTSO:          {opcode: wcTSO},
 }
 
@@ -138,8 +138,8 @@ type respOp struct {
 // respOps is indexed by the responder CQE opcode & 3 (RESP_SEND_INV 4 -> 0, RESP_WR_IMM 1, RESP_SEND 2,
 // RESP_SEND_IMM 3), as parse decodes them (rdma-core handle_responder).
 var respOps = [4]respOp{
-	CQERespSendInv & 3: {opcode: provider.WCRecv, flags: provider.WCWithInv, immMask: ^uint32(0)},
-	CQERespWRImm:       {opcode: provider.WCRecvRDMAWithImm, flags: provider.WCWithImm, immMask: ^uint32(0)},
-	CQERespSend:        {opcode: provider.WCRecv},
-	CQERespSendImm:     {opcode: provider.WCRecv, flags: provider.WCWithImm, immMask: ^uint32(0)},
+	CQERespSendInv & 3: {opcode: verbs.WCRecv, flags: verbs.WCWithInv, immMask: ^uint32(0)},
+	CQERespWRImm:       {opcode: verbs.WCRecvRDMAWithImm, flags: verbs.WCWithImm, immMask: ^uint32(0)},
+	CQERespSend:        {opcode: verbs.WCRecv},
+	CQERespSendImm:     {opcode: verbs.WCRecv, flags: verbs.WCWithImm, immMask: ^uint32(0)},
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -305,27 +307,19 @@ func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, 
 // cqAdapter is a CQ as the verbs core sees it.
 type cqAdapter struct {
 	*CQ
-	ctx     *mctx
-	mem     []byte
-	dbr     []byte
-	newMem  []byte
-	lastErr error
+	ctx    *mctx
+	mem    []byte
+	dbr    []byte
+	newMem []byte
 }
 
-// Poll implements provider.CQ. A CQE that names no known queue stops the poll; the error is kept (PollErr).
-func (a *cqAdapter) Poll(wc []WC) int {
+// Poll implements provider.CQ. A CQE that names no known queue stops the poll with UnknownCQE.
+func (a *cqAdapter) Poll(wc []WC) (int, provider.Status) {
 	n, err := a.CQ.Poll(wc)
 	if err != nil {
-		a.lastErr = err
+		return n, statusOf(err)
 	}
-	return n
-}
-
-// PollErr returns and clears the last poll error.
-func (a *cqAdapter) PollErr() error {
-	err := a.lastErr
-	a.lastErr = nil
-	return err
+	return n, provider.OK
 }
 
 // Arm implements provider.CQ.
@@ -382,11 +376,11 @@ func (a *cqAdapter) Destroyed() {
 func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, error) {
 	var t QPType
 	switch p.Type {
-	case provider.QPTRC:
+	case verbs.QPTypeRC:
 		t = QPTypeRC
-	case provider.QPTUC:
+	case verbs.QPTypeUC:
 		t = QPTypeUC
-	case provider.QPTUD:
+	case verbs.QPTypeUD:
 		t = QPTypeUD
 	default:
 		return nil, fmt.Errorf("mlx5: create QP of type %d: %w", p.Type, ErrNotSupported)
@@ -463,7 +457,7 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 			return nil, err
 		}
 	}
-	p.Out.Cap = provider.QPCap{MaxSendWR: uint32(l.Caps.MaxSendWR), MaxRecvWR: uint32(l.Caps.MaxRecvWR),
+	p.Out.Cap = verbs.QPCap{MaxSendWR: uint32(l.Caps.MaxSendWR), MaxRecvWR: uint32(l.Caps.MaxRecvWR),
 		MaxSendSGE: uint32(l.Caps.MaxSendSGE), MaxRecvSGE: uint32(l.Caps.MaxRecvSGE),
 		MaxInlineData: uint32(l.Caps.MaxInlineData)}
 	return q, nil
@@ -480,39 +474,53 @@ type qpAdapter struct {
 	dbr      DoorbellRecord
 	bf       bfSlot
 	uidx     uint32
-	state    provider.QPState
+	state    verbs.QPState
 }
 
-// errState is returned when posting in a state that does not allow it.
-var errState = errors.New("mlx5: QP state does not allow posting")
-
 // PostSend implements provider.QP.
-func (q *qpAdapter) PostSend(wrs []SendWR) (int, error) {
-	if q.state != provider.QPSRTS && q.state != provider.QPSSQD {
-		return 0, fmt.Errorf("%w (send in state %d): %w", errState, q.state, errQueueFull)
+func (q *qpAdapter) PostSend(wrs []SendWR) (int, provider.Status) {
+	if q.state != verbs.QPStateRTS && q.state != verbs.QPStateSQD {
+		return 0, provider.NotReady
 	}
-	return q.SQ.PostSend(wrs)
+	n, err := q.SQ.PostSend(wrs)
+	if err != nil {
+		return n, statusOf(err)
+	}
+	return n, provider.OK
 }
 
 // PostRecv implements provider.QP.
-func (q *qpAdapter) PostRecv(wrs []RecvWR) (int, error) {
+func (q *qpAdapter) PostRecv(wrs []RecvWR) (int, provider.Status) {
 	if q.RQ == nil {
-		if q.QP.SRQ != nil {
-			return 0, fmt.Errorf("mlx5: post receive on QP %#x: it receives from SRQ %#x (post there): %w",
-				q.QPN, q.QP.SRQ.SRQN(), errInvalid)
-		}
-		return 0, fmt.Errorf("mlx5: post receive on QP %#x without a receive queue: %w", q.QPN, errInvalid)
+		return 0, provider.NoRecvQueue
 	}
-	if q.state == provider.QPSReset {
-		return 0, fmt.Errorf("%w (receive in RESET): %w", errState, errInvalid)
+	if q.state == verbs.QPStateReset {
+		return 0, provider.NotReady
 	}
-	return q.RQ.PostRecv(wrs)
+	n, err := q.RQ.PostRecv(wrs)
+	if err != nil {
+		return n, statusOf(err)
+	}
+	return n, provider.OK
+}
+
+// statusOf classifies an error of the send, receive and completion queues for the verbs core.
+func statusOf(err error) provider.Status {
+	switch {
+	case errors.Is(err, ErrPoll):
+		return provider.UnknownCQE
+	case errors.Is(err, ErrNotSupported):
+		return provider.OpcodeNotSupported
+	case errors.Is(err, errQueueFull):
+		return provider.QueueFull
+	}
+	return provider.BadOpcode
 }
 
 // StateChanged implements provider.QP: a transition to RESET zeroes the indices and doorbell records.
-func (q *qpAdapter) StateChanged(s provider.QPState) {
+func (q *qpAdapter) StateChanged(s verbs.QPState) {
 	q.state = s
-	if s == provider.QPSReset {
+	if s == verbs.QPStateReset {
 		q.SQ.Reset()
 		if q.RQ != nil {
 			q.RQ.Reset()
@@ -584,6 +592,15 @@ type srqAdapter struct {
 	uidx   uint32
 }
 
+// PostRecv implements provider.SRQ.
+func (s *srqAdapter) PostRecv(wrs []RecvWR) (int, provider.Status) {
+	n, err := s.SRQ.PostRecv(wrs)
+	if err != nil {
+		return n, statusOf(err)
+	}
+	return n, provider.OK
+}
+
 // Modify implements provider.SRQ (only the limit can change; there is no driver data).
 func (s *srqAdapter) Modify(maxWR uint32, exec provider.Exec) error { return exec(nil, nil) }
 
@@ -603,7 +620,7 @@ func (s *srqAdapter) Destroyed() {
 // CreateAH implements provider.Context: on InfiniBand the address vector is built in userspace with no kernel
 // object; on RoCE the kernel's CREATE_AH response supplies the destination MAC (when the context reports
 // MLX5_USER_CMDS_SUPP_UHW_CREATE_AH; neighbour resolution is not implemented).
-func (c *mctx) CreateAH(p *provider.AHParams, exec provider.Exec) (*provider.AHData, error) {
+func (c *mctx) CreateAH(p *provider.AHParams, exec provider.Exec) (*verbs.AHData, error) {
 	attr := AHAttr{DLID: p.DLID, SL: p.SL, SrcPathBits: p.SrcPathBits, StaticRate: p.StaticRate, IsGlobal: p.IsGlobal,
 		GRH: GRH{DGID: p.DGID, FlowLabel: p.FlowLabel, SGIDIndex: p.SGIDIndex, HopLimit: p.HopLimit,
 			TrafficClass: p.TrafficClass}}

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/providers/mlx5/mlx5emu"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -97,13 +99,13 @@ func (g *glue) cq(n int) (*cqAdapter, uint32) {
 	return c.(*cqAdapter), cqn
 }
 
-func (g *glue) qp(typ provider.QPType, cap provider.QPCap, scq, rcq *cqAdapter, scqn, rcqn uint32) *qpAdapter {
+func (g *glue) qp(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn, rcqn uint32) *qpAdapter {
 	g.t.Helper()
 	return g.qpOn(typ, cap, scq, rcq, scqn, rcqn, nil)
 }
 
 // qpOn creates a QP through the driver; with srq it receives from that SRQ (as uverbs.CreateQP passes it).
-func (g *glue) qpOn(typ provider.QPType, cap provider.QPCap, scq, rcq *cqAdapter, scqn, rcqn uint32, srq *srqAdapter) *qpAdapter {
+func (g *glue) qpOn(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn, rcqn uint32, srq *srqAdapter) *qpAdapter {
 	g.t.Helper()
 	p := &provider.QPParams{Type: typ, Cap: cap, SendCQ: scq, RecvCQ: rcq}
 	var srqn uint32
@@ -119,8 +121,8 @@ func (g *glue) qpOn(typ provider.QPType, cap provider.QPCap, scq, rcq *cqAdapter
 		if srq != nil && (req.RqWqeCount != 0 || req.RqWqeShift != 0) {
 			g.t.Errorf("QP on an SRQ asks for a receive queue: %+v", req)
 		}
-		et := map[provider.QPType]mlx5emu.QPType{provider.QPTRC: mlx5emu.RC, provider.QPTUC: mlx5emu.UC,
-			provider.QPTUD: mlx5emu.UD}[typ]
+		et := map[verbs.QPType]mlx5emu.QPType{verbs.QPTypeRC: mlx5emu.RC, verbs.QPTypeUC: mlx5emu.UC,
+			verbs.QPTypeUD: mlx5emu.UD}[typ]
 		n := int(req.RqWqeCount)<<req.RqWqeShift + int(req.SqWqeCount)*SendWQEBB
 		qpn, err := g.dev.CreateQP(mlx5emu.QPConfig{Type: et, PDN: 1, Buf: hostBytes(req.BufAddr, n),
 			SQWQECnt: int(req.SqWqeCount), RQWQECnt: int(req.RqWqeCount), RQWQEShift: int(req.RqWqeShift),
@@ -140,11 +142,11 @@ func (g *glue) connect(a, b *qpAdapter, qkey uint32) {
 	for _, pr := range [][2]*qpAdapter{{a, b}, {b, a}} {
 		for _, st := range []struct {
 			attr mlx5emu.QPAttr
-			s    provider.QPState
+			s    verbs.QPState
 		}{
-			{mlx5emu.QPAttr{State: mlx5emu.StateInit, Access: acc, QKey: qkey}, provider.QPSInit},
-			{mlx5emu.QPAttr{State: mlx5emu.StateRTR, DestQPN: pr[1].QPN}, provider.QPSRTR},
-			{mlx5emu.QPAttr{State: mlx5emu.StateRTS, RNRRetry: 1}, provider.QPSRTS},
+			{mlx5emu.QPAttr{State: mlx5emu.StateInit, Access: acc, QKey: qkey}, verbs.QPStateInit},
+			{mlx5emu.QPAttr{State: mlx5emu.StateRTR, DestQPN: pr[1].QPN}, verbs.QPStateRTR},
+			{mlx5emu.QPAttr{State: mlx5emu.StateRTS, RNRRetry: 1}, verbs.QPStateRTS},
 		} {
 			if err := g.dev.ModifyQP(pr[0].QPN, st.attr); err != nil {
 				g.t.Fatal(err)
@@ -170,9 +172,10 @@ func pollN(t *testing.T, c *cqAdapter, want int) []WC {
 	var out []WC
 	var wcs [8]WC
 	for i := 0; i < 50 && len(out) < want; i++ {
-		out = append(out, wcs[:c.Poll(wcs[:])]...)
-		if err := c.PollErr(); err != nil {
-			t.Fatal(err)
+		n, st := c.Poll(wcs[:])
+		out = append(out, wcs[:n]...)
+		if st != provider.OK {
+			t.Fatal(st.Err())
 		}
 	}
 	if len(out) != want {
@@ -193,33 +196,33 @@ func TestDriverAgainstEmulator(t *testing.T) {
 			if scq.ncqe != 16 {
 				t.Errorf("CQ of 10 entries has %d", scq.ncqe)
 			}
-			cap := provider.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
-			a := g.qp(provider.QPTRC, cap, scq, rcq, scqn, rcqn)
-			b := g.qp(provider.QPTRC, cap, scq, rcq, scqn, rcqn)
+			cap := verbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
+			a := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
+			b := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
 
 			src, slk := g.mr(4096)
 			dst, dlk := g.mr(4096)
 			copy(src, "hello from goverbs through an emulated ConnectX")
 			// Posting is gated on the QP state, as in rdma-core.
-			if _, err := a.PostSend([]SendWR{{Opcode: provider.WRSend}}); !errors.Is(err, syscall.ENOMEM) {
+			if _, err := errOf(a.PostSend([]SendWR{{Opcode: verbs.WRSend}})); !errors.Is(err, syscall.EINVAL) {
 				t.Errorf("send in RESET: %v", err)
 			}
-			if _, err := b.PostRecv([]RecvWR{{}}); !errors.Is(err, syscall.EINVAL) {
+			if _, err := errOf(b.PostRecv([]RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
 				t.Errorf("receive in RESET: %v", err)
 			}
 			g.connect(a, b, 0)
 			for i := 0; i < 40; i++ {
-				if _, err := b.PostRecv([]RecvWR{{WRID: uint64(100 + i), SGL: []SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}}); err != nil {
+				if _, err := errOf(b.PostRecv([]RecvWR{{WRID: uint64(100 + i), SGL: []SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}})); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := a.PostSend([]SendWR{{WRID: uint64(i), Opcode: provider.WRSend, Flags: provider.SendSignaled | provider.SendInline,
-					SGL: []SGE{{Addr: addrOf(src), Length: 48, LKey: slk}}}}); err != nil {
+				if _, err := errOf(a.PostSend([]SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline,
+					SGL: []SGE{{Addr: addrOf(src), Length: 48, LKey: slk}}}})); err != nil {
 					t.Fatal(err)
 				}
 				g.dev.Process()
 				s := pollN(t, scq, 1)[0]
 				r := pollN(t, rcq, 1)[0]
-				if s.Status != provider.WCSuccess || s.WRID != uint64(i) || r.WRID != uint64(100+i) || r.ByteLen != 48 {
+				if s.Status != verbs.WCSuccess || s.WRID != uint64(i) || r.WRID != uint64(100+i) || r.ByteLen != 48 {
 					t.Fatalf("iteration %d: send %+v receive %+v", i, s, r)
 				}
 				if !bytes.Equal(dst[:48], src[:48]) {
@@ -234,11 +237,11 @@ func TestDriverAgainstEmulator(t *testing.T) {
 			if err := rcq.Arm(false); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.PostRecv([]RecvWR{{WRID: 7, SGL: []SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}}); err != nil {
+			if _, err := errOf(b.PostRecv([]RecvWR{{WRID: 7, SGL: []SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}})); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.PostSend([]SendWR{{WRID: 8, Opcode: provider.WRRDMAWriteWithImm, Imm: 5, Flags: provider.SendSignaled,
-				RemoteAddr: addrOf(dst) + 512, RKey: dlk, SGL: []SGE{{Addr: addrOf(src), Length: 16, LKey: slk}}}}); err != nil {
+			if _, err := errOf(a.PostSend([]SendWR{{WRID: 8, Opcode: verbs.WRRDMAWriteWithImm, Imm: 5, Flags: verbs.SendSignaled,
+				RemoteAddr: addrOf(dst) + 512, RKey: dlk, SGL: []SGE{{Addr: addrOf(src), Length: 16, LKey: slk}}}})); err != nil {
 				t.Fatal(err)
 			}
 			g.dev.Process()
@@ -246,7 +249,7 @@ func TestDriverAgainstEmulator(t *testing.T) {
 				t.Errorf("events %v", ev)
 			}
 			rcq.EventReceived()
-			if r := pollN(t, rcq, 1)[0]; r.Opcode != provider.WCRecvRDMAWithImm || r.Imm != 5 || r.WRID != 7 {
+			if r := pollN(t, rcq, 1)[0]; r.Opcode != verbs.WCRecvRDMAWithImm || r.Imm != 5 || r.WRID != 7 {
 				t.Errorf("write with immediate: %+v", r)
 			}
 			pollN(t, scq, 1)
@@ -261,7 +264,7 @@ func TestDriverAgainstEmulator(t *testing.T) {
 			}
 
 			// Back to RESET: indices and doorbell records are zeroed.
-			a.StateChanged(provider.QPSReset)
+			a.StateChanged(verbs.QPStateReset)
 			if a.SQ.Outstanding() != 0 || a.dbr.get(1) != 0 {
 				t.Errorf("reset left state behind")
 			}
@@ -299,10 +302,10 @@ func TestDriverAHAndPD(t *testing.T) {
 	if err != nil || roce.AV[avOffRMAC] != 1 || be.Uint16(roce.AV[avOffRLID:]) < RoCEUDPPortMin {
 		t.Fatalf("RoCE AH %x, %v", roce.AV, err)
 	}
-	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: provider.QPTRC, HasSRQ: true}, nil); !errors.Is(err, syscall.EINVAL) {
+	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, HasSRQ: true}, nil); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("QP on a missing SRQ: %v", err)
 	}
-	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: provider.QPTRC, HasSRQ: true, SRQ: foreignSRQ{}}, nil); !errors.Is(err, syscall.EINVAL) {
+	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, HasSRQ: true, SRQ: foreignSRQ{}}, nil); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("QP on another provider's SRQ: %v", err)
 	}
 	p := &provider.SRQParams{MaxWR: 10, MaxSGE: 2}
@@ -316,7 +319,7 @@ func TestDriverAHAndPD(t *testing.T) {
 	if err != nil || p.Out.SRQN != 77 || p.Out.MaxWR != 15 {
 		t.Fatalf("SRQ %+v, %v", p.Out, err)
 	}
-	if n, err := s.PostRecv(make([]RecvWR, 15)); n != 15 || err != nil {
+	if n, err := errOf(s.PostRecv(make([]RecvWR, 15))); n != 15 || err != nil {
 		t.Errorf("SRQ post %d, %v", n, err)
 	}
 	s.Destroyed()
@@ -325,9 +328,9 @@ func TestDriverAHAndPD(t *testing.T) {
 // foreignSRQ is an SRQ of another provider.
 type foreignSRQ struct{}
 
-func (foreignSRQ) PostRecv([]RecvWR) (int, error)     { return 0, nil }
-func (foreignSRQ) Modify(uint32, provider.Exec) error { return nil }
-func (foreignSRQ) Destroyed()                         {}
+func (foreignSRQ) PostRecv([]RecvWR) (int, provider.Status) { return 0, provider.OK }
+func (foreignSRQ) Modify(uint32, provider.Exec) error       { return nil }
+func (foreignSRQ) Destroyed()                               {}
 
 // srq creates an SRQ through the driver and registers it with the emulator the way the kernel would: its
 // geometry follows from the max_wr and max_sge the provider put into the request.
@@ -365,17 +368,17 @@ func TestDriverQPOnSRQ(t *testing.T) {
 			scq, scqn := g.cq(16)
 			rcq1, rcqn1 := g.cq(16)
 			rcq2, rcqn2 := g.cq(16)
-			cap := provider.QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
-			a1 := g.qp(provider.QPTRC, cap, scq, scq, scqn, scqn)
-			a2 := g.qp(provider.QPTRC, cap, scq, scq, scqn, scqn)
-			b1 := g.qpOn(provider.QPTRC, cap, scq, rcq1, scqn, rcqn1, srq)
-			b2 := g.qpOn(provider.QPTRC, cap, scq, rcq2, scqn, rcqn2, srq)
+			cap := verbs.QPCap{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
+			a1 := g.qp(verbs.QPTypeRC, cap, scq, scq, scqn, scqn)
+			a2 := g.qp(verbs.QPTypeRC, cap, scq, scq, scqn, scqn)
+			b1 := g.qpOn(verbs.QPTypeRC, cap, scq, rcq1, scqn, rcqn1, srq)
+			b2 := g.qpOn(verbs.QPTypeRC, cap, scq, rcq2, scqn, rcqn2, srq)
 			if b1.RQ != nil || b1.QP.SRQ != srq.SRQ {
 				t.Fatalf("QP on SRQ has RQ %v, SRQ %p", b1.RQ, b1.QP.SRQ)
 			}
 			g.connect(a1, b1, 0)
 			g.connect(a2, b2, 0)
-			if _, err := b1.PostRecv([]RecvWR{{}}); !errors.Is(err, syscall.EINVAL) {
+			if _, err := errOf(b1.PostRecv([]RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
 				t.Errorf("receive posted to a QP on an SRQ: %v", err)
 			}
 
@@ -389,8 +392,8 @@ func TestDriverQPOnSRQ(t *testing.T) {
 			posted, done, scattered := 0, 0, 0
 			post := func() {
 				slot := posted % 8
-				if _, err := srq.PostRecv([]RecvWR{{WRID: uint64(1000 + posted),
-					SGL: []SGE{{Addr: addrOf(dst) + uint64(slot*256), Length: 256, LKey: dlk}}}}); err != nil {
+				if _, err := errOf(srq.PostRecv([]RecvWR{{WRID: uint64(1000 + posted),
+					SGL: []SGE{{Addr: addrOf(dst) + uint64(slot*256), Length: 256, LKey: dlk}}}})); err != nil {
 					t.Fatal(err)
 				}
 				posted++
@@ -398,7 +401,7 @@ func TestDriverQPOnSRQ(t *testing.T) {
 			for range 7 {
 				post()
 			}
-			if _, err := srq.PostRecv([]RecvWR{{}}); !errors.Is(err, syscall.ENOMEM) {
+			if _, err := errOf(srq.PostRecv([]RecvWR{{}})); !errors.Is(err, syscall.ENOMEM) {
 				t.Fatalf("eighth receive on a 7-WR SRQ: %v", err)
 			}
 			for i := 0; i < 60; i++ {
@@ -410,8 +413,8 @@ func TestDriverQPOnSRQ(t *testing.T) {
 				if i%3 == 0 {
 					n = 16
 				}
-				if _, err := a.PostSend([]SendWR{{WRID: uint64(i), Opcode: provider.WRSend, Flags: provider.SendSignaled,
-					SGL: []SGE{{Addr: addrOf(src) + uint64(i), Length: n, LKey: slk}}}}); err != nil {
+				if _, err := errOf(a.PostSend([]SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+					SGL: []SGE{{Addr: addrOf(src) + uint64(i), Length: n, LKey: slk}}}})); err != nil {
 					t.Fatal(err)
 				}
 				g.dev.Process()
@@ -420,12 +423,12 @@ func TestDriverQPOnSRQ(t *testing.T) {
 				}
 				s := pollN(t, scq, 1)[0]
 				r := pollN(t, rcq, 1)[0]
-				if s.Status != provider.WCSuccess || s.WRID != uint64(i) {
+				if s.Status != verbs.WCSuccess || s.WRID != uint64(i) {
 					t.Fatalf("message %d: send %+v", i, s)
 				}
 				want := uint64(1000 + done)
 				slot := done % 8
-				if r.Status != provider.WCSuccess || r.WRID != want || r.ByteLen != n || r.Opcode != provider.WCRecv {
+				if r.Status != verbs.WCSuccess || r.WRID != want || r.ByteLen != n || r.Opcode != verbs.WCRecv {
 					t.Fatalf("message %d: receive %+v, want wr_id %d, %d bytes", i, r, want, n)
 				}
 				if got := dst[slot*256 : slot*256+int(n)]; !bytes.Equal(got, src[i:i+int(n)]) {
@@ -447,3 +450,6 @@ func TestDriverQPOnSRQ(t *testing.T) {
 		})
 	}
 }
+
+// errOf turns a data-path status into an error for the assertions (nil for OK, else the errno).
+func errOf(n int, st provider.Status) (int, error) { return n, st.Err() }

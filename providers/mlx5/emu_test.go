@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/mmio"
 	"github.com/goverbs/goverbs/providers/mlx5/mlx5emu"
 )
@@ -197,15 +198,15 @@ func TestEmuRC(t *testing.T) {
 
 			// SEND inline (BlueFlame when available) into a posted receive.
 			noErr(t)(b.qp.RQ.PostRecv([]RecvWR{{WRID: 900, SGL: []SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}}))
-			noErr(t)(a.qp.SQ.PostSend([]SendWR{{WRID: 1, Opcode: provider.WRSendWithImm, Imm: 0xa1b2c3d4,
-				Flags: provider.SendSignaled | provider.SendInline, SGL: []SGE{{Addr: addrOf(src), Length: 48}}}}))
+			noErr(t)(a.qp.SQ.PostSend([]SendWR{{WRID: 1, Opcode: verbs.WRSendWithImm, Imm: 0xa1b2c3d4,
+				Flags: verbs.SendSignaled | verbs.SendInline, SGL: []SGE{{Addr: addrOf(src), Length: 48}}}}))
 			h.dev.Process()
 			send, recv := pollAll(t, scq, 1)[0], pollAll(t, rcq, 1)[0]
-			if send.Status != provider.WCSuccess || send.WRID != 1 || send.QPNum != a.qpn {
+			if send.Status != verbs.WCSuccess || send.WRID != 1 || send.QPNum != a.qpn {
 				t.Errorf("send completion %+v", send)
 			}
-			if recv.Status != provider.WCSuccess || recv.WRID != 900 || recv.ByteLen != 48 || recv.Imm != 0xa1b2c3d4 ||
-				recv.Flags&provider.WCWithImm == 0 || recv.QPNum != b.qpn {
+			if recv.Status != verbs.WCSuccess || recv.WRID != 900 || recv.ByteLen != 48 || recv.Imm != 0xa1b2c3d4 ||
+				recv.Flags&verbs.WCWithImm == 0 || recv.QPNum != b.qpn {
 				t.Errorf("receive completion %+v", recv)
 			}
 			if !bytes.Equal(dst[:48], src[:48]) {
@@ -216,14 +217,14 @@ func TestEmuRC(t *testing.T) {
 			// completion retires the write.
 			rbuf, rlk := h.mr(512)
 			noErr(t)(a.qp.SQ.PostSend([]SendWR{
-				{WRID: 2, Opcode: provider.WRRDMAWrite, RemoteAddr: addrOf(dst) + 1024, RKey: dlk,
+				{WRID: 2, Opcode: verbs.WRRDMAWrite, RemoteAddr: addrOf(dst) + 1024, RKey: dlk,
 					SGL: []SGE{{Addr: addrOf(src), Length: 100, LKey: slk}, {Addr: addrOf(src) + 200, Length: 28, LKey: slk}}},
-				{WRID: 3, Opcode: provider.WRRDMARead, Flags: provider.SendSignaled, RemoteAddr: addrOf(dst) + 1024,
+				{WRID: 3, Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled, RemoteAddr: addrOf(dst) + 1024,
 					RKey: dlk, SGL: []SGE{{Addr: addrOf(rbuf), Length: 128, LKey: rlk}}},
 			}))
 			h.dev.Process()
 			w := pollAll(t, scq, 1)[0]
-			if w.WRID != 3 || w.Opcode != provider.WCRDMARead || w.ByteLen != 128 || w.Status != provider.WCSuccess {
+			if w.WRID != 3 || w.Opcode != verbs.WCRDMARead || w.ByteLen != 128 || w.Status != verbs.WCSuccess {
 				t.Errorf("read completion %+v", w)
 			}
 			want := append(append([]byte{}, src[:100]...), src[200:228]...)
@@ -237,14 +238,14 @@ func TestEmuRC(t *testing.T) {
 			// Atomics on host-endian words.
 			binary.NativeEndian.PutUint64(dst[2048:], 40)
 			noErr(t)(a.qp.SQ.PostSend([]SendWR{
-				{WRID: 4, Opcode: provider.WRAtomicFetchAndAdd, Flags: provider.SendSignaled, RemoteAddr: addrOf(dst) + 2048,
+				{WRID: 4, Opcode: verbs.WRAtomicFetchAndAdd, Flags: verbs.SendSignaled, RemoteAddr: addrOf(dst) + 2048,
 					RKey: dlk, CompareAdd: 2, SGL: []SGE{{Addr: addrOf(rbuf) + 256, Length: 8, LKey: rlk}}},
-				{WRID: 5, Opcode: provider.WRAtomicCmpAndSwp, Flags: provider.SendSignaled, RemoteAddr: addrOf(dst) + 2048,
+				{WRID: 5, Opcode: verbs.WRAtomicCmpAndSwp, Flags: verbs.SendSignaled, RemoteAddr: addrOf(dst) + 2048,
 					RKey: dlk, CompareAdd: 42, Swap: 7, SGL: []SGE{{Addr: addrOf(rbuf) + 264, Length: 8, LKey: rlk}}},
 			}))
 			h.dev.Process()
 			ws := pollAll(t, scq, 2)
-			if ws[0].Opcode != provider.WCFetchAdd || ws[1].Opcode != provider.WCCompSwap || ws[0].ByteLen != 8 {
+			if ws[0].Opcode != verbs.WCFetchAdd || ws[1].Opcode != verbs.WCCompSwap || ws[0].ByteLen != 8 {
 				t.Errorf("atomic completions %+v", ws)
 			}
 			if got := binary.NativeEndian.Uint64(dst[2048:]); got != 7 {
@@ -257,12 +258,12 @@ func TestEmuRC(t *testing.T) {
 			// Many sends so both rings wrap several times.
 			for i := 0; i < 40; i++ {
 				noErr(t)(b.qp.RQ.PostRecv([]RecvWR{{WRID: uint64(1000 + i), SGL: []SGE{{Addr: addrOf(dst), Length: 64, LKey: dlk}}}}))
-				noErr(t)(a.qp.SQ.PostSend([]SendWR{{WRID: uint64(i), Opcode: provider.WRSend,
-					Flags: provider.SendSignaled, SGL: []SGE{{Addr: addrOf(src) + uint64(i), Length: 64, LKey: slk}}}}))
+				noErr(t)(a.qp.SQ.PostSend([]SendWR{{WRID: uint64(i), Opcode: verbs.WRSend,
+					Flags: verbs.SendSignaled, SGL: []SGE{{Addr: addrOf(src) + uint64(i), Length: 64, LKey: slk}}}}))
 				h.dev.Process()
 				ws := append(pollAll(t, scq, 1), pollAll(t, rcq, 1)...)
 				for _, w := range ws {
-					if w.Status != provider.WCSuccess {
+					if w.Status != verbs.WCSuccess {
 						t.Fatalf("iteration %d: %+v", i, w)
 					}
 				}
@@ -294,16 +295,16 @@ func TestEmuErrorsAndFlush(t *testing.T) {
 	src, slk := h.mr(256)
 	dst, dlk := h.mr(256)
 	noErr(t)(a.qp.SQ.PostSend([]SendWR{
-		{WRID: 1, Opcode: provider.WRRDMAWrite, Flags: provider.SendSignaled, RemoteAddr: addrOf(dst), RKey: dlk + 77,
+		{WRID: 1, Opcode: verbs.WRRDMAWrite, Flags: verbs.SendSignaled, RemoteAddr: addrOf(dst), RKey: dlk + 77,
 			SGL: []SGE{{Addr: addrOf(src), Length: 16, LKey: slk}}},
-		{WRID: 2, Opcode: provider.WRSend, SGL: []SGE{{Addr: addrOf(src), Length: 16, LKey: slk}}},
+		{WRID: 2, Opcode: verbs.WRSend, SGL: []SGE{{Addr: addrOf(src), Length: 16, LKey: slk}}},
 	}))
 	h.dev.Process()
 	ws := pollAll(t, scq, 2)
-	if ws[0].WRID != 1 || ws[0].Status != provider.WCRemAccessErr {
+	if ws[0].WRID != 1 || ws[0].Status != verbs.WCRemAccessErr {
 		t.Errorf("bad rkey: %+v", ws[0])
 	}
-	if ws[1].WRID != 2 || ws[1].Status != provider.WCWRFlushErr {
+	if ws[1].WRID != 2 || ws[1].Status != verbs.WCWRFlushErr {
 		t.Errorf("flushed unsignaled WQE: %+v", ws[1])
 	}
 	if a.qp.SQ.Outstanding() != 0 {
@@ -345,18 +346,18 @@ func TestEmuUDAndSRQAndScatter(t *testing.T) {
 	}
 	ah := NewIBAH(AHAttr{DLID: 1, SL: 2})
 	for i := 0; i < 3; i++ {
-		noErr(t)(ua.qp.SQ.PostSend([]SendWR{{WRID: uint64(i), Opcode: provider.WRSend, Flags: provider.SendSignaled,
+		noErr(t)(ua.qp.SQ.PostSend([]SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
 			AH: ah, RemoteQPN: ub.qpn, RemoteQKey: 0x11111111, SGL: []SGE{{Addr: addrOf(src) + uint64(i), Length: 20, LKey: slk}}}}))
 	}
 	h.dev.Process()
 	sends := pollAll(t, scq, 3)
 	recvs := pollAll(t, rcq, 3)
 	for i := 0; i < 3; i++ {
-		if sends[i].Status != provider.WCSuccess || sends[i].WRID != uint64(i) {
+		if sends[i].Status != verbs.WCSuccess || sends[i].WRID != uint64(i) {
 			t.Errorf("UD send %d: %+v", i, sends[i])
 		}
 		r := recvs[i]
-		if r.Status != provider.WCSuccess || r.WRID != uint64(50+i) || r.ByteLen != 40+20 || r.SrcQP != ua.qpn {
+		if r.Status != verbs.WCSuccess || r.WRID != uint64(50+i) || r.ByteLen != 40+20 || r.SrcQP != ua.qpn {
 			t.Errorf("UD receive %d: %+v", i, r)
 		}
 		if !bytes.Equal(dst[i*128+40:i*128+60], src[i:i+20]) {
@@ -374,13 +375,13 @@ func TestEmuUDAndSRQAndScatter(t *testing.T) {
 	h.connect(a, b, 0)
 	clear(dst)
 	noErr(t)(b.qp.RQ.PostRecv([]RecvWR{{WRID: 77, SGL: []SGE{{Addr: addrOf(dst) + 8, Length: 64, LKey: dlk}}}}))
-	noErr(t)(a.qp.SQ.PostSend([]SendWR{{WRID: 1, Opcode: provider.WRSend, Flags: provider.SendSignaled,
+	noErr(t)(a.qp.SQ.PostSend([]SendWR{{WRID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
 		SGL: []SGE{{Addr: addrOf(src), Length: 24, LKey: slk}}}}))
 	// Arm the receive CQ first: the CQE must fire an event.
 	c2.cq.Arm(false)
 	h.dev.Process()
 	r := pollAll(t, c2, 1)[0]
-	if r.WRID != 77 || r.ByteLen != 24 || r.Status != provider.WCSuccess {
+	if r.WRID != 77 || r.ByteLen != 24 || r.Status != verbs.WCSuccess {
 		t.Errorf("scatter-to-CQE receive %+v", r)
 	}
 	if !bytes.Equal(dst[8:32], src[:24]) {
@@ -394,7 +395,7 @@ func TestEmuUDAndSRQAndScatter(t *testing.T) {
 	c2.cq.Event()
 	c2.cq.Arm(true)
 	noErr(t)(b.qp.RQ.PostRecv([]RecvWR{{WRID: 78, SGL: []SGE{{Addr: addrOf(dst), Length: 64, LKey: dlk}}}}))
-	noErr(t)(a.qp.SQ.PostSend([]SendWR{{WRID: 2, Opcode: provider.WRSend, Flags: provider.SendSignaled | provider.SendSolicited,
+	noErr(t)(a.qp.SQ.PostSend([]SendWR{{WRID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendSolicited,
 		SGL: []SGE{{Addr: addrOf(src), Length: 8, LKey: slk}}}}))
 	h.dev.Process()
 	if ev := h.dev.Events(); len(ev) != 1 || ev[0] != c2.cqn {
@@ -434,11 +435,11 @@ func TestEmuBackground(t *testing.T) {
 		if posted < total && posted-sent < 8 && a.qp.SQ.Outstanding() < 8 {
 			off := uint64(posted * 64)
 			noErr(t)(b.qp.RQ.PostRecv([]RecvWR{{WRID: uint64(posted), SGL: []SGE{{Addr: addrOf(dst) + off, Length: 64, LKey: dlk}}}}))
-			flags := provider.SendSignaled
+			flags := verbs.SendSignaled
 			if posted%2 == 0 {
-				flags |= provider.SendInline
+				flags |= verbs.SendInline
 			}
-			noErr(t)(a.qp.SQ.PostSend([]SendWR{{WRID: uint64(posted), Opcode: provider.WRSend, Flags: flags,
+			noErr(t)(a.qp.SQ.PostSend([]SendWR{{WRID: uint64(posted), Opcode: verbs.WRSend, Flags: flags,
 				SGL: []SGE{{Addr: addrOf(src) + off, Length: 64, LKey: slk}}}}))
 			posted++
 		}
@@ -447,7 +448,7 @@ func TestEmuBackground(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range wcs[:n] {
-			if w.Status != provider.WCSuccess || w.WRID != uint64(sent) {
+			if w.Status != verbs.WCSuccess || w.WRID != uint64(sent) {
 				t.Fatalf("send completion %d: %+v", sent, w)
 			}
 			sent++
@@ -457,7 +458,7 @@ func TestEmuBackground(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range wcs[:n] {
-			if w.Status != provider.WCSuccess || w.WRID != uint64(recvd) || w.ByteLen != 64 {
+			if w.Status != verbs.WCSuccess || w.WRID != uint64(recvd) || w.ByteLen != 64 {
 				t.Fatalf("receive completion %d: %+v", recvd, w)
 			}
 			recvd++
@@ -520,7 +521,7 @@ func TestEmuSRQConcurrent(t *testing.T) {
 					return
 				}
 				for _, w := range wcs[:n] {
-					if w.Status != provider.WCSuccess || w.WRID < 1000 || w.QPNum != receivers[i].qpn {
+					if w.Status != verbs.WCSuccess || w.WRID < 1000 || w.QPNum != receivers[i].qpn {
 						t.Errorf("receive CQ %d: %+v", i, w)
 						return
 					}
@@ -551,7 +552,7 @@ func TestEmuSRQConcurrent(t *testing.T) {
 		}
 		if sent < recvPosted && sent-sendDone < 8 {
 			q := senders[sent%2]
-			noErr(t)(q.qp.SQ.PostSend([]SendWR{{WRID: uint64(sent), Opcode: provider.WRSend, Flags: provider.SendSignaled,
+			noErr(t)(q.qp.SQ.PostSend([]SendWR{{WRID: uint64(sent), Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
 				SGL: []SGE{{Addr: addrOf(src), Length: 64, LKey: slk}}}}))
 			sent++
 		}
@@ -560,7 +561,7 @@ func TestEmuSRQConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range wcs[:n] {
-			if w.Status != provider.WCSuccess {
+			if w.Status != verbs.WCSuccess {
 				t.Fatalf("send completion: %+v", w)
 			}
 		}

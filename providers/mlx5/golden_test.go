@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/mmio"
 	"github.com/goverbs/goverbs/providers/mlx5/internal/cmd/gengolden/golden"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -165,46 +166,46 @@ func TestGoldenWQEs(t *testing.T) {
 	g := newGoldenSet(t)
 	pl := payload()
 	base := addrOf(pl)
-	sig := provider.SendSignaled
+	sig := verbs.SendSignaled
 	cases := []struct {
 		name    string
 		typ     QPType
 		curPost uint32
 		wrs     []SendWR
 	}{
-		{"rc_send", QPTypeRC, 0, []SendWR{{WRID: 1, Opcode: provider.WRSend, Flags: sig, SGL: []SGE{gS1}}}},
-		{"rc_send_imm_solicited", QPTypeRC, 0, []SendWR{{Opcode: provider.WRSendWithImm, Flags: sig | provider.SendSolicited,
+		{"rc_send", QPTypeRC, 0, []SendWR{{WRID: 1, Opcode: verbs.WRSend, Flags: sig, SGL: []SGE{gS1}}}},
+		{"rc_send_imm_solicited", QPTypeRC, 0, []SendWR{{Opcode: verbs.WRSendWithImm, Flags: sig | verbs.SendSolicited,
 			Imm: 0xdeadbeef, SGL: []SGE{gS2}}}},
-		{"rc_send_inv", QPTypeRC, 0, []SendWR{{Opcode: provider.WRSendWithInv, Flags: sig, Imm: 0x00c0ffee,
+		{"rc_send_inv", QPTypeRC, 0, []SendWR{{Opcode: verbs.WRSendWithInv, Flags: sig, Imm: 0x00c0ffee,
 			SGL: []SGE{gS1}}}},
-		{"rc_send_zero_len_sge_unsignaled", QPTypeRC, 0, []SendWR{{Opcode: provider.WRSend, SGL: []SGE{gS1, gS0, gS2}}}},
-		{"rc_rdma_write_fence", QPTypeRC, 0, []SendWR{{Opcode: provider.WRRDMAWrite, Flags: sig | provider.SendFence,
+		{"rc_send_zero_len_sge_unsignaled", QPTypeRC, 0, []SendWR{{Opcode: verbs.WRSend, SGL: []SGE{gS1, gS0, gS2}}}},
+		{"rc_rdma_write_fence", QPTypeRC, 0, []SendWR{{Opcode: verbs.WRRDMAWrite, Flags: sig | verbs.SendFence,
 			RemoteAddr: 0x0000123456789a00, RKey: 0x0badf00d, SGL: []SGE{gS1, gS2}}}},
-		{"rc_rdma_write_imm", QPTypeRC, 0, []SendWR{{Opcode: provider.WRRDMAWriteWithImm, Flags: sig, Imm: 0x01020304,
+		{"rc_rdma_write_imm", QPTypeRC, 0, []SendWR{{Opcode: verbs.WRRDMAWriteWithImm, Flags: sig, Imm: 0x01020304,
 			RemoteAddr: 0x0000123456789a00, RKey: 0x0badf00d, SGL: []SGE{gS1}}}},
-		{"rc_rdma_read", QPTypeRC, 0, []SendWR{{Opcode: provider.WRRDMARead, Flags: sig,
+		{"rc_rdma_read", QPTypeRC, 0, []SendWR{{Opcode: verbs.WRRDMARead, Flags: sig,
 			RemoteAddr: 0x0000123456789a00, RKey: 0x0badf00d, SGL: []SGE{gS1}}}},
-		{"rc_atomic_cmp_swap", QPTypeRC, 0, []SendWR{{Opcode: provider.WRAtomicCmpAndSwp, Flags: sig,
+		{"rc_atomic_cmp_swap", QPTypeRC, 0, []SendWR{{Opcode: verbs.WRAtomicCmpAndSwp, Flags: sig,
 			RemoteAddr: 0x0000123456789a08, RKey: 0x0badf00d, Swap: 0x1111111122222222, CompareAdd: 0x3333333344444444,
 			SGL: []SGE{gS3}}}},
-		{"rc_atomic_fetch_add", QPTypeRC, 0, []SendWR{{Opcode: provider.WRAtomicFetchAndAdd, Flags: sig,
+		{"rc_atomic_fetch_add", QPTypeRC, 0, []SendWR{{Opcode: verbs.WRAtomicFetchAndAdd, Flags: sig,
 			RemoteAddr: 0x0000123456789a08, RKey: 0x0badf00d, CompareAdd: 5, SGL: []SGE{gS1}}}},
-		{"rc_send_inline", QPTypeRC, 0, []SendWR{{Opcode: provider.WRSend, Flags: sig | provider.SendInline,
+		{"rc_send_inline", QPTypeRC, 0, []SendWR{{Opcode: verbs.WRSend, Flags: sig | verbs.SendInline,
 			SGL: []SGE{{Addr: base, Length: 12}, {Addr: base + 100, Length: 8}}}}},
-		{"rc_send_inline_wrap", QPTypeRC, 0x1ffff, []SendWR{{Opcode: provider.WRSend, Flags: sig | provider.SendInline,
+		{"rc_send_inline_wrap", QPTypeRC, 0x1ffff, []SendWR{{Opcode: verbs.WRSend, Flags: sig | verbs.SendInline,
 			SGL: []SGE{{Addr: base + 7, Length: 100}}}}},
-		{"rc_rdma_write_data_wrap", QPTypeRC, 7, []SendWR{{Opcode: provider.WRRDMAWrite, Flags: sig,
+		{"rc_rdma_write_data_wrap", QPTypeRC, 7, []SendWR{{Opcode: verbs.WRRDMAWrite, Flags: sig,
 			RemoteAddr: 0x0000123456789a00, RKey: 0x0badf00d, SGL: []SGE{gS1, gS2, gS3, gS1}}}},
-		{"uc_rdma_write", QPTypeUC, 0, []SendWR{{Opcode: provider.WRRDMAWrite, Flags: sig, RemoteAddr: 0x1000, RKey: 0x42,
+		{"uc_rdma_write", QPTypeUC, 0, []SendWR{{Opcode: verbs.WRRDMAWrite, Flags: sig, RemoteAddr: 0x1000, RKey: 0x42,
 			SGL: []SGE{gS2}}}},
-		{"rc_send_batch", QPTypeRC, 3, []SendWR{{Opcode: provider.WRSend, SGL: []SGE{gS1}},
-			{Opcode: provider.WRSend, Flags: sig, SGL: []SGE{gS2}}}},
-		{"ud_send_ib", QPTypeUD, 0, []SendWR{{Opcode: provider.WRSend, Flags: sig, AH: ibAH(), RemoteQPN: 1,
+		{"rc_send_batch", QPTypeRC, 3, []SendWR{{Opcode: verbs.WRSend, SGL: []SGE{gS1}},
+			{Opcode: verbs.WRSend, Flags: sig, SGL: []SGE{gS2}}}},
+		{"ud_send_ib", QPTypeUD, 0, []SendWR{{Opcode: verbs.WRSend, Flags: sig, AH: ibAH(), RemoteQPN: 1,
 			RemoteQKey: 0x11111111, SGL: []SGE{gS2}}}},
-		{"ud_send_roce_inline_imm", QPTypeUD, 0, []SendWR{{Opcode: provider.WRSendWithImm, Flags: sig | provider.SendInline,
+		{"ud_send_roce_inline_imm", QPTypeUD, 0, []SendWR{{Opcode: verbs.WRSendWithImm, Flags: sig | verbs.SendInline,
 			Imm: 0xfeedface, AH: roceAH(t), RemoteQPN: 0xbeef, RemoteQKey: 0x80010000,
 			SGL: []SGE{{Addr: base + 40, Length: 30}}}}},
-		{"ud_send_wrap", QPTypeUD, 7, []SendWR{{Opcode: provider.WRSend, Flags: sig, AH: roceAH(t), RemoteQPN: 1,
+		{"ud_send_wrap", QPTypeUD, 7, []SendWR{{Opcode: verbs.WRSend, Flags: sig, AH: roceAH(t), RemoteQPN: 1,
 			RemoteQKey: 0x11111111, SGL: []SGE{gS1}}}},
 	}
 	for _, c := range cases {
@@ -307,8 +308,8 @@ func newCQEnv(t testing.TB) *cqEnv {
 func TestGoldenCQEs(t *testing.T) {
 	g := newGoldenSet(t)
 	pl := payload()
-	sends := []SendWR{{WRID: 100, Opcode: provider.WRSend, SGL: []SGE{gS1}}, {WRID: 101, Opcode: provider.WRSend, SGL: []SGE{gS1}}}
-	send3 := SendWR{WRID: 102, Opcode: provider.WRSend, Flags: provider.SendSignaled, SGL: []SGE{gS1}}
+	sends := []SendWR{{WRID: 100, Opcode: verbs.WRSend, SGL: []SGE{gS1}}, {WRID: 101, Opcode: verbs.WRSend, SGL: []SGE{gS1}}}
+	send3 := SendWR{WRID: 102, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []SGE{gS1}}
 	type tc struct {
 		name  string
 		read  bool // post an RDMA read into readTo first
@@ -318,52 +319,52 @@ func TestGoldenCQEs(t *testing.T) {
 	recv := func(w WC) WC { w.WRID, w.QPNum = 200, gQPN; return w }
 	req := func(w WC) WC { w.WRID, w.QPNum = 100, gQPN; return w }
 	cases := []tc{
-		{name: "req_send", want: req(WC{Opcode: provider.WCSend})},
-		{name: "req_rdma_write_imm", want: req(WC{Opcode: provider.WCRDMAWrite, Flags: provider.WCWithImm})},
-		{name: "req_rdma_read", want: req(WC{Opcode: provider.WCRDMARead, ByteLen: 4096})},
-		{name: "req_atomic_cs", want: req(WC{Opcode: provider.WCCompSwap, ByteLen: 8})},
-		{name: "req_atomic_fa", want: req(WC{Opcode: provider.WCFetchAdd, ByteLen: 8})},
-		{name: "req_send_retires_unsignaled", want: WC{WRID: 102, QPNum: gQPN, Opcode: provider.WCSend},
+		{name: "req_send", want: req(WC{Opcode: verbs.WCSend})},
+		{name: "req_rdma_write_imm", want: req(WC{Opcode: verbs.WCRDMAWrite, Flags: verbs.WCWithImm})},
+		{name: "req_rdma_read", want: req(WC{Opcode: verbs.WCRDMARead, ByteLen: 4096})},
+		{name: "req_atomic_cs", want: req(WC{Opcode: verbs.WCCompSwap, ByteLen: 8})},
+		{name: "req_atomic_fa", want: req(WC{Opcode: verbs.WCFetchAdd, ByteLen: 8})},
+		{name: "req_send_retires_unsignaled", want: WC{WRID: 102, QPNum: gQPN, Opcode: verbs.WCSend},
 			check: func(t *testing.T, e *cqEnv) {
 				if o := e.sq.sq.Outstanding(); o != 0 {
 					t.Errorf("outstanding after completion of the third WQE = %d, want 0", o)
 				}
 			}},
-		{name: "req_rdma_read_scatter", read: true, want: req(WC{Opcode: provider.WCRDMARead, ByteLen: 24}),
+		{name: "req_rdma_read_scatter", read: true, want: req(WC{Opcode: verbs.WCRDMARead, ByteLen: 24}),
 			check: func(t *testing.T, e *cqEnv) {
 				if !bytes.Equal(e.readTo[:24], pl[:24]) || e.readTo[24] != 0 {
 					t.Errorf("scattered read data = %x, want %x", e.readTo[:25], pl[:24])
 				}
 			}},
-		{name: "resp_send", want: recv(WC{Opcode: provider.WCRecv, ByteLen: 100, SL: 5, SrcQP: 0xabc, SLID: 0x17,
+		{name: "resp_send", want: recv(WC{Opcode: verbs.WCRecv, ByteLen: 100, SL: 5, SrcQP: 0xabc, SLID: 0x17,
 			DLIDPathBits: 3, PKeyIndex: 3})},
-		{name: "resp_send_imm", want: recv(WC{Opcode: provider.WCRecv, Flags: provider.WCWithImm, Imm: 0x01020304, ByteLen: 4,
+		{name: "resp_send_imm", want: recv(WC{Opcode: verbs.WCRecv, Flags: verbs.WCWithImm, Imm: 0x01020304, ByteLen: 4,
 			SrcQP: 1, PKeyIndex: 0x0304})},
-		{name: "resp_rdma_write_imm", want: recv(WC{Opcode: provider.WCRecvRDMAWithImm, Flags: provider.WCWithImm,
+		{name: "resp_rdma_write_imm", want: recv(WC{Opcode: verbs.WCRecvRDMAWithImm, Flags: verbs.WCWithImm,
 			Imm: 0xcafef00d, ByteLen: 65536, PKeyIndex: 0xf00d})},
-		{name: "resp_send_inv", want: recv(WC{Opcode: provider.WCRecv, Flags: provider.WCWithInv, Imm: 0xabcd1234,
+		{name: "resp_send_inv", want: recv(WC{Opcode: verbs.WCRecv, Flags: verbs.WCWithInv, Imm: 0xabcd1234,
 			ByteLen: 10, PKeyIndex: 0x1234})},
-		{name: "resp_send_grh", want: recv(WC{Opcode: provider.WCRecv, Flags: provider.WCWithGRH, SrcQP: 0xbeef, ByteLen: 140})},
+		{name: "resp_send_grh", want: recv(WC{Opcode: verbs.WCRecv, Flags: verbs.WCWithGRH, SrcQP: 0xbeef, ByteLen: 140})},
 		// With scatter-to-CQE the payload overlays ml_path and slid; rdma-core reports those bytes as they are.
-		{name: "resp_send_scatter", want: recv(WC{Opcode: provider.WCRecv, ByteLen: 24, SLID: uint16(pl[22])<<8 | uint16(pl[23]),
+		{name: "resp_send_scatter", want: recv(WC{Opcode: verbs.WCRecv, ByteLen: 24, SLID: uint16(pl[22])<<8 | uint16(pl[23]),
 			DLIDPathBits: pl[17] & 0x7f}),
 			check: func(t *testing.T, e *cqEnv) {
 				if !bytes.Equal(e.recvTo[:24], pl[:24]) || e.recvTo[24] != 0 {
 					t.Errorf("scattered receive = %x, want %x", e.recvTo[:25], pl[:24])
 				}
 			}},
-		{name: "resp_err_wr_flush", want: recv(WC{Status: provider.WCWRFlushErr})},
+		{name: "resp_err_wr_flush", want: recv(WC{Status: verbs.WCWRFlushErr})},
 	}
 	for _, s := range []struct {
 		name string
 		st   WCStatus
 	}{
-		{"local_length", provider.WCLocLenErr}, {"local_qp_op", provider.WCLocQPOpErr}, {"local_prot", provider.WCLocProtErr},
-		{"wr_flush", provider.WCWRFlushErr}, {"mw_bind", provider.WCMWBindErr}, {"bad_resp", provider.WCBadRespErr},
-		{"local_access", provider.WCLocAccessErr}, {"remote_inval_req", provider.WCRemInvReqErr},
-		{"remote_access", provider.WCRemAccessErr}, {"remote_op", provider.WCRemOpErr},
-		{"transport_retry_exc", provider.WCRetryExcErr}, {"rnr_retry_exc", provider.WCRNRRetryExcErr},
-		{"remote_aborted", provider.WCRemAbortErr}, {"unknown", provider.WCGeneralErr},
+		{"local_length", verbs.WCLocLenErr}, {"local_qp_op", verbs.WCLocQPOpErr}, {"local_prot", verbs.WCLocProtErr},
+		{"wr_flush", verbs.WCWRFlushErr}, {"mw_bind", verbs.WCMWBindErr}, {"bad_resp", verbs.WCBadRespErr},
+		{"local_access", verbs.WCLocAccessErr}, {"remote_inval_req", verbs.WCRemInvReqErr},
+		{"remote_access", verbs.WCRemAccessErr}, {"remote_op", verbs.WCRemOpErr},
+		{"transport_retry_exc", verbs.WCRetryExcErr}, {"rnr_retry_exc", verbs.WCRNRRetryExcErr},
+		{"remote_aborted", verbs.WCRemAbortErr}, {"unknown", verbs.WCGeneralErr},
 	} {
 		cases = append(cases, tc{name: "req_err_" + s.name, want: req(WC{Status: s.st, VendorErr: 0x42})})
 	}
@@ -391,7 +392,7 @@ func checkGoldenCQE(t *testing.T, g *goldenSet, name string, read bool, want WC,
 		}
 	}
 	if read {
-		if _, err := e.sq.sq.PostSend([]SendWR{{WRID: 100, Opcode: provider.WRRDMARead, Flags: provider.SendSignaled,
+		if _, err := e.sq.sq.PostSend([]SendWR{{WRID: 100, Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled,
 			RemoteAddr: 0x1000, RKey: 1, SGL: []SGE{{Addr: addrOf(e.readTo), Length: 32, LKey: 5}}}}); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/mmio"
 )
 
@@ -183,25 +184,25 @@ const (
 // opTable maps ibv_wr_opcode values to their WQE (rdma-core's mlx5_ib_opcode table, restricted to what this
 // provider builds, and to what each transport can carry).
 var opTable = [16]opInfo{
-	provider.WRRDMAWrite:         {opcode: OpcodeRDMAWrite, kind: kindRDMA, types: onRC | onUC, valid: true},
-	provider.WRRDMAWriteWithImm:  {opcode: OpcodeRDMAWriteImm, kind: kindRDMA, types: onRC | onUC, imm: true, valid: true},
-	provider.WRSend:              {opcode: OpcodeSend, kind: kindSend, types: onAll, valid: true},
-	provider.WRSendWithImm:       {opcode: OpcodeSendImm, kind: kindSend, types: onAll, imm: true, valid: true},
-	provider.WRRDMARead:          {opcode: OpcodeRDMARead, kind: kindRDMA, types: onRC, valid: true},
-	provider.WRAtomicCmpAndSwp:   {opcode: OpcodeAtomicCS, kind: kindAtomic, types: onRC, atomic: true, valid: true},
-	provider.WRAtomicFetchAndAdd: {opcode: OpcodeAtomicFA, kind: kindAtomic, types: onRC, atomic: true, valid: true},
-	provider.WRLocalInv:          {unsupported: true, valid: true},
-	provider.WRBindMW:            {unsupported: true, valid: true},
-	provider.WRSendWithInv:       {opcode: OpcodeSendInval, kind: kindSend, types: onRC | onUC, imm: true, valid: true},
-	wrTSO:                        {unsupported: true, valid: true},
-	wrDriver1:                    {unsupported: true, valid: true},
-	wrAtomicWrite:                {unsupported: true, valid: true},
+	verbs.WRRDMAWrite:         {opcode: OpcodeRDMAWrite, kind: kindRDMA, types: onRC | onUC, valid: true},
+	verbs.WRRDMAWriteWithImm:  {opcode: OpcodeRDMAWriteImm, kind: kindRDMA, types: onRC | onUC, imm: true, valid: true},
+	verbs.WRSend:              {opcode: OpcodeSend, kind: kindSend, types: onAll, valid: true},
+	verbs.WRSendWithImm:       {opcode: OpcodeSendImm, kind: kindSend, types: onAll, imm: true, valid: true},
+	verbs.WRRDMARead:          {opcode: OpcodeRDMARead, kind: kindRDMA, types: onRC, valid: true},
+	verbs.WRAtomicCmpAndSwp:   {opcode: OpcodeAtomicCS, kind: kindAtomic, types: onRC, atomic: true, valid: true},
+	verbs.WRAtomicFetchAndAdd: {opcode: OpcodeAtomicFA, kind: kindAtomic, types: onRC, atomic: true, valid: true},
+	verbs.WRLocalInv:          {unsupported: true, valid: true},
+	verbs.WRBindMW:            {unsupported: true, valid: true},
+	verbs.WRSendWithInv:       {opcode: OpcodeSendInval, kind: kindSend, types: onRC | onUC, imm: true, valid: true},
+	wrTSO:                     {unsupported: true, valid: true},
+	wrDriver1:                 {unsupported: true, valid: true},
+	wrAtomicWrite:             {unsupported: true, valid: true},
 }
 
 // classify returns the mlx5 opcode and segment layout for op on a QP of type t, or an error for opcodes this
 // provider does not build (ErrNotSupported) or the transport cannot carry (EINVAL).
-func classify(op provider.WROpcode, t QPType, atomics bool) (uint8, wrKind, error) {
-	if op >= provider.WROpcode(len(opTable)) {
+func classify(op verbs.WROpcode, t QPType, atomics bool) (uint8, wrKind, error) {
+	if op >= verbs.WROpcode(len(opTable)) {
 		return 0, 0, errInvalid
 	}
 	in := &opTable[op]
@@ -233,7 +234,7 @@ var sqOpTables = func() (t [3][2][16]sqOp) {
 		for a := range 2 {
 			for op := range 16 {
 				o := &t[ti][a][op]
-				opcode, kind, err := classify(provider.WROpcode(op), qt, a == 1)
+				opcode, kind, err := classify(verbs.WROpcode(op), qt, a == 1)
 				switch err {
 				case nil:
 					o.opcode, o.kind = opcode, kind
@@ -296,7 +297,7 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 		if bad != 0 {
 			break
 		}
-		inl = inl || w.Flags&provider.SendInline != 0 && len(w.SGL) > 0 // as rdma-core: inline with an SGE
+		inl = inl || w.Flags&verbs.SendInline != 0 && len(w.SGL) > 0 // as rdma-core: inline with an SGE
 		ds, ctrlPos = n, uintptr(curPost&sq.mask)*SendWQEBB
 		curPost += (n*16 + SendWQEBB - 1) / SendWQEBB
 		head++
@@ -329,7 +330,7 @@ func (sq *SendQueue) postOne(w *SendWR) (int, error) {
 			sq.dbr.set(1, sq.curPost&0xffff)
 			bf := sq.bf
 			n64 := 0
-			if n > 1 && n <= bf.maxDS && (sq.preferBF || w.Flags&provider.SendInline != 0 && len(w.SGL) > 0) {
+			if n > 1 && n <= bf.maxDS && (sq.preferBF || w.Flags&verbs.SendInline != 0 && len(w.SGL) > 0) {
 				n64 = int(n*16+63) / 64
 			}
 			bf.ring(sq.base, sq.qend, uintptr(curPost&sq.mask)*SendWQEBB, n64)
@@ -395,7 +396,7 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
 		}
 	}
 
-	if w.Flags&provider.SendInline != 0 && len(w.SGL) > 0 {
+	if w.Flags&verbs.SendInline != 0 && len(w.SGL) > 0 {
 		if s := &w.SGL[0]; len(w.SGL) == 1 && int(s.Length) <= sq.maxInline && p+inlineHdrSize+uintptr(s.Length) <= qend {
 			// One SGE that does not wrap: the common inline send, without putInline's general loop.
 			if l := s.Length; l != 0 {
@@ -430,7 +431,7 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
 	}
 
 	fmCeSe := sq.sigBits | fmFlags[w.Flags&7]
-	if w.Flags&provider.SendFence == 0 {
+	if w.Flags&verbs.SendFence == 0 {
 		fmCeSe |= sq.fmCache
 	}
 	// The ctrl segment as two big-endian 64-bit words: opmod_idx_opcode | qpn_ds, then signature (0),
@@ -447,16 +448,16 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
 // this provider does not build says which feature is missing.
 //
 //go:noinline
-func (sq *SendQueue) postErr(n int, op provider.WROpcode, bad uint8) error {
+func (sq *SendQueue) postErr(n int, op verbs.WROpcode, bad uint8) error {
 	switch bad {
 	case badFull:
 		return fmt.Errorf("mlx5: post send WR %d on QP %#x: %w", n, sq.qpn, errQueueFull)
 	case badNotSupported:
 		what := "this opcode"
 		switch op {
-		case provider.WRLocalInv, provider.WRBindMW:
+		case verbs.WRLocalInv, verbs.WRBindMW:
 			what = "memory windows and local invalidate (UMR WQEs)"
-		case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
+		case verbs.WRAtomicCmpAndSwp, verbs.WRAtomicFetchAndAdd:
 			what = "atomics on this QP"
 		case wrTSO:
 			what = "TSO (raw packet QPs)"
@@ -527,7 +528,7 @@ func (sq *SendQueue) complete(wqeCounter uint16) uint64 {
 // the CQE; copy it to the buffers named by the WQE's data segments (rdma-core mlx5_copy_to_send_wqe).
 func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 	if sq.typ != QPTypeRC {
-		return provider.WCGeneralErr
+		return verbs.WCGeneralErr
 	}
 	pos := int(uint32(wqeCounter)&sq.mask) * SendWQEBB
 	ctrl := sq.buf[pos:]
@@ -538,7 +539,7 @@ func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 	case OpcodeAtomicCS, OpcodeAtomicFA:
 		off = CtrlSegSize + RaddrSegSize + AtomicSegSize
 	default:
-		return provider.WCRemInvReqErr
+		return verbs.WCRemInvReqErr
 	}
 	nseg := int(be.Uint32(ctrl[4:])&0x3f) - off/16
 	return copyToScatter(sq.buf, pos+off, nseg, src)
@@ -548,7 +549,7 @@ func (sq *SendQueue) copyToSendWQE(wqeCounter uint16, src []byte) WCStatus {
 // at the end of ring), each taking at most its byte_count (rdma-core copy_to_scat).
 func copyToScatter(ring []byte, p, nseg int, src []byte) WCStatus {
 	if len(src) == 0 {
-		return provider.WCSuccess
+		return verbs.WCSuccess
 	}
 	for i := 0; i < nseg; i++ {
 		if p >= len(ring) {
@@ -559,9 +560,9 @@ func copyToScatter(ring []byte, p, nseg int, src []byte) WCStatus {
 		copy(hostBytes(be.Uint64(seg[8:]), n), src[:n])
 		src = src[n:]
 		if len(src) == 0 {
-			return provider.WCSuccess
+			return verbs.WCSuccess
 		}
 		p += DataSegSize
 	}
-	return provider.WCLocLenErr
+	return verbs.WCLocLenErr
 }

@@ -8,12 +8,13 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/mmio"
 )
 
 func sendWR(id uint64, sges ...SGE) SendWR {
-	return SendWR{WRID: id, Opcode: provider.WRSend, Flags: provider.SendSignaled, SGL: sges}
+	return SendWR{WRID: id, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: sges}
 }
 
 func TestBlueFlameSingleWQEAlternatesHalves(t *testing.T) {
@@ -37,7 +38,7 @@ func TestBlueFlameCopyWrapsAtRingEnd(t *testing.T) {
 	ts := newTestSQ(t, QPTypeRC, 256, false)
 	ts.sq.curPost = 7
 	pl := payload()
-	if _, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRSend, Flags: provider.SendInline,
+	if _, err := ts.sq.PostSend([]SendWR{{Opcode: verbs.WRSend, Flags: verbs.SendInline,
 		SGL: []SGE{{Addr: addrOf(pl), Length: 100}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +50,8 @@ func TestBlueFlameCopyWrapsAtRingEnd(t *testing.T) {
 
 func TestDoorbellOnlyCases(t *testing.T) {
 	pl := payload()
-	inline := SendWR{Opcode: provider.WRSend, Flags: provider.SendInline, SGL: []SGE{{Addr: addrOf(pl), Length: 8}}}
-	big := SendWR{Opcode: provider.WRSend, SGL: []SGE{gS1, gS2, gS3, gS1}} // ds 5
+	inline := SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, SGL: []SGE{{Addr: addrOf(pl), Length: 8}}}
+	big := SendWR{Opcode: verbs.WRSend, SGL: []SGE{gS1, gS2, gS3, gS1}} // ds 5
 	for _, c := range []struct {
 		name       string
 		bfSize     int
@@ -64,10 +65,10 @@ func TestDoorbellOnlyCases(t *testing.T) {
 		{"prefer_bf off, inline", 256, true, []SendWR{inline}, true},
 		{"WQE larger than the half", 64, false, []SendWR{big}, false},
 		{"WQE fits the half", 128, false, []SendWR{big}, true},
-		{"ds 1 (no data)", 256, false, []SendWR{{Opcode: provider.WRSend}}, false},
+		{"ds 1 (no data)", 256, false, []SendWR{{Opcode: verbs.WRSend}}, false},
 		// rdma-core counts a request as inline only when it has an SGE to inline.
-		{"prefer_bf off, inline flag without SGEs", 256, true, []SendWR{{Opcode: provider.WRRDMAWrite,
-			Flags: provider.SendInline, RemoteAddr: 1, RKey: 2}}, false},
+		{"prefer_bf off, inline flag without SGEs", 256, true, []SendWR{{Opcode: verbs.WRRDMAWrite,
+			Flags: verbs.SendInline, RemoteAddr: 1, RKey: 2}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ts := newTestSQ(t, QPTypeRC, c.bfSize, false)
@@ -125,14 +126,14 @@ func TestPostSendErrors(t *testing.T) {
 	}{
 		{"queue full after two", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1), sendWR(3, gS1)}, 2, syscall.ENOMEM},
 		{"too many SGEs", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1, gS1, gS1, gS1, gS1)}, 1, syscall.ENOMEM},
-		{"inline too large", QPTypeRC, []SendWR{{Opcode: provider.WRSend, Flags: provider.SendInline,
+		{"inline too large", QPTypeRC, []SendWR{{Opcode: verbs.WRSend, Flags: verbs.SendInline,
 			SGL: []SGE{{Addr: addrOf(pl), Length: 129}}}}, 0, syscall.ENOMEM},
-		{"read on UC", QPTypeUC, []SendWR{{Opcode: provider.WRRDMARead, SGL: []SGE{gS1}}}, 0, syscall.EINVAL},
-		{"atomic on UD", QPTypeUD, []SendWR{{Opcode: provider.WRAtomicFetchAndAdd, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
-		{"write on UD", QPTypeUD, []SendWR{{Opcode: provider.WRRDMAWrite, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
+		{"read on UC", QPTypeUC, []SendWR{{Opcode: verbs.WRRDMARead, SGL: []SGE{gS1}}}, 0, syscall.EINVAL},
+		{"atomic on UD", QPTypeUD, []SendWR{{Opcode: verbs.WRAtomicFetchAndAdd, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
+		{"write on UD", QPTypeUD, []SendWR{{Opcode: verbs.WRRDMAWrite, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
 		{"UD without AH", QPTypeUD, []SendWR{sendWR(1, gS1)}, 0, syscall.EINVAL},
-		{"local invalidate", QPTypeRC, []SendWR{{Opcode: provider.WRLocalInv}}, 0, syscall.EOPNOTSUPP},
-		{"bind MW", QPTypeRC, []SendWR{{Opcode: provider.WRBindMW}}, 0, syscall.EOPNOTSUPP},
+		{"local invalidate", QPTypeRC, []SendWR{{Opcode: verbs.WRLocalInv}}, 0, syscall.EOPNOTSUPP},
+		{"bind MW", QPTypeRC, []SendWR{{Opcode: verbs.WRBindMW}}, 0, syscall.EOPNOTSUPP},
 		{"unknown opcode", QPTypeRC, []SendWR{{Opcode: 99}}, 0, syscall.EINVAL},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -142,7 +143,7 @@ func TestPostSendErrors(t *testing.T) {
 				t.Fatalf("PostSend = %d, %v; want %d, %v", n, err, c.posted, c.errno)
 			}
 			if c.errno == syscall.EOPNOTSUPP && (!errors.Is(err, ErrNotSupported) ||
-				(c.wrs[0].Opcode == provider.WRLocalInv || c.wrs[0].Opcode == provider.WRBindMW) &&
+				(c.wrs[0].Opcode == verbs.WRLocalInv || c.wrs[0].Opcode == verbs.WRBindMW) &&
 					!strings.Contains(err.Error(), "memory windows and local invalidate (UMR WQEs)")) {
 				t.Errorf("unsupported request error does not name the feature: %v", err)
 			}
@@ -162,7 +163,7 @@ func TestPostSendErrors(t *testing.T) {
 		ts := newTestSQ(t, QPTypeRC, 256, false)
 		ts.sq.atomics = false
 		ts.sq.setOps()
-		_, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}})
+		_, err := ts.sq.PostSend([]SendWR{{Opcode: verbs.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}})
 		if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EOPNOTSUPP) {
 			t.Fatalf("err = %v", err)
 		}
@@ -172,7 +173,7 @@ func TestPostSendErrors(t *testing.T) {
 func TestSignalAll(t *testing.T) {
 	ts := newTestSQ(t, QPTypeRC, 256, false)
 	ts.sq.sigBits = CtrlCQUpdate
-	if _, err := ts.sq.PostSend([]SendWR{{Opcode: provider.WRSend, SGL: []SGE{gS1}}}); err != nil {
+	if _, err := ts.sq.PostSend([]SendWR{{Opcode: verbs.WRSend, SGL: []SGE{gS1}}}); err != nil {
 		t.Fatal(err)
 	}
 	if ts.ring[11] != CtrlCQUpdate {

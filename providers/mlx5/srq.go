@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/mmio"
 )
 
@@ -123,7 +124,7 @@ func (s *SRQ) PostRecv(wrs []RecvWR) (int, error) {
 func (s *SRQ) complete(idx uint16, payload []byte) (id uint64, st WCStatus, ok bool) {
 	i := int(idx)
 	if i >= s.nwqe {
-		return 0, provider.WCSuccess, false
+		return 0, verbs.WCSuccess, false
 	}
 	s.mu.Lock()
 	if payload != nil {

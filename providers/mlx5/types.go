@@ -4,57 +4,48 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/internal/rdmaerr"
+	"github.com/goverbs/goverbs/verbs"
+
 	"syscall"
 )
 
-// Work-request and work-completion types: the ones package uverbs exposes (defined in internal/provider).
+// Work-request and work-completion types: the public ones (package verbs).
 type (
-	SGE       = provider.SGE
-	SendWR    = provider.SendWR
-	RecvWR    = provider.RecvWR
-	WC        = provider.WC
-	AHData    = provider.AHData
-	WROpcode  = provider.WROpcode
-	SendFlags = provider.SendFlags
-	WCStatus  = provider.WCStatus
-	WCOpcode  = provider.WCOpcode
-	WCFlags   = provider.WCFlags
+	SGE       = verbs.SGE
+	SendWR    = verbs.SendWR
+	RecvWR    = verbs.RecvWR
+	WC        = verbs.WC
+	AHData    = verbs.AHData
+	WROpcode  = verbs.WROpcode
+	SendFlags = verbs.SendFlags
+	WCStatus  = verbs.WCStatus
+	WCOpcode  = verbs.WCOpcode
+	WCFlags   = verbs.WCFlags
 )
 
 // ibv_wr_opcode / ibv_wc_opcode values the verbs layer does not name; this provider rejects or reports them.
 const (
-	wrTSO         provider.WROpcode = 10 // IBV_WR_TSO (raw packet QPs)
-	wrDriver1     provider.WROpcode = 11 // IBV_WR_DRIVER1
-	wrAtomicWrite provider.WROpcode = 15 // IBV_WR_ATOMIC_WRITE
-	wcTSO         provider.WCOpcode = 7  // IBV_WC_TSO
+	wrTSO         verbs.WROpcode = 10 // IBV_WR_TSO (raw packet QPs)
+	wrDriver1     verbs.WROpcode = 11 // IBV_WR_DRIVER1
+	wrAtomicWrite verbs.WROpcode = 15 // IBV_WR_ATOMIC_WRITE
+	wcTSO         verbs.WCOpcode = 7  // IBV_WC_TSO
 )
 
-// QPType is a queue-pair transport type (enum ibv_qp_type values).
-type QPType uint8
+// QPType is a queue-pair transport type; this provider supports RC, UC and UD.
+type QPType = verbs.QPType
 
 // Supported QP types.
 const (
-	QPTypeRC QPType = 2 // IBV_QPT_RC
-	QPTypeUC QPType = 3 // IBV_QPT_UC
-	QPTypeUD QPType = 4 // IBV_QPT_UD
+	QPTypeRC = verbs.QPTypeRC
+	QPTypeUC = verbs.QPTypeUC
+	QPTypeUD = verbs.QPTypeUD
 )
 
-func (t QPType) String() string {
-	switch t {
-	case QPTypeRC:
-		return "RC"
-	case QPTypeUC:
-		return "UC"
-	case QPTypeUD:
-		return "UD"
-	}
-	return fmt.Sprintf("QPType(%d)", uint8(t))
-}
-
 // ErrNotSupported is returned (wrapped) for requests this provider does not implement, such as memory-window
-// binds. errors.Is(err, syscall.EOPNOTSUPP) also holds.
-var ErrNotSupported = fmt.Errorf("mlx5: not supported: %w", syscall.EOPNOTSUPP)
+// binds: goverbs' one not-supported sentinel (errors.Is(err, errors.ErrUnsupported) holds); errors.Is(err,
+// syscall.EOPNOTSUPP) also holds.
+var ErrNotSupported = fmt.Errorf("mlx5: %w: %w", rdmaerr.ErrNotSupported, syscall.EOPNOTSUPP)
 
 // errInvalid and friends carry the errno rdma-core's mlx5 provider returns in the same situation.
 var (

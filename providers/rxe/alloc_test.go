@@ -4,7 +4,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
@@ -12,21 +13,21 @@ import (
 // polling, and the preallocated errors of a full queue.
 func TestDataPathAllocations(t *testing.T) {
 	k := newFakeKernel(t)
-	f := k.newQP(provider.QPTRC, testCap, false)
+	f := k.newQP(verbs.QPTypeRC, testCap, false)
 	f.withNullDoorbell(t)
-	f.StateChanged(provider.QPSRTS)
+	f.StateChanged(verbs.QPStateRTS)
 	c := k.newCQ(63)
 	s, skq := k.newSRQ(15, 2)
 
 	payload := make([]byte, 32)
-	sgl := []provider.SGE{{Addr: uint64(uintptr(unsafe.Pointer(&payload[0]))), Length: 32, LKey: 1}}
-	sends := []provider.SendWR{
-		{WRID: 1, SGL: sgl, Opcode: provider.WRSend, Flags: provider.SendSignaled},
-		{WRID: 2, SGL: sgl, Opcode: provider.WRRDMAWriteWithImm, RemoteAddr: 0x1000, RKey: 5, Imm: 7},
-		{WRID: 3, SGL: sgl, Opcode: provider.WRSend, Flags: provider.SendInline},
+	sgl := []verbs.SGE{{Addr: uint64(uintptr(unsafe.Pointer(&payload[0]))), Length: 32, LKey: 1}}
+	sends := []verbs.SendWR{
+		{WRID: 1, SGL: sgl, Opcode: verbs.WRSend, Flags: verbs.SendSignaled},
+		{WRID: 2, SGL: sgl, Opcode: verbs.WRRDMAWriteWithImm, RemoteAddr: 0x1000, RKey: 5, Imm: 7},
+		{WRID: 3, SGL: sgl, Opcode: verbs.WRSend, Flags: verbs.SendInline},
 	}
-	recvs := []provider.RecvWR{{WRID: 1, SGL: sgl}, {WRID: 2, SGL: sgl}}
-	wc := make([]provider.WC, 8)
+	recvs := []verbs.RecvWR{{WRID: 1, SGL: sgl}, {WRID: 2, SGL: sgl}}
+	wc := make([]verbs.WC, 8)
 
 	drain := func(q queue) {
 		for {
@@ -41,27 +42,27 @@ func TestDataPathAllocations(t *testing.T) {
 		fn   func()
 	}{
 		{"PostSend", func() {
-			if n, err := f.PostSend(sends); n != len(sends) || err != nil {
+			if n, err := errOf(f.PostSend(sends)); n != len(sends) || err != nil {
 				t.Fatalf("PostSend = %d, %v", n, err)
 			}
 			drain(f.sq)
 		}},
 		{"PostSend full", func() {
 			for {
-				if _, err := f.PostSend(sends); err != nil {
+				if _, err := errOf(f.PostSend(sends)); err != nil {
 					break
 				}
 			}
 			drain(f.sq)
 		}},
 		{"PostRecv", func() {
-			if n, err := f.PostRecv(recvs); n != len(recvs) || err != nil {
+			if n, err := errOf(f.PostRecv(recvs)); n != len(recvs) || err != nil {
 				t.Fatalf("PostRecv = %d, %v", n, err)
 			}
 			drain(f.rq)
 		}},
 		{"SRQ PostRecv", func() {
-			if n, err := s.PostRecv(recvs); n != len(recvs) || err != nil {
+			if n, err := errOf(s.PostRecv(recvs)); n != len(recvs) || err != nil {
 				t.Fatalf("SRQ PostRecv = %d, %v", n, err)
 			}
 			drain(skq)
@@ -70,11 +71,11 @@ func TestDataPathAllocations(t *testing.T) {
 			for i := 0; i < 5; i++ {
 				c.produce(abi.IbUverbsWc{WrId: uint64(i), WcFlags: kernelWCWithImm})
 			}
-			if n := c.Poll(wc); n != 5 {
+			if n := pollN(c.Poll(wc)); n != 5 {
 				t.Fatalf("Poll = %d", n)
 			}
 		}},
-		{"Poll empty", func() { c.Poll(wc) }},
+		{"Poll empty", func() { pollN(c.Poll(wc)) }},
 	}
 	for _, tc := range cases {
 		if a := testing.AllocsPerRun(200, tc.fn); a != 0 {
@@ -86,28 +87,28 @@ func TestDataPathAllocations(t *testing.T) {
 func BenchmarkPostSend(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
-		flags provider.SendFlags
+		flags verbs.SendFlags
 		batch int
 	}{
-		{"batch1", provider.SendSignaled, 1},
-		{"batch16", provider.SendSignaled, 16},
-		{"inline64x16", provider.SendSignaled | provider.SendInline, 16},
+		{"batch1", verbs.SendSignaled, 1},
+		{"batch16", verbs.SendSignaled, 16},
+		{"inline64x16", verbs.SendSignaled | verbs.SendInline, 16},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			k := newFakeKernel(b)
-			f := k.newQP(provider.QPTRC, provider.QPCap{MaxSendWR: 256, MaxRecvWR: 1, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInlineData: 64}, false)
+			f := k.newQP(verbs.QPTypeRC, verbs.QPCap{MaxSendWR: 256, MaxRecvWR: 1, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInlineData: 64}, false)
 			f.withNullDoorbell(b)
-			f.StateChanged(provider.QPSRTS)
+			f.StateChanged(verbs.QPStateRTS)
 			buf := make([]byte, 64)
-			sgl := []provider.SGE{{Addr: uint64(uintptr(unsafe.Pointer(&buf[0]))), Length: 64, LKey: 1}}
-			wrs := make([]provider.SendWR, bc.batch)
+			sgl := []verbs.SGE{{Addr: uint64(uintptr(unsafe.Pointer(&buf[0]))), Length: 64, LKey: 1}}
+			wrs := make([]verbs.SendWR, bc.batch)
 			for i := range wrs {
-				wrs[i] = provider.SendWR{WRID: uint64(i), SGL: sgl, Opcode: provider.WRSend, Flags: bc.flags}
+				wrs[i] = verbs.SendWR{WRID: uint64(i), SGL: sgl, Opcode: verbs.WRSend, Flags: bc.flags}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := f.PostSend(wrs); err != nil {
+				if _, err := errOf(f.PostSend(wrs)); err != nil {
 					b.Fatal(err)
 				}
 				// The kernel's side: take everything back (one store, outside the measured code's locks).
@@ -120,15 +121,15 @@ func BenchmarkPostSend(b *testing.B) {
 
 func BenchmarkPostRecv(b *testing.B) {
 	k := newFakeKernel(b)
-	f := k.newQP(provider.QPTRC, provider.QPCap{MaxSendWR: 1, MaxRecvWR: 256, MaxSendSGE: 1, MaxRecvSGE: 1}, false)
-	f.StateChanged(provider.QPSInit)
-	wrs := make([]provider.RecvWR, 16)
+	f := k.newQP(verbs.QPTypeRC, verbs.QPCap{MaxSendWR: 1, MaxRecvWR: 256, MaxSendSGE: 1, MaxRecvSGE: 1}, false)
+	f.StateChanged(verbs.QPStateInit)
+	wrs := make([]verbs.RecvWR, 16)
 	for i := range wrs {
-		wrs[i] = provider.RecvWR{WRID: uint64(i), SGL: []provider.SGE{{Addr: 0x1000, Length: 4096, LKey: 1}}}
+		wrs[i] = verbs.RecvWR{WRID: uint64(i), SGL: []verbs.SGE{{Addr: 0x1000, Length: 4096, LKey: 1}}}
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := f.PostRecv(wrs); err != nil {
+		if _, err := errOf(f.PostRecv(wrs)); err != nil {
 			b.Fatal(err)
 		}
 		f.rq.release((f.rq.produced() - 1) & f.rq.mask)
@@ -138,12 +139,12 @@ func BenchmarkPostRecv(b *testing.B) {
 func BenchmarkPoll(b *testing.B) {
 	k := newFakeKernel(b)
 	c := k.newCQ(255)
-	wc := make([]provider.WC, 16)
+	wc := make([]verbs.WC, 16)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		// The kernel's side: make 16 completions available (one producer store; the slots keep old contents).
 		c.k.publish((c.k.consumer() + 15) & c.k.mask)
-		if n := c.Poll(wc); n != 16 {
+		if n := pollN(c.Poll(wc)); n != 16 {
 			b.Fatalf("Poll = %d", n)
 		}
 	}

@@ -6,7 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
 )
@@ -16,22 +17,22 @@ import (
 func TestConcurrentPostSend(t *testing.T) {
 	const posters, perPoster, batch = 4, 2000, 5
 	k := newFakeKernel(t)
-	f := k.newQP(provider.QPTRC, provider.QPCap{MaxSendWR: 32, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}, false)
+	f := k.newQP(verbs.QPTypeRC, verbs.QPCap{MaxSendWR: 32, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}, false)
 	f.withNullDoorbell(t)
-	f.StateChanged(provider.QPSRTS)
+	f.StateChanged(verbs.QPStateRTS)
 
 	var wg sync.WaitGroup
 	for p := 0; p < posters; p++ {
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
-			wrs := make([]provider.SendWR, perPoster)
+			wrs := make([]verbs.SendWR, perPoster)
 			for i := range wrs {
-				wrs[i] = provider.SendWR{WRID: uint64(p)<<32 | uint64(i), Opcode: provider.WRSend,
-					SGL: []provider.SGE{{Addr: uint64(i), Length: 1}}}
+				wrs[i] = verbs.SendWR{WRID: uint64(p)<<32 | uint64(i), Opcode: verbs.WRSend,
+					SGL: []verbs.SGE{{Addr: uint64(i), Length: 1}}}
 			}
 			for len(wrs) > 0 {
-				n, err := f.PostSend(wrs[:min(batch, len(wrs))])
+				n, err := errOf(f.PostSend(wrs[:min(batch, len(wrs))]))
 				wrs = wrs[n:]
 				if err != nil {
 					if !errors.Is(err, unix.ENOMEM) {
@@ -82,9 +83,9 @@ func TestConcurrentPoll(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wc := make([]provider.WC, 4)
+			wc := make([]verbs.WC, 4)
 			for {
-				n := c.Poll(wc)
+				n := pollN(c.Poll(wc))
 				if n == 0 {
 					select {
 					case <-done:
@@ -127,16 +128,16 @@ func TestConcurrentPoll(t *testing.T) {
 // cleanly.
 func TestConcurrentDestroy(t *testing.T) {
 	k := newFakeKernel(t)
-	f := k.newQP(provider.QPTRC, testCap, false)
+	f := k.newQP(verbs.QPTypeRC, testCap, false)
 	f.withNullDoorbell(t)
-	f.StateChanged(provider.QPSRTS)
+	f.StateChanged(verbs.QPStateRTS)
 	c := k.newCQ(7)
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		for i := 0; i < 2000; i++ {
-			if _, err := f.PostSend([]provider.SendWR{{Opcode: provider.WRSend}}); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOMEM) {
+			if _, err := errOf(f.PostSend([]verbs.SendWR{{Opcode: verbs.WRSend}})); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOMEM) {
 				t.Errorf("PostSend: %v", err)
 				return
 			}
@@ -147,9 +148,9 @@ func TestConcurrentDestroy(t *testing.T) {
 	}()
 	go func() {
 		defer wg.Done()
-		wc := make([]provider.WC, 2)
+		wc := make([]verbs.WC, 2)
 		for i := 0; i < 2000; i++ {
-			c.Poll(wc)
+			pollN(c.Poll(wc))
 		}
 	}()
 	go func() {
@@ -159,7 +160,7 @@ func TestConcurrentDestroy(t *testing.T) {
 		c.Destroyed()
 	}()
 	wg.Wait()
-	if _, err := f.PostSend([]provider.SendWR{{Opcode: provider.WRSend}}); !errors.Is(err, unix.EINVAL) {
+	if _, err := errOf(f.PostSend([]verbs.SendWR{{Opcode: verbs.WRSend}})); !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("PostSend after Destroyed: %v", err)
 	}
 }

@@ -5,16 +5,18 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 
-// The CQ ring holds struct ib_uverbs_wc entries, which provider.WC reproduces exactly (a test pins every
+// The CQ ring holds struct ib_uverbs_wc entries, which verbs.WC reproduces exactly (a test pins every
 // offset); the sizes are checked here at compile time.
-var _ [abi.SizeofIbUverbsWc - unsafe.Sizeof(provider.WC{})]struct{}
-var _ [unsafe.Sizeof(provider.WC{}) - abi.SizeofIbUverbsWc]struct{}
+var _ [abi.SizeofIbUverbsWc - unsafe.Sizeof(verbs.WC{})]struct{}
+var _ [unsafe.Sizeof(verbs.WC{}) - abi.SizeofIbUverbsWc]struct{}
 
 // cq is an rxe completion queue: a kernel-produced ring of ib_uverbs_wc entries.
 type cq struct {
@@ -44,7 +46,7 @@ func (c *context) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.C
 	}
 	q, err := mapQueue(c.fd, resp.Mi, abi.SizeofIbUverbsWc)
 	if err != nil {
-		return nil, &Error{Op: "create CQ", Reason: "map completion ring", Err: err}
+		return nil, opError("create CQ", "map completion ring", err)
 	}
 	cq := &cq{ctx: c, q: q, arm: new(armCmd)}
 	cq.arm.req.CqHandle = p.Out.Handle
@@ -55,29 +57,29 @@ func (c *context) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.C
 // Poll copies up to len(wc) completions out of the ring, oldest first, and returns how many. Immediate data
 // (WCWithImm) is converted from the wire's big-endian to host order, and the flags from the kernel's numbering
 // to IBV_WC_* (see wcFlags). A destroyed CQ, or one whose ring could not be mapped again after a resize, has no
-// completions.
-func (cq *cq) Poll(wc []provider.WC) int {
+// completions: it reports Destroyed.
+func (cq *cq) Poll(wc []verbs.WC) (int, provider.Status) {
 	cq.mu.Lock()
 	q := &cq.q
 	if !q.mapped() {
 		cq.mu.Unlock()
-		return 0
+		return 0, provider.Destroyed
 	}
 	n := 0
 	cons := q.consumer()
 	prod := q.produced()
 	for n < len(wc) && cons != prod {
 		w := &wc[n]
-		*w = *(*provider.WC)(q.elem(cons))
+		*w = *(*verbs.WC)(q.elem(cons))
 		w.Flags = wcFlags(uint32(w.Flags))
-		if w.Flags&provider.WCWithImm != 0 {
+		if w.Flags&verbs.WCWithImm != 0 {
 			w.Imm = binary.BigEndian.Uint32((*[4]byte)(unsafe.Pointer(&w.Imm))[:])
 		}
 		cons = q.release(cons)
 		n++
 	}
 	cq.mu.Unlock()
-	return n
+	return n, provider.OK
 }
 
 // The kernel's enum ib_wc_flags (include/rdma/ib_verbs.h; not part of the uAPI headers), which rxe writes into
@@ -89,24 +91,24 @@ const (
 	kernelWCIPCSumOK       = 1 << 3 // IB_WC_IP_CSUM_OK
 )
 
-// wcFlags converts kernel completion flags to the IBV_WC_* numbering of provider.WCFlags. The two agree on GRH
+// wcFlags converts kernel completion flags to the IBV_WC_* numbering of verbs.WCFlags. The two agree on GRH
 // and WITH_IMM but swap the next two bits (kernel WITH_INVALIDATE is 1<<2, IBV_WC_WITH_INV 1<<3; IP_CSUM_OK the
 // other way round). rdma-core's rxe provider copies the kernel's value unchanged, so a C program sees
 // IBV_WC_IP_CSUM_OK on a receive that invalidated an rkey; here it is WCWithInv. Higher kernel bits (SMAC, VLAN,
 // network header type) are set only on kernel-owned CQs and have no IBV_WC_* meaning; they are dropped.
-func wcFlags(k uint32) provider.WCFlags {
-	var f provider.WCFlags
+func wcFlags(k uint32) verbs.WCFlags {
+	var f verbs.WCFlags
 	if k&kernelWCGRH != 0 {
-		f |= provider.WCWithGRH
+		f |= verbs.WCWithGRH
 	}
 	if k&kernelWCWithImm != 0 {
-		f |= provider.WCWithImm
+		f |= verbs.WCWithImm
 	}
 	if k&kernelWCWithInvalidate != 0 {
-		f |= provider.WCWithInv
+		f |= verbs.WCWithInv
 	}
 	if k&kernelWCIPCSumOK != 0 {
-		f |= provider.WCIPCSumOK
+		f |= verbs.WCIPCSumOK
 	}
 	return f
 }
@@ -125,7 +127,7 @@ func (cq *cq) Arm(solicitedOnly bool) error {
 		a.req.SolicitedOnly = 1
 	}
 	if err := a.cmd.InvokeWrite(cq.ctx.fd, cq.ctx.driverID, &a.w); err != nil {
-		return &Error{Op: "arm CQ", Reason: "REQ_NOTIFY_CQ", Err: err}
+		return opError("arm CQ", "REQ_NOTIFY_CQ", err)
 	}
 	return nil
 }
@@ -141,7 +143,7 @@ func (cq *cq) Resize(p *provider.CQParams, exec provider.Exec) error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if !cq.q.mapped() {
-		return &Error{Op: "resize CQ", Reason: "CQ has no ring (destroyed, or a previous resize failed to map)", Err: unix.EINVAL}
+		return opError("resize CQ", "CQ has no ring (destroyed, or a previous resize failed to map)", unix.EINVAL)
 	}
 	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
 		return err
@@ -149,7 +151,7 @@ func (cq *cq) Resize(p *provider.CQParams, exec provider.Exec) error {
 	cq.q.unmap()
 	q, err := mapQueue(cq.ctx.fd, resp.Mi, abi.SizeofIbUverbsWc)
 	if err != nil {
-		return &Error{Op: "resize CQ", Reason: "map the new completion ring", Err: err}
+		return opError("resize CQ", "map the new completion ring", err)
 	}
 	cq.q = q
 	return nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
@@ -25,10 +27,10 @@ func kernelWC(id uint64, flags uint32, imm uint32) abi.IbUverbsWc {
 	return wc
 }
 
-func checkWC(t *testing.T, got provider.WC, id uint64, flags provider.WCFlags, imm uint32) {
+func checkWC(t *testing.T, got verbs.WC, id uint64, flags verbs.WCFlags, imm uint32) {
 	t.Helper()
-	want := provider.WC{
-		WRID: id, Status: provider.WCStatus(id % 3), Opcode: provider.WCRecv, VendorErr: 0x55, ByteLen: uint32(id) * 10,
+	want := verbs.WC{
+		WRID: id, Status: verbs.WCStatus(id % 3), Opcode: verbs.WCRecv, VendorErr: 0x55, ByteLen: uint32(id) * 10,
 		Imm: imm, QPNum: 0x11, SrcQP: 0x22, Flags: flags, PKeyIndex: 1, SLID: 2, SL: 3,
 		DLIDPathBits: 4, PortNum: 1,
 	}
@@ -40,13 +42,13 @@ func checkWC(t *testing.T, got provider.WC, id uint64, flags provider.WCFlags, i
 func TestPoll(t *testing.T) {
 	k := newFakeKernel(t)
 	c := k.newCQ(6) // 8 slots, capacity 7
-	wc := make([]provider.WC, 5)
-	if n := c.Poll(wc); n != 0 {
+	wc := make([]verbs.WC, 5)
+	if n := pollN(c.Poll(wc)); n != 0 {
 		t.Fatalf("Poll on an empty CQ = %d", n)
 	}
 	// What the kernel writes, and what Poll must return.
 	kflags := [3]uint32{kernelWCGRH | kernelWCWithImm, kernelWCGRH | kernelWCWithInvalidate, 0}
-	flags := [3]provider.WCFlags{provider.WCWithGRH | provider.WCWithImm, provider.WCWithGRH | provider.WCWithInv, 0}
+	flags := [3]verbs.WCFlags{verbs.WCWithGRH | verbs.WCWithImm, verbs.WCWithGRH | verbs.WCWithInv, 0}
 	var produced, polled uint64
 	for round := 0; round < 200; round++ {
 		// Produce 1..7 completions, alternating imm / invalidate / plain.
@@ -58,7 +60,7 @@ func TestPoll(t *testing.T) {
 			produced++
 		}
 		for polled < produced {
-			n := c.Poll(wc)
+			n := pollN(c.Poll(wc))
 			if n == 0 || n > len(wc) {
 				t.Fatalf("round %d: Poll = %d with %d outstanding", round, n, produced-polled)
 			}
@@ -68,13 +70,13 @@ func TestPoll(t *testing.T) {
 				polled++
 			}
 		}
-		if n := c.Poll(wc); n != 0 {
+		if n := pollN(c.Poll(wc)); n != 0 {
 			t.Fatalf("round %d: Poll after draining = %d", round, n)
 		}
 	}
 	// Poll with an empty slice consumes nothing.
 	c.produce(kernelWC(1, 0, 0))
-	if n := c.Poll(nil); n != 0 || pending(c.k) != 1 {
+	if n := pollN(c.Poll(nil)); n != 0 || pending(c.k) != 1 {
 		t.Fatalf("Poll(nil) = %d, %d pending", n, pending(c.k))
 	}
 }
@@ -82,16 +84,16 @@ func TestPoll(t *testing.T) {
 func TestWCFlags(t *testing.T) {
 	tests := []struct {
 		kernel uint32
-		want   provider.WCFlags
+		want   verbs.WCFlags
 	}{
 		{0, 0},
-		{kernelWCGRH, provider.WCWithGRH},
-		{kernelWCWithImm, provider.WCWithImm},
-		{kernelWCWithInvalidate, provider.WCWithInv},
-		{kernelWCIPCSumOK, provider.WCIPCSumOK},
-		{kernelWCGRH | kernelWCWithInvalidate, provider.WCWithGRH | provider.WCWithInv},
-		{0xf, provider.WCWithGRH | provider.WCWithImm | provider.WCWithInv | provider.WCIPCSumOK},
-		{0x70 | kernelWCWithImm, provider.WCWithImm}, // SMAC, VLAN, network header type: dropped
+		{kernelWCGRH, verbs.WCWithGRH},
+		{kernelWCWithImm, verbs.WCWithImm},
+		{kernelWCWithInvalidate, verbs.WCWithInv},
+		{kernelWCIPCSumOK, verbs.WCIPCSumOK},
+		{kernelWCGRH | kernelWCWithInvalidate, verbs.WCWithGRH | verbs.WCWithInv},
+		{0xf, verbs.WCWithGRH | verbs.WCWithImm | verbs.WCWithInv | verbs.WCIPCSumOK},
+		{0x70 | kernelWCWithImm, verbs.WCWithImm}, // SMAC, VLAN, network header type: dropped
 	}
 	for _, tc := range tests {
 		if got := wcFlags(tc.kernel); got != tc.want {
@@ -115,8 +117,8 @@ func TestCQResize(t *testing.T) {
 	if c.q.capacity() != 31 {
 		t.Fatalf("capacity after resize %d, want 31", c.q.capacity())
 	}
-	wc := make([]provider.WC, 40)
-	if n := c.Poll(wc); n != 1 {
+	wc := make([]verbs.WC, 40)
+	if n := pollN(c.Poll(wc)); n != 1 {
 		t.Fatalf("Poll after resize = %d, want 1", n)
 	}
 	checkWC(t, wc[0], 1, 0, 0)
@@ -134,11 +136,11 @@ func TestCQResize(t *testing.T) {
 	if err := c.Resize(p, respond(&abi.RxeResizeCqResp{})); err == nil {
 		t.Fatal("Resize accepted an empty mminfo")
 	}
-	if n := c.Poll(wc); n != 0 {
+	if n := pollN(c.Poll(wc)); n != 0 {
 		t.Fatalf("Poll without a ring = %d", n)
 	}
 	c.Destroyed()
-	if n := c.Poll(wc); n != 0 {
+	if n := pollN(c.Poll(wc)); n != 0 {
 		t.Fatalf("Poll after Destroyed = %d", n)
 	}
 }
@@ -232,8 +234,8 @@ func FuzzPoll(f *testing.F) {
 			}
 		}
 		*c.k.prod, *c.k.cons = prod, cons
-		wc := make([]provider.WC, int(want))
-		n := c.Poll(wc)
+		wc := make([]verbs.WC, int(want))
+		n := pollN(c.Poll(wc))
 		avail := int((prod - cons) & c.k.mask)
 		if n > len(wc) || n > c.k.capacity() || n != min(avail, len(wc)) {
 			t.Fatalf("Poll = %d with %d available and room for %d", n, avail, len(wc))

@@ -23,8 +23,9 @@
 // struct ib_uverbs_wc entries out. Arm sends the legacy REQ_NOTIFY_CQ command through the INVOKE_WRITE tunnel.
 //
 // The data path (PostSend, PostRecv, Poll, Arm) takes one lock per call per queue, is safe for concurrent use,
-// and does not allocate. Its errors are *Error values matching rdma-core's errnos; a full queue is ENOMEM with
-// the count of requests that did go in, so a poster reaps completions and posts the rest:
+// and does not allocate. It reports a provider status the verbs core turns into its preallocated error (package
+// uverbs, "Data-path errors"), with rdma-core's errnos; a full queue is ENOMEM with the count of requests that
+// did go in, so a poster reaps completions and posts the rest:
 //
 //	for len(wrs) > 0 {
 //		n, err := qp.PostSend(wrs)

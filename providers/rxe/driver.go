@@ -4,6 +4,7 @@ import (
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/verbs"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,16 +64,15 @@ func (c *context) AllocPD(exec provider.Exec) (provider.PD, error) {
 
 // CreateAH takes part in CREATE_AH: the kernel answers with its AH number (struct rxe_create_ah_resp), which UD
 // send WQEs carry.
-func (c *context) CreateAH(p *provider.AHParams, exec provider.Exec) (*provider.AHData, error) {
+func (c *context) CreateAH(p *provider.AHParams, exec provider.Exec) (*verbs.AHData, error) {
 	resp := new(abi.RxeCreateAhResp)
 	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
 		return nil, err
 	}
 	if resp.AhNum == 0 {
-		return nil, &Error{Op: "create AH", Err: unix.EOPNOTSUPP,
-			Reason: "the kernel returned no AH number (ah_num 0): old rxe kernels need a userspace address vector, which this provider does not build"}
+		return nil, opError("create AH", "the kernel returned no AH number (ah_num 0): old rxe kernels need a userspace address vector, which this provider does not build", unix.EOPNOTSUPP)
 	}
-	return &provider.AHData{Handle: p.Out.Handle, Num: resp.AhNum}, nil
+	return &verbs.AHData{Handle: p.Out.Handle, Num: resp.AhNum}, nil
 }
 
 // Close releases nothing: every ring belongs to a CQ, QP or SRQ and is unmapped when it is destroyed.

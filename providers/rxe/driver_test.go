@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
@@ -78,7 +80,7 @@ func TestCreateQPMapFailure(t *testing.T) {
 	rqMI, _ := k.ring(4, 64)
 	var resp abi.RxeCreateQpResp
 	resp.RqMi = rqMI // SqMi left zero: invalid
-	p := &provider.QPParams{Type: provider.QPTRC, Cap: testCap}
+	p := &provider.QPParams{Type: verbs.QPTypeRC, Cap: testCap}
 	p.Out.Cap = testCap
 	before := memfdMappings(t)
 	if _, err := k.context().CreateQP(p, respond(&resp)); err == nil {
@@ -95,9 +97,9 @@ func TestCreateQPMapFailure(t *testing.T) {
 // The send limits come from the caps the kernel granted, bounded by the element stride.
 func TestCreateQPLimits(t *testing.T) {
 	k := newFakeKernel(t)
-	f := k.newQP(provider.QPTUD, provider.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 3, MaxRecvSGE: 2, MaxInlineData: 20}, false)
+	f := k.newQP(verbs.QPTypeUD, verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 3, MaxRecvSGE: 2, MaxInlineData: 20}, false)
 	// Kernel: wqe_size = max(3*16, 20) = 48 -> max_send_sge 3, max_inline 48.
-	if f.limit.maxSGE != 3 || f.limit.maxInline != 48 || f.limit.qpType != provider.QPTUD {
+	if f.limit.maxSGE != 3 || f.limit.maxInline != 48 || f.limit.qpType != verbs.QPTypeUD {
 		t.Errorf("limits %+v, want UD, 3 SGEs, 48 inline", f.limit)
 	}
 	if f.qp.rq.maxSGE != 2 {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
@@ -121,16 +123,16 @@ func (f fakeCQ) produce(wc abi.IbUverbsWc) bool {
 type fakeQP struct {
 	*qp
 	sq, rq queue
-	cap    provider.QPCap
+	cap    verbs.QPCap
 	bell   *os.File
 }
 
 // sendWQESize is the kernel's send element payload for the requested caps (rxe_init_sq).
-func sendWQESize(c provider.QPCap) int {
+func sendWQESize(c verbs.QPCap) int {
 	return max(int(c.MaxSendSGE)*abi.SizeofRxeSge, int(c.MaxInlineData))
 }
 
-func (k *fakeKernel) newQP(typ provider.QPType, c provider.QPCap, hasSRQ bool) *fakeQP {
+func (k *fakeKernel) newQP(typ verbs.QPType, c verbs.QPCap, hasSRQ bool) *fakeQP {
 	k.t.Helper()
 	f := &fakeQP{}
 	var resp abi.RxeCreateQpResp
@@ -193,3 +195,9 @@ func retire(q queue) { q.release(q.consumer()) }
 func pending(q queue) int { return int((q.produced() - q.consumer()) & q.mask) }
 
 func unsafeBytes(p unsafe.Pointer, n int) []byte { return unsafe.Slice((*byte)(p), n) }
+
+// errOf turns a data-path status into an error for the assertions (nil for OK, else the errno).
+func errOf(n int, st provider.Status) (int, error) { return n, st.Err() }
+
+// polled drops Poll's status where a test only counts completions.
+func pollN(n int, _ provider.Status) int { return n }

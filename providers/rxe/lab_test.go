@@ -136,7 +136,11 @@ func poll(t *testing.T, cq *uverbs.CQ, n int) []uverbs.WC {
 	got := 0
 	deadline := time.Now().Add(30 * time.Second)
 	for got < n {
-		got += cq.Poll(wc[got:])
+		n, err := cq.Poll(wc[got:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += n
 		if got < n && time.Now().After(deadline) {
 			t.Fatalf("%d of %d completions after 30s", got, n)
 		}
@@ -316,8 +320,8 @@ func TestLabWrapAround(t *testing.T) {
 			}
 			sent++
 		}
-		p.cqA.Poll(wc)
-		n := p.cqB.Poll(wc)
+		mustPoll(t, p.cqA, wc)
+		n := mustPoll(t, p.cqB, wc)
 		for _, w := range wc[:n] {
 			if w.Status != uverbs.WCSuccess || w.WRID != uint64(recvd) {
 				t.Fatalf("receive %d: %+v", recvd, w)
@@ -556,7 +560,7 @@ func TestLabStateGates(t *testing.T) {
 	wc := make([]uverbs.WC, 4)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		n := cq.Poll(wc)
+		n := mustPoll(t, cq, wc)
 		found := false
 		for _, w := range wc[:n] {
 			if w.WRID == 42 {
@@ -596,7 +600,7 @@ func TestLabStateGates(t *testing.T) {
 		var sent, recvd bool
 		deadline := time.Now().Add(30 * time.Second)
 		for !sent || !recvd {
-			n := cq.Poll(wc)
+			n := mustPoll(t, cq, wc)
 			for _, w := range wc[:n] {
 				switch {
 				case w.WRID < 200 && w.Status == uverbs.WCWRFlushErr:
@@ -630,7 +634,7 @@ func TestLabAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 		for got := 0; got < 1; {
-			got += p.cqA.Poll(wc)
+			got += mustPoll(t, p.cqA, wc)
 		}
 	}
 	if a := testing.AllocsPerRun(100, round); a != 0 {
@@ -756,7 +760,7 @@ func TestLabConcurrentPosters(t *testing.T) {
 	wc := make([]uverbs.WC, 16)
 	deadline := time.Now().Add(60 * time.Second)
 	for got := 0; got < len(seen); {
-		n := p.cqA.Poll(wc)
+		n := mustPoll(t, p.cqA, wc)
 		for _, w := range wc[:n] {
 			if w.Status != uverbs.WCSuccess || w.WRID >= uint64(len(seen)) || seen[w.WRID] {
 				t.Fatalf("completion %+v: failed, out of range or repeated", w)
@@ -770,4 +774,13 @@ func TestLabConcurrentPosters(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// mustPoll polls cq once into wc; a poll error fails the test.
+func mustPoll(t testing.TB, cq *uverbs.CQ, wc []uverbs.WC) int {
+	n, err := cq.Poll(wc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -4,14 +4,15 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
-// Poll copies struct ib_uverbs_wc into provider.WC and posting copies provider.SGE into struct rxe_sge as
+// Poll copies struct ib_uverbs_wc into verbs.WC and posting copies verbs.SGE into struct rxe_sge as
 // blocks: their layouts must agree field by field.
 func TestLayouts(t *testing.T) {
-	var w provider.WC
+	var w verbs.WC
 	var a abi.IbUverbsWc
 	wc := []struct {
 		name     string
@@ -34,7 +35,7 @@ func TestLayouts(t *testing.T) {
 		{"port_num", unsafe.Offsetof(w.PortNum), unsafe.Offsetof(a.PortNum), unsafe.Sizeof(w.PortNum), unsafe.Sizeof(a.PortNum)},
 		{"sizeof", 0, 0, unsafe.Sizeof(w), unsafe.Sizeof(a)},
 	}
-	var s provider.SGE
+	var s verbs.SGE
 	var r abi.RxeSge
 	sge := []struct {
 		name     string

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/ioctl"
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -13,7 +15,7 @@ import (
 
 // qp is an rxe queue pair: a send ring, a receive ring unless the QP receives from an SRQ, and the doorbell.
 type qp struct {
-	state atomic.Uint32 // provider.QPState the kernel last accepted
+	state atomic.Uint32 // verbs.QPState the kernel last accepted
 
 	sqMu  sync.Mutex // guards sq and ssn: one PostSend batch at a time
 	sq    queue
@@ -74,9 +76,9 @@ func (c *context) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.Q
 	}
 	qp := &qp{dbFD: c.fd, db: newDoorbell(p.Out.Handle)}
 	if !p.HasSRQ {
-		rq, err := mapRecvRing(c.fd, resp.RqMi, p.Out.Cap.MaxRecvSGE, qpRecvErrors)
+		rq, err := mapRecvRing(c.fd, resp.RqMi, p.Out.Cap.MaxRecvSGE)
 		if err != nil {
-			return nil, &Error{Op: "create QP", Reason: "map receive ring", Err: err}
+			return nil, opError("create QP", "map receive ring", err)
 		}
 		qp.rq = rq
 	}
@@ -85,7 +87,7 @@ func (c *context) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.Q
 		if qp.rq != nil {
 			qp.rq.q.unmap()
 		}
-		return nil, &Error{Op: "create QP", Reason: "map send ring", Err: err}
+		return nil, opError("create QP", "map send ring", err)
 	}
 	qp.sq = sq
 	area := uint32(sq.elemSize() - abi.SizeofRxeSendWqe)
@@ -103,29 +105,29 @@ func (c *context) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.Q
 // immediate data, a UD send without an AH; ENOMEM when the ring is full). Before the QP reaches RTS nothing is
 // written and EINVAL is returned, which is what the kernel's doorbell would answer. If the doorbell fails,
 // wrs[:n] are in the ring and the error is the kernel's.
-func (qp *qp) PostSend(wrs []provider.SendWR) (n int, err error) {
+func (qp *qp) PostSend(wrs []verbs.SendWR) (n int, st provider.Status) {
 	if len(wrs) == 0 {
-		return 0, nil
+		return 0, provider.OK
 	}
-	if provider.QPState(qp.state.Load()) < provider.QPSRTS {
-		return 0, errSendNotReady
+	if verbs.QPState(qp.state.Load()) < verbs.QPStateRTS {
+		return 0, provider.NotReady
 	}
 	qp.sqMu.Lock()
 	q := &qp.sq
 	if !q.mapped() {
 		qp.sqMu.Unlock()
-		return 0, errSendDestroyed
+		return 0, provider.Destroyed
 	}
 	prod := q.producer()
-	var perr *Error
+	perr := provider.OK
 	for n < len(wrs) {
 		wr := &wrs[n]
 		length := sgeSum(wr.SGL)
-		if perr = validateSend(&qp.limit, wr, length); perr != nil {
+		if perr = validateSend(&qp.limit, wr, length); perr != provider.OK {
 			break
 		}
 		if q.full(prod) {
-			perr = errSendFull
+			perr = provider.QueueFull
 			break
 		}
 		encodeSend(q.elem(prod), &qp.limit, wr, length, qp.ssn)
@@ -136,30 +138,27 @@ func (qp *qp) PostSend(wrs []provider.SendWR) (n int, err error) {
 	qp.sqMu.Unlock()
 	if n > 0 {
 		if dberr := qp.db.ring(qp.dbFD); dberr != nil {
-			return n, &Error{Op: opPostSend, Reason: "doorbell (POST_SEND write)", Err: dberr}
+			return n, provider.DoorbellFailed(errnoOf(dberr))
 		}
 	}
-	if perr != nil {
-		return n, perr
-	}
-	return n, nil
+	return n, perr
 }
 
 // PostRecv writes wrs into the receive ring (no system call: the kernel reads the ring when messages arrive).
 // It fails with EINVAL while the QP is in RESET and for QPs that receive from an SRQ.
-func (qp *qp) PostRecv(wrs []provider.RecvWR) (int, error) {
+func (qp *qp) PostRecv(wrs []verbs.RecvWR) (int, provider.Status) {
 	if qp.rq == nil {
-		return 0, errRecvSRQ
+		return 0, provider.NoRecvQueue
 	}
-	if provider.QPState(qp.state.Load()) == provider.QPSReset {
-		return 0, errRecvReset
+	if verbs.QPState(qp.state.Load()) == verbs.QPStateReset {
+		return 0, provider.NotReady
 	}
 	return qp.rq.post(wrs)
 }
 
 // StateChanged records the state the kernel accepted; posting is gated on it. The kernel keeps the ring indices
 // across RESET (it only clears the slots), so nothing else changes here.
-func (qp *qp) StateChanged(state provider.QPState) { qp.state.Store(uint32(state)) }
+func (qp *qp) StateChanged(state verbs.QPState) { qp.state.Store(uint32(state)) }
 
 // Destroyed unmaps the rings after the kernel destroyed the QP; later posts fail with EINVAL.
 func (qp *qp) Destroyed() {

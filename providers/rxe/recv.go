@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 )
@@ -13,16 +15,15 @@ type recvRing struct {
 	mu     sync.Mutex // guards q and maxSGE: one PostRecv batch (or SRQ resize) at a time
 	q      queue
 	maxSGE uint32
-	errs   recvErrors
 }
 
 // mapRecvRing maps a receive ring; maxSGE is what the kernel granted, bounded by the element size.
-func mapRecvRing(fd int, mi abi.Mminfo, maxSGE uint32, errs recvErrors) (*recvRing, error) {
+func mapRecvRing(fd int, mi abi.Mminfo, maxSGE uint32) (*recvRing, error) {
 	q, err := mapQueue(fd, mi, abi.SizeofRxeRecvWqe)
 	if err != nil {
 		return nil, err
 	}
-	r := &recvRing{errs: errs}
+	r := &recvRing{}
 	r.setQueue(q, maxSGE)
 	return r, nil
 }
@@ -35,28 +36,28 @@ func (r *recvRing) setQueue(q queue, maxSGE uint32) {
 
 // post writes wrs in order: ENOMEM when the ring is full, EINVAL for more SGEs than the ring's limit (checked in
 // that order, as rdma-core does) or for SGE lengths that add up to more than 2^32-1.
-func (r *recvRing) post(wrs []provider.RecvWR) (n int, err error) {
+func (r *recvRing) post(wrs []verbs.RecvWR) (n int, st provider.Status) {
 	r.mu.Lock()
 	q := &r.q
 	if !q.mapped() {
 		r.mu.Unlock()
-		return 0, r.errs.destroyed
+		return 0, provider.Destroyed
 	}
 	prod := q.producer()
-	var perr *Error
+	perr := provider.OK
 	for n < len(wrs) {
 		wr := &wrs[n]
 		if q.full(prod) {
-			perr = r.errs.full
+			perr = provider.QueueFull
 			break
 		}
 		if uint64(len(wr.SGL)) > uint64(r.maxSGE) {
-			perr = r.errs.tooManySGE
+			perr = provider.TooManySGE
 			break
 		}
 		length := sgeSum(wr.SGL)
 		if length > math.MaxUint32 {
-			perr = r.errs.length
+			perr = provider.TooLong
 			break
 		}
 		encodeRecv(q.elem(prod), wr, length)
@@ -64,10 +65,7 @@ func (r *recvRing) post(wrs []provider.RecvWR) (n int, err error) {
 		n++
 	}
 	r.mu.Unlock()
-	if perr != nil {
-		return n, perr
-	}
-	return n, nil
+	return n, perr
 }
 
 // destroy unmaps the ring.

@@ -5,12 +5,14 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
 )
 
-func checkRecvWQE(t *testing.T, p unsafe.Pointer, wr provider.RecvWR) {
+func checkRecvWQE(t *testing.T, p unsafe.Pointer, wr verbs.RecvWR) {
 	t.Helper()
 	got := *(*abi.RxeRecvWqe)(p)
 	var length uint32
@@ -22,7 +24,7 @@ func checkRecvWQE(t *testing.T, p unsafe.Pointer, wr provider.RecvWR) {
 	if got != want {
 		t.Errorf("recv WQE\n got %+v\nwant %+v", got, want)
 	}
-	sges := unsafe.Slice((*provider.SGE)(unsafe.Add(p, abi.SizeofRxeRecvWqe)), len(wr.SGL))
+	sges := unsafe.Slice((*verbs.SGE)(unsafe.Add(p, abi.SizeofRxeRecvWqe)), len(wr.SGL))
 	for i := range sges {
 		if sges[i] != wr.SGL[i] {
 			t.Errorf("sge[%d] = %+v, want %+v", i, sges[i], wr.SGL[i])
@@ -32,19 +34,19 @@ func checkRecvWQE(t *testing.T, p unsafe.Pointer, wr provider.RecvWR) {
 
 func TestPostRecv(t *testing.T) {
 	k := newFakeKernel(t)
-	f := k.newQP(provider.QPTRC, testCap, false)
-	wrs := []provider.RecvWR{
-		{WRID: 10, SGL: []provider.SGE{{Addr: 0x1000, Length: 4096, LKey: 1}}},
-		{WRID: 11, SGL: []provider.SGE{{Addr: 0x2000, Length: 10, LKey: 2}, {Addr: 0x3000, Length: 20, LKey: 3}}},
+	f := k.newQP(verbs.QPTypeRC, testCap, false)
+	wrs := []verbs.RecvWR{
+		{WRID: 10, SGL: []verbs.SGE{{Addr: 0x1000, Length: 4096, LKey: 1}}},
+		{WRID: 11, SGL: []verbs.SGE{{Addr: 0x2000, Length: 10, LKey: 2}, {Addr: 0x3000, Length: 20, LKey: 3}}},
 		{WRID: 12},
 	}
-	if n, err := f.PostRecv(wrs); n != 0 || !errors.Is(err, unix.EINVAL) {
+	if n, err := errOf(f.PostRecv(wrs)); n != 0 || !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("PostRecv in RESET = %d, %v; want 0, EINVAL", n, err)
 	}
-	f.StateChanged(provider.QPSInit)
+	f.StateChanged(verbs.QPStateInit)
 	// Many rounds, so the ring wraps around several times.
 	for round := 0; round < 50; round++ {
-		if n, err := f.PostRecv(wrs); n != len(wrs) || err != nil {
+		if n, err := errOf(f.PostRecv(wrs)); n != len(wrs) || err != nil {
 			t.Fatalf("round %d: PostRecv = %d, %v", round, n, err)
 		}
 		for i := range wrs {
@@ -60,32 +62,32 @@ func TestPostRecv(t *testing.T) {
 
 func TestPostRecvErrors(t *testing.T) {
 	k := newFakeKernel(t)
-	f := k.newQP(provider.QPTRC, testCap, false)
-	f.StateChanged(provider.QPSRTR)
-	n, err := f.PostRecv([]provider.RecvWR{{WRID: 1}, {WRID: 2, SGL: make([]provider.SGE, 5)}, {WRID: 3}})
+	f := k.newQP(verbs.QPTypeRC, testCap, false)
+	f.StateChanged(verbs.QPStateRTR)
+	n, err := errOf(f.PostRecv([]verbs.RecvWR{{WRID: 1}, {WRID: 2, SGL: make([]verbs.SGE, 5)}, {WRID: 3}}))
 	if n != 1 || !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("too many SGEs: PostRecv = %d, %v; want 1, EINVAL", n, err)
 	}
-	n, err = f.PostRecv([]provider.RecvWR{{SGL: []provider.SGE{{Length: 1 << 31}, {Length: 1 << 31}}}})
+	n, err = errOf(f.PostRecv([]verbs.RecvWR{{SGL: []verbs.SGE{{Length: 1 << 31}, {Length: 1 << 31}}}}))
 	if n != 0 || !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("length over 32 bits: PostRecv = %d, %v; want 0, EINVAL", n, err)
 	}
-	wrs := make([]provider.RecvWR, f.rq.capacity())
-	n, err = f.PostRecv(wrs)
+	wrs := make([]verbs.RecvWR, f.rq.capacity())
+	n, err = errOf(f.PostRecv(wrs))
 	if n != f.rq.capacity()-1 || !errors.Is(err, unix.ENOMEM) {
 		t.Fatalf("full: PostRecv = %d, %v; want %d, ENOMEM", n, err, f.rq.capacity()-1)
 	}
 	// Full is checked before the SGE count, as in rdma-core.
-	if _, err := f.PostRecv([]provider.RecvWR{{SGL: make([]provider.SGE, 5)}}); !errors.Is(err, unix.ENOMEM) {
+	if _, err := errOf(f.PostRecv([]verbs.RecvWR{{SGL: make([]verbs.SGE, 5)}})); !errors.Is(err, unix.ENOMEM) {
 		t.Fatalf("full ring and bad SGE count: %v, want ENOMEM", err)
 	}
 
-	s := k.newQP(provider.QPTRC, testCap, true)
-	s.StateChanged(provider.QPSInit)
+	s := k.newQP(verbs.QPTypeRC, testCap, true)
+	s.StateChanged(verbs.QPStateInit)
 	if s.qp.rq != nil {
 		t.Fatal("QP on an SRQ has a receive ring")
 	}
-	if n, err := s.PostRecv([]provider.RecvWR{{}}); n != 0 || !errors.Is(err, unix.EINVAL) {
+	if n, err := errOf(s.PostRecv([]verbs.RecvWR{{}})); n != 0 || !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("PostRecv on SRQ QP = %d, %v; want 0, EINVAL", n, err)
 	}
 }
@@ -106,13 +108,13 @@ func (k *fakeKernel) newSRQ(maxWR, maxSGE int) (*srq, queue) {
 func TestSRQPostAndResize(t *testing.T) {
 	k := newFakeKernel(t)
 	s, kq := k.newSRQ(4, 2)
-	wr := provider.RecvWR{WRID: 7, SGL: []provider.SGE{{Addr: 1, Length: 2, LKey: 3}}}
-	if n, err := s.PostRecv([]provider.RecvWR{wr, wr}); n != 2 || err != nil {
+	wr := verbs.RecvWR{WRID: 7, SGL: []verbs.SGE{{Addr: 1, Length: 2, LKey: 3}}}
+	if n, err := errOf(s.PostRecv([]verbs.RecvWR{wr, wr})); n != 2 || err != nil {
 		t.Fatalf("PostRecv = %d, %v", n, err)
 	}
 	p, _ := consume(kq)
 	checkRecvWQE(t, p, wr)
-	if n, err := s.PostRecv([]provider.RecvWR{{SGL: make([]provider.SGE, 3)}}); n != 0 || !errors.Is(err, unix.EINVAL) {
+	if n, err := errOf(s.PostRecv([]verbs.RecvWR{{SGL: make([]verbs.SGE, 3)}})); n != 0 || !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("too many SGEs: %d, %v", n, err)
 	}
 
@@ -148,8 +150,8 @@ func TestSRQPostAndResize(t *testing.T) {
 	if s.rq.q.capacity() != newKQ.capacity() {
 		t.Fatalf("capacity %d after resize, want %d", s.rq.q.capacity(), newKQ.capacity())
 	}
-	wrs := make([]provider.RecvWR, newKQ.capacity())
-	if n, err := s.PostRecv(wrs); n != newKQ.capacity() || err != nil {
+	wrs := make([]verbs.RecvWR, newKQ.capacity())
+	if n, err := errOf(s.PostRecv(wrs)); n != newKQ.capacity() || err != nil {
 		t.Fatalf("PostRecv after resize = %d, %v", n, err)
 	}
 	if pending(newKQ) != newKQ.capacity() {
@@ -161,7 +163,7 @@ func TestSRQPostAndResize(t *testing.T) {
 		t.Fatalf("Modify error = %v", err)
 	}
 	s.Destroyed()
-	if n, err := s.PostRecv([]provider.RecvWR{{}}); n != 0 || !errors.Is(err, unix.EINVAL) {
+	if n, err := errOf(s.PostRecv([]verbs.RecvWR{{}})); n != 0 || !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("PostRecv after Destroyed = %d, %v", n, err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
@@ -32,15 +34,15 @@ func (c *context) CreateSRQ(p *provider.SRQParams, exec provider.Exec) (provider
 	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
 		return nil, err
 	}
-	rq, err := mapRecvRing(c.fd, resp.Mi, p.Out.MaxSGE, srqRecvErrors)
+	rq, err := mapRecvRing(c.fd, resp.Mi, p.Out.MaxSGE)
 	if err != nil {
-		return nil, &Error{Op: "create SRQ", Reason: "map receive ring", Err: err}
+		return nil, opError("create SRQ", "map receive ring", err)
 	}
 	return &srq{ctx: c, rq: rq, mod: new(srqModify)}, nil
 }
 
 // PostRecv writes wrs into the shared receive ring.
-func (s *srq) PostRecv(wrs []provider.RecvWR) (int, error) { return s.rq.post(wrs) }
+func (s *srq) PostRecv(wrs []verbs.RecvWR) (int, provider.Status) { return s.rq.post(wrs) }
 
 // Modify takes part in MODIFY_SRQ. The driver request (struct rxe_modify_srq_cmd) carries the address of an
 // mminfo the kernel fills when it resizes the ring (attribute mask with IB_SRQ_MAX_WR); the old ring is then
@@ -63,7 +65,7 @@ func (s *srq) Modify(maxWR uint32, exec provider.Exec) error {
 	s.rq.q.unmap()
 	q, err := mapQueue(s.ctx.fd, m.mi, abi.SizeofRxeRecvWqe)
 	if err != nil {
-		return &Error{Op: "modify SRQ", Reason: "map the resized receive ring", Err: err}
+		return opError("modify SRQ", "map the resized receive ring", err)
 	}
 	s.rq.setQueue(q, s.rq.maxSGE)
 	return nil

@@ -5,25 +5,27 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/verbs"
+
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
-// The SGE arrays of work requests are copied into WQEs as one block: provider.SGE and struct rxe_sge must have
+// The SGE arrays of work requests are copied into WQEs as one block: verbs.SGE and struct rxe_sge must have
 // the same layout (pinned by a test, sizes checked here at compile time).
-var _ [abi.SizeofRxeSge - unsafe.Sizeof(provider.SGE{})]struct{}
-var _ [unsafe.Sizeof(provider.SGE{}) - abi.SizeofRxeSge]struct{}
+var _ [abi.SizeofRxeSge - unsafe.Sizeof(verbs.SGE{})]struct{}
+var _ [unsafe.Sizeof(verbs.SGE{}) - abi.SizeofRxeSge]struct{}
 
 // sendLimits are a send queue's capacities: what the kernel granted, bounded by the ring's element stride.
 type sendLimits struct {
-	qpType    provider.QPType
+	qpType    verbs.QPType
 	maxSGE    uint32
 	maxInline uint32
 }
 
 // sgeSum is the total length of an SGE list. It is computed in 64 bits: a list whose total does not fit the
 // WQE's 32-bit length is refused instead of wrapping (rdma-core's unsigned sum wraps).
-func sgeSum(sgl []provider.SGE) uint64 {
+func sgeSum(sgl []verbs.SGE) uint64 {
 	var n uint64
 	for i := range sgl {
 		n += uint64(sgl[i].Length)
@@ -34,45 +36,45 @@ func sgeSum(sgl []provider.SGE) uint64 {
 // validateSend checks a send work request the way rdma-core's rxe provider does (plus: known opcodes only, a
 // total length that fits 32 bits, and a UD send names an address handle with a kernel AH number). length is
 // sgeSum(wr.SGL).
-func validateSend(l *sendLimits, wr *provider.SendWR, length uint64) *Error {
-	if wr.Opcode > provider.WRSendWithInv {
-		return errSendOpcode
+func validateSend(l *sendLimits, wr *verbs.SendWR, length uint64) provider.Status {
+	if wr.Opcode > verbs.WRSendWithInv {
+		return provider.BadOpcode
 	}
 	if uint64(len(wr.SGL)) > uint64(l.maxSGE) {
-		return errSendTooManySGE
+		return provider.TooManySGE
 	}
 	if length > math.MaxUint32 {
-		return errSendLength
+		return provider.TooLong
 	}
 	switch wr.Opcode {
-	case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
+	case verbs.WRAtomicCmpAndSwp, verbs.WRAtomicFetchAndAdd:
 		if length < 8 || wr.RemoteAddr&7 != 0 {
-			return errSendAtomic
+			return provider.BadAtomic
 		}
-	case provider.WRBindMW:
+	case verbs.WRBindMW:
 		if length != 0 || len(wr.SGL) != 0 || wr.Imm != 0 ||
-			(l.qpType != provider.QPTRC && l.qpType != provider.QPTUC) {
-			return errSendBindMW
+			(l.qpType != verbs.QPTypeRC && l.qpType != verbs.QPTypeUC) {
+			return provider.BadBindMW
 		}
-	case provider.WRSend, provider.WRSendWithImm:
-		if l.qpType == provider.QPTUD {
+	case verbs.WRSend, verbs.WRSendWithImm:
+		if l.qpType == verbs.QPTypeUD {
 			if wr.AH == nil {
-				return errSendNoAH
+				return provider.NoAH
 			}
 			if wr.AH.Num == 0 {
-				return errSendAHNum
+				return provider.BadAH
 			}
 		}
 	}
-	if wr.Flags&provider.SendInline != 0 && length > uint64(l.maxInline) {
-		return errSendInline
+	if wr.Flags&verbs.SendInline != 0 && length > uint64(l.maxInline) {
+		return provider.InlineTooLong
 	}
-	return nil
+	return provider.OK
 }
 
 // encodeSend writes the validated work request wr into the send WQE at p (a ring slot with room for the WQE
 // header plus l.maxSGE SGEs and l.maxInline bytes), with send sequence number ssn. length is sgeSum(wr.SGL).
-func encodeSend(p unsafe.Pointer, l *sendLimits, wr *provider.SendWR, length uint64, ssn uint32) {
+func encodeSend(p unsafe.Pointer, l *sendLimits, wr *verbs.SendWR, length uint64, ssn uint32) {
 	wqe := (*abi.RxeSendWqe)(p)
 	*wqe = abi.RxeSendWqe{}
 	w := &wqe.Wr
@@ -80,30 +82,30 @@ func encodeSend(p unsafe.Pointer, l *sendLimits, wr *provider.SendWR, length uin
 	w.Opcode = uint32(wr.Opcode)
 	w.SendFlags = uint32(wr.Flags)
 	switch wr.Opcode {
-	case provider.WRRDMAWriteWithImm, provider.WRSendWithImm:
+	case verbs.WRRDMAWriteWithImm, verbs.WRSendWithImm:
 		binary.BigEndian.PutUint32(w.Ex[:], wr.Imm) // imm_data is __be32
-	case provider.WRSendWithInv, provider.WRLocalInv:
+	case verbs.WRSendWithInv, verbs.WRLocalInv:
 		*w.InvalidateRkey() = wr.Imm // invalidate_rkey is host order
 	}
 	switch wr.Opcode {
-	case provider.WRRDMAWrite, provider.WRRDMAWriteWithImm, provider.WRRDMARead:
+	case verbs.WRRDMAWrite, verbs.WRRDMAWriteWithImm, verbs.WRRDMARead:
 		r := w.Rdma()
 		r.RemoteAddr = wr.RemoteAddr
 		r.Rkey = wr.RKey
-	case provider.WRSend, provider.WRSendWithImm:
-		if l.qpType == provider.QPTUD {
+	case verbs.WRSend, verbs.WRSendWithImm:
+		if l.qpType == verbs.QPTypeUD {
 			ud := w.Ud()
 			ud.RemoteQpn = wr.RemoteQPN
 			ud.RemoteQkey = wr.RemoteQKey
 			ud.AhNum = wr.AH.Num
 		}
-	case provider.WRAtomicCmpAndSwp, provider.WRAtomicFetchAndAdd:
+	case verbs.WRAtomicCmpAndSwp, verbs.WRAtomicFetchAndAdd:
 		a := w.Atomic()
 		a.RemoteAddr = wr.RemoteAddr
 		a.CompareAdd = wr.CompareAdd
 		a.Swap = wr.Swap
 		a.Rkey = wr.RKey
-	case provider.WRBindMW:
+	case verbs.WRBindMW:
 		m := w.Mw()
 		m.Addr = wr.Bind.Addr
 		m.Length = wr.Bind.Length
@@ -114,7 +116,7 @@ func encodeSend(p unsafe.Pointer, l *sendLimits, wr *provider.SendWR, length uin
 	}
 
 	data := unsafe.Add(p, abi.SizeofRxeSendWqe)
-	if wr.Flags&provider.SendInline != 0 {
+	if wr.Flags&verbs.SendInline != 0 {
 		dst := unsafe.Slice((*byte)(data), l.maxInline)
 		off := uint32(0)
 		for i := range wr.SGL {
@@ -125,7 +127,7 @@ func encodeSend(p unsafe.Pointer, l *sendLimits, wr *provider.SendWR, length uin
 			off += uint32(copy(dst[off:], unsafe.Slice((*byte)(addrPointer(s.Addr)), s.Length)))
 		}
 	} else if len(wr.SGL) > 0 {
-		copy(unsafe.Slice((*provider.SGE)(data), len(wr.SGL)), wr.SGL)
+		copy(unsafe.Slice((*verbs.SGE)(data), len(wr.SGL)), wr.SGL)
 	}
 
 	wqe.Iova = wr.RemoteAddr
@@ -137,12 +139,12 @@ func encodeSend(p unsafe.Pointer, l *sendLimits, wr *provider.SendWR, length uin
 
 // encodeRecv writes a receive work request into the receive WQE at p (a ring slot with room for len(wr.SGL)
 // SGEs after the header). length is sgeSum(wr.SGL), at most 2^32-1.
-func encodeRecv(p unsafe.Pointer, wr *provider.RecvWR, length uint64) {
+func encodeRecv(p unsafe.Pointer, wr *verbs.RecvWR, length uint64) {
 	wqe := (*abi.RxeRecvWqe)(p)
 	*wqe = abi.RxeRecvWqe{}
 	wqe.WrId = wr.WRID
 	if len(wr.SGL) > 0 {
-		copy(unsafe.Slice((*provider.SGE)(unsafe.Add(p, abi.SizeofRxeRecvWqe)), len(wr.SGL)), wr.SGL)
+		copy(unsafe.Slice((*verbs.SGE)(unsafe.Add(p, abi.SizeofRxeRecvWqe)), len(wr.SGL)), wr.SGL)
 	}
 	wqe.Dma.Length = uint32(length)
 	wqe.Dma.Resid = uint32(length)

@@ -369,7 +369,9 @@ func poll(t *testing.T, cq *uverbs.CQ, n int) []uverbs.WC {
 	got := 0
 	deadline := time.Now().Add(hangGuard)
 	for got < n {
-		got += cq.Poll(wcs[got:])
+		n, err := cq.Poll(wcs[got:])
+		require.NoError(t, err, "poll CQ")
+		got += n
 		if got < n {
 			if time.Now().After(deadline) {
 				t.Fatalf("got %d of %d completions within %v", got, n, hangGuard)
@@ -390,14 +392,14 @@ func pollOne(t *testing.T, cq *uverbs.CQ) uverbs.WC {
 func requireSuccess(t *testing.T, wcs ...uverbs.WC) {
 	t.Helper()
 	for _, wc := range wcs {
-		require.Equal(t, uverbs.WCSuccess, wc.Status, "completion %+v: %s", wc, uverbs.WCStatusString(wc.Status))
+		require.Equal(t, uverbs.WCSuccess, wc.Status, "completion %+v: %s", wc, wc.Status.String())
 	}
 }
 
 // requireStatus fails unless wc has status want.
 func requireStatus(t *testing.T, want uverbs.WCStatus, wc uverbs.WC) {
 	t.Helper()
-	require.Equal(t, uverbs.WCStatusString(want), uverbs.WCStatusString(wc.Status), "completion %+v", wc)
+	require.Equal(t, want.String(), wc.Status.String(), "completion %+v", wc)
 }
 
 // requireStatusIn fails unless wc has one of the statuses in want (devices differ in which of the spec's
@@ -411,9 +413,9 @@ func requireStatusIn(t *testing.T, wc uverbs.WC, want ...uverbs.WCStatus) {
 	}
 	names := make([]string, len(want))
 	for i, w := range want {
-		names[i] = uverbs.WCStatusString(w)
+		names[i] = w.String()
 	}
-	t.Fatalf("completion %+v: status %q, want one of %q", wc, uverbs.WCStatusString(wc.Status), names)
+	t.Fatalf("completion %+v: status %q, want one of %q", wc, wc.Status.String(), names)
 }
 
 // requireErrno fails unless err wraps errno.

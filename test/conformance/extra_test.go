@@ -21,7 +21,7 @@ func TestQueryRCQPAfterConnect(t *testing.T) {
 		uverbs.QPAttrMaxQPRdAtomic | uverbs.QPAttrMaxDestRdAtomic | uverbs.QPAttrMinRNRTimer | uverbs.QPAttrAccessFlags |
 		uverbs.QPAttrAV | uverbs.QPAttrPort)
 	require.NoError(t, err)
-	require.Equal(t, "RTS", uverbs.QPStateName(a.State))
+	require.Equal(t, "RTS", a.State.String())
 	require.Equal(t, pathMTU, a.PathMTU)
 	require.Equal(t, server.qp.QPN(), a.DestQPN)
 	require.Equal(t, server.psn, a.RQPSN)

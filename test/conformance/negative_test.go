@@ -53,7 +53,7 @@ func TestNegQPTransitions(t *testing.T) {
 			requireErrno(t, p.qp.Modify(&a, tc.mask), unix.EINVAL)
 			q, err := p.qp.Query(uverbs.QPAttrState)
 			require.NoError(t, err)
-			require.Equal(t, tc.stay, uverbs.QPStateName(q.State))
+			require.Equal(t, tc.stay, q.State.String())
 		})
 	}
 }
@@ -254,7 +254,7 @@ func TestNegCompletionStatus(t *testing.T) {
 			// The error moved the client QP to ERR.
 			q, err := client.qp.Query(uverbs.QPAttrState)
 			require.NoError(t, err)
-			require.Equal(t, "ERR", uverbs.QPStateName(q.State))
+			require.Equal(t, "ERR", q.State.String())
 			// pyverbs' restate_qps: RESET and reconnect, and traffic flows again.
 			client.restate()
 			server.restate()
@@ -522,7 +522,7 @@ func TestNegUseAfterCloseHandleReuse(t *testing.T) {
 	requireErrorIsClosed(t, err, "query a closed QP")
 	a, err := qp.Query(uverbs.QPAttrState)
 	require.NoError(t, err)
-	require.Equal(t, "RESET", uverbs.QPStateName(a.State), "the new QP was not touched")
+	require.Equal(t, "RESET", a.State.String(), "the new QP was not touched")
 }
 
 func requireErrorIsClosed(t *testing.T, err error, what string) {

@@ -55,7 +55,7 @@ func TestCreateQP(t *testing.T) {
 					}
 					a, err := p.qp.Query(uverbs.QPAttrState)
 					require.NoError(t, err)
-					require.Equal(t, uverbs.QPStateName(want), uverbs.QPStateName(a.State))
+					require.Equal(t, want.String(), a.State.String())
 					got := p.qp.Cap()
 					require.GreaterOrEqual(t, got.MaxSendWR, p.o.cap.MaxSendWR)
 					require.GreaterOrEqual(t, got.MaxRecvWR, p.o.cap.MaxRecvWR)
@@ -85,7 +85,7 @@ func TestQueryQP(t *testing.T) {
 				if e.ctx.Device().NodeType == 4 { // RNIC
 					want = uverbs.QPStateInit
 				}
-				require.Equal(t, uverbs.QPStateName(want), uverbs.QPStateName(a.State))
+				require.Equal(t, want.String(), a.State.String())
 				require.GreaterOrEqual(t, a.Cap.MaxSendWR, p.o.cap.MaxSendWR)
 				require.GreaterOrEqual(t, a.Cap.MaxRecvWR, p.o.cap.MaxRecvWR)
 				require.GreaterOrEqual(t, a.Cap.MaxSendSGE, p.o.cap.MaxSendSGE)
@@ -112,11 +112,11 @@ func TestModifyUDQP(t *testing.T) {
 	a, err = p.qp.Query(uverbs.QPAttrSQPSN | uverbs.QPAttrState)
 	require.NoError(t, err)
 	require.Equal(t, uint32(0x45), a.SQPSN)
-	require.Equal(t, "RTS", uverbs.QPStateName(a.State))
+	require.Equal(t, "RTS", a.State.String())
 	require.NoError(t, p.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
 	a, err = p.qp.Query(uverbs.QPAttrState)
 	require.NoError(t, err)
-	require.Equal(t, "RESET", uverbs.QPStateName(a.State))
+	require.Equal(t, "RESET", a.State.String())
 }
 
 // pyverbs: test_qp.QPTest.test_create_raw_qp_ex_with_illegal_caps_{max_send_wr,max_send_sge,max_recv_sge,

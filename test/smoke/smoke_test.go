@@ -126,7 +126,10 @@ func TestRCLoopback(t *testing.T) {
 	wcs := make([]uverbs.WC, 4)
 	got := 0
 	for i := 0; i < 1000000 && got < 2; i++ {
-		n := cq.Poll(wcs[got:])
+		n, err := cq.Poll(wcs[got:])
+		if err != nil {
+			t.Fatal(err)
+		}
 		got += n
 	}
 	if got != 2 {

@@ -144,7 +144,11 @@ func (c *ctx) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 					return 0, err
 				}
 			}
-			ne := c.sendCQ.Poll(wc)
+			ne, perr := c.sendCQ.Poll(wc)
+			if perr != nil {
+				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+				return 0, perr
+			}
 			for i := 0; i < ne; i++ {
 				id := int(wc[i].WRID)
 				if wc[i].Status != uverbs.WCSuccess {
@@ -211,7 +215,11 @@ func (c *ctx) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, error
 			if dur && d.state.Load() == stEnd {
 				break
 			}
-			ne := c.recvCQ.Poll(wc)
+			ne, perr := c.recvCQ.Poll(wc)
+			if perr != nil {
+				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+				return 0, perr
+			}
 			if ne == 0 {
 				break
 			}
@@ -316,7 +324,12 @@ func (c *ctx) runLatWrite(stderr io.Writer) (uint64, error) {
 		if ccnt < iters || dur {
 			ne := 0
 			for ne == 0 {
-				ne = c.sendCQ.Poll(wcs)
+				var perr error
+				ne, perr = c.sendCQ.Poll(wcs)
+				if perr != nil {
+					fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+					return 0, perr
+				}
 				y.spin()
 			}
 			if wcs[0].Status != uverbs.WCSuccess {
@@ -378,7 +391,11 @@ func (c *ctx) runLat(stderr io.Writer) (uint64, error) {
 		}
 		for {
 			y.spin()
-			ne := c.sendCQ.Poll(wcs)
+			ne, perr := c.sendCQ.Poll(wcs)
+			if perr != nil {
+				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+				return 0, perr
+			}
 			if ne > 0 {
 				if wcs[0].Status != uverbs.WCSuccess {
 					compErrSend(stderr, &wcs[0], scnt, scnt)
@@ -431,7 +448,11 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 			}
 			for {
 				y.spin()
-				ne := c.recvCQ.Poll(wcs)
+				ne, perr := c.recvCQ.Poll(wcs)
+				if perr != nil {
+					fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+					return 0, perr
+				}
 				if dur && d.state.Load() == stEnd {
 					break
 				}
@@ -494,7 +515,12 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 				ne := 0
 				for {
 					y.spin()
-					ne = c.sendCQ.Poll(swc)
+					var perr error
+					ne, perr = c.sendCQ.Poll(swc)
+					if perr != nil {
+						fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+						return 0, perr
+					}
 					if p.UseEvent || ne != 0 {
 						break
 					}
@@ -531,7 +557,11 @@ func (c *ctx) warmUp(stderr io.Writer) error {
 		}
 		got := 0
 		for got < n {
-			ne := c.sendCQ.Poll(c.wc)
+			ne, perr := c.sendCQ.Poll(c.wc)
+			if perr != nil {
+				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+				return perr
+			}
 			for k := 0; k < ne; k++ {
 				if c.wc[k].Status != uverbs.WCSuccess {
 					fmt.Fprintf(stderr, "Failed to complete warm up\n")
@@ -568,7 +598,11 @@ func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) er
 	if server {
 		for {
 			y.spin()
-			ne := c.recvCQ.Poll(wc)
+			ne, perr := c.recvCQ.Poll(wc)
+			if perr != nil {
+				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+				return perr
+			}
 			for i := 0; i < ne; i++ {
 				id := int(wc[i].WRID)
 				if wc[i].Status != uverbs.WCSuccess {
@@ -604,7 +638,11 @@ func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) er
 			}
 		}
 		if totC < totS {
-			ne := c.sendCQ.Poll(wc)
+			ne, perr := c.sendCQ.Poll(wc)
+			if perr != nil {
+				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+				return perr
+			}
 			for i := 0; i < ne; i++ {
 				if wc[i].Status != uverbs.WCSuccess {
 					compErrSend(stderr, &wc[i], totS, totC)
@@ -659,7 +697,11 @@ func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 				return 0, err
 			}
 		}
-		ne := c.recvCQ.Poll(wc)
+		ne, perr := c.recvCQ.Poll(wc)
+		if perr != nil {
+			fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+			return 0, perr
+		}
 		if ne > 0 && beforeFirstRx {
 			beforeFirstRx = false
 			if dur {
@@ -692,7 +734,11 @@ func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 				}
 			}
 		}
-		ne = c.sendCQ.Poll(wc)
+		ne, perr = c.sendCQ.Poll(wc)
+		if perr != nil {
+			fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+			return 0, perr
+		}
 		for i := 0; i < ne; i++ {
 			if wc[i].Status != uverbs.WCSuccess {
 				compErrSend(stderr, &wc[i], totS, totC)

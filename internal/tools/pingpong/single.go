@@ -2,6 +2,7 @@ package pingpong
 
 import (
 	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/ibvtext"
 
 	"errors"
 	"fmt"
@@ -331,7 +332,12 @@ func runSingle(k kind, o *options, stdout, stderr io.Writer) int {
 		}
 		ne := 0
 		for {
-			ne = c.cq.Poll(wc[:])
+			var perr error
+			ne, perr = c.cq.Poll(wc[:])
+			if perr != nil {
+				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+				return 1
+			}
 			if o.events || ne >= 1 {
 				break
 			}
@@ -368,7 +374,7 @@ func runSingle(k kind, o *options, stdout, stderr io.Writer) int {
 // replenish receives, and post the next send once both the previous send and receive have completed.
 func (c *pp) parseWC(wc *uverbs.WC, scnt, rcnt, routs *int, iters int, stderr io.Writer) bool {
 	if wc.Status != uverbs.WCSuccess {
-		fmt.Fprintf(stderr, "Failed status %s (%d) for wr_id %d\n", uverbs.WCStatusString(wc.Status), wc.Status, int(wc.WRID))
+		fmt.Fprintf(stderr, "Failed status %s (%d) for wr_id %d\n", ibvtext.WCStatusStr(wc.Status), wc.Status, int(wc.WRID))
 		return false
 	}
 	switch int(wc.WRID) {

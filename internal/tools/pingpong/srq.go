@@ -2,6 +2,7 @@ package pingpong
 
 import (
 	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/ibvtext"
 
 	"fmt"
 	"io"
@@ -297,7 +298,12 @@ func runSRQ(o *options, stdout, stderr io.Writer) int {
 		}
 		ne := 0
 		for {
-			ne = c.cq.Poll(wc)
+			var perr error
+			ne, perr = c.cq.Poll(wc)
+			if perr != nil {
+				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+				return 1
+			}
 			if o.events || ne >= 1 {
 				break
 			}
@@ -331,7 +337,7 @@ func runSRQ(o *options, stdout, stderr io.Writer) int {
 // more than one receive per QP is left, and post that QP's next send once its send and receive completed.
 func (c *srqPP) parseWC(wc *uverbs.WC, scnt, rcnt, routs *int, iters int, stderr io.Writer) bool {
 	if wc.Status != uverbs.WCSuccess {
-		fmt.Fprintf(stderr, "Failed status %s (%d) for wr_id %d\n", uverbs.WCStatusString(wc.Status), wc.Status, int(wc.WRID))
+		fmt.Fprintf(stderr, "Failed status %s (%d) for wr_id %d\n", ibvtext.WCStatusStr(wc.Status), wc.Status, int(wc.WRID))
 		return false
 	}
 	qpi := c.findQP(wc.QPNum)

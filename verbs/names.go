@@ -1,0 +1,35 @@
+package verbs
+
+import "strconv"
+
+// enumName is names[v], or "Type(v)" for a value without a name.
+func enumName(names []string, v uint64, typ string) string {
+	if v < uint64(len(names)) && names[v] != "" {
+		return names[v]
+	}
+	return typ + "(" + strconv.FormatUint(v, 10) + ")"
+}
+
+// flagNames joins the names of the set bits with "|" ("0" for none); unnamed bits print in hex.
+func flagNames(names []string, v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	s := ""
+	for i, n := range names {
+		if v&(1<<i) != 0 {
+			if s != "" {
+				s += "|"
+			}
+			s += n
+			v &^= 1 << i
+		}
+	}
+	if v != 0 {
+		if s != "" {
+			s += "|"
+		}
+		s += "0x" + strconv.FormatUint(v, 16)
+	}
+	return s
+}

@@ -1,0 +1,61 @@
+package verbs
+
+// QPType is a queue pair's transport type (enum ib_qp_type numbering, as enum ibv_qp_type).
+type QPType uint8
+
+// QP types.
+const (
+	QPTypeRC        QPType = 2
+	QPTypeUC        QPType = 3
+	QPTypeUD        QPType = 4
+	QPTypeRawPacket QPType = 8
+	QPTypeXRCSend   QPType = 9
+	QPTypeXRCRecv   QPType = 10
+)
+
+// String is the type's name ("RC", "UD", "XRC_SEND").
+func (t QPType) String() string {
+	switch t {
+	case QPTypeRC:
+		return "RC"
+	case QPTypeUC:
+		return "UC"
+	case QPTypeUD:
+		return "UD"
+	case QPTypeRawPacket:
+		return "RAW_PACKET"
+	case QPTypeXRCSend:
+		return "XRC_SEND"
+	case QPTypeXRCRecv:
+		return "XRC_RECV"
+	}
+	return enumName(nil, uint64(t), "QPType")
+}
+
+// QPState is a queue pair's state (enum ibv_qp_state numbering).
+type QPState uint8
+
+// QP states.
+const (
+	QPStateReset QPState = iota
+	QPStateInit
+	QPStateRTR
+	QPStateRTS
+	QPStateSQD
+	QPStateSQE
+	QPStateErr
+)
+
+var qpStateNames = [...]string{"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"}
+
+// String is the state's name ("RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR").
+func (s QPState) String() string { return enumName(qpStateNames[:], uint64(s), "QPState") }
+
+// QPCap are a queue pair's queue capacities (struct ibv_qp_cap): requested at creation, granted by the kernel.
+type QPCap struct {
+	MaxSendWR     uint32 // send queue depth
+	MaxRecvWR     uint32 // receive queue depth
+	MaxSendSGE    uint32 // SGEs per send request
+	MaxRecvSGE    uint32 // SGEs per receive request
+	MaxInlineData uint32 // bytes a SendInline request may carry
+}

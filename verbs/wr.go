@@ -1,0 +1,95 @@
+package verbs
+
+// SGE is one scatter/gather element: a range of registered memory (struct ibv_sge).
+type SGE struct {
+	Addr   uint64 // start address (the MR's iova space)
+	Length uint32 // bytes
+	LKey   uint32 // the local key of the MR that holds the range
+}
+
+// WROpcode is a send work request's operation (IB_UVERBS_WR_* numbering, as enum ibv_wr_opcode).
+type WROpcode uint32
+
+// Send work request opcodes.
+const (
+	WRRDMAWrite         WROpcode = 0
+	WRRDMAWriteWithImm  WROpcode = 1
+	WRSend              WROpcode = 2
+	WRSendWithImm       WROpcode = 3
+	WRRDMARead          WROpcode = 4
+	WRAtomicCmpAndSwp   WROpcode = 5
+	WRAtomicFetchAndAdd WROpcode = 6
+	WRLocalInv          WROpcode = 7
+	WRBindMW            WROpcode = 8
+	WRSendWithInv       WROpcode = 9
+)
+
+var wrOpcodeNames = [...]string{"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ",
+	"ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "LOCAL_INV", "BIND_MW", "SEND_WITH_INV"}
+
+func (o WROpcode) String() string { return enumName(wrOpcodeNames[:], uint64(o), "WROpcode") }
+
+// SendFlags are a send work request's flags (enum ibv_send_flags).
+type SendFlags uint32
+
+// Send flags.
+const (
+	SendFence     SendFlags = 1 << 0 // wait for earlier RDMA READs and atomics before this request
+	SendSignaled  SendFlags = 1 << 1 // generate a completion (on a QP without SigAll)
+	SendSolicited SendFlags = 1 << 2 // raise a solicited event at the receiver
+	SendInline    SendFlags = 1 << 3 // copy the data into the work queue entry (up to QPCap.MaxInlineData)
+)
+
+var sendFlagNames = [...]string{"FENCE", "SIGNALED", "SOLICITED", "INLINE"}
+
+func (f SendFlags) String() string { return flagNames(sendFlagNames[:], uint64(f)) }
+
+// AHData is the data path's view of an address handle, filled by the provider when the handle is created
+// (uverbs.AH.Data): everything a UD send needs to address its destination without a lookup. Its fields are the
+// provider's: treat the value as opaque and put the pointer in SendWR.AH.
+type AHData struct {
+	Handle uint32   // the kernel object's handle
+	Num    uint32   // the kernel's AH number (rxe), else 0
+	AV     [48]byte // a provider-formatted address vector (mlx5: struct mlx5_wqe_av), else zero
+}
+
+// MWBind describes a memory-window bind carried by a send work request with opcode WRBindMW.
+type MWBind struct {
+	MWRKey  uint32 // the rkey the window has now
+	NewRKey uint32 // the rkey it will have once bound
+	MRLKey  uint32 // the lkey of the memory region the window is bound to
+	Addr    uint64 // start of the window inside the MR
+	Length  uint64 // length of the window
+	Access  uint32 // IBV_ACCESS_* bits the window grants
+}
+
+// SendWR is one send work request (struct ibv_send_wr without the linked list: requests are posted as a slice).
+type SendWR struct {
+	WRID   uint64 // returned in the completion
+	SGL    []SGE  // the data; for inline sends the bytes at the SGEs' addresses are copied into the queue entry
+	Opcode WROpcode
+	Flags  SendFlags
+	// Imm is the immediate data (host byte order; it travels big-endian) for *_WITH_IMM, or the rkey to
+	// invalidate for WRSendWithInv and WRLocalInv.
+	Imm uint32
+
+	// RDMA and atomic operations.
+	RemoteAddr uint64
+	RKey       uint32
+	CompareAdd uint64 // atomic: compare (CAS) or add (FAA)
+	Swap       uint64 // atomic: swap (CAS)
+
+	// UD.
+	AH         *AHData
+	RemoteQPN  uint32
+	RemoteQKey uint32
+
+	// Memory window bind.
+	Bind MWBind
+}
+
+// RecvWR is one receive work request (struct ibv_recv_wr without the linked list).
+type RecvWR struct {
+	WRID uint64 // returned in the completion
+	SGL  []SGE  // where the incoming message is written
+}
