@@ -34,6 +34,11 @@ type QP struct {
 	prov    provider.QP
 	state   QPState
 	life
+
+	// The local half of a connection (Endpoint), guarded by mu.
+	local    Endpoint
+	localGID *GIDEntry
+	hasLocal bool
 }
 
 // CreateQP creates a queue pair (ibv_create_qp) through the QP_CREATE ioctl.

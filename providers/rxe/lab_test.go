@@ -103,29 +103,22 @@ func (e *labEnv) qp(t *testing.T, typ uverbs.QPType, send, recv *uverbs.CQ, srq 
 	return qp
 }
 
-// connectRC takes qp through INIT, RTR and RTS to the remote QP number on this device (loopback).
-func (e *labEnv) connectRC(t *testing.T, qp *uverbs.QP, remote uint32) {
+// connectRC connects qp to remote on this device (loopback) with Endpoint and Connect: rdma-core's defaults,
+// with four outstanding RDMA READs/atomics each way and the shortest RNR timer.
+func (e *labEnv) connectRC(t *testing.T, qp, remote *uverbs.QP) {
 	t.Helper()
-	steps := []struct {
-		attr uverbs.QPAttr
-		mask uverbs.QPAttrMask
-	}{
-		{uverbs.QPAttr{State: uverbs.QPStateInit, PortNum: 1, AccessFlags: uverbs.AccessLocalWrite |
-			uverbs.AccessRemoteWrite | uverbs.AccessRemoteRead | uverbs.AccessRemoteAtomic},
-			uverbs.QPAttrState | uverbs.QPAttrPKeyIndex | uverbs.QPAttrPort | uverbs.QPAttrAccessFlags},
-		{uverbs.QPAttr{State: uverbs.QPStateRTR, PathMTU: uverbs.MTU1024, DestQPN: remote, MaxDestRdAtomic: 4,
-			MinRNRTimer: 1, AHAttr: uverbs.AHAttr{IsGlobal: true, PortNum: 1,
-				GRH: uverbs.GlobalRoute{DGID: e.gid, SGIDIndex: e.gidIndex, HopLimit: 1}}},
-			uverbs.QPAttrState | uverbs.QPAttrAV | uverbs.QPAttrPathMTU | uverbs.QPAttrDestQPN | uverbs.QPAttrRQPSN |
-				uverbs.QPAttrMaxDestRdAtomic | uverbs.QPAttrMinRNRTimer},
-		{uverbs.QPAttr{State: uverbs.QPStateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 4},
-			uverbs.QPAttrState | uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry |
-				uverbs.QPAttrSQPSN | uverbs.QPAttrMaxQPRdAtomic},
+	eo := &uverbs.EndpointOptions{Port: 1, GIDIndex: int(e.gidIndex)}
+	ep, err := remote.Endpoint(eo)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, s := range steps {
-		if err := qp.Modify(&s.attr, s.mask); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := qp.Endpoint(eo); err != nil {
+		t.Fatal(err)
+	}
+	o := uverbs.DefaultConnectOptions()
+	o.MTU, o.MaxRdAtomic, o.MaxDestRdAtomic, o.MinRNRTimer = uverbs.MTU1024, 4, 4, 1
+	if err := qp.Connect(ep, &o); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -164,8 +157,8 @@ func (e *labEnv) rcPair(t *testing.T, c uverbs.QPCap, ch *uverbs.CompChannel) rc
 	p.cqA, p.cqB = e.cq(t, 64, nil), e.cq(t, 64, ch)
 	p.a = e.qp(t, uverbs.QPTypeRC, p.cqA, p.cqA, nil, c)
 	p.b = e.qp(t, uverbs.QPTypeRC, p.cqB, p.cqB, nil, c)
-	e.connectRC(t, p.a, p.b.QPN())
-	e.connectRC(t, p.b, p.a.QPN())
+	e.connectRC(t, p.a, p.b)
+	e.connectRC(t, p.b, p.a)
 	return p
 }
 
@@ -440,8 +433,8 @@ func TestLabSRQResize(t *testing.T) {
 	t.Cleanup(func() { check(t, srq.Close()) })
 	a := e.qp(t, uverbs.QPTypeRC, cqA, cqA, nil, labCap)
 	b := e.qp(t, uverbs.QPTypeRC, cqB, cqB, srq, uverbs.QPCap{MaxSendWR: 4, MaxSendSGE: 1})
-	e.connectRC(t, a, b.QPN())
-	e.connectRC(t, b, a.QPN())
+	e.connectRC(t, a, b)
+	e.connectRC(t, b, a)
 	if _, err := b.PostRecv([]uverbs.RecvWR{{}}); !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("PostRecv on a QP with an SRQ: %v, want EINVAL", err)
 	}
@@ -497,8 +490,8 @@ func TestLabCQResize(t *testing.T) {
 	peer := e.cq(t, 8, nil)
 	a := e.qp(t, uverbs.QPTypeRC, cq, cq, nil, labCap)
 	b := e.qp(t, uverbs.QPTypeRC, peer, peer, nil, labCap)
-	e.connectRC(t, a, b.QPN())
-	e.connectRC(t, b, a.QPN())
+	e.connectRC(t, a, b)
+	e.connectRC(t, b, a)
 	if err := cq.ReqNotify(false); err != nil {
 		t.Fatal(err)
 	}
@@ -586,7 +579,7 @@ func TestLabStateGates(t *testing.T) {
 	if _, err := qp.PostRecv([]uverbs.RecvWR{{}}); !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("PostRecv after RESET: %v, want EINVAL", err)
 	}
-	e.connectRC(t, qp, qp.QPN())
+	e.connectRC(t, qp, qp)
 	for i := 0; i < 3; i++ {
 		copy(e.buf[100:], []byte{byte('a' + i)})
 		if _, err := qp.PostRecv([]uverbs.RecvWR{{WRID: uint64(200 + i), SGL: []uverbs.SGE{e.mr.SGE(200, 1)}}}); err != nil {

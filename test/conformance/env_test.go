@@ -246,7 +246,8 @@ func (p *player) ahAttr() uverbs.AHAttr {
 		GRH: uverbs.GlobalRoute{DGID: p.e.gid.GID, SGIDIndex: uint8(p.e.gid.Index), HopLimit: 1}}
 }
 
-// toInit moves the QP RESET->INIT with the attributes its type needs.
+// toInit moves the QP RESET->INIT with the attributes its type needs (for the state-machine cases that stop
+// there; connect brings a QP all the way with the library's Connect / ActivateUD).
 func (p *player) toInit() error {
 	a := &uverbs.QPAttr{State: uverbs.QPStateInit, PKeyIndex: 0, PortNum: uint8(p.e.pnum)}
 	mask := uverbs.QPAttrState | uverbs.QPAttrPKeyIndex | uverbs.QPAttrPort
@@ -260,48 +261,36 @@ func (p *player) toInit() error {
 	return p.qp.Modify(a, mask)
 }
 
-// toRTR moves the QP INIT->RTR towards remote.
-func (p *player) toRTR(remote *player) error {
-	if p.o.qpType == uverbs.QPTypeUD {
-		return p.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState)
-	}
-	a := &uverbs.QPAttr{State: uverbs.QPStateRTR, PathMTU: pathMTU, DestQPN: remote.qp.QPN(), RQPSN: remote.psn,
-		AHAttr: remote.ahAttr()}
-	mask := uverbs.QPAttrState | uverbs.QPAttrAV | uverbs.QPAttrPathMTU | uverbs.QPAttrDestQPN | uverbs.QPAttrRQPSN
-	if p.o.qpType == uverbs.QPTypeRC {
-		a.MaxDestRdAtomic, a.MinRNRTimer = rdAtomic, minRNRTimer
-		mask |= uverbs.QPAttrMaxDestRdAtomic | uverbs.QPAttrMinRNRTimer
-	}
-	return p.qp.Modify(a, mask)
+// endpoint is the player's half of a connection: its QP's Endpoint on the suite's port and GID, with the
+// player's PSN and the suite's Q_Key.
+func (p *player) endpoint() uverbs.Endpoint {
+	ep, err := p.qp.Endpoint(&uverbs.EndpointOptions{Port: p.e.pnum, GIDIndex: p.e.gid.Index, PSN: p.psn, QKey: udQKey})
+	require.NoError(p.e.t, err)
+	return ep
 }
 
-// toRTS moves the QP RTR->RTS.
-func (p *player) toRTS() error {
-	a := &uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: p.psn}
-	mask := uverbs.QPAttrState | uverbs.QPAttrSQPSN
-	if p.o.qpType == uverbs.QPTypeRC {
-		a.Timeout, a.RetryCnt, a.RNRRetry, a.MaxRdAtomic = timeout, retryCnt, rnrRetry, rdAtomic
-		if p.o.noRNR {
-			a.RNRRetry = 0
-		}
-		mask |= uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry | uverbs.QPAttrMaxQPRdAtomic
-	}
-	return p.qp.Modify(a, mask)
-}
-
-// connect brings the QP to RTS towards remote (UD: creates the AH of remote).
+// connect brings the QP to RTS towards remote with the library's one-call set-up (uverbs.QP.Connect, or
+// ActivateUD and an AH of remote for UD) and pyverbs' attributes.
 func (p *player) connect(remote *player) {
 	t := p.e.t
 	t.Helper()
 	p.peer = remote
-	require.NoError(t, p.toInit())
-	require.NoError(t, p.toRTR(remote))
-	require.NoError(t, p.toRTS())
+	p.endpoint()
 	if p.o.qpType == uverbs.QPTypeUD {
-		ah, err := p.pd.CreateAH(remote.ahAttr())
+		require.NoError(t, p.qp.ActivateUD(nil))
+		attr, err := p.qp.AHAttrTo(remote.endpoint())
+		require.NoError(t, err)
+		ah, err := p.pd.CreateAH(attr)
 		require.NoError(t, err)
 		p.ah = cleanup(t, ah)
+		return
 	}
+	o := uverbs.DefaultConnectOptions()
+	o.MTU, o.Access = pathMTU, p.o.qpAccess
+	if p.o.noRNR {
+		o.RNRRetry = 0
+	}
+	require.NoError(t, p.qp.Connect(remote.endpoint(), &o))
 }
 
 // restate moves an errored QP back to RTS: RESET, then INIT, RTR, RTS (pyverbs' restate_qps).

@@ -45,12 +45,13 @@ func TestCreateQP(t *testing.T) {
 					p := e.newPlayer(o)
 					want := uverbs.QPStateReset
 					if withAttr {
-						require.NoError(t, p.toInit())
-						want = uverbs.QPStateInit
 						if tc.typ == uverbs.QPTypeUD {
-							require.NoError(t, p.toRTR(nil))
-							require.NoError(t, p.toRTS())
+							p.endpoint()
+							require.NoError(t, p.qp.ActivateUD(nil))
 							want = uverbs.QPStateRTS
+						} else {
+							require.NoError(t, p.toInit())
+							want = uverbs.QPStateInit
 						}
 					}
 					a, err := p.qp.Query(uverbs.QPAttrState)

@@ -1,7 +1,11 @@
 package smoke
 
 import (
+	"errors"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
@@ -62,27 +66,9 @@ func TestOpenQuery(t *testing.T) {
 	buf.Close()
 }
 
-func connectRC(t *testing.T, qp *uverbs.QP, remote uint32, gid uverbs.GID) {
-	t.Helper()
-	init := &uverbs.QPAttr{State: uverbs.QPStateInit, PKeyIndex: 0, PortNum: 1,
-		AccessFlags: uverbs.AccessRemoteWrite | uverbs.AccessRemoteRead | uverbs.AccessLocalWrite | uverbs.AccessRemoteAtomic}
-	if err := qp.Modify(init, uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags); err != nil {
-		t.Fatal(err)
-	}
-	rtr := &uverbs.QPAttr{State: uverbs.QPStateRTR, PathMTU: uverbs.MTU1024, DestQPN: remote, RQPSN: 0,
-		MaxDestRdAtomic: 1, MinRNRTimer: 12,
-		AHAttr: uverbs.AHAttr{IsGlobal: true, PortNum: 1, GRH: uverbs.GlobalRoute{DGID: gid, SGIDIndex: 1, HopLimit: 1}}}
-	if err := qp.Modify(rtr, uverbs.QPAttrState|uverbs.QPAttrAV|uverbs.QPAttrPathMTU|uverbs.QPAttrDestQPN|
-		uverbs.QPAttrRQPSN|uverbs.QPAttrMaxDestRdAtomic|uverbs.QPAttrMinRNRTimer); err != nil {
-		t.Fatal(err)
-	}
-	rts := &uverbs.QPAttr{State: uverbs.QPStateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: 0, MaxRdAtomic: 1}
-	if err := qp.Modify(rts, uverbs.QPAttrState|uverbs.QPAttrTimeout|uverbs.QPAttrRetryCnt|uverbs.QPAttrRNRRetry|
-		uverbs.QPAttrSQPSN|uverbs.QPAttrMaxQPRdAtomic); err != nil {
-		t.Fatal(err)
-	}
-}
-
+// TestRCLoopback is the program a new user writes: two RC QPs connected with Endpoint and Connect, one message
+// sent with PostRecv/PostSend, completions read with Poll and WC.Err. Then the error contract: a post before
+// RTS names the device, and every verb on a closed QP is ErrClosed.
 func TestRCLoopback(t *testing.T) {
 	labtest.Require(t)
 	ctx, err := uverbs.Open(labtest.Device())
@@ -90,42 +76,78 @@ func TestRCLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctx.Close()
-	gid, err := ctx.QueryGID(1, 1)
+	pd, err := ctx.AllocPD()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pd, _ := ctx.AllocPD()
 	defer pd.Close()
-	buf, _ := uverbs.AllocBuffer(8192)
+	buf, err := uverbs.AllocBuffer(8192)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer buf.Close()
-	mr, err := pd.RegMR(buf.Bytes(), uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite|uverbs.AccessRemoteRead|uverbs.AccessRemoteAtomic)
+	mr, err := pd.RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mr.Close()
-	cq, _ := ctx.CreateCQ(uverbs.CQAttr{CQE: 64})
+	cq, err := ctx.CreateCQ(uverbs.CQAttr{CQE: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer cq.Close()
-	caps := uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 64}
+	caps := uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}
 	a, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: caps})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, _ := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: caps})
+	b, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: caps})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer b.Close()
-	connectRC(t, a, b.QPN(), gid.GID)
-	connectRC(t, b, a.QPN(), gid.GID)
+
+	// A post before RTS fails, naming the verb and the device.
+	_, err = a.PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend}})
+	var verr *uverbs.Error
+	if !errors.As(err, &verr) || verr.Device != ctx.Name() || verr.Op != "post send" || !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("post send in RESET: %v; want a post send error on %s matching EINVAL", err, ctx.Name())
+	}
+
+	// Exchange endpoints (here in memory; over TCP they travel as MarshalBinary's bytes) and connect.
+	epA, err := a.Endpoint(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epB, err := b.Endpoint(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire, _ := epB.MarshalBinary()
+	var gotB uverbs.Endpoint
+	if err := gotB.UnmarshalBinary(wire); err != nil || gotB != epB {
+		t.Fatalf("endpoint round trip: %+v, %v", gotB, err)
+	}
+	if err := a.Connect(gotB, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Connect(epA, nil); err != nil {
+		t.Fatal(err)
+	}
+
 	mem := buf.Bytes()
-	copy(mem[0:], "hello from goverbs")
+	copy(mem, "hello from goverbs")
 	if _, err := b.PostRecv([]uverbs.RecvWR{{WRID: 2, SGL: []uverbs.SGE{mr.SGE(4096, 1024)}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.PostSend([]uverbs.SendWR{{WRID: 1, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: []uverbs.SGE{mr.SGE(0, 18)}}}); err != nil {
+	if _, err := a.PostSend([]uverbs.SendWR{{WRID: 1, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
+		SGL: []uverbs.SGE{mr.SGE(0, 18)}}}); err != nil {
 		t.Fatal(err)
 	}
 	wcs := make([]uverbs.WC, 4)
 	got := 0
-	for i := 0; i < 1000000 && got < 2; i++ {
+	for deadline := time.Now().Add(30 * time.Second); got < 2 && time.Now().Before(deadline); {
 		n, err := cq.Poll(wcs[got:])
 		if err != nil {
 			t.Fatal(err)
@@ -136,12 +158,25 @@ func TestRCLoopback(t *testing.T) {
 		t.Fatalf("got %d completions", got)
 	}
 	for _, wc := range wcs[:2] {
-		t.Logf("wc %+v", wc)
-		if wc.Status != uverbs.WCSuccess {
-			t.Fatalf("completion %+v", wc)
+		if err := wc.Err(); err != nil {
+			t.Fatalf("completion %+v: %v", wc, err)
 		}
 	}
 	if string(mem[4096:4096+18]) != "hello from goverbs" {
 		t.Fatalf("received %q", mem[4096:4096+18])
+	}
+
+	// After Close every verb on the QP is ErrClosed, data path included.
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, errSend := a.PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend}})
+	_, errRecv := a.PostRecv([]uverbs.RecvWR{{}})
+	errModify := a.Modify(&uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState)
+	_, errEndpoint := a.Endpoint(nil)
+	for name, err := range map[string]error{"PostSend": errSend, "PostRecv": errRecv, "Modify": errModify, "Endpoint": errEndpoint} {
+		if !errors.Is(err, uverbs.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
 	}
 }

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/goverbs/goverbs/test/labtest"
+)
+
+// The README's "Using the library" program is this file (without its doc comment).
+func TestREADMEShowsThisProgram(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := src[bytes.Index(src, []byte("package main")):]
+	start := bytes.Index(readme, []byte("```go\npackage main"))
+	if start < 0 {
+		t.Fatal("README has no Go program")
+	}
+	block := readme[start+len("```go\n"):]
+	block = block[:bytes.Index(block, []byte("```"))]
+	if !bytes.Equal(block, body) {
+		t.Fatalf("README's program differs from examples/connect/main.go:\n%s", strings.TrimSpace(string(block)))
+	}
+}
+
+// TestLabMain runs the program against the lab's rxe0 (main exits non-zero through log.Fatal on any error).
+func TestLabMain(t *testing.T) {
+	labtest.Require(t)
+	if labtest.Device() != "rxe0" {
+		t.Skipf("the example opens rxe0; the device under test is %s", labtest.Device())
+	}
+	main()
+}
