@@ -81,3 +81,22 @@ func ExampleWC_Err() {
 	// SUCCESS RC RTS
 	// RNR_RETRY_EXC_ERR
 }
+
+// Access bits are checked with the kernel's rules before any system call.
+func ExampleAccess_Validate() {
+	fmt.Println(uverbs.AccessLocalWrite|uverbs.AccessRemoteRead, (uverbs.AccessLocalWrite | uverbs.AccessRemoteRead).Validate())
+	fmt.Println(uverbs.AccessRemoteWrite.Validate())
+	// Output:
+	// LOCAL_WRITE|REMOTE_READ <nil>
+	// remote write or atomic access requires local write: invalid argument
+}
+
+// GIDs print as the kernel and rdma-core print them; a RoCE v2 IPv4 GID is an IPv4-mapped IPv6 address.
+func ExampleGID_String() {
+	g := uverbs.GID{10: 0xff, 11: 0xff, 12: 10, 13: 233, 14: 0, 15: 1}
+	fmt.Println(g, g.Addr().Unmap())
+	fmt.Println(uverbs.MTU1024, uverbs.PortActive, uverbs.ReregPD|uverbs.ReregAccess, uverbs.SRQAttrLimit)
+	// Output:
+	// 0000:0000:0000:0000:0000:ffff:0ae9:0001 10.233.0.1
+	// 1024 ACTIVE PD|ACCESS LIMIT
+}

@@ -125,8 +125,8 @@ func (c *Context) Name() string { return c.dev.Name }
 // FD is the uverbs command file descriptor (for raw commands through package rawcmd).
 func (c *Context) FD() int { return c.fd }
 
-// DriverID is the driver id every command on this context carries.
-func (c *Context) DriverID() uint32 { return uint32(c.dev.DriverID) }
+// DriverID is the driver id every command on this context carries (uint32(id) for package rawcmd).
+func (c *Context) DriverID() DriverID { return c.dev.DriverID }
 
 // NumCompVectors is the number of completion vectors (GET_CONTEXT).
 func (c *Context) NumCompVectors() int { return int(c.numComp) }
@@ -169,12 +169,12 @@ func (c *Context) Close() error {
 // write runs a legacy command through the INVOKE_WRITE tunnel.
 func (c *Context) write(w *rawcmd.Write) error {
 	cmd := new(rawcmd.Cmd)
-	return cmd.InvokeWrite(c.fd, c.DriverID(), w)
+	return cmd.InvokeWrite(c.fd, uint32(c.dev.DriverID), w)
 }
 
 // ioctl starts a new ioctl command for this context's driver.
 func (c *Context) newCmd(object, method uint16) *rawcmd.Cmd {
-	return rawcmd.New(object, method, c.DriverID())
+	return rawcmd.New(object, method, uint32(c.dev.DriverID))
 }
 
 // addObject / dropObject count live children so Close can refuse while they exist.

@@ -30,8 +30,9 @@ const (
 const accessMandatory = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic |
 	AccessMWBind | AccessZeroBased | AccessOnDemand | AccessHugeTLB
 
-// validate applies the kernel's ib_check_mr_access rules, so the error names the cause before a syscall.
-func (a Access) validate() error {
+// Validate applies the kernel's ib_check_mr_access rules (RegMR and Rereg call it first), so a bad combination
+// is named before any system call.
+func (a Access) Validate() error {
 	if a&^(accessMandatory|abi.IB_UVERBS_ACCESS_OPTIONAL_RANGE) != 0 {
 		return fmt.Errorf("unknown access bits %#x: %w", uint32(a&^accessMandatory), unix.EINVAL)
 	}
@@ -80,7 +81,7 @@ func (pd *PD) regMR(addr uintptr, length int, iova uint64, access Access) (*MR, 
 	if err := pd.checkOpen(); err != nil {
 		return nil, wrap("reg MR", c.dev.Name, err)
 	}
-	if err := access.validate(); err != nil {
+	if err := access.Validate(); err != nil {
 		return nil, wrap("reg MR", c.dev.Name, err)
 	}
 	if access&abi.IB_UVERBS_ACCESS_OPTIONAL_RANGE != 0 && c.coreSupp&abi.IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS == 0 {
@@ -121,16 +122,23 @@ func (mr *MR) SGE(off, n int) SGE {
 	return SGE{Addr: uint64(mr.addr) + uint64(off), Length: uint32(n), LKey: mr.lkey}
 }
 
-// Rereg flags (IB_MR_REREG_*).
+// ReregFlags select what MR.Rereg changes (IB_MR_REREG_*).
+type ReregFlags uint32
+
+// Rereg flags.
 const (
-	ReregTrans  = 1 << 0
-	ReregPD     = 1 << 1
-	ReregAccess = 1 << 2
+	ReregTrans  ReregFlags = 1 << 0 // a new memory range
+	ReregPD     ReregFlags = 1 << 1 // a new protection domain
+	ReregAccess ReregFlags = 1 << 2 // new access rights
 )
+
+var reregFlagNames = [...]string{"TRANS", "PD", "ACCESS"}
+
+func (f ReregFlags) String() string { return flagString(reregFlagNames[:], uint64(f)) }
 
 // Rereg changes the registration (ibv_rereg_mr): with ReregTrans a new range (buf), with ReregPD a new PD,
 // with ReregAccess new access rights. Devices that cannot re-register answer ErrNotSupported (rxe on 6.1).
-func (mr *MR) Rereg(flags int, pd *PD, buf []byte, access Access) error {
+func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf []byte, access Access) error {
 	c := mr.pd.ctx
 	if err := mr.checkOpen(); err != nil {
 		return wrapf(c.dev.Name, err, "rereg MR %#x", mr.handle)
@@ -153,7 +161,7 @@ func (mr *MR) Rereg(flags int, pd *PD, buf []byte, access Access) error {
 		in.PdHandle = pd.handle
 	}
 	if flags&ReregAccess != 0 {
-		if err := access.validate(); err != nil {
+		if err := access.Validate(); err != nil {
 			return wrap("rereg MR", c.dev.Name, err)
 		}
 		in.AccessFlags = uint32(access)

@@ -178,14 +178,10 @@ const (
 	PortActiveDefer
 )
 
-var portStateNames = [...]string{"PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED", "PORT_ACTIVE", "PORT_ACTIVE_DEFER"}
+var portStateNames = [...]string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
 
-func (s PortState) String() string {
-	if int(s) < len(portStateNames) {
-		return portStateNames[s]
-	}
-	return "invalid state"
-}
+// String is the state's name ("ACTIVE"); ibv_devinfo's "PORT_ACTIVE" is the tools' text.
+func (s PortState) String() string { return enumString(portStateNames[:], uint64(s), "PortState") }
 
 // MTU is an IB MTU enum value (1 = 256 ... 5 = 4096).
 type MTU uint8

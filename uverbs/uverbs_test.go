@@ -69,7 +69,7 @@ func TestAccessValidate(t *testing.T) {
 		{1 << 15, false},
 		{AccessLocalWrite | AccessRelaxedOrdering, true},
 	} {
-		err := c.a.validate()
+		err := c.a.Validate()
 		if (err == nil) != c.ok {
 			t.Errorf("access %#x: err %v, want ok=%v", uint32(c.a), err, c.ok)
 		}

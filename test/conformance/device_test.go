@@ -121,7 +121,7 @@ func TestNegQueryGIDTableZeroEntries(t *testing.T) {
 	e := newEnv(t)
 	var entry abi.IbUverbsGidEntry
 	num := new(uint64)
-	cmd := rawcmd.New(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_GID_TABLE, e.ctx.DriverID())
+	cmd := rawcmd.New(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_GID_TABLE, uint32(e.ctx.DriverID()))
 	cmd.ConstIn(abi.UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE, uint64(unsafe.Sizeof(entry)))
 	cmd.U32In(abi.UVERBS_ATTR_QUERY_GID_TABLE_FLAGS, 0)
 	cmd.PtrOut(abi.UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, unsafe.Pointer(&entry), 0)

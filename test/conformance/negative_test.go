@@ -433,7 +433,7 @@ func TestNegSRQ(t *testing.T) {
 // domain opens and closes.
 func TestXRCDSupportIsTyped(t *testing.T) {
 	e := newEnv(t)
-	x, err := e.ctx.OpenXRCD(-1, unix.O_CREAT)
+	x, err := e.ctx.OpenXRCD(-1, uverbs.XRCDCreate)
 	if err != nil {
 		require.ErrorIs(t, err, uverbs.ErrNotSupported)
 		return
@@ -455,7 +455,7 @@ func TestXRCTypesAreTyped(t *testing.T) {
 	} else {
 		require.NoError(t, qp.Close())
 	}
-	x, err := e.ctx.OpenXRCD(-1, unix.O_CREAT)
+	x, err := e.ctx.OpenXRCD(-1, uverbs.XRCDCreate)
 	if err != nil {
 		require.ErrorIs(t, err, uverbs.ErrNotSupported)
 		return

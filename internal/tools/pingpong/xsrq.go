@@ -209,7 +209,7 @@ func (r *xsrqResources) open(o *xsrqOptions, stderr io.Writer) bool {
 		fd = -1
 	}
 	r.fd = fd
-	if r.xrcd, err = r.ctx.OpenXRCD(r.fd, unix.O_CREAT); err != nil {
+	if r.xrcd, err = r.ctx.OpenXRCD(r.fd, uverbs.XRCDCreate); err != nil {
 		fmt.Fprintf(stderr, "Couldn't Open the XRC Domain %d\n", cstd.ErrnoOf(err, unix.EOPNOTSUPP))
 		return false
 	}
