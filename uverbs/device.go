@@ -28,11 +28,12 @@ const (
 	DriverMLX5    = netlinkrdma.DriverMLX5
 )
 
-// SysfsRoot is where sysfs is mounted (tests may point it elsewhere).
-var SysfsRoot = "/sys"
-
-// DevDir is where the uverbs character devices live.
-var DevDir = "/dev/infiniband"
+// Where discovery looks: sysfs and the uverbs character devices. Discovery functions take the roots as
+// parameters (tests pass fake trees); nothing in the package is a mutable global.
+const (
+	sysfsRoot = "/sys"
+	devDir    = "/dev/infiniband"
+)
 
 // Device is an RDMA device as discovery finds it; Open it to use it.
 type Device struct {
@@ -53,7 +54,9 @@ type Device struct {
 }
 
 // SysfsPath is the device's directory under /sys/class/infiniband.
-func (d *Device) SysfsPath() string { return filepath.Join(SysfsRoot, "class", "infiniband", d.Name) }
+func (d *Device) SysfsPath() string { return ibdevPath(sysfsRoot, d.Name) }
+
+func ibdevPath(sysfs, name string) string { return filepath.Join(sysfs, "class", "infiniband", name) }
 
 // ErrNoDevice is returned (wrapped) when a named device does not exist.
 var ErrNoDevice = errors.New("no such RDMA device")
@@ -66,7 +69,7 @@ func Devices() ([]Device, error) {
 	devs, nlErr := devicesFromNetlink()
 	if nlErr != nil {
 		var err error
-		devs, err = devicesFromSysfs()
+		devs, err = devicesFromSysfs(sysfsRoot, devDir)
 		if err != nil {
 			return nil, fmt.Errorf("list RDMA devices: netlink: %v; sysfs: %w", nlErr, err)
 		}
@@ -116,7 +119,7 @@ func devicesFromNetlink() ([]Device, error) {
 			}
 		} else {
 			d.Chardev = cd.Name
-			d.DevPath = filepath.Join(DevDir, cd.Name)
+			d.DevPath = filepath.Join(devDir, cd.Name)
 			d.Major, d.Minor = cd.Major, cd.Minor
 			d.ABI = uint32(cd.ABI)
 			d.DriverID = cd.DriverID
@@ -143,7 +146,7 @@ func checkAccess(d *Device) {
 
 // uverbsFromSysfs finds the uverbs interface of one IB device under its sysfs directory.
 func uverbsFromSysfs(ibdev string) (Device, bool) {
-	devs, err := devicesFromSysfs()
+	devs, err := devicesFromSysfs(sysfsRoot, devDir)
 	if err != nil {
 		return Device{}, false
 	}
@@ -157,8 +160,8 @@ func uverbsFromSysfs(ibdev string) (Device, bool) {
 
 // devicesFromSysfs lists uverbs devices from /sys/class/infiniband_verbs, the fallback rdma-core uses when RDMA
 // netlink is not available.
-func devicesFromSysfs() ([]Device, error) {
-	dir := filepath.Join(SysfsRoot, "class", "infiniband_verbs")
+func devicesFromSysfs(sysfs, dev string) ([]Device, error) {
+	dir := filepath.Join(sysfs, "class", "infiniband_verbs")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -177,7 +180,7 @@ func devicesFromSysfs() ([]Device, error) {
 		if err != nil {
 			continue
 		}
-		d := Device{Name: ibdev, Chardev: name, DevPath: filepath.Join(DevDir, name)}
+		d := Device{Name: ibdev, Chardev: name, DevPath: filepath.Join(dev, name)}
 		if s, err := readSysfsString(filepath.Join(base, "dev")); err == nil {
 			if maj, min, ok := strings.Cut(s, ":"); ok {
 				a, _ := strconv.ParseUint(maj, 10, 32)
@@ -189,7 +192,7 @@ func devicesFromSysfs() ([]Device, error) {
 			v, _ := strconv.ParseUint(s, 10, 32)
 			d.ABI = uint32(v)
 		}
-		ibpath := d.SysfsPath()
+		ibpath := ibdevPath(sysfs, d.Name)
 		if s, err := readSysfsString(filepath.Join(ibpath, "node_guid")); err == nil {
 			g, _ := ParseGUID(s)
 			d.NodeGUID = g

@@ -140,9 +140,6 @@ func TestWCLayout(t *testing.T) {
 // Discovery through sysfs, on a fake tree (the fallback when RDMA netlink is unavailable).
 func TestDevicesFromSysfs(t *testing.T) {
 	root := t.TempDir()
-	old := SysfsRoot
-	SysfsRoot = root
-	defer func() { SysfsRoot = old }()
 	write := func(p, s string) {
 		p = filepath.Join(root, p)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -157,7 +154,7 @@ func TestDevicesFromSysfs(t *testing.T) {
 	write("class/infiniband/rxe0/node_guid", "bc32:a1ff:fe1c:2c54\n")
 	write("class/infiniband/rxe0/node_type", "1: CA\n")
 	write("class/infiniband/rxe0/ports/1/state", "4: ACTIVE\n")
-	devs, err := devicesFromSysfs()
+	devs, err := devicesFromSysfs(root, "/dev/infiniband")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -53,8 +52,8 @@ func deviceList() ([]uverbs.Device, error) {
 	if err != nil || len(devs) > 0 {
 		return devs, err
 	}
-	_, errCore := os.Stat(filepath.Join(uverbs.SysfsRoot, "class", "infiniband"))
-	_, errVerbs := os.Stat(filepath.Join(uverbs.SysfsRoot, "class", "infiniband_verbs"))
+	_, errCore := os.Stat("/sys/class/infiniband")
+	_, errVerbs := os.Stat("/sys/class/infiniband_verbs")
 	if errCore != nil && errVerbs != nil {
 		return nil, fmt.Errorf("get device list: %w", unix.ENOSYS)
 	}
