@@ -132,51 +132,28 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	cq.evCond = sync.NewCond(&cq.evMu)
 	cq.uhandle = c.handles.add(cq)
 	p := &provider.CQParams{CQE: attr.CQE, CompVector: uint32(attr.CompVector), Handle: cq.uhandle}
-	created := false
-	respCQE := new(uint32)
+	var res cqCreated
 	prov, err := c.prov.CreateCQ(p, func(uhwIn, uhwOut []byte) error {
-		cmd := c.newCmd(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
-		h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
-		cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_CQE, uint32(p.CQE))
-		cmd.U64In(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, cq.uhandle)
-		if attr.Channel != nil {
-			cmd.FD(abi.UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, attr.Channel.fd)
-		}
-		cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, uint32(attr.CompVector))
-		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, ptr(respCQE), 4)
-		cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_CQ_EVENT_FD, c.asyncFD))
-		addUHW(cmd, uhwIn, uhwOut)
-		if err := cmd.Invoke(c.fd); err != nil {
-			return err
-		}
-		created = true
-		p.Out.Handle = cmd.Handle(h)
-		p.Out.CQE = int(*respCQE)
-		return nil
+		var err error
+		res, err = c.cmdCreateCQ(&attr, cq.uhandle, uint32(p.CQE), uhwIn, uhwOut)
+		p.Out.Handle, p.Out.CQE = res.handle, res.cqe
+		return err
 	})
 	if err != nil {
-		if created {
-			c.destroyCQ(p.Out.Handle)
+		if res.created {
+			c.cmdDestroyCQ(res.handle)
 		}
 		c.handles.del(cq.uhandle)
 		c.dropObject()
 		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "create CQ (cqe %d, vector %d)", attr.CQE, attr.CompVector)
 	}
-	cq.handle, cq.cqe, cq.prov = p.Out.Handle, p.Out.CQE, prov
+	cq.handle, cq.cqe, cq.prov = res.handle, res.cqe, prov
 	if attr.Channel != nil {
 		attr.Channel.mu.Lock()
 		attr.Channel.cqs++
 		attr.Channel.mu.Unlock()
 	}
 	return cq, nil
-}
-
-func (c *Context) destroyCQ(handle uint32) (*abi.IbUverbsDestroyCqResp, error) {
-	resp := new(abi.IbUverbsDestroyCqResp)
-	cmd := c.newCmd(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_DESTROY)
-	cmd.Object(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, handle)
-	cmd.PtrOut(abi.UVERBS_ATTR_DESTROY_CQ_RESP, ptr(resp), int(abi.SizeofIbUverbsDestroyCqResp))
-	return resp, cmd.Invoke(c.fd)
 }
 
 // CQE is the number of entries the CQ holds.
@@ -249,7 +226,7 @@ func (cq *CQ) Close() error {
 	}
 	return cq.life.close(func() error {
 		c := cq.ctx
-		resp, err := c.destroyCQ(cq.handle)
+		resp, err := c.cmdDestroyCQ(cq.handle)
 		if err != nil {
 			return wrapf(c.dev.Name, err, "destroy CQ %#x", cq.handle)
 		}

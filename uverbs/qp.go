@@ -41,118 +41,78 @@ type QP struct {
 	hasLocal bool
 }
 
-// CreateQP creates a queue pair (ibv_create_qp) through the QP_CREATE ioctl.
+// CreateQP creates a queue pair (ibv_create_qp) through the QP_CREATE ioctl: validate, let the provider take
+// part (its driver data and rings), issue the command, record the result.
 func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	c := pd.ctx
 	op := "create QP (" + attr.Type.String() + ")"
-	switch {
-	case attr.Type == QPTypeXRCRecv:
-		if attr.XRCD == nil {
-			return nil, wrap(op, c.dev.Name, fmt.Errorf("an XRC receive QP needs an XRC domain: %w", unix.EINVAL))
-		}
-	case attr.SendCQ == nil || (attr.RecvCQ == nil && attr.Type != QPTypeXRCSend):
-		return nil, wrap(op, c.dev.Name, fmt.Errorf("send and receive CQs are required: %w", unix.EINVAL))
-	case attr.RecvCQ == nil && attr.Type != QPTypeXRCSend:
-		attr.RecvCQ = attr.SendCQ
-	}
-	if err := pd.checkOpen(); err != nil {
+	if err := pd.checkCreateQP(&attr); err != nil {
 		return nil, wrap(op, c.dev.Name, err)
-	}
-	if attr.SendCQ != nil {
-		if err := attr.SendCQ.checkOpen(); err != nil {
-			return nil, wrap(op, c.dev.Name, fmt.Errorf("send CQ: %w", err))
-		}
-	}
-	if attr.RecvCQ != nil {
-		if err := attr.RecvCQ.checkOpen(); err != nil {
-			return nil, wrap(op, c.dev.Name, fmt.Errorf("receive CQ: %w", err))
-		}
-	}
-	if attr.XRCD != nil {
-		if err := attr.XRCD.checkOpen(); err != nil {
-			return nil, wrap(op, c.dev.Name, fmt.Errorf("XRCD: %w", err))
-		}
-	}
-	if attr.SRQ != nil {
-		if err := attr.SRQ.checkOpen(); err != nil {
-			return nil, wrap(op, c.dev.Name, fmt.Errorf("SRQ: %w", err))
-		}
 	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap(op, c.dev.Name, err)
 	}
 	qp := &QP{pd: pd, ctx: c, typ: attr.Type}
 	qp.uhandle = c.handles.add(qp)
+	req := qpCreateReq{attr: &attr, pd: pd, uhandle: qp.uhandle}
 	p := &provider.QPParams{Type: attr.Type, Cap: attr.Cap, SigAll: attr.SigAll, HasSRQ: attr.SRQ != nil,
-		Handle: qp.uhandle}
-	if attr.SendCQ != nil {
-		p.SendCQ = attr.SendCQ.prov
-	}
-	if attr.RecvCQ != nil {
-		p.RecvCQ = attr.RecvCQ.prov
-	}
+		Handle: qp.uhandle, SendCQ: attr.SendCQ.provOrNil(), RecvCQ: attr.RecvCQ.provOrNil()}
 	if attr.SRQ != nil {
 		p.SRQ = attr.SRQ.prov
 	}
-	created := false
+	var res qpCreated
 	prov, err := c.prov.CreateQP(p, func(uhwIn, uhwOut []byte) error {
-		capIn := &abi.IbUverbsQpCap{MaxSendWr: p.Cap.MaxSendWR, MaxRecvWr: p.Cap.MaxRecvWR,
-			MaxSendSge: p.Cap.MaxSendSGE, MaxRecvSge: p.Cap.MaxRecvSGE, MaxInlineData: p.Cap.MaxInlineData}
-		capOut := new(abi.IbUverbsQpCap)
-		qpn := new(uint32)
-		cmd := c.newCmd(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
-		h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
-		// An XRC target QP names only its XRC domain; an XRC initiator has a send CQ and no receive side.
-		if attr.Type == QPTypeXRCRecv {
-			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_XRCD_HANDLE, attr.XRCD.handle)
-		} else {
-			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle)
-			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr.SendCQ.handle)
-		}
-		if attr.RecvCQ != nil {
-			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr.RecvCQ.handle)
-		}
-		if attr.SRQ != nil {
-			cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SRQ_HANDLE, attr.SRQ.handle)
-		}
-		cmd.U64In(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE, qp.uhandle)
-		cmd.PtrIn(abi.UVERBS_ATTR_CREATE_QP_CAP, ptr(capIn), int(abi.SizeofIbUverbsQpCap))
-		cmd.ConstIn(abi.UVERBS_ATTR_CREATE_QP_TYPE, uint64(attr.Type))
-		if attr.SigAll {
-			cmd.U32In(abi.UVERBS_ATTR_CREATE_QP_FLAGS, abi.IB_UVERBS_QP_CREATE_SQ_SIG_ALL)
-		}
-		cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_QP_EVENT_FD, c.asyncFD))
-		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_QP_RESP_CAP, ptr(capOut), int(abi.SizeofIbUverbsQpCap))
-		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, ptr(qpn), 4)
-		addUHW(cmd, uhwIn, uhwOut)
-		if err := cmd.Invoke(c.fd); err != nil {
-			return err
-		}
-		created = true
-		p.Out.Handle = cmd.Handle(h)
-		p.Out.QPN = *qpn
-		p.Out.Cap = QPCap{MaxSendWR: capOut.MaxSendWr, MaxRecvWR: capOut.MaxRecvWr, MaxSendSGE: capOut.MaxSendSge,
-			MaxRecvSGE: capOut.MaxRecvSge, MaxInlineData: capOut.MaxInlineData}
-		return nil
+		var err error
+		res, err = c.cmdCreateQP(&req, uhwIn, uhwOut)
+		p.Out.Handle, p.Out.QPN, p.Out.Cap = res.handle, res.qpn, res.cap
+		return err
 	})
 	if err != nil {
-		if created {
-			c.destroyQP(p.Out.Handle)
+		if res.created {
+			c.cmdDestroyQP(res.handle)
 		}
 		c.handles.del(qp.uhandle)
 		c.dropObject()
 		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "%s with cap %+v", op, attr.Cap)
 	}
-	qp.handle, qp.qpn, qp.cap, qp.prov = p.Out.Handle, p.Out.QPN, p.Out.Cap, prov
+	qp.handle, qp.qpn, qp.cap, qp.prov = res.handle, res.qpn, res.cap, prov
 	return qp, nil
 }
 
-func (c *Context) destroyQP(handle uint32) (uint32, error) {
-	events := new(uint32)
-	cmd := c.newCmd(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
-	cmd.Object(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, handle)
-	cmd.PtrOut(abi.UVERBS_ATTR_DESTROY_QP_RESP, ptr(events), 4)
-	return *events, cmd.Invoke(c.fd)
+// checkCreateQP validates CreateQP's attributes and that every object they name is open.
+func (pd *PD) checkCreateQP(attr *QPInitAttr) error {
+	switch {
+	case attr.Type == QPTypeXRCRecv:
+		if attr.XRCD == nil {
+			return fmt.Errorf("an XRC receive QP needs an XRC domain: %w", unix.EINVAL)
+		}
+	case attr.SendCQ == nil || (attr.RecvCQ == nil && attr.Type != QPTypeXRCSend):
+		return fmt.Errorf("send and receive CQs are required: %w", unix.EINVAL)
+	}
+	if err := pd.checkOpen(); err != nil {
+		return err
+	}
+	for _, o := range []struct {
+		name string
+		l    interface{ checkOpen() error }
+		set  bool
+	}{{"send CQ", attr.SendCQ, attr.SendCQ != nil}, {"receive CQ", attr.RecvCQ, attr.RecvCQ != nil},
+		{"XRCD", attr.XRCD, attr.XRCD != nil}, {"SRQ", attr.SRQ, attr.SRQ != nil}} {
+		if o.set {
+			if err := o.l.checkOpen(); err != nil {
+				return fmt.Errorf("%s: %w", o.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// provOrNil is the CQ's provider object, nil for no CQ.
+func (cq *CQ) provOrNil() provider.CQ {
+	if cq == nil {
+		return nil
+	}
+	return cq.prov
 }
 
 // QPN is the QP number.
@@ -210,7 +170,7 @@ func (qp *QP) Close() error {
 	}
 	return qp.life.close(func() error {
 		c := qp.ctx
-		if _, err := c.destroyQP(qp.handle); err != nil {
+		if _, err := c.cmdDestroyQP(qp.handle); err != nil {
 			return wrapf(c.dev.Name, err, "destroy QP %#x", qp.qpn)
 		}
 		qp.prov.Destroyed()

@@ -57,54 +57,24 @@ func (pd *PD) createSRQ(attr SRQAttr, xrcd *XRCD, cq *CQ) (*SRQ, error) {
 	srq := &SRQ{pd: pd, ctx: c}
 	srq.uhandle = c.handles.add(srq)
 	p := &provider.SRQParams{MaxWR: attr.MaxWR, MaxSGE: attr.MaxSGE, Limit: attr.Limit, Handle: srq.uhandle}
-	created := false
+	var res srqCreated
 	prov, err := c.prov.CreateSRQ(p, func(uhwIn, uhwOut []byte) error {
-		maxWR, maxSGE, srqn := new(uint32), new(uint32), new(uint32)
-		cmd := c.newCmd(abi.UVERBS_OBJECT_SRQ, abi.UVERBS_METHOD_SRQ_CREATE)
-		h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_SRQ_HANDLE)
-		cmd.Object(abi.UVERBS_ATTR_CREATE_SRQ_PD_HANDLE, pd.handle)
-		cmd.U64In(abi.UVERBS_ATTR_CREATE_SRQ_USER_HANDLE, srq.uhandle)
-		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_MAX_WR, p.MaxWR)
-		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_MAX_SGE, p.MaxSGE)
-		cmd.U32In(abi.UVERBS_ATTR_CREATE_SRQ_LIMIT, p.Limit)
-		if xrcd != nil {
-			cmd.Object(abi.UVERBS_ATTR_CREATE_SRQ_XRCD_HANDLE, xrcd.handle)
-			cmd.Object(abi.UVERBS_ATTR_CREATE_SRQ_CQ_HANDLE, cq.handle)
-			cmd.ConstIn(abi.UVERBS_ATTR_CREATE_SRQ_TYPE, abi.IB_UVERBS_SRQT_XRC)
-		} else {
-			cmd.ConstIn(abi.UVERBS_ATTR_CREATE_SRQ_TYPE, abi.IB_UVERBS_SRQT_BASIC)
-		}
-		cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_SRQ_EVENT_FD, c.asyncFD))
-		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR, ptr(maxWR), 4)
-		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE, ptr(maxSGE), 4)
-		cmd.PtrOut(abi.UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM, ptr(srqn), 4)
-		addUHW(cmd, uhwIn, uhwOut)
-		if err := cmd.Invoke(c.fd); err != nil {
-			return err
-		}
-		created = true
-		p.Out.Handle, p.Out.MaxWR, p.Out.MaxSGE, p.Out.SRQN = cmd.Handle(h), *maxWR, *maxSGE, *srqn
-		return nil
+		var err error
+		res, err = c.cmdCreateSRQ(pd, xrcd, cq, p, uhwIn, uhwOut)
+		p.Out.Handle, p.Out.MaxWR, p.Out.MaxSGE, p.Out.SRQN = res.handle, res.maxWR, res.maxSGE, res.srqn
+		return err
 	})
 	if err != nil {
-		if created {
-			c.destroySRQ(p.Out.Handle)
+		if res.created {
+			c.cmdDestroySRQ(res.handle)
 		}
 		c.handles.del(srq.uhandle)
 		c.dropObject()
 		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "create SRQ (max_wr %d, max_sge %d)", attr.MaxWR, attr.MaxSGE)
 	}
-	srq.handle, srq.srqn, srq.prov = p.Out.Handle, p.Out.SRQN, prov
-	srq.attr = SRQAttr{MaxWR: p.Out.MaxWR, MaxSGE: p.Out.MaxSGE, Limit: attr.Limit}
+	srq.handle, srq.srqn, srq.prov = res.handle, res.srqn, prov
+	srq.attr = SRQAttr{MaxWR: res.maxWR, MaxSGE: res.maxSGE, Limit: attr.Limit}
 	return srq, nil
-}
-
-func (c *Context) destroySRQ(handle uint32) error {
-	events := new(uint32)
-	cmd := c.newCmd(abi.UVERBS_OBJECT_SRQ, abi.UVERBS_METHOD_SRQ_DESTROY)
-	cmd.Object(abi.UVERBS_ATTR_DESTROY_SRQ_HANDLE, handle)
-	cmd.PtrOut(abi.UVERBS_ATTR_DESTROY_SRQ_RESP, ptr(events), 4)
-	return cmd.Invoke(c.fd)
 }
 
 // SRQN is the SRQ number.
@@ -186,7 +156,7 @@ func (srq *SRQ) Close() error {
 	}
 	return srq.life.close(func() error {
 		c := srq.ctx
-		if err := c.destroySRQ(srq.handle); err != nil {
+		if err := c.cmdDestroySRQ(srq.handle); err != nil {
 			return wrapf(c.dev.Name, err, "destroy SRQ %#x", srq.srqn)
 		}
 		srq.prov.Destroyed()

@@ -1,0 +1,72 @@
+package uverbs
+
+import (
+	"github.com/goverbs/goverbs/uverbs/abi"
+)
+
+// The QP commands, as rdma-core's cmd_qp.c: each builds one kernel command from the verb's request and returns
+// what the kernel made. The verbs in qp.go validate, involve the provider and keep the books.
+
+// qpCreateReq is what UVERBS_METHOD_QP_CREATE needs.
+type qpCreateReq struct {
+	attr    *QPInitAttr
+	pd      *PD
+	uhandle uint64
+}
+
+// qpCreated is what the kernel made.
+type qpCreated struct {
+	created bool // the kernel object exists (destroy it if the provider then fails)
+	handle  uint32
+	qpn     uint32
+	cap     QPCap
+}
+
+// cmdCreateQP issues QP_CREATE with the provider's driver data.
+func (c *Context) cmdCreateQP(r *qpCreateReq, uhwIn, uhwOut []byte) (qpCreated, error) {
+	a := r.attr
+	capIn := &abi.IbUverbsQpCap{MaxSendWr: a.Cap.MaxSendWR, MaxRecvWr: a.Cap.MaxRecvWR,
+		MaxSendSge: a.Cap.MaxSendSGE, MaxRecvSge: a.Cap.MaxRecvSGE, MaxInlineData: a.Cap.MaxInlineData}
+	capOut := new(abi.IbUverbsQpCap)
+	qpn := new(uint32)
+	cmd := c.newCmd(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
+	h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_QP_HANDLE)
+	// An XRC target QP names only its XRC domain; an XRC initiator has a send CQ and no receive side.
+	if a.Type == QPTypeXRCRecv {
+		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_XRCD_HANDLE, a.XRCD.handle)
+	} else {
+		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, r.pd.handle)
+		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, a.SendCQ.handle)
+	}
+	if a.RecvCQ != nil {
+		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, a.RecvCQ.handle)
+	}
+	if a.SRQ != nil {
+		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SRQ_HANDLE, a.SRQ.handle)
+	}
+	cmd.U64In(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE, r.uhandle)
+	cmd.PtrIn(abi.UVERBS_ATTR_CREATE_QP_CAP, ptr(capIn), int(abi.SizeofIbUverbsQpCap))
+	cmd.ConstIn(abi.UVERBS_ATTR_CREATE_QP_TYPE, uint64(a.Type))
+	if a.SigAll {
+		cmd.U32In(abi.UVERBS_ATTR_CREATE_QP_FLAGS, abi.IB_UVERBS_QP_CREATE_SQ_SIG_ALL)
+	}
+	cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_QP_EVENT_FD, c.asyncFD))
+	cmd.PtrOut(abi.UVERBS_ATTR_CREATE_QP_RESP_CAP, ptr(capOut), int(abi.SizeofIbUverbsQpCap))
+	cmd.PtrOut(abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, ptr(qpn), 4)
+	addUHW(cmd, uhwIn, uhwOut)
+	if err := cmd.Invoke(c.fd); err != nil {
+		return qpCreated{}, err
+	}
+	return qpCreated{created: true, handle: cmd.Handle(h), qpn: *qpn, cap: QPCap{MaxSendWR: capOut.MaxSendWr,
+		MaxRecvWR: capOut.MaxRecvWr, MaxSendSGE: capOut.MaxSendSge, MaxRecvSGE: capOut.MaxRecvSge,
+		MaxInlineData: capOut.MaxInlineData}}, nil
+}
+
+// cmdDestroyQP issues QP_DESTROY and returns how many async events the kernel reported for the QP.
+func (c *Context) cmdDestroyQP(handle uint32) (uint32, error) {
+	events := new(uint32)
+	cmd := c.newCmd(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY)
+	cmd.Object(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, handle)
+	cmd.PtrOut(abi.UVERBS_ATTR_DESTROY_QP_RESP, ptr(events), 4)
+	return *events, cmd.Invoke(c.fd)
+}
