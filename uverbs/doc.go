@@ -15,8 +15,32 @@
 //
 // Errors are *Error values naming the verb and the device; they unwrap to the kernel's errno, so
 // errors.Is(err, unix.EINVAL) works. Everything the device or kernel does not support matches ErrNotSupported
-// (the kernel's EOPNOTSUPP and EPROTONOSUPPORT). A create refused by the rdma cgroup controller is a
-// *cgroup.LimitError (errors.Is(err, cgroup.ErrLimitReached) and errors.Is(err, unix.EAGAIN) both hold).
+// (the kernel's EOPNOTSUPP and EPROTONOSUPPORT), which is goverbs' one not-supported value and matches
+// errors.ErrUnsupported too. Every verb on a closed object, data path included, matches ErrClosed. A create
+// refused by the rdma cgroup controller is a *cgroup.LimitError (errors.Is(err, cgroup.ErrLimitReached) and
+// errors.Is(err, unix.EAGAIN) both hold). A failed work request is not an error of PostSend or Poll but a
+// completion whose WC.Err is its status (errors.Is(wc.Err(), WCRetryExcErr)).
+//
+// # Data-path errors
+//
+// PostSend, PostRecv, SRQ.PostRecv and Poll return preallocated errors (they never allocate), the same on every
+// provider: "post send on rxe0: queue full: cannot allocate memory". The cause and its errno:
+//
+//	QP state does not allow posting          EINVAL   send before RTS, receive in RESET
+//	queue full                               ENOMEM   n tells how many requests went in; poll, then post the rest
+//	more SGEs than the queue's max_sge       EINVAL
+//	SGE lengths add up to more than 2^32-1   EINVAL
+//	inline data longer than max_inline_data  EINVAL
+//	atomic: 8-byte aligned, at least 8 bytes EINVAL
+//	BIND_MW: RC or UC, no SGEs, no imm       EINVAL
+//	opcode not valid on this QP              EINVAL
+//	opcode not supported by the provider     EOPNOTSUPP (ErrNotSupported; mlx5: memory windows, local invalidate)
+//	UD send without an address handle        EINVAL
+//	address handle not usable                EINVAL
+//	QP has no receive queue (SRQ)            EINVAL
+//	queue destroyed / object closed          ErrClosed
+//	completion for an unknown queue (poll)   EIO
+//	doorbell failed                          the system call's errno (rxe's POST_SEND write)
 //
 // # Data path
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/goverbs/goverbs/uverbs"
 )
 
-func TestOpenQuery(t *testing.T) {
+func TestLabOpenQuery(t *testing.T) {
 	labtest.Require(t)
 	devs, err := uverbs.Devices()
 	if err != nil {
@@ -69,7 +69,7 @@ func TestOpenQuery(t *testing.T) {
 // TestRCLoopback is the program a new user writes: two RC QPs connected with Endpoint and Connect, one message
 // sent with PostRecv/PostSend, completions read with Poll and WC.Err. Then the error contract: a post before
 // RTS names the device, and every verb on a closed QP is ErrClosed.
-func TestRCLoopback(t *testing.T) {
+func TestLabRCLoopback(t *testing.T) {
 	labtest.Require(t)
 	ctx, err := uverbs.Open(labtest.Device())
 	if err != nil {
