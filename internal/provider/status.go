@@ -10,22 +10,22 @@ type Status uint32
 
 // Data-path outcomes.
 const (
-	OK               Status = iota
-	NotReady                // the QP's state does not allow this post (send before RTS, receive in RESET)
-	QueueFull               // no free slot: some requests may have been posted (n tells how many)
-	TooManySGE              // more SGEs than the queue's max SGE
-	TooLong                 // the SGE lengths add up to more than 2^32-1 bytes
-	InlineTooLong           // inline data longer than the QP's max_inline_data
-	BadAtomic               // an atomic needs an 8-byte aligned remote address and at least 8 bytes
-	BadBindMW               // BIND_MW needs an RC or UC QP, no SGEs and no immediate data
-	BadOpcode               // an opcode the verbs do not define, or not valid on this QP type
-	OpcodeNotSupported      // a defined opcode this provider or device does not implement
-	NoAH                    // a UD send without an address handle
-	BadAH                   // an address handle this provider cannot use
-	NoRecvQueue             // the QP has no receive queue of its own (it receives from an SRQ)
-	Destroyed               // the queue was destroyed (a post racing with Close)
-	UnknownCQE              // the device wrote a completion for a queue the provider does not know
-	Doorbell                // the doorbell system call failed; the errno is in the status (DoorbellFailed)
+	OK                 Status = iota
+	NotReady                  // the QP's state does not allow this post (send before RTS, receive in RESET)
+	QueueFull                 // no free slot: some requests may have been posted (n tells how many)
+	TooManySGE                // more SGEs than the queue's max SGE
+	TooLong                   // the SGE lengths add up to more than 2^32-1 bytes
+	InlineTooLong             // inline data longer than the QP's max_inline_data
+	BadAtomic                 // an atomic needs an 8-byte aligned remote address and at least 8 bytes
+	BadBindMW                 // BIND_MW needs an RC or UC QP, no SGEs and no immediate data
+	BadOpcode                 // an opcode the verbs do not define, or not valid on this QP type
+	OpcodeNotSupported        // a defined opcode this provider or device does not implement
+	NoAH                      // a UD send without an address handle
+	BadAH                     // an address handle this provider cannot use
+	NoRecvQueue               // the QP has no receive queue of its own (it receives from an SRQ)
+	Destroyed                 // the queue was destroyed (a post racing with Close)
+	UnknownCQE                // the device wrote a completion for a queue the provider does not know
+	Doorbell                  // the doorbell system call failed; the errno is in the status (DoorbellFailed)
 	numStatus
 )
 
