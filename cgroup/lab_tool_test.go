@@ -21,7 +21,7 @@ const asToolEnv = "GOVERBS_TEST_CGROUPTOOL_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asToolEnv) == "1" {
-		os.Exit(cgrouptool.Run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(cgrouptool.Main("goverbs cgroup", os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -37,7 +37,7 @@ func toolCmd(args ...string) *exec.Cmd {
 // runTool runs "goverbs cgroup ARGS..." in-process.
 func runTool(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := cgrouptool.Run(args, &out, &errb)
+	code := cgrouptool.Main("goverbs cgroup", args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 

@@ -23,7 +23,7 @@ const toolEnv = "GOVERBS_INTEROP_TOOL"
 
 func TestMain(m *testing.M) {
 	if tool := os.Getenv(toolEnv); tool != "" {
-		os.Exit(perftest.Run(tool, os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(perftest.MainProg(tool, os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

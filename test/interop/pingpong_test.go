@@ -22,11 +22,11 @@ type ppTool struct {
 }
 
 var (
-	ppRC  = ppTool{"ibv_rc_pingpong", pingpong.RunRC}
-	ppUC  = ppTool{"ibv_uc_pingpong", pingpong.RunUC}
-	ppUD  = ppTool{"ibv_ud_pingpong", pingpong.RunUD}
-	ppSRQ = ppTool{"ibv_srq_pingpong", pingpong.RunSRQ}
-	ppXRC = ppTool{"ibv_xsrq_pingpong", pingpong.RunXSRQ}
+	ppRC  = ppTool{"ibv_rc_pingpong", pingpong.MainRC}
+	ppUC  = ppTool{"ibv_uc_pingpong", pingpong.MainUC}
+	ppUD  = ppTool{"ibv_ud_pingpong", pingpong.MainUD}
+	ppSRQ = ppTool{"ibv_srq_pingpong", pingpong.MainSRQ}
+	ppXRC = ppTool{"ibv_xsrq_pingpong", pingpong.MainXSRQ}
 )
 
 // The lines the pingpong tools print on a successful run.

@@ -95,9 +95,10 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// Run runs "goverbs cgroup" with args, the arguments after the tool name, and
-// returns the exit status.
-func Run(args []string, stdout, stderr io.Writer) int {
+// Main runs "goverbs cgroup" with args, the arguments after the tool name, and
+// returns the exit status. prog is unused: the messages always say
+// "goverbs cgroup".
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	t := &tool{stdout: stdout, stderr: stderr, opts: options{version: 2}}
 	status, err := t.run(args)
 	if err != nil {

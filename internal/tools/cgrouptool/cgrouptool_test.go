@@ -43,7 +43,7 @@ func fakeTree(t *testing.T) string {
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := Run(args, &out, &errb)
+	code := Main("goverbs cgroup", args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 

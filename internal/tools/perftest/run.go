@@ -45,9 +45,21 @@ var Tests = map[string]struct {
 // (used by the bench to see where the Go side spends its time).
 const ProfileEnv = "GOVERBS_PERFTEST_CPUPROFILE"
 
-// Run runs the perftest named prog ("ib_write_bw", ... or its path) with args (without the program name) and
-// returns its exit status.
-func Run(prog string, args []string, stdout, stderr io.Writer) int {
+// Main runs "goverbs perf TEST [options] [host]": args[0] is the perftest name without "ib_" (write_bw,
+// read_lat, ...), which then runs as MainProg("ib_"+TEST). prog is unused.
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if _, ok := Tests["ib_"+args[0]]; ok {
+			return MainProg("ib_"+args[0], args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "usage: goverbs perf {write,read,send,atomic}_{bw,lat} [options] [host]\n")
+	return 1
+}
+
+// MainProg runs the perftest program prog names ("ib_write_bw", ... or a path to a link of that name, as the
+// C programs are found by argv[0]) with args (without the program name) and returns its exit status.
+func MainProg(prog string, args []string, stdout, stderr io.Writer) int {
 	name := prog
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
