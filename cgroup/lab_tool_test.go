@@ -83,7 +83,9 @@ func testTool(t *testing.T, h *cgroup.Hierarchy) {
 	// NewCgroup finds the existing cgroup and removes it at cleanup.
 	c := cgrouptest.NewCgroup(t, h, "tool")
 
-	if code, _, errs := runTool(append(hargs, "set", path, cgrouptest.Device(), "hca_object=2")...); code != 0 {
+	// CGROUP may also be the directory below the mount point
+	// ("set /sys/fs/cgroup/goverbs-lab/tool ...").
+	if code, _, errs := runTool(append(hargs, "set", c.Dir(), cgrouptest.Device(), "hca_object=2")...); code != 0 {
 		t.Fatalf("set: %d %s", code, errs)
 	}
 	if l, err := c.DeviceLimit(cgrouptest.Device()); err != nil || l.HCAObject != 2 || l.HCAHandle != cgroup.Max {

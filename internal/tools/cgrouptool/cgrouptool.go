@@ -13,8 +13,9 @@
 //	goverbs cgroup [OPTIONS] exec CGROUP [--] CMD [ARG...]
 //	goverbs cgroup [OPTIONS] where
 //
-// CGROUP is a path in the hierarchy ("/jobs/a" or "jobs/a"); show defaults to
-// the caller's own cgroup. RESOURCE is hca_handle (verbs contexts) or
+// CGROUP is a path in the hierarchy ("/jobs/a" or "jobs/a") or the cgroup's
+// directory below the mount point ("/sys/fs/cgroup/jobs/a"; see
+// cgroup.Hierarchy.Resolve); show defaults to the caller's own cgroup. RESOURCE is hca_handle (verbs contexts) or
 // hca_object (PDs, CQs, QPs, MRs, SRQs, AHs, MWs, ...); VALUE is a number
 // from 0 or "max". set changes only the resources it names; unset sets every
 // resource of DEV back to max. create makes missing cgroups and, on v2,
@@ -186,7 +187,11 @@ func (t *tool) open(path string) (*cgroup.Cgroup, error) {
 	if path == "" {
 		return h.CgroupOf(os.Getpid())
 	}
-	return h.Cgroup(path)
+	cp, err := h.Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	return h.Cgroup(cp)
 }
 
 // row is one device of show.
@@ -353,7 +358,11 @@ func (t *tool) create(args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.Create(rest[0])
+	cp, err := h.Resolve(rest[0])
+	if err != nil {
+		return err
+	}
+	_, err = h.Create(cp)
 	return err
 }
 
