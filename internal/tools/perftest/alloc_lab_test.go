@@ -57,9 +57,9 @@ func labPair(t *testing.T, verb Verb, kind Kind, conn int, iters uint64) (cli, s
 	return cli, srv
 }
 
-// TestMeasuredLoopsAllocateNothing runs every measured loop on the lab device and checks that a whole run
+// TestLabMeasuredLoopsAllocateNothing runs every measured loop on the lab device and checks that a whole run
 // (set-up of the work requests, the loop, the completions) allocates nothing.
-func TestMeasuredLoopsAllocateNothing(t *testing.T) {
+func TestLabMeasuredLoopsAllocateNothing(t *testing.T) {
 	labtest.Require(t)
 	const iters = 50
 	oneSided := []struct {
