@@ -2,57 +2,35 @@ package cgroup
 
 import (
 	"errors"
-	"fmt"
 
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/goverbs/cgroup/limit"
 )
 
 // ErrLimitReached is matched (errors.Is) by every [*LimitError]: an RDMA
-// resource could not be charged because a cgroup limit was reached.
-var ErrLimitReached = errors.New("rdma cgroup limit reached")
+// resource could not be charged because a cgroup limit was reached. It is
+// [limit.ErrReached].
+var ErrLimitReached = limit.ErrReached
 
 // LimitError is the error of a verbs call that the RDMA cgroup controller
 // refused: the kernel answered EAGAIN because charging Resource on Device
 // would exceed rdma.max in the caller's cgroup or in one of its ancestors.
+// It is [limit.Error], defined in that leaf package so that the verbs core
+// builds it without importing this one.
 //
 // errors.Is(err, ErrLimitReached) and errors.Is(err, unix.EAGAIN) both hold.
-type LimitError struct {
-	Device   string   // RDMA device name, e.g. "rxe0"
-	Resource Resource // HCAHandle for a context, HCAObject for any other object
-	Err      error    // the kernel's error, normally unix.EAGAIN
-}
-
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("%v: %s on %s: %v", ErrLimitReached, e.Resource, e.Device, e.Err)
-}
-
-// Unwrap returns the kernel's error.
-func (e *LimitError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrLimitReached].
-func (e *LimitError) Is(target error) bool { return target == ErrLimitReached }
+type LimitError = limit.Error
 
 // ChargeError turns the error of a uverbs command that charges res on device
 // into a [*LimitError] when it is EAGAIN, the errno the RDMA controller gives
 // when a charge would exceed a limit (rdmacg_try_charge). Other errors, and
-// nil, are returned unchanged.
-//
-// Which resource a command charges: GET_CONTEXT (opening a verbs context)
-// charges [HCAHandle]; every command that creates an IDR-type object charges
-// [HCAObject]: alloc PD, reg MR (and DM/dma-buf MR), alloc MW, create AH, CQ,
-// QP, SRQ, XRC SRQ, WQ, RWQ indirection table, flow, flow action, counters,
-// alloc DM, open XRCD, open QP, and mlx5 DEVX/UMEM/VAR/UAR/packet-pacing
-// allocations. Creating a completion channel or an async event file charges
-// nothing, so EAGAIN from those is not a limit.
+// nil, are returned unchanged. It is [limit.Charge], whose documentation
+// lists which command charges which resource.
 //
 // Drivers may return EAGAIN for their own reasons after the charge succeeded;
 // the kernel gives no way to tell them apart, so a caller that must be sure
 // can compare rdma.current with rdma.max of its cgroup ([Self]).
 func ChargeError(err error, device string, res Resource) error {
-	if err == nil || !errors.Is(err, unix.EAGAIN) {
-		return err
-	}
-	return &LimitError{Device: device, Resource: res, Err: err}
+	return limit.Charge(err, device, res)
 }
 
 // ErrNoController means no mounted cgroup hierarchy carries the RDMA

@@ -64,3 +64,53 @@ func ExampleHierarchy_Create() {
 		fmt.Println(err)
 	}
 }
+
+// Limits are numbers or "max", which is also what 2147483647 means.
+func ExampleParseValue() {
+	for _, s := range []string{"16", "max", "2147483647", "-1"} {
+		v, err := cgroup.ParseValue(s)
+		if err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		fmt.Println(v, v == cgroup.Max)
+	}
+	// Output:
+	// 16 false
+	// max true
+	// max true
+	// error: "-1": not a decimal number or max
+}
+
+// One RESOURCE=VALUE argument, as "goverbs cgroup set" takes it.
+func ExampleParseResourceValue() {
+	rv, err := cgroup.ParseResourceValue("hca_object=max")
+	fmt.Println(rv.Resource, rv.Value, err)
+	_, err = cgroup.ParseResourceValue("hca_objects=1")
+	fmt.Println(err)
+	// Output:
+	// hca_object max <nil>
+	// cgroup: limit "hca_objects=1": unknown resource "hca_objects" (want hca_handle or hca_object)
+}
+
+// ParseSetting reads back a line FormatSetting writes.
+func ExampleParseSetting() {
+	dev, values, err := cgroup.ParseSetting("rxe0 hca_handle=1 hca_object=max")
+	fmt.Println(dev, values, err)
+	// Output: rxe0 [hca_handle=1 hca_object=max] <nil>
+}
+
+// A cgroup is named by its path in the hierarchy or by its directory below
+// the mount point; both resolve to the hierarchy path.
+func ExampleHierarchy_Resolve() {
+	h := cgroup.NewHierarchy(cgroup.V2, "/sys/fs/cgroup")
+	for _, p := range []string{"/jobs/a", "jobs/a", "/sys/fs/cgroup/jobs/a", "/sys/fs/cgroup"} {
+		cp, err := h.Resolve(p)
+		fmt.Println(cp, err)
+	}
+	// Output:
+	// /jobs/a <nil>
+	// /jobs/a <nil>
+	// /jobs/a <nil>
+	// / <nil>
+}

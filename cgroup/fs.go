@@ -112,6 +112,48 @@ func cleanPath(p string) (string, error) {
 	return path.Clean("/" + p), nil
 }
 
+// ErrOutsideHierarchy is wrapped by the error of [Hierarchy.Resolve] for a
+// directory that is not in the hierarchy.
+var ErrOutsideHierarchy = errors.New("not in the cgroup hierarchy")
+
+// Resolve returns the path in the hierarchy (as [Hierarchy.Cgroup] and
+// [Hierarchy.Create] take it) that p names. p is either a path in the
+// hierarchy ("/a/b" or "a/b"; "/" is the root) or the cgroup's directory in
+// the filesystem, at or below the mount point ("/sys/fs/cgroup/a/b" for
+// "/a/b" when the hierarchy is mounted at /sys/fs/cgroup).
+//
+// An absolute p at or below the mount point is a directory. Any other
+// absolute p is a path in the hierarchy, unless its first element is not a
+// cgroup at the hierarchy's root but exists at the filesystem's root ("/tmp/x"
+// with no cgroup /tmp): that is a directory outside the hierarchy, and the
+// error, wrapping [ErrOutsideHierarchy], names p and the mount point.
+func (h *Hierarchy) Resolve(p string) (string, error) {
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("cgroup: path %q contains NUL", p)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return cleanPath(p)
+	}
+	fp := filepath.Clean(p)
+	mp := filepath.Clean(h.Mountpoint)
+	if mp == "/" {
+		return cleanPath(fp)
+	}
+	if rel, ok := strings.CutPrefix(fp, mp); ok && (rel == "" || rel[0] == '/') {
+		return cleanPath(rel)
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(fp, "/"), "/")
+	if first != "" {
+		if _, err := os.Lstat(h.dir("/" + first)); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat("/" + first); err == nil {
+				return "", fmt.Errorf("cgroup: %s: %w: the %v rdma hierarchy is mounted at %s; give a directory below it or a path in it (\"/a/b\")",
+					p, ErrOutsideHierarchy, h.Version, h.Mountpoint)
+			}
+		}
+	}
+	return cleanPath(fp)
+}
+
 // Cgroup returns the existing cgroup at path p of the hierarchy ("/a/b" or
 // "a/b"; "/" is the root). ".." cannot climb above the root.
 func (h *Hierarchy) Cgroup(p string) (*Cgroup, error) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -193,5 +194,53 @@ func TestCreateEnablesController(t *testing.T) {
 	x, _ := v1.Cgroup("/")
 	if err := x.Remove(); err == nil {
 		t.Fatal("removing the root succeeded")
+	}
+}
+
+func TestResolve(t *testing.T) {
+	h := fakeV2(t)
+	mustWrite(t, filepath.Join(h.Mountpoint, "usr", procsFile), "") // a cgroup named like a top-level directory
+	outside := t.TempDir()
+	for in, want := range map[string]string{
+		// Paths in the hierarchy, as Cgroup takes them.
+		"": "/", "/": "/", "a": "/a", "/a": "/a", "/a/b/..": "/a", "sys/fs/x": "/sys/fs/x",
+		"/new/x": "/new/x", // not there yet (create): no such top-level directory either
+		"/usr/x": "/usr/x", // the hierarchy has a cgroup /usr, so /usr/x is in it
+		// Directories at or below the mount point.
+		h.Mountpoint:                        "/",
+		h.Mountpoint + "/":                  "/",
+		h.Mountpoint + "/a":                 "/a",
+		h.Mountpoint + "/a/../nordma":       "/nordma",
+		filepath.Join(h.Mountpoint, "x/y"):  "/x/y",
+		h.Mountpoint + "//a///":             "/a",
+		filepath.Join(h.Mountpoint, "usr"):  "/usr",
+		filepath.Join(h.Mountpoint, "../a"): "", // climbs out: outside
+	} {
+		got, err := h.Resolve(in)
+		if want == "" {
+			if !errors.Is(err, ErrOutsideHierarchy) {
+				t.Errorf("Resolve(%q) = %q, %v; want ErrOutsideHierarchy", in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	// A directory elsewhere is an error naming it and the mount point.
+	_, err := h.Resolve(outside)
+	if !errors.Is(err, ErrOutsideHierarchy) || !strings.Contains(err.Error(), outside) || !strings.Contains(err.Error(), h.Mountpoint) {
+		t.Errorf("Resolve(%q) error = %v", outside, err)
+	}
+	// A mount prefix that is not a path prefix ("/sys/fs/cgroupX") is not below the mount.
+	if got, err := h.Resolve(h.Mountpoint + "X/a"); err == nil {
+		t.Errorf("Resolve(mount+\"X/a\") = %q, want an error", got)
+	}
+	// Mounted at "/", every absolute path is in the hierarchy.
+	if got, err := NewHierarchy(V2, "/").Resolve("/tmp/x"); err != nil || got != "/tmp/x" {
+		t.Errorf("mounted at /: Resolve = %q, %v", got, err)
+	}
+	if _, err := h.Resolve("/a\x00"); err == nil {
+		t.Error("Resolve accepted a NUL")
 	}
 }

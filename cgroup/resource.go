@@ -6,28 +6,25 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/goverbs/goverbs/cgroup/limit"
 )
 
 // Resource names one resource the RDMA controller accounts, spelled as in
-// rdma.max and rdma.current.
-type Resource string
+// rdma.max and rdma.current. It is [limit.Resource].
+type Resource = limit.Resource
 
 // The resources of the Linux RDMA controller, in the order the kernel prints
 // them.
 const (
 	// HCAHandle counts verbs contexts (one per GET_CONTEXT).
-	HCAHandle Resource = "hca_handle"
+	HCAHandle = limit.HCAHandle
 	// HCAObject counts IDR-type uverbs objects (PD, CQ, QP, MR, SRQ, AH, MW, ...).
-	HCAObject Resource = "hca_object"
+	HCAObject = limit.HCAObject
 )
 
 // Resources lists the resources this package knows, in kernel order.
 var Resources = []Resource{HCAHandle, HCAObject}
-
-// Known reports whether r is one of [Resources].
-func (r Resource) Known() bool {
-	return r == HCAHandle || r == HCAObject
-}
 
 // Value is a limit or a usage count. [Max] means "no limit".
 type Value int64

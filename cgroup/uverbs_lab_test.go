@@ -1,9 +1,8 @@
 // This file runs the charging tests of TestLab with goverbs' own uverbs
-// package. It needs the uverbs package (branch main) and uverbs/limit.go
-// returning cgroup.ChargeError(err, dev, cgroup.Resource(resource)); once
-// both are merged, delete the build constraint above. Verified in the lab on
-// a trial merge of main at 9e5452b (all TestLab/V1, V2 uverbs subtests and
-// TestLab/RefusedContext/uverbs pass).
+// package, whose creates return uverbs/limit.go's limit error (a
+// *cgroup.LimitError, built by cgroup/limit without importing package
+// cgroup). Verified in the lab on a trial merge of main at 9e5452b (all
+// TestLab/V1, V2 uverbs subtests and TestLab/RefusedContext/uverbs pass).
 
 package cgroup_test
 

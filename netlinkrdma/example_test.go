@@ -17,6 +17,27 @@ func ExampleGUID() {
 	// Output: 0002:c903:00a1:b2c3
 }
 
+// ParseGUID reads what GUID.String prints (and what sysfs node_guid holds).
+func ExampleParseGUID() {
+	g, err := netlinkrdma.ParseGUID("0002:c903:00a1:b2c3")
+	fmt.Printf("%#x %v\n", uint64(g), err)
+	_, err = netlinkrdma.ParseGUID("0002:c903:00a1")
+	fmt.Println(err)
+	// Output:
+	// 0x2c90300a1b2c3 <nil>
+	// netlinkrdma: GUID "0002:c903:00a1": want four groups of hex digits separated by ':'
+}
+
+// Enumerations print iproute2's names; capability masks list theirs, lowest
+// bit first.
+func ExampleDeviceCaps_Names() {
+	fmt.Println(netlinkrdma.NodeTypeCA, netlinkrdma.PortStateActive, netlinkrdma.PhysStateLinkUp)
+	fmt.Println(netlinkrdma.DeviceCaps(1<<11 | 1<<15 | 1<<21).Names())
+	// Output:
+	// ca ACTIVE LINK_UP
+	// [SYS_IMAGE_GUID LOCAL_DMA_LKEY MEM_MGT_EXTENSIONS]
+}
+
 // Listing devices and finding their uverbs character devices, as
 // libibverbs does.
 func ExampleConn_Devices() {

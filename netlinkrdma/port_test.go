@@ -83,3 +83,21 @@ func FuzzDecodePort(f *testing.F) {
 		}
 	})
 }
+
+func TestParseGUID(t *testing.T) {
+	for _, g := range []GUID{0, 1, 0x0002c90300a1b2c3, 0xffffffffffffffff, 0x1234000000005678} {
+		got, err := ParseGUID(g.String())
+		if err != nil || got != g {
+			t.Errorf("ParseGUID(%q) = %#x, %v", g.String(), uint64(got), err)
+		}
+	}
+	if g, err := ParseGUID("2:c903:a1:B2C3"); err != nil || g != 0x0002c90300a1b2c3 {
+		t.Errorf("short groups: %#x, %v", uint64(g), err)
+	}
+	for _, bad := range []string{"", ":::", "0002:c903:00a1", "0002:c903:00a1:b2c3:0000", "00002:c903:00a1:b2c3",
+		"0002:c903:00a1:b2cg", "+002:c903:00a1:b2c3", "0002:c903::b2c3", "0002c90300a1b2c3"} {
+		if g, err := ParseGUID(bad); err == nil {
+			t.Errorf("ParseGUID(%q) = %#x, want an error", bad, uint64(g))
+		}
+	}
+}

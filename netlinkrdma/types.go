@@ -2,6 +2,8 @@ package netlinkrdma
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/goverbs/goverbs/uverbs/abi"
 )
@@ -15,6 +17,33 @@ type GUID uint64
 // four hex digits, most significant first ("0002:c903:00a1:b2c3").
 func (g GUID) String() string {
 	return fmt.Sprintf("%04x:%04x:%04x:%04x", uint16(g>>48), uint16(g>>32), uint16(g>>16), uint16(g))
+}
+
+// ParseGUID parses the form String prints and sysfs shows: four groups of one
+// to four hex digits separated by colons, most significant first
+// ("0002:c903:00a1:b2c3").
+func ParseGUID(s string) (GUID, error) {
+	var g GUID
+	rest := s
+	for i := 0; i < 4; i++ {
+		group := rest
+		if i < 3 {
+			var ok bool
+			group, rest, ok = strings.Cut(rest, ":")
+			if !ok {
+				return 0, fmt.Errorf("netlinkrdma: GUID %q: want four groups of hex digits separated by ':'", s)
+			}
+		}
+		if len(group) == 0 || len(group) > 4 {
+			return 0, fmt.Errorf("netlinkrdma: GUID %q: group %q is not 1 to 4 hex digits", s, group)
+		}
+		v, err := strconv.ParseUint(group, 16, 16)
+		if err != nil {
+			return 0, fmt.Errorf("netlinkrdma: GUID %q: group %q is not 1 to 4 hex digits", s, group)
+		}
+		g = g<<16 | GUID(v)
+	}
+	return g, nil
 }
 
 // NodeType is the RDMA node type of a device (kernel enum rdma_node_type).

@@ -13,8 +13,9 @@
 //	goverbs cgroup [OPTIONS] exec CGROUP [--] CMD [ARG...]
 //	goverbs cgroup [OPTIONS] where
 //
-// CGROUP is a path in the hierarchy ("/jobs/a" or "jobs/a"); show defaults to
-// the caller's own cgroup. RESOURCE is hca_handle (verbs contexts) or
+// CGROUP is a path in the hierarchy ("/jobs/a" or "jobs/a") or the cgroup's
+// directory below the mount point ("/sys/fs/cgroup/jobs/a"; see
+// cgroup.Hierarchy.Resolve); show defaults to the caller's own cgroup. RESOURCE is hca_handle (verbs contexts) or
 // hca_object (PDs, CQs, QPs, MRs, SRQs, AHs, MWs, ...); VALUE is a number
 // from 0 or "max". set changes only the resources it names; unset sets every
 // resource of DEV back to max. create makes missing cgroups and, on v2,
@@ -95,9 +96,10 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// Run runs "goverbs cgroup" with args, the arguments after the tool name, and
-// returns the exit status.
-func Run(args []string, stdout, stderr io.Writer) int {
+// Main runs "goverbs cgroup" with args, the arguments after the tool name, and
+// returns the exit status. prog is unused: the messages always say
+// "goverbs cgroup".
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	t := &tool{stdout: stdout, stderr: stderr, opts: options{version: 2}}
 	status, err := t.run(args)
 	if err != nil {
@@ -185,7 +187,11 @@ func (t *tool) open(path string) (*cgroup.Cgroup, error) {
 	if path == "" {
 		return h.CgroupOf(os.Getpid())
 	}
-	return h.Cgroup(path)
+	cp, err := h.Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	return h.Cgroup(cp)
 }
 
 // row is one device of show.
@@ -352,7 +358,11 @@ func (t *tool) create(args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.Create(rest[0])
+	cp, err := h.Resolve(rest[0])
+	if err != nil {
+		return err
+	}
+	_, err = h.Create(cp)
 	return err
 }
 

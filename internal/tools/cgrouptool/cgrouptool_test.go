@@ -43,7 +43,7 @@ func fakeTree(t *testing.T) string {
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := Run(args, &out, &errb)
+	code := Main("goverbs cgroup", args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -87,6 +87,45 @@ func TestSetUnset(t *testing.T) {
 	}
 	if got := read(t, max); got != "mlx5_0 hca_handle=max hca_object=max" {
 		t.Fatalf("rdma.max written as %q", got)
+	}
+}
+
+// TestAbsolutePaths: CGROUP may be the cgroup's directory below the mount
+// point ("goverbs cgroup set /sys/fs/cgroup/lim rxe0 hca_handle=1").
+func TestAbsolutePaths(t *testing.T) {
+	root := fakeTree(t)
+	max := filepath.Join(root, "a", "rdma.max")
+	dir := filepath.Join(root, "a")
+	code, out, errs := run(t, "-mount", root, "show", dir+"/")
+	if code != 0 || !strings.HasPrefix(out, "cgroup /a (v2 "+root+")\n") {
+		t.Fatalf("show %s/: %d %q %s", dir, code, out, errs)
+	}
+	if code, _, errs := run(t, "-mount", root, "set", dir, "rxe0", "hca_handle=2"); code != 0 {
+		t.Fatalf("set %s: %d %s", dir, code, errs)
+	}
+	if got := read(t, max); got != "rxe0 hca_handle=2" {
+		t.Fatalf("rdma.max written as %q", got)
+	}
+	if code, _, errs := run(t, "-mount", root, "-version", "1", "create", filepath.Join(root, "x", "y")); code != 0 {
+		t.Fatalf("create: %d %s", code, errs)
+	}
+	if st, err := os.Stat(filepath.Join(root, "x", "y")); err != nil || !st.IsDir() {
+		t.Fatalf("create made no directory: %v", err)
+	}
+	if code, _, errs := run(t, "-mount", root, "delete", filepath.Join(root, "x", "y")); code != 0 {
+		t.Fatalf("delete: %d %s", code, errs)
+	}
+	// A directory outside the hierarchy: exit 1, naming it and the mount.
+	outside := t.TempDir()
+	for _, cmd := range [][]string{{"set", outside, "rxe0", "hca_handle=1"}, {"show", outside}, {"create", outside + "/x"}, {"unset", outside, "rxe0"}} {
+		code, _, errs := run(t, append([]string{"-mount", root}, cmd...)...)
+		want := "goverbs cgroup: cgroup: " + outside
+		if code != 1 || !strings.HasPrefix(errs, want) || !strings.Contains(errs, "mounted at "+root) {
+			t.Errorf("%q = %d %q; want 1 with %q and the mount", cmd, code, errs, want)
+		}
+	}
+	if _, err := os.Stat(outside + "/x"); !os.IsNotExist(err) {
+		t.Errorf("create outside made %s/x: %v", outside, err)
 	}
 }
 

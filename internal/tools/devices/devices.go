@@ -11,6 +11,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/internal/tools/sysfs"
 	"github.com/goverbs/goverbs/internal/tools/verbsdev"
+	"github.com/goverbs/goverbs/internal/tools/verbssrc"
 )
 
 // Entry is one line of the listing.
@@ -54,16 +55,38 @@ func (s SysfsSource) Entries() ([]Entry, error) {
 	return out, nil
 }
 
+// UverbsSource lists devices like "goverbs devinfo" (package verbssrc: the
+// uverbs package's discovery with libibverbs' filtering).
+type UverbsSource struct {
+	// Stderr receives libibverbs' warnings; may be nil.
+	Stderr io.Writer
+}
+
+// Entries implements Source.
+func (s UverbsSource) Entries() ([]Entry, error) {
+	devs, err := verbssrc.List(s.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(devs))
+	for i, d := range devs {
+		out[i] = Entry{Name: d.Name, NodeGUID: uint64(d.NodeGUID)}
+	}
+	return out, nil
+}
+
 // Command is one configured ibv_devices.
 type Command struct {
-	// Source lists the devices; the real system's sysfs when nil.
+	// Source lists the devices; libibverbs' sysfs scan of the real system
+	// (SysfsSource over sysfs.Host) when nil.
 	Source Source
 }
 
-// Run runs ibv_devices on the real system. ibv_devices takes no options:
-// args are ignored, as the C tool ignores them.
-func Run(args []string, stdout, stderr io.Writer) int {
-	return Command{}.Run(args, stdout, stderr)
+// Main is the tool as goverbs runs it: ibv_devices over UverbsSource.
+// ibv_devices takes no options and prints no program name: prog and args
+// are ignored, as the C tool ignores its arguments.
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
+	return Command{Source: UverbsSource{Stderr: stderr}}.Run(args, stdout, stderr)
 }
 
 // Run runs the command and returns the exit status of the C tool: 0, or 1

@@ -24,24 +24,18 @@ type Command struct {
 	// Prog is argv[0] as usage and diagnostics print it; "ibv_devinfo"
 	// when empty.
 	Prog string
-	// Source supplies devices and query results; DefaultSource(stderr) when
-	// nil.
+	// Source supplies devices and query results; NewUverbsSource(stderr)
+	// (the real system) when nil.
 	Source Source
 	// Posix stops option parsing at the first operand (POSIXLY_CORRECT);
 	// when nil, the environment decides.
 	Posix *bool
 }
 
-// DefaultSource returns the Source Run uses when Command.Source is nil. It
-// is a variable so that the binary can install the uverbs-backed source;
-// until then it is SysfsSource on the real system, which lists devices but
-// cannot open them.
-var DefaultSource = func(stderr io.Writer) Source { return SysfsSource{Stderr: stderr} }
-
-// Run runs ibv_devinfo with args (without the program name) and returns its
-// exit status.
-func Run(args []string, stdout, stderr io.Writer) int {
-	return Command{}.Run(args, stdout, stderr)
+// Main is the tool as goverbs runs it: ibv_devinfo over the real system
+// (NewUverbsSource), prog being argv[0] as usage and diagnostics print it.
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
+	return Command{Prog: prog}.Run(args, stdout, stderr)
 }
 
 var longOpts = []getopt.LongOption{
@@ -77,7 +71,7 @@ func (c Command) Run(args []string, stdout, stderr io.Writer) int {
 	}
 	src := c.Source
 	if src == nil {
-		src = DefaultSource(stderr)
+		src = NewUverbsSource(stderr)
 	}
 	posix := os.Getenv("POSIXLY_CORRECT") != ""
 	if c.Posix != nil {

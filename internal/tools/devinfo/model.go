@@ -295,8 +295,9 @@ func (e *QueryError) Error() string {
 
 func (e *QueryError) Unwrap() error { return e.Err }
 
-// Source provides the device list and the per-device query results. The
-// lead implements it over package uverbs; DevicesFromSysfs covers the list.
+// Source provides the device list and the per-device query results.
+// UverbsSource is the real system; SysfsSource lists a (fake) sysfs tree
+// without opening devices; tests supply fixed Models.
 type Source interface {
 	// Devices is ibv_get_device_list. Errors must wrap a unix.Errno (it is
 	// printed like perror: "Failed to get IB devices list: <strerror>").

@@ -16,7 +16,7 @@ var ErrNoQueryBackend = errors.New("device queries need the uverbs backend")
 // SysfsSource lists devices from sysfs like libibverbs (package verbsdev).
 // It cannot open devices: Query fails with a StageOpen *QueryError wrapping
 // ErrNoQueryBackend, which ibv_devinfo reports as "Failed to open device".
-// A uverbs-backed Source embeds it for Devices and implements Query.
+// UverbsSource is the Source that can.
 type SysfsSource struct {
 	// FS is the tree; sysfs.Host when zero.
 	FS sysfs.FS

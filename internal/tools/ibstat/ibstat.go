@@ -40,10 +40,10 @@ type Command struct {
 	Posix *bool
 }
 
-// Run runs ibstat with args (without the program name) on the real system
-// and returns its exit status.
-func Run(args []string, stdout, stderr io.Writer) int {
-	return Command{}.Run(args, stdout, stderr)
+// Main is the tool as goverbs runs it: ibstat on the real system, prog
+// being argv[0] as diagnostics print it.
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
+	return Command{Prog: prog}.Run(args, stdout, stderr)
 }
 
 // exit is how the C tool's exit() calls unwind Run.

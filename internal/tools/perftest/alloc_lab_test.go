@@ -10,7 +10,7 @@ import (
 )
 
 // labCtx opens the lab device and builds one side's resources the way Run does (without the TCP exchange).
-func labCtx(t *testing.T, verb Verb, kind Kind, conn int, server bool, iters uint64) *ctx {
+func labCtx(t *testing.T, verb Verb, kind Kind, conn int, server bool, iters uint64) *session {
 	t.Helper()
 	p := &Params{Verb: verb, Kind: kind}
 	args := []string{"-n", fmt.Sprint(iters), "-c", connStr[conn]}
@@ -24,7 +24,7 @@ func labCtx(t *testing.T, verb Verb, kind Kind, conn int, server bool, iters uin
 	noErr(t, err)
 	vc, err := dev.Open()
 	noErr(t, err)
-	c := &ctx{p: p, dev: dev, vc: vc}
+	c := &session{p: p, dev: dev, vc: vc}
 	t.Cleanup(c.close)
 	pa, err := vc.QueryPort(p.IBPort)
 	noErr(t, err)
@@ -48,7 +48,7 @@ func labCtx(t *testing.T, verb Verb, kind Kind, conn int, server bool, iters uin
 }
 
 // labPair connects a client and a server context back to back.
-func labPair(t *testing.T, verb Verb, kind Kind, conn int, iters uint64) (cli, srv *ctx) {
+func labPair(t *testing.T, verb Verb, kind Kind, conn int, iters uint64) (cli, srv *session) {
 	cli = labCtx(t, verb, kind, conn, false, iters)
 	srv = labCtx(t, verb, kind, conn, true, iters)
 	cli.rem[0], srv.rem[0] = srv.my[0], cli.my[0]
@@ -57,9 +57,9 @@ func labPair(t *testing.T, verb Verb, kind Kind, conn int, iters uint64) (cli, s
 	return cli, srv
 }
 
-// TestMeasuredLoopsAllocateNothing runs every measured loop on the lab device and checks that a whole run
+// TestLabMeasuredLoopsAllocateNothing runs every measured loop on the lab device and checks that a whole run
 // (set-up of the work requests, the loop, the completions) allocates nothing.
-func TestMeasuredLoopsAllocateNothing(t *testing.T) {
+func TestLabMeasuredLoopsAllocateNothing(t *testing.T) {
 	labtest.Require(t)
 	const iters = 50
 	oneSided := []struct {

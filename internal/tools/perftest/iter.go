@@ -89,8 +89,8 @@ func progress(ctx context.Context, w io.Writer, count *atomic.Uint64) {
 	}
 }
 
-func (c *ctx) waitEvent() error {
-	cq, err := c.ch.GetEvent(context.Background())
+func (s *session) waitEvent() error {
+	cq, err := s.ch.GetEvent(context.Background())
 	if err != nil {
 		return err
 	}
@@ -111,12 +111,12 @@ func compErrRecv(stderr io.Writer, wc *uverbs.WC, rcnt uint64) {
 }
 
 // runBW is run_iter_bw (the sender of a bandwidth test). It returns the iterations to report.
-func (c *ctx) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
-	p := c.p
+func (s *session) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
+	p := s.p
 	nq := p.NumQPs
 	cqMod := uint64(p.CQMod)
 	iters := p.Iters
-	d := &c.dur
+	d := &s.dur
 	d.reset()
 	dur := p.TestType == byDuration
 	if dur {
@@ -126,25 +126,25 @@ func (c *ctx) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 	totIters := iters * uint64(nq)
 	var totS, totC uint64
 	if !dur && p.NoPeak {
-		c.tposted[0] = now()
+		s.tposted[0] = now()
 	}
-	wc := c.wc
-	y := newYielder(c.rate)
+	wc := s.wc
+	y := newYielder(s.rate)
 	for totS < totIters || totC < totIters || (dur && d.state.Load() != stEnd) {
 		y.check()
 		for idx := 0; idx < nq; idx++ {
-			if err := c.postSends(stderr, idx, &totS, p.Verb != VerbSend); err != nil {
+			if err := s.postSends(stderr, idx, &totS, p.Verb != VerbSend); err != nil {
 				return 0, err
 			}
 		}
 		if totC < totIters || (dur && totC < totS) {
 			if p.UseEvent {
-				if err := c.waitEvent(); err != nil {
+				if err := s.waitEvent(); err != nil {
 					fmt.Fprintf(stderr, "Couldn't request CQ notification\n")
 					return 0, err
 				}
 			}
-			ne, perr := c.sendCQ.Poll(wc)
+			ne, perr := s.sendCQ.Poll(wc)
 			if perr != nil {
 				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 				return 0, perr
@@ -155,13 +155,13 @@ func (c *ctx) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 					compErrSend(stderr, &wc[i], totS, totC)
 					return 0, fmt.Errorf("send completion status %d", wc[i].Status)
 				}
-				c.ccnt[id] += cqMod
+				s.ccnt[id] += cqMod
 				totC += cqMod
 				if !p.NoPeak {
 					if totC > totIters {
-						c.tcompleted[iters*uint64(nq)-1] = now()
+						s.tcompleted[iters*uint64(nq)-1] = now()
 					} else {
-						c.tcompleted[totC-1] = now()
+						s.tcompleted[totC-1] = now()
 					}
 				}
 				if dur && d.state.Load() == stSample {
@@ -174,38 +174,38 @@ func (c *ctx) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 		}
 	}
 	if !dur && p.NoPeak {
-		c.tcompleted[0] = now()
+		s.tcompleted[0] = now()
 	}
 	if dur {
-		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
 		return d.iters.Load(), nil
 	}
 	return iters, nil
 }
 
 // runBWServer is run_iter_bw_server (the receiver of ib_send_bw).
-func (c *ctx) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
-	p := c.p
+func (s *session) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
+	p := s.p
 	nq := p.NumQPs
 	iters := p.Iters
 	totIters := iters * uint64(nq)
 	dur := p.TestType == byDuration
-	d := &c.dur
+	d := &s.dur
 	d.reset()
 	rcnt := uint64(0)
-	rcntQP := c.rcntQP
-	posted := c.postedQP
+	rcntQP := s.rcntQP
+	posted := s.postedQP
 	for i := range posted {
 		rcntQP[i] = 0
-		posted[i] = uint64(c.rposted)
+		posted[i] = uint64(s.rposted)
 	}
 	first := true
-	wc := c.wc
-	y := newYielder(c.rate)
+	wc := s.wc
+	y := newYielder(s.rate)
 	defer d.stop()
 	for rcnt < totIters || (dur && d.state.Load() != stEnd) {
 		if p.UseEvent {
-			if err := c.waitEvent(); err != nil {
+			if err := s.waitEvent(); err != nil {
 				fmt.Fprintf(stderr, " Failed to notify events to CQ")
 				return 0, err
 			}
@@ -215,7 +215,7 @@ func (c *ctx) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, error
 			if dur && d.state.Load() == stEnd {
 				break
 			}
-			ne, perr := c.recvCQ.Poll(wc)
+			ne, perr := s.recvCQ.Poll(wc)
 			if perr != nil {
 				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 				return 0, perr
@@ -227,7 +227,7 @@ func (c *ctx) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, error
 				if dur {
 					d.start(p)
 				} else {
-					c.tposted[0] = now()
+					s.tposted[0] = now()
 				}
 				first = false
 			}
@@ -246,7 +246,7 @@ func (c *ctx) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, error
 					count.Add(1)
 				}
 				if dur || posted[id]+1 <= iters {
-					if _, err := c.qps[id].PostRecv(c.rwr[id : id+1]); err != nil {
+					if _, err := s.qps[id].PostRecv(s.rwr[id : id+1]); err != nil {
 						fmt.Fprintf(stderr, "Couldn't post recv Qp=%d rcnt=%d\n", id, rcntQP[id])
 						return 0, err
 					}
@@ -256,45 +256,45 @@ func (c *ctx) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, error
 						sz += udAddition
 					}
 					if sz <= uint64(p.CycleBuffer/2) {
-						c.incLoc(&c.rsge[id], posted[id], c.rxAdr[id])
+						s.incLoc(&s.rsge[id], posted[id], s.rxAdr[id])
 					}
 				}
 			}
 		}
 	}
 	if dur {
-		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
 		return d.iters.Load(), nil
 	}
-	c.tcompleted[0] = now()
+	s.tcompleted[0] = now()
 	return iters, nil
 }
 
 // runLatWrite is run_iter_lat_write: ping-pong by RDMA writes, each side polling the last byte of its buffer.
-func (c *ctx) runLatWrite(stderr io.Writer) (uint64, error) {
-	p := c.p
-	w := &c.wr[0]
+func (s *session) runLatWrite(stderr io.Writer) (uint64, error) {
+	p := s.p
+	w := &s.wr[0]
 	w.SGL[0].Length = uint32(p.Size)
 	w.Flags = uverbs.SendSignaled
 	if p.Size <= uint64(p.InlineSize) {
 		w.Flags |= uverbs.SendInline
 	}
-	mem := c.buf.Bytes()
+	mem := s.buf.Bytes()
 	postOff := p.Size - 1
-	pollOff := uint64(p.NumQPs)*buffSize(c.size, p.CycleBuffer) + p.Size - 1
+	pollOff := uint64(p.NumQPs)*buffSize(s.size, p.CycleBuffer) + p.Size - 1
 	post := &mem[postOff]
 	poll := (*uint8)(&mem[pollOff])
 	iters := p.Iters
 	dur := p.TestType == byDuration
-	d := &c.dur
+	d := &s.dur
 	d.reset()
 	if dur {
 		d.start(p)
 		defer d.stop()
 	}
 	var scnt, ccnt, rcnt uint64
-	wcs := c.wc[:1]
-	y := newYielder(c.rate)
+	wcs := s.wc[:1]
+	y := newYielder(s.rate)
 	for scnt < iters || ccnt < iters || rcnt < iters || (dur && d.state.Load() != stEnd) {
 		if (rcnt < iters || dur) && !(scnt < 1 && p.Server) {
 			rcnt++
@@ -304,16 +304,16 @@ func (c *ctx) runLatWrite(stderr io.Writer) (uint64, error) {
 		}
 		if scnt < iters || dur {
 			if p.LatencyGap > 0 {
-				end := now() + int64(float64(p.LatencyGap)*c.rate)
+				end := now() + int64(float64(p.LatencyGap)*s.rate)
 				for now() < end {
 				}
 			}
 			if !dur {
-				c.tposted[scnt] = now()
+				s.tposted[scnt] = now()
 			}
 			scnt++
 			atomicStore8(post, uint8(scnt))
-			if _, err := c.qps[0].PostSend(c.wr[:1]); err != nil {
+			if _, err := s.qps[0].PostSend(s.wr[:1]); err != nil {
 				fmt.Fprintf(stderr, "Couldn't post send: scnt=%d\n", scnt)
 				return 0, err
 			}
@@ -325,7 +325,7 @@ func (c *ctx) runLatWrite(stderr io.Writer) (uint64, error) {
 			ne := 0
 			for ne == 0 {
 				var perr error
-				ne, perr = c.sendCQ.Poll(wcs)
+				ne, perr = s.sendCQ.Poll(wcs)
 				if perr != nil {
 					fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 					return 0, perr
@@ -343,40 +343,40 @@ func (c *ctx) runLatWrite(stderr io.Writer) (uint64, error) {
 		}
 	}
 	if dur {
-		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
 		return d.iters.Load(), nil
 	}
 	return iters, nil
 }
 
 // runLat is run_iter_lat: the client's read or atomic round trips.
-func (c *ctx) runLat(stderr io.Writer) (uint64, error) {
-	p := c.p
-	w := &c.wr[0]
+func (s *session) runLat(stderr io.Writer) (uint64, error) {
+	p := s.p
+	w := &s.wr[0]
 	w.SGL[0].Length = uint32(p.Size)
 	w.Flags = uverbs.SendSignaled
 	iters := p.Iters
 	dur := p.TestType == byDuration
-	d := &c.dur
+	d := &s.dur
 	d.reset()
 	if dur {
 		d.start(p)
 		defer d.stop()
 	}
 	var scnt uint64
-	wcs := c.wc[:1]
-	y := newYielder(c.rate)
+	wcs := s.wc[:1]
+	y := newYielder(s.rate)
 	for scnt < iters || (dur && d.state.Load() != stEnd) {
 		if p.LatencyGap > 0 {
-			end := now() + int64(float64(p.LatencyGap)*c.rate)
+			end := now() + int64(float64(p.LatencyGap)*s.rate)
 			for now() < end {
 			}
 		}
 		if !dur {
-			c.tposted[scnt] = now()
+			s.tposted[scnt] = now()
 			scnt++
 		}
-		if _, err := c.qps[0].PostSend(c.wr[:1]); err != nil {
+		if _, err := s.qps[0].PostSend(s.wr[:1]); err != nil {
 			fmt.Fprintf(stderr, "Couldn't post send: scnt=%d\n", scnt)
 			return 0, err
 		}
@@ -384,14 +384,14 @@ func (c *ctx) runLat(stderr io.Writer) (uint64, error) {
 			break
 		}
 		if p.UseEvent {
-			if err := c.waitEvent(); err != nil {
+			if err := s.waitEvent(); err != nil {
 				fmt.Fprintf(stderr, "Couldn't request CQ notification\n")
 				return 0, err
 			}
 		}
 		for {
 			y.spin()
-			ne, perr := c.sendCQ.Poll(wcs)
+			ne, perr := s.sendCQ.Poll(wcs)
 			if perr != nil {
 				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 				return 0, perr
@@ -411,16 +411,16 @@ func (c *ctx) runLat(stderr io.Writer) (uint64, error) {
 		}
 	}
 	if dur {
-		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
 		return d.iters.Load(), nil
 	}
 	return iters, nil
 }
 
 // runLatSend is run_iter_lat_send: send/receive ping-pong.
-func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
-	p := c.p
-	w := &c.wr[0]
+func (s *session) runLatSend(stderr io.Writer) (uint64, error) {
+	p := s.p
+	w := &s.wr[0]
 	w.SGL[0].Length = uint32(p.Size)
 	w.Flags = 0
 	if p.Size <= uint64(p.InlineSize) {
@@ -428,27 +428,27 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 	}
 	iters := p.Iters
 	dur := p.TestType == byDuration
-	d := &c.dur
+	d := &s.dur
 	d.reset()
 	defer d.stop()
 	sizePerQP := uint64(p.RxDepth)
 	var scnt, rcnt uint64
 	first := true
 	poll := false
-	wcs := c.wc[:1]
-	swc := c.wc[1:2]
-	y := newYielder(c.rate)
+	wcs := s.wc[:1]
+	swc := s.wc[1:2]
+	y := newYielder(s.rate)
 	for scnt < iters || rcnt < iters || (dur && d.state.Load() != stEnd) {
 		if (rcnt < iters || dur) && !(scnt < 1 && !p.Server) {
 			if p.UseEvent {
-				if err := c.waitEvent(); err != nil {
+				if err := s.waitEvent(); err != nil {
 					fmt.Fprintf(stderr, " Failed to notify events to CQ")
 					return 0, err
 				}
 			}
 			for {
 				y.spin()
-				ne, perr := c.recvCQ.Poll(wcs)
+				ne, perr := s.recvCQ.Poll(wcs)
 				if perr != nil {
 					fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 					return 0, perr
@@ -473,7 +473,7 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 					}
 					if dur || rcnt+sizePerQP <= iters {
 						id := wcs[0].WRID
-						if _, err := c.qps[id].PostRecv(c.rwr[id : id+1]); err != nil {
+						if _, err := s.qps[id].PostRecv(s.rwr[id : id+1]); err != nil {
 							fmt.Fprintf(stderr, "Couldn't post recv: rcnt=%d\n", rcnt)
 							return 0, err
 						}
@@ -486,12 +486,12 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 		}
 		if scnt < iters || (dur && d.state.Load() != stEnd) {
 			if p.LatencyGap > 0 {
-				end := now() + int64(float64(p.LatencyGap)*c.rate)
+				end := now() + int64(float64(p.LatencyGap)*s.rate)
 				for now() < end {
 				}
 			}
 			if !dur {
-				c.tposted[scnt] = now()
+				s.tposted[scnt] = now()
 			}
 			scnt++
 			if scnt%uint64(p.CQMod) == 0 || (!dur && scnt == iters) {
@@ -501,13 +501,13 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 			if dur && d.state.Load() == stEnd {
 				break
 			}
-			if _, err := c.qps[0].PostSend(c.wr[:1]); err != nil {
+			if _, err := s.qps[0].PostSend(s.wr[:1]); err != nil {
 				fmt.Fprintf(stderr, "Couldn't post send: scnt=%d \n", scnt)
 				return 0, err
 			}
 			if poll {
 				if p.UseEvent {
-					if err := c.waitEvent(); err != nil {
+					if err := s.waitEvent(); err != nil {
 						fmt.Fprintf(stderr, " Failed to notify events to CQ")
 						return 0, err
 					}
@@ -516,7 +516,7 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 				for {
 					y.spin()
 					var perr error
-					ne, perr = c.sendCQ.Poll(swc)
+					ne, perr = s.sendCQ.Poll(swc)
 					if perr != nil {
 						fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 						return 0, perr
@@ -535,37 +535,37 @@ func (c *ctx) runLatSend(stderr io.Writer) (uint64, error) {
 		}
 	}
 	if dur {
-		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
 		return d.iters.Load(), nil
 	}
 	return iters, nil
 }
 
 // warmUp is perform_warm_up: a round of tx_depth posts whose completions are drained before measuring.
-func (c *ctx) warmUp(stderr io.Writer) error {
-	p := c.p
-	for i, qp := range c.qps {
-		w := &c.wr[i*p.PostList]
+func (s *session) warmUp(stderr io.Writer) error {
+	p := s.p
+	for i, qp := range s.qps {
+		w := &s.wr[i*p.PostList]
 		saved := w.Flags
 		w.Flags |= uverbs.SendSignaled
 		n := p.TxDepth
 		for j := 0; j < n; j++ {
-			if _, err := qp.PostSend(c.wr[i*p.PostList : i*p.PostList+1]); err != nil {
+			if _, err := qp.PostSend(s.wr[i*p.PostList : i*p.PostList+1]); err != nil {
 				fmt.Fprintf(stderr, "Couldn't post send during warm up: qp %d scnt=%d \n", i, j)
 				return err
 			}
 		}
 		got := 0
 		for got < n {
-			ne, perr := c.sendCQ.Poll(c.wc)
+			ne, perr := s.sendCQ.Poll(s.wc)
 			if perr != nil {
 				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 				return perr
 			}
 			for k := 0; k < ne; k++ {
-				if c.wc[k].Status != uverbs.WCSuccess {
+				if s.wc[k].Status != uverbs.WCSuccess {
 					fmt.Fprintf(stderr, "Failed to complete warm up\n")
-					return fmt.Errorf("warm-up completion status %d", c.wc[k].Status)
+					return fmt.Errorf("warm-up completion status %d", s.wc[k].Status)
 				}
 			}
 			got += ne
@@ -588,17 +588,17 @@ func atomicStore8(b *byte, v uint8) { *b = v }
 
 // runForever is run_iter_bw_infinitely (sender) or run_iter_bw_infinitely_server (receiver): it never returns
 // unless a verb fails. count is the completion counter the periodic reports read.
-func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) error {
-	p := c.p
+func (s *session) runForever(stderr io.Writer, count *atomic.Uint64, server bool) error {
+	p := s.p
 	nq := p.NumQPs
 	pl := uint64(p.PostList)
 	cqMod := uint64(p.CQMod)
-	wc := c.wc
-	y := newYielder(c.rate)
+	wc := s.wc
+	y := newYielder(s.rate)
 	if server {
 		for {
 			y.spin()
-			ne, perr := c.recvCQ.Poll(wc)
+			ne, perr := s.recvCQ.Poll(wc)
 			if perr != nil {
 				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 				return perr
@@ -610,7 +610,7 @@ func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) er
 					return fmt.Errorf("receive completion status %d", wc[i].Status)
 				}
 				count.Add(1)
-				if _, err := c.qps[id].PostRecv(c.rwr[id : id+1]); err != nil {
+				if _, err := s.qps[id].PostRecv(s.rwr[id : id+1]); err != nil {
 					fmt.Fprintf(stderr, "Couldn't post recv Qp=%d\n", id)
 					return err
 				}
@@ -621,24 +621,24 @@ func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) er
 	for {
 		y.check()
 		for idx := 0; idx < nq; idx++ {
-			for c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
-				w := &c.wr[idx*int(pl)]
-				if pl == 1 && c.scnt[idx]%cqMod == 0 && cqMod > 1 {
+			for s.scnt[idx]-s.ccnt[idx]+pl <= uint64(p.TxDepth) {
+				w := &s.wr[idx*int(pl)]
+				if pl == 1 && s.scnt[idx]%cqMod == 0 && cqMod > 1 {
 					w.Flags &^= uverbs.SendSignaled
 				}
-				if _, err := c.qps[idx].PostSend(c.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
-					fmt.Fprintf(stderr, "Couldn't post send: %d scnt=%d \n", idx, c.scnt[idx])
+				if _, err := s.qps[idx].PostSend(s.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
+					fmt.Fprintf(stderr, "Couldn't post send: %d scnt=%d \n", idx, s.scnt[idx])
 					return err
 				}
-				c.scnt[idx] += pl
+				s.scnt[idx] += pl
 				totS += pl
-				if pl == 1 && c.scnt[idx]%cqMod == cqMod-1 {
+				if pl == 1 && s.scnt[idx]%cqMod == cqMod-1 {
 					w.Flags |= uverbs.SendSignaled
 				}
 			}
 		}
 		if totC < totS {
-			ne, perr := c.sendCQ.Poll(wc)
+			ne, perr := s.sendCQ.Poll(wc)
 			if perr != nil {
 				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 				return perr
@@ -648,7 +648,7 @@ func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) er
 					compErrSend(stderr, &wc[i], totS, totC)
 					return fmt.Errorf("send completion status %d", wc[i].Status)
 				}
-				c.ccnt[int(wc[i].WRID)] += cqMod
+				s.ccnt[int(wc[i].WRID)] += cqMod
 				totC += cqMod
 				count.Add(cqMod)
 			}
@@ -658,46 +658,46 @@ func (c *ctx) runForever(stderr io.Writer, count *atomic.Uint64, server bool) er
 
 // runBi is run_iter_bi: both sides of a bidirectional send test send and receive at once. The server starts
 // sending only once the client's first message arrived.
-func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
-	p := c.p
+func (s *session) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
+	p := s.p
 	nq := p.NumQPs
 	cqMod := uint64(p.CQMod)
 	iters := p.Iters
 	dur := p.TestType == byDuration
-	d := &c.dur
+	d := &s.dur
 	d.reset()
 	defer d.stop()
-	rcntQP, posted := c.rcntQP, c.postedQP
+	rcntQP, posted := s.rcntQP, s.postedQP
 	for i := range posted {
-		rcntQP[i], posted[i] = 0, uint64(c.rposted)
+		rcntQP[i], posted[i] = 0, uint64(s.rposted)
 	}
 	beforeFirstRx := p.Server
 	if !p.Server && dur {
 		d.start(p)
 	}
 	if p.NoPeak && !dur {
-		c.tposted[0] = now()
+		s.tposted[0] = now()
 	}
 	totIters := iters * uint64(nq)
 	var totS, totC, totR uint64
-	wc := c.wc
-	y := newYielder(c.rate)
+	wc := s.wc
+	y := newYielder(s.rate)
 	for (dur && d.state.Load() != stEnd) || totC < totIters || totR < totIters {
 		y.check()
 		for idx := 0; idx < nq; idx++ {
 			if !beforeFirstRx {
-				if err := c.postSends(stderr, idx, &totS, false); err != nil {
+				if err := s.postSends(stderr, idx, &totS, false); err != nil {
 					return 0, err
 				}
 			}
 		}
 		if p.UseEvent {
-			if err := c.waitEvent(); err != nil {
+			if err := s.waitEvent(); err != nil {
 				fmt.Fprintf(stderr, "Failed to notify events to CQ")
 				return 0, err
 			}
 		}
-		ne, perr := c.recvCQ.Poll(wc)
+		ne, perr := s.recvCQ.Poll(wc)
 		if perr != nil {
 			fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 			return 0, perr
@@ -720,7 +720,7 @@ func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 				d.iters.Add(1)
 			}
 			if dur || posted[id]+1 <= iters {
-				if _, err := c.qps[id].PostRecv(c.rwr[id : id+1]); err != nil {
+				if _, err := s.qps[id].PostRecv(s.rwr[id : id+1]); err != nil {
 					fmt.Fprintf(stderr, "Couldn't post recv Qp=%d rcnt=%d\n", id, rcntQP[id])
 					return 0, err
 				}
@@ -730,11 +730,11 @@ func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 					sz += udAddition
 				}
 				if sz <= uint64(p.CycleBuffer/2) {
-					c.incLoc(&c.rsge[id], posted[id], c.rxAdr[id])
+					s.incLoc(&s.rsge[id], posted[id], s.rxAdr[id])
 				}
 			}
 		}
-		ne, perr = c.sendCQ.Poll(wc)
+		ne, perr = s.sendCQ.Poll(wc)
 		if perr != nil {
 			fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
 			return 0, perr
@@ -745,12 +745,12 @@ func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 				return 0, fmt.Errorf("send completion status %d", wc[i].Status)
 			}
 			totC += cqMod
-			c.ccnt[int(wc[i].WRID)] += cqMod
+			s.ccnt[int(wc[i].WRID)] += cqMod
 			if !p.NoPeak {
 				if !dur && totC > totIters {
-					c.tcompleted[totIters-1] = now()
+					s.tcompleted[totIters-1] = now()
 				} else {
-					c.tcompleted[totC-1] = now()
+					s.tcompleted[totC-1] = now()
 				}
 			}
 			if dur && d.state.Load() == stSample {
@@ -762,10 +762,10 @@ func (c *ctx) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) {
 		}
 	}
 	if p.NoPeak && !dur {
-		c.tcompleted[0] = now()
+		s.tcompleted[0] = now()
 	}
 	if dur {
-		c.tposted[0], c.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
+		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
 		return d.iters.Load(), nil
 	}
 	return iters, nil
@@ -804,37 +804,37 @@ func (y *yielder) check() {
 // room in its tx depth it posts one work request (or a post list), leaves all but every cq_mod-th unsignaled,
 // time-stamps the posts for the peak bandwidth, and moves the local address (and, with bumpRemote, the remote
 // one) through the cycle buffer.
-func (c *ctx) postSends(stderr io.Writer, idx int, totS *uint64, bumpRemote bool) error {
-	p := c.p
+func (s *session) postSends(stderr io.Writer, idx int, totS *uint64, bumpRemote bool) error {
+	p := s.p
 	pl := uint64(p.PostList)
 	cqMod := uint64(p.CQMod)
 	iters := p.Iters
 	dur := p.TestType == byDuration
-	d := &c.dur
-	for (c.scnt[idx] < iters || dur) && c.scnt[idx]-c.ccnt[idx]+pl <= uint64(p.TxDepth) {
-		w := &c.wr[idx*int(pl)]
-		if pl == 1 && c.scnt[idx]%cqMod == 0 && cqMod > 1 && !(c.scnt[idx] == iters-1 && !dur) {
+	d := &s.dur
+	for (s.scnt[idx] < iters || dur) && s.scnt[idx]-s.ccnt[idx]+pl <= uint64(p.TxDepth) {
+		w := &s.wr[idx*int(pl)]
+		if pl == 1 && s.scnt[idx]%cqMod == 0 && cqMod > 1 && !(s.scnt[idx] == iters-1 && !dur) {
 			w.Flags &^= uverbs.SendSignaled
 		}
 		if !p.NoPeak {
-			c.tposted[*totS] = now()
+			s.tposted[*totS] = now()
 		}
 		if dur && d.state.Load() == stEnd {
 			break
 		}
-		if _, err := c.qps[idx].PostSend(c.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
-			fmt.Fprintf(stderr, "Couldn't post send: qp %d scnt=%d \n", idx, c.scnt[idx])
+		if _, err := s.qps[idx].PostSend(s.wr[idx*int(pl) : (idx+1)*int(pl)]); err != nil {
+			fmt.Fprintf(stderr, "Couldn't post send: qp %d scnt=%d \n", idx, s.scnt[idx])
 			return err
 		}
 		if pl == 1 && p.Size <= uint64(p.CycleBuffer/2) {
-			c.incLoc(&w.SGL[0], c.scnt[idx], c.myAdr[idx])
+			s.incLoc(&w.SGL[0], s.scnt[idx], s.myAdr[idx])
 			if bumpRemote {
-				c.incRem(w, c.scnt[idx], c.remAd[idx])
+				s.incRem(w, s.scnt[idx], s.remAd[idx])
 			}
 		}
-		c.scnt[idx] += pl
+		s.scnt[idx] += pl
 		*totS += pl
-		if pl == 1 && (c.scnt[idx]%cqMod == cqMod-1 || (!dur && c.scnt[idx] == iters-1)) {
+		if pl == 1 && (s.scnt[idx]%cqMod == cqMod-1 || (!dur && s.scnt[idx] == iters-1)) {
 			w.Flags |= uverbs.SendSignaled
 		}
 	}

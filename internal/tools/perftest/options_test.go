@@ -117,7 +117,7 @@ func TestParseVersionHelp(t *testing.T) {
 
 func TestRunUnknownTool(t *testing.T) {
 	var o, e bytes.Buffer
-	eq(t, 1, Run("ib_frob_bw", nil, &o, &e))
-	eq(t, 0, Run("/usr/bin/ib_write_bw", []string{"-V"}, &o, &e))
+	eq(t, 1, MainProg("ib_frob_bw", nil, &o, &e))
+	eq(t, 0, MainProg("/usr/bin/ib_write_bw", []string{"-V"}, &o, &e))
 	eq(t, "Version: 6.06\n", o.String())
 }

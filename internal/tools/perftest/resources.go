@@ -12,8 +12,9 @@ import (
 	"github.com/goverbs/goverbs/uverbs"
 )
 
-// ctx holds one run's verbs resources and data-path state (perftest's struct pingpong_context).
-type ctx struct {
+// session is the verbs side of one test run: the device context, PD, buffer and MR, CQs, QPs and AHs, the
+// prepared work requests and the data-path counters (perftest's struct pingpong_context, "ctx" in its C).
+type session struct {
 	p      *Params
 	dev    uverbs.Device
 	vc     *uverbs.Context
@@ -51,24 +52,24 @@ type ctx struct {
 	rate                float64 // counter ticks per microsecond, for --latency_gap
 }
 
-func (c *ctx) close() {
-	for _, ah := range c.ahs {
+func (s *session) close() {
+	for _, ah := range s.ahs {
 		ah.Close()
 	}
-	for _, q := range c.qps {
+	for _, q := range s.qps {
 		q.Close()
 	}
-	c.sendCQ.Close()
-	if c.recvCQ != c.sendCQ {
-		c.recvCQ.Close()
+	s.sendCQ.Close()
+	if s.recvCQ != s.sendCQ {
+		s.recvCQ.Close()
 	}
-	c.mr.Close()
-	c.pd.Close()
-	c.ch.Close()
-	if c.vc != nil {
-		c.vc.Close()
+	s.mr.Close()
+	s.pd.Close()
+	s.ch.Close()
+	if s.vc != nil {
+		s.vc.Close()
 	}
-	c.buf.Close()
+	s.buf.Close()
 }
 
 func buffSize(size uint64, cycle int) uint64 {
@@ -159,33 +160,33 @@ func setMTU(p *Params, pa *uverbs.PortAttr, stdout, stderr io.Writer) int {
 }
 
 // initResources is alloc_ctx + ctx_init: buffer, PD, MR, CQs, QPs moved to INIT.
-func (c *ctx) initResources(stderr io.Writer) error {
-	p := c.p
+func (s *session) initResources(stderr io.Writer) error {
+	p := s.p
 	var err error
-	c.size = p.Size
-	c.rate = ticksPerUsec()
+	s.size = p.Size
+	s.rate = ticksPerUsec()
 	nq := p.NumQPs
-	c.buffSize = int(inc(buffSize(c.size, p.CycleBuffer), p.CacheLine)) * 2 * nq
-	c.sendQPBufSize = c.buffSize / nq / 2
+	s.buffSize = int(inc(buffSize(s.size, p.CycleBuffer), p.CacheLine)) * 2 * nq
+	s.sendQPBufSize = s.buffSize / nq / 2
 	if p.Conn == ConnUD {
-		c.buffSize += p.CacheLine
+		s.buffSize += p.CacheLine
 	}
 	if p.UseEvent {
-		if c.ch, err = c.vc.CreateCompChannel(); err != nil {
+		if s.ch, err = s.vc.CreateCompChannel(); err != nil {
 			fmt.Fprintf(stderr, "Couldn't create completion channel\n")
 			return err
 		}
 	}
-	if c.pd, err = c.vc.AllocPD(); err != nil {
+	if s.pd, err = s.vc.AllocPD(); err != nil {
 		fmt.Fprintf(stderr, "Couldn't allocate PD\n")
 		return err
 	}
-	if c.buf, err = uverbs.AllocBuffer(c.buffSize); err != nil {
+	if s.buf, err = uverbs.AllocBuffer(s.buffSize); err != nil {
 		fmt.Fprintf(stderr, "Couldn't allocate work buf.\n")
 		return err
 	}
-	mem := c.buf.Bytes()
-	c.base = uint64(uintptr(unsafe.Pointer(&mem[0])))
+	mem := s.buf.Bytes()
+	s.base = uint64(uintptr(unsafe.Pointer(&mem[0])))
 	access := uverbs.AccessLocalWrite
 	switch p.Verb {
 	case VerbWrite:
@@ -195,27 +196,27 @@ func (c *ctx) initResources(stderr io.Writer) error {
 	case VerbAtomic:
 		access |= uverbs.AccessRemoteAtomic
 	}
-	if c.mr, err = c.pd.RegMR(mem, access); err != nil {
+	if s.mr, err = s.pd.RegMR(mem, access); err != nil {
 		fmt.Fprintf(stderr, "Couldn't allocate MR\n")
 		return err
 	}
 	if !(p.Verb == VerbWrite && p.Kind == KindLat) {
 		rand.Read(mem)
 	}
-	if c.sendCQ, err = c.vc.CreateCQ(uverbs.CQAttr{CQE: p.TxDepth * nq, Channel: c.ch, CompVector: p.EQNum}); err != nil {
+	if s.sendCQ, err = s.vc.CreateCQ(uverbs.CQAttr{CQE: p.TxDepth * nq, Channel: s.ch, CompVector: p.EQNum}); err != nil {
 		fmt.Fprintf(stderr, "Couldn't create CQ\n")
 		return err
 	}
-	c.recvCQ = c.sendCQ
+	s.recvCQ = s.sendCQ
 	if p.Verb == VerbSend {
-		if c.recvCQ, err = c.vc.CreateCQ(uverbs.CQAttr{CQE: p.RxDepth * nq, Channel: c.ch, CompVector: p.EQNum}); err != nil {
+		if s.recvCQ, err = s.vc.CreateCQ(uverbs.CQAttr{CQE: p.RxDepth * nq, Channel: s.ch, CompVector: p.EQNum}); err != nil {
 			fmt.Fprintf(stderr, "Couldn't create a receiver CQ\n")
 			return err
 		}
 	}
 	typ := map[int]uverbs.QPType{ConnRC: uverbs.QPTypeRC, ConnUC: uverbs.QPTypeUC, ConnUD: uverbs.QPTypeUD}[p.Conn]
 	for i := 0; i < nq; i++ {
-		qp, err := c.pd.CreateQP(uverbs.QPInitAttr{Type: typ, SendCQ: c.sendCQ, RecvCQ: c.recvCQ,
+		qp, err := s.pd.CreateQP(uverbs.QPInitAttr{Type: typ, SendCQ: s.sendCQ, RecvCQ: s.recvCQ,
 			Cap: uverbs.QPCap{MaxSendWR: uint32(p.TxDepth), MaxSendSGE: 1, MaxRecvWR: uint32(p.RxDepth), MaxRecvSGE: 1,
 				MaxInlineData: uint32(p.InlineSize)}})
 		if err != nil {
@@ -223,7 +224,7 @@ func (c *ctx) initResources(stderr io.Writer) error {
 			fmt.Fprintf(stderr, "Failed to create QP.\n")
 			return err
 		}
-		c.qps = append(c.qps, qp)
+		s.qps = append(s.qps, qp)
 		a := &uverbs.QPAttr{State: uverbs.QPStateInit, PKeyIndex: uint16(p.PKeyIndex), PortNum: uint8(p.IBPort)}
 		mask := uverbs.QPAttrState | uverbs.QPAttrPKeyIndex | uverbs.QPAttrPort
 		if p.Conn == ConnUD {
@@ -249,23 +250,23 @@ func (c *ctx) initResources(stderr io.Writer) error {
 	}
 	// Data-path arrays.
 	pl := p.PostList
-	c.sge = make([]uverbs.SGE, nq*pl)
-	c.wr = make([]uverbs.SendWR, nq*pl)
-	c.scnt = make([]uint64, nq)
-	c.ccnt = make([]uint64, nq)
-	c.myAdr = make([]uint64, nq)
-	c.remAd = make([]uint64, nq)
-	c.rxAdr = make([]uint64, nq)
-	c.rsge = make([]uverbs.SGE, nq)
-	c.rwr = make([]uverbs.RecvWR, nq)
-	c.wc = make([]uverbs.WC, 16)
-	c.rcntQP = make([]uint64, nq)
-	c.postedQP = make([]uint64, nq)
+	s.sge = make([]uverbs.SGE, nq*pl)
+	s.wr = make([]uverbs.SendWR, nq*pl)
+	s.scnt = make([]uint64, nq)
+	s.ccnt = make([]uint64, nq)
+	s.myAdr = make([]uint64, nq)
+	s.remAd = make([]uint64, nq)
+	s.rxAdr = make([]uint64, nq)
+	s.rsge = make([]uverbs.SGE, nq)
+	s.rwr = make([]uverbs.RecvWR, nq)
+	s.wc = make([]uverbs.WC, 16)
+	s.rcntQP = make([]uint64, nq)
+	s.postedQP = make([]uint64, nq)
 	return nil
 }
 
 // bufAddr is ctx->buf[i].
-func (c *ctx) bufAddr(i int) uint64 { return c.base + uint64(i)*buffSize(c.size, c.p.CycleBuffer) }
+func (s *session) bufAddr(i int) uint64 { return s.base + uint64(i)*buffSize(s.size, s.p.CycleBuffer) }
 
 // bestGIDIndex is get_best_gid_index: the first IPv4-mapped GID unless --ipv6 (then the first other one).
 func bestGIDIndex(vc *uverbs.Context, port int, tblLen int, ipv6 bool) int {
@@ -297,33 +298,33 @@ func isV4Mapped(g uverbs.GID) bool {
 }
 
 // setUpConnection is set_up_connection: fills the local Dest of every QP.
-func (c *ctx) setUpConnection(pa *uverbs.PortAttr) error {
-	p := c.p
+func (s *session) setUpConnection(pa *uverbs.PortAttr) error {
+	p := s.p
 	var gid uverbs.GID
 	if p.GIDIndex != -1 {
 		if !p.UseGIDUser {
-			p.GIDIndex = bestGIDIndex(c.vc, p.IBPort, pa.GIDTblLen, p.IPv6)
+			p.GIDIndex = bestGIDIndex(s.vc, p.IBPort, pa.GIDTblLen, p.IPv6)
 		}
-		g, err := c.vc.QueryGID(p.IBPort, p.GIDIndex)
+		g, err := s.vc.QueryGID(p.IBPort, p.GIDIndex)
 		if err != nil {
 			return err
 		}
 		gid = g.GID
 	}
-	c.my = make([]Dest, p.NumQPs)
-	c.rem = make([]Dest, p.NumQPs)
-	for i := range c.my {
-		c.my[i] = Dest{LID: pa.LID, QPN: c.qps[i].QPN(), PSN: uint32(rand.Int31()) & 0xffffff, RKey: c.mr.RKey(),
-			OutReads: p.OutReads, VAddr: c.bufAddr(p.NumQPs + i), GID: gid}
+	s.my = make([]Dest, p.NumQPs)
+	s.rem = make([]Dest, p.NumQPs)
+	for i := range s.my {
+		s.my[i] = Dest{LID: pa.LID, QPN: s.qps[i].QPN(), PSN: uint32(rand.Int31()) & 0xffffff, RKey: s.mr.RKey(),
+			OutReads: p.OutReads, VAddr: s.bufAddr(p.NumQPs + i), GID: gid}
 	}
 	return nil
 }
 
 // connect is ctx_connect: RTR (and RTS where this side sends), and the UD address handles.
-func (c *ctx) connect(stderr io.Writer) error {
-	p := c.p
-	for i, qp := range c.qps {
-		d := &c.rem[i]
+func (s *session) connect(stderr io.Writer) error {
+	p := s.p
+	for i, qp := range s.qps {
+		d := &s.rem[i]
 		a := &uverbs.QPAttr{State: uverbs.QPStateRTR}
 		a.AHAttr = uverbs.AHAttr{DLID: d.LID, SL: uint8(p.SL), PortNum: uint8(p.IBPort)}
 		if p.GIDIndex != -1 {
@@ -338,7 +339,7 @@ func (c *ctx) connect(stderr io.Writer) error {
 			a.RQPSN = d.PSN
 			mask |= uverbs.QPAttrAV | uverbs.QPAttrPathMTU | uverbs.QPAttrDestQPN | uverbs.QPAttrRQPSN
 			if p.Conn == ConnRC {
-				a.MaxDestRdAtomic = uint8(c.my[i].OutReads)
+				a.MaxDestRdAtomic = uint8(s.my[i].OutReads)
 				a.MinRNRTimer = minRNRTimer
 				mask |= uverbs.QPAttrMinRNRTimer | uverbs.QPAttrMaxDestRdAtomic
 			}
@@ -348,7 +349,7 @@ func (c *ctx) connect(stderr io.Writer) error {
 			return err
 		}
 		if p.Kind == KindLat || !p.Server || p.Duplex {
-			r := &uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: c.my[i].PSN}
+			r := &uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: s.my[i].PSN}
 			rmask := uverbs.QPAttrState | uverbs.QPAttrSQPSN
 			if p.Conn == ConnRC {
 				r.Timeout, r.RetryCnt, r.RNRRetry, r.MaxRdAtomic = uint8(p.QPTimeout), 7, 7, uint8(d.OutReads)
@@ -359,12 +360,12 @@ func (c *ctx) connect(stderr io.Writer) error {
 				return err
 			}
 			if p.Conn == ConnUD {
-				ah, err := c.pd.CreateAH(a.AHAttr)
+				ah, err := s.pd.CreateAH(a.AHAttr)
 				if err != nil {
 					fmt.Fprintf(stderr, "Failed to create AH\n")
 					return err
 				}
-				c.ahs = append(c.ahs, ah)
+				s.ahs = append(s.ahs, ah)
 			}
 		}
 	}
@@ -372,28 +373,28 @@ func (c *ctx) connect(stderr io.Writer) error {
 }
 
 // setSendWQEs is ctx_set_send_reg_wqes.
-func (c *ctx) setSendWQEs() {
-	p := c.p
+func (s *session) setSendWQEs() {
+	p := s.p
 	pl := p.PostList
 	for i := 0; i < p.NumQPs; i++ {
 		base := i * pl
-		c.sge[base].Addr = c.bufAddr(i)
-		c.scnt[i], c.ccnt[i] = 0, 0
-		c.myAdr[i] = c.bufAddr(i)
-		c.remAd[i] = c.rem[i].VAddr
+		s.sge[base].Addr = s.bufAddr(i)
+		s.scnt[i], s.ccnt[i] = 0, 0
+		s.myAdr[i] = s.bufAddr(i)
+		s.remAd[i] = s.rem[i].VAddr
 		for j := 0; j < pl; j++ {
 			k := base + j
-			s := &c.sge[k]
-			s.Length = uint32(p.Size)
-			s.LKey = c.mr.LKey()
+			sge := &s.sge[k]
+			sge.Length = uint32(p.Size)
+			sge.LKey = s.mr.LKey()
 			if j > 0 {
-				s.Addr = c.sge[k-1].Addr
+				sge.Addr = s.sge[k-1].Addr
 				if p.Kind == KindBW && p.Size <= uint64(p.CycleBuffer/2) {
-					c.incLoc(s, uint64(j-1), c.myAdr[i])
+					s.incLoc(sge, uint64(j-1), s.myAdr[i])
 				}
 			}
-			w := &c.wr[k]
-			*w = uverbs.SendWR{WRID: uint64(i), SGL: c.sge[k : k+1]}
+			w := &s.wr[k]
+			*w = uverbs.SendWR{WRID: uint64(i), SGL: s.sge[k : k+1]}
 			if (j+1)%p.CQMod == 0 {
 				w.Flags = uverbs.SendSignaled
 			}
@@ -412,12 +413,12 @@ func (c *ctx) setSendWQEs() {
 			}
 			switch p.Verb {
 			case VerbWrite, VerbRead, VerbAtomic:
-				w.RKey = c.rem[i].RKey
-				w.RemoteAddr = c.rem[i].VAddr
+				w.RKey = s.rem[i].RKey
+				w.RemoteAddr = s.rem[i].VAddr
 				if j > 0 {
-					w.RemoteAddr = c.wr[k-1].RemoteAddr
+					w.RemoteAddr = s.wr[k-1].RemoteAddr
 					if p.Kind == KindBW && (p.Verb == VerbAtomic || p.Size <= uint64(p.CycleBuffer/2)) {
-						c.incRem(w, uint64(j-1), c.remAd[i])
+						s.incRem(w, uint64(j-1), s.remAd[i])
 					}
 				}
 				if p.Verb == VerbAtomic {
@@ -429,8 +430,8 @@ func (c *ctx) setSendWQEs() {
 				}
 			case VerbSend:
 				if p.Conn == ConnUD {
-					w.AH = c.ahs[i].Data()
-					w.RemoteQPN = c.rem[i].QPN
+					w.AH = s.ahs[i].Data()
+					w.RemoteQPN = s.rem[i].QPN
 					w.RemoteQKey = defQKey
 				}
 			}
@@ -441,50 +442,50 @@ func (c *ctx) setSendWQEs() {
 	}
 }
 
-func (c *ctx) incLoc(s *uverbs.SGE, cnt uint64, prim uint64) {
-	step := inc(c.p.Size, c.p.CacheLine)
-	s.Addr += step
-	if (cnt+1)%(uint64(c.p.CycleBuffer)/step) == 0 {
-		s.Addr = prim
+func (s *session) incLoc(sge *uverbs.SGE, cnt uint64, prim uint64) {
+	step := inc(s.p.Size, s.p.CacheLine)
+	sge.Addr += step
+	if (cnt+1)%(uint64(s.p.CycleBuffer)/step) == 0 {
+		sge.Addr = prim
 	}
 }
 
-func (c *ctx) incRem(w *uverbs.SendWR, cnt uint64, prim uint64) {
-	step := inc(c.p.Size, c.p.CacheLine)
+func (s *session) incRem(w *uverbs.SendWR, cnt uint64, prim uint64) {
+	step := inc(s.p.Size, s.p.CacheLine)
 	w.RemoteAddr += step
-	if (cnt+1)%(uint64(c.p.CycleBuffer)/step) == 0 {
+	if (cnt+1)%(uint64(s.p.CycleBuffer)/step) == 0 {
 		w.RemoteAddr = prim
 	}
 }
 
 // setRecvWQEs is ctx_set_recv_wqes: pre-posts rx_depth receives per QP.
-func (c *ctx) setRecvWQEs(stderr io.Writer) error {
-	p := c.p
+func (s *session) setRecvWQEs(stderr io.Writer) error {
+	p := s.p
 	size := p.RxDepth
-	c.rposted = size
+	s.rposted = size
 	for i := 0; i < p.NumQPs; i++ {
-		s := &c.rsge[i]
-		s.Addr = c.base + uint64(p.NumQPs+i)*uint64(c.sendQPBufSize)
+		sge := &s.rsge[i]
+		sge.Addr = s.base + uint64(p.NumQPs+i)*uint64(s.sendQPBufSize)
 		if p.Conn == ConnUD {
-			s.Addr += uint64(p.CacheLine - udAddition)
+			sge.Addr += uint64(p.CacheLine - udAddition)
 		}
-		c.rxAdr[i] = s.Addr
-		s.Length = uint32(p.Size)
+		s.rxAdr[i] = sge.Addr
+		sge.Length = uint32(p.Size)
 		if p.Conn == ConnUD {
-			s.Length += udAddition
+			sge.Length += udAddition
 		}
-		s.LKey = c.mr.LKey()
-		c.rwr[i] = uverbs.RecvWR{WRID: uint64(i), SGL: c.rsge[i : i+1]}
+		sge.LKey = s.mr.LKey()
+		s.rwr[i] = uverbs.RecvWR{WRID: uint64(i), SGL: s.rsge[i : i+1]}
 		for j := 0; j < size; j++ {
-			if _, err := c.qps[i].PostRecv(c.rwr[i : i+1]); err != nil {
+			if _, err := s.qps[i].PostRecv(s.rwr[i : i+1]); err != nil {
 				fmt.Fprintf(stderr, "Couldn't post recv Qp = %d: counter=%d\n", i, j)
 				return err
 			}
 			if p.Kind == KindBW && p.Size <= uint64(p.CycleBuffer/2) {
-				c.incLoc(s, uint64(j), c.rxAdr[i])
+				s.incLoc(sge, uint64(j), s.rxAdr[i])
 			}
 		}
-		s.Addr = c.rxAdr[i]
+		sge.Addr = s.rxAdr[i]
 	}
 	return nil
 }

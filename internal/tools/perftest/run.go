@@ -45,9 +45,21 @@ var Tests = map[string]struct {
 // (used by the bench to see where the Go side spends its time).
 const ProfileEnv = "GOVERBS_PERFTEST_CPUPROFILE"
 
-// Run runs the perftest named prog ("ib_write_bw", ... or its path) with args (without the program name) and
-// returns its exit status.
-func Run(prog string, args []string, stdout, stderr io.Writer) int {
+// Main runs "goverbs perf TEST [options] [host]": args[0] is the perftest name without "ib_" (write_bw,
+// read_lat, ...), which then runs as MainProg("ib_"+TEST). prog is unused.
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if _, ok := Tests["ib_"+args[0]]; ok {
+			return MainProg("ib_"+args[0], args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "usage: goverbs perf {write,read,send,atomic}_{bw,lat} [options] [host]\n")
+	return 1
+}
+
+// MainProg runs the perftest program prog names ("ib_write_bw", ... or a path to a link of that name, as the
+// C programs are found by argv[0]) with args (without the program name) and returns its exit status.
+func MainProg(prog string, args []string, stdout, stderr io.Writer) int {
 	name := prog
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
@@ -82,15 +94,17 @@ func Run(prog string, args []string, stdout, stderr io.Writer) int {
 	return r.run()
 }
 
+// runner is one invocation of a perftest program: its parameters and output, the verbs session, the
+// out-of-band TCP connection to the peer, and what the report header prints.
 type runner struct {
 	p      *Params
 	stdout io.Writer
 	stderr io.Writer
-	c      *ctx
-	conn   *Conn
-	nc     net.Conn
-	ti     testInfo
-	pa     *uverbs.PortAttr
+	sess   *session
+	conn   *Conn    // the out-of-band protocol over sock
+	sock   net.Conn // TCP to the peer
+	info   testInfo
+	port   *uverbs.PortAttr // the IB port under test
 
 	progressStop context.CancelFunc
 }
@@ -110,12 +124,12 @@ func (r *runner) run() int {
 	if err != nil {
 		return r.errf(" Couldn't get context for the device\n")
 	}
-	r.c = &ctx{p: p, dev: dev, vc: vc}
+	r.sess = &session{p: p, dev: dev, vc: vc}
 	defer func() {
 		if p.WaitDestroy > 0 {
 			time.Sleep(time.Duration(p.WaitDestroy) * time.Second)
 		}
-		r.c.close()
+		r.sess.close()
 	}()
 	da, err := vc.QueryDevice()
 	if err != nil {
@@ -134,7 +148,7 @@ func (r *runner) run() int {
 		fmt.Fprintf(stderr, " Couldn't set the link layer\n")
 		return r.errf(" Couldn't get context for the device\n")
 	}
-	r.pa = pa
+	r.port = pa
 	if pa.State != uverbs.PortActive {
 		states := []string{"Nop", "Down", "Init", "Armed", "", "Active Defer"}
 		st := ""
@@ -190,10 +204,10 @@ func (r *runner) run() int {
 	} else {
 		p.OutReads = 1
 	}
-	r.ti = testInfo{DevName: dev.Name, Transport: "IB", LinkLayer: ll, OldPost: !newPost,
+	r.info = testInfo{DevName: dev.Name, Transport: "IB", LinkLayer: ll, OldPost: !newPost,
 		RelaxOrder: !(p.Verb == VerbWrite && p.Kind == KindLat)}
-	if r.ti.RelaxOrder {
-		r.ti.ROWarning = roNonCompliant()
+	if r.info.RelaxOrder {
+		r.info.ROWarning = roNonCompliant()
 	}
 	if p.Output == outFull && p.Server {
 		fmt.Fprintf(stdout, "\n************************************\n")
@@ -207,20 +221,20 @@ func (r *runner) run() int {
 		fmt.Fprintf(stderr, "Unable to open file descriptor for socket connection")
 		return r.errf(" Unable to init the socket connection\n")
 	}
-	defer r.nc.Close()
+	defer r.sock.Close()
 	if p.Verb == VerbWrite && p.Kind == KindBW {
 		time.Sleep(time.Second)
 	}
 	if rc := r.exchangeSetup(); rc >= 0 {
 		return rc
 	}
-	if err := r.c.initResources(stderr); err != nil {
+	if err := r.sess.initResources(stderr); err != nil {
 		return r.errf(" Couldn't create IB resources\n")
 	}
-	if err := r.c.setUpConnection(pa); err != nil {
+	if err := r.sess.setUpConnection(pa); err != nil {
 		return r.errf(" Unable to set up socket connection\n")
 	}
-	printTestInfo(stdout, p, &r.ti)
+	printTestInfo(stdout, p, &r.info)
 	switch {
 	case p.Verb == VerbSend && p.Kind == KindBW:
 		return r.sendBW()
@@ -247,7 +261,7 @@ func (r *runner) establish() error {
 			fmt.Fprintf(r.stderr, "Couldn't connect to %s:%d\n", p.Servername, p.Port)
 			return err
 		}
-		r.nc = nc
+		r.sock = nc
 	} else {
 		host := ""
 		if p.SourceIP != "" {
@@ -264,12 +278,12 @@ func (r *runner) establish() error {
 			fmt.Fprintf(r.stderr, "accept() failed\n")
 			return err
 		}
-		r.nc = nc
+		r.sock = nc
 	}
-	if tc, ok := r.nc.(*net.TCPConn); ok {
+	if tc, ok := r.sock.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	r.conn = &Conn{RW: r.nc, Client: !p.Server}
+	r.conn = &Conn{RW: r.sock, Client: !p.Server}
 	return nil
 }
 
@@ -298,7 +312,7 @@ func (r *runner) exchangeSetup() int {
 		p.CycleBuffer = max(p.CycleBuffer, rcb)
 		p.CacheLine = max(p.CacheLine, rcl)
 	}
-	cur := setMTU(p, r.pa, r.stdout, r.stderr)
+	cur := setMTU(p, r.port, r.stdout, r.stderr)
 	p.CurrMTU = cur
 	if !p.DontXchgVersions && rv >= 5.1 {
 		rem, err := r.conn.MTU(cur)
@@ -324,20 +338,20 @@ func (r *runner) exchangeSetup() int {
 	return -1
 }
 
-// hs is ctx_hand_shake on QP i's keys.
-func (r *runner) hs(i int) bool {
-	d, err := r.conn.Keys(&r.c.my[i], r.p.GIDIndex != -1)
+// handshake is ctx_hand_shake on QP i's keys.
+func (r *runner) handshake(i int) bool {
+	d, err := r.conn.Keys(&r.sess.my[i], r.p.GIDIndex != -1)
 	if err != nil {
 		fmt.Fprintf(r.stderr, " Failed to exchange data between server and clients\n")
 		return false
 	}
-	r.c.rem[i] = d
+	r.sess.rem[i] = d
 	return true
 }
 
 // closeConn is ctx_close_connection: a last handshake, then "done".
 func (r *runner) closeConn() bool {
-	if !r.hs(0) {
+	if !r.handshake(0) {
 		return false
 	}
 	if err := r.conn.Done(); err != nil {
@@ -350,36 +364,36 @@ func (r *runner) closeConn() bool {
 // exchangeAndConnect runs the common middle of every test: key exchange, connect, the printed addresses.
 // extraFirst adds the lat tests' leading handshake; afterConnect the send tests' barrier after connect.
 func (r *runner) exchangeAndConnect(extraFirst, afterConnect bool) bool {
-	p, c := r.p, r.c
-	if extraFirst && !r.hs(0) {
+	p, s := r.p, r.sess
+	if extraFirst && !r.handshake(0) {
 		return false
 	}
 	for i := 0; i < p.NumQPs; i++ {
-		if !r.hs(i) {
+		if !r.handshake(i) {
 			return false
 		}
 	}
-	if err := c.connect(r.stderr); err != nil {
+	if err := s.connect(r.stderr); err != nil {
 		fmt.Fprintf(r.stderr, " Unable to Connect the HCA's through the link\n")
 		return false
 	}
-	if afterConnect && !r.hs(0) {
+	if afterConnect && !r.handshake(0) {
 		return false
 	}
-	for i := range c.my {
-		printDest(r.stdout, p, &c.my[i], "local")
+	for i := range s.my {
+		printDest(r.stdout, p, &s.my[i], "local")
 	}
-	for i := range c.my {
-		if !r.hs(i) {
+	for i := range s.my {
+		if !r.handshake(i) {
 			return false
 		}
-		printDest(r.stdout, p, &c.rem[i], "remote")
+		printDest(r.stdout, p, &s.rem[i], "remote")
 	}
 	return true
 }
 
 func (r *runner) allocTimes() {
-	p, c := r.p, r.c
+	p, s := r.p, r.sess
 	n := uint64(1)
 	if !p.NoPeak {
 		n = p.Iters * uint64(p.NumQPs)
@@ -387,20 +401,20 @@ func (r *runner) allocTimes() {
 	if p.Kind == KindLat && p.TestType == byIterations {
 		n = p.Iters
 	}
-	c.tposted = make([]int64, max(n, 1))
-	c.tcompleted = make([]int64, max(n, 1))
+	s.tposted = make([]int64, max(n, 1))
+	s.tcompleted = make([]int64, max(n, 1))
 }
 
 func (r *runner) armEvents() bool {
 	if !r.p.UseEvent {
 		return true
 	}
-	if err := r.c.sendCQ.ReqNotify(false); err != nil {
+	if err := r.sess.sendCQ.ReqNotify(false); err != nil {
 		fmt.Fprintf(r.stderr, " Couldn't request CQ notification\n")
 		return false
 	}
-	if r.c.recvCQ != r.c.sendCQ {
-		if err := r.c.recvCQ.ReqNotify(false); err != nil {
+	if r.sess.recvCQ != r.sess.sendCQ {
+		if err := r.sess.recvCQ.ReqNotify(false); err != nil {
 			fmt.Fprintf(r.stderr, " Couldn't request CQ notification\n")
 			return false
 		}
@@ -412,7 +426,7 @@ func (r *runner) armEvents() bool {
 // this side's report and the peer's (zero unless bidirectional).
 func (r *runner) reportBW(iters uint64) (BWReport, BWReport, bool) {
 	p := r.p
-	rep := bwReport(p, r.c.tposted, r.c.tcompleted, iters, ticksPerUsec())
+	rep := bwReport(p, r.sess.tposted, r.sess.tcompleted, iters, ticksPerUsec())
 	var rem BWReport
 	if !p.Duplex || (p.Verb == VerbSend && p.TestType == byDuration) {
 		r.printFullBW(&rep)
@@ -460,7 +474,7 @@ func (r *runner) printBoth(mine, rem *BWReport) {
 func (r *runner) printFullBW(rep *BWReport) {
 	p := r.p
 	if p.OutJSON {
-		os.WriteFile(p.OutJSONFile, []byte(bwJSON(p, &r.ti, rep)), 0o600)
+		os.WriteFile(p.OutJSONFile, []byte(bwJSON(p, &r.info, rep)), 0o600)
 	}
 	io.WriteString(r.stdout, formatBWLine(p, rep))
 }
@@ -497,13 +511,13 @@ func (r *runner) sizes(sendTest bool) []uint64 {
 
 // rdmaBW is write_bw.c / read_bw.c / atomic_bw.c.
 func (r *runner) rdmaBW() int {
-	p, c, out := r.p, r.c, r.stdout
-	if !r.exchangeAndConnect(false, false) || !r.hs(0) {
+	p, s, out := r.p, r.sess, r.stdout
+	if !r.exchangeAndConnect(false, false) || !r.handshake(0) {
 		return 1
 	}
 	if p.Server && !p.Duplex {
 		printBWHeader(out, p)
-		if !r.hs(0) {
+		if !r.handshake(0) {
 			return 1
 		}
 		rem, err := r.conn.BWReports(&BWReport{}, false)
@@ -536,29 +550,29 @@ func (r *runner) rdmaBW() int {
 	var rep, rem BWReport
 	switch p.TestMethod {
 	case runInfinitely:
-		c.setSendWQEs()
+		s.setSendWQEs()
 		r.allocTimes()
 		return r.runInfinitely()
 	default:
 		all := p.TestMethod == runAll
 		for _, sz := range r.sizes(false) {
 			p.Size = sz
-			c.setSendWQEs()
+			s.setSendWQEs()
 			r.allocTimes()
 			if p.PerformWarmUp && p.Verb != VerbSend {
-				if err := c.warmUp(r.stderr); err != nil {
+				if err := s.warmUp(r.stderr); err != nil {
 					return r.errf("Problems with warm up\n")
 				}
 			}
-			if p.Duplex && !r.hs(0) {
+			if p.Duplex && !r.handshake(0) {
 				return r.errf("Failed to sync between server and client between different msg sizes\n")
 			}
-			n, err := c.runBW(r.stderr, r.progressCounter())
+			n, err := s.runBW(r.stderr, r.progressCounter())
 			r.stopProgress()
 			if err != nil {
 				return r.errf(" Failed to complete run_iter_bw function successfully\n")
 			}
-			if all && p.Duplex && !r.hs(0) {
+			if all && p.Duplex && !r.handshake(0) {
 				return r.errf("Failed to sync between server and client between different msg sizes\n")
 			}
 			var ok bool
@@ -574,7 +588,7 @@ func (r *runner) rdmaBW() int {
 		io.WriteString(out, resultLine)
 	}
 	if !p.Duplex {
-		if !r.hs(0) {
+		if !r.handshake(0) {
 			return 1
 		}
 		if _, err := r.conn.BWReports(&rep, false); err != nil {
@@ -590,7 +604,7 @@ func (r *runner) rdmaBW() int {
 
 // sendBW is send_bw.c.
 func (r *runner) sendBW() int {
-	p, c, out := r.p, r.c, r.stdout
+	p, s, out := r.p, r.sess, r.stdout
 	if !r.exchangeAndConnect(false, true) || !r.armEvents() {
 		return 1
 	}
@@ -598,11 +612,11 @@ func (r *runner) sendBW() int {
 	var rep BWReport
 	if p.TestMethod == runInfinitely {
 		if !p.Server {
-			c.setSendWQEs()
-		} else if err := c.setRecvWQEs(r.stderr); err != nil {
+			s.setSendWQEs()
+		} else if err := s.setRecvWQEs(r.stderr); err != nil {
 			return r.errf(" Failed to post receive recv_wqes\n")
 		}
-		if !r.hs(0) {
+		if !r.handshake(0) {
 			return 1
 		}
 		r.allocTimes()
@@ -616,14 +630,14 @@ func (r *runner) sendBW() int {
 	for _, sz := range r.sizes(true) {
 		p.Size = sz
 		if !p.Server || p.Duplex {
-			c.setSendWQEs()
+			s.setSendWQEs()
 		}
 		if p.Server || p.Duplex {
-			if err := c.setRecvWQEs(r.stderr); err != nil {
+			if err := s.setRecvWQEs(r.stderr); err != nil {
 				return r.errf(" Failed to post receive recv_wqes\n")
 			}
 		}
-		if !r.hs(0) {
+		if !r.handshake(0) {
 			return 1
 		}
 		r.allocTimes()
@@ -631,11 +645,11 @@ func (r *runner) sendBW() int {
 		var err error
 		switch {
 		case p.Duplex:
-			n, err = c.runBi(r.stderr, r.progressCounter())
+			n, err = s.runBi(r.stderr, r.progressCounter())
 		case p.Server:
-			n, err = c.runBWServer(r.stderr, r.progressCounter())
+			n, err = s.runBWServer(r.stderr, r.progressCounter())
 		default:
-			n, err = c.runBW(r.stderr, r.progressCounter())
+			n, err = s.runBW(r.stderr, r.progressCounter())
 		}
 		r.stopProgress()
 		if err != nil {
@@ -645,7 +659,7 @@ func (r *runner) sendBW() int {
 		if rep, rem, ok = r.reportBW(n); !ok {
 			return 1
 		}
-		if all && !r.hs(0) {
+		if all && !r.handshake(0) {
 			return 1
 		}
 	}
@@ -666,15 +680,15 @@ func (r *runner) sendBW() int {
 func (r *runner) printLat(iters uint64) {
 	p, out := r.p, r.stdout
 	if p.TestType == byDuration {
-		t := r.c.tcompleted[0] - r.c.tposted[0]
+		t := r.sess.tcompleted[0] - r.sess.tposted[0]
 		lat, tps := latDuration(p, t, iters, ticksPerUsec())
 		if p.OutJSON {
-			os.WriteFile(p.OutJSONFile, []byte(latDurJSON(p, &r.ti, p.Size, iters, lat, tps)), 0o600)
+			os.WriteFile(p.OutJSONFile, []byte(latDurJSON(p, &r.info, p.Size, iters, lat, tps)), 0o600)
 		}
 		io.WriteString(out, formatLatDurLine(p, p.Size, iters, lat, tps))
 		return
 	}
-	res := latReport(p, r.c.tposted[:p.Iters], ticksPerUsec())
+	res := latReport(p, r.sess.tposted[:p.Iters], ticksPerUsec())
 	if p.Unsorted {
 		fmt.Fprintf(out, "#, %s\n", res.Units)
 		for i, v := range res.Unsorted {
@@ -693,15 +707,15 @@ func (r *runner) printLat(iters uint64) {
 		io.WriteString(out, "\n")
 	}
 	if p.OutJSON {
-		os.WriteFile(p.OutJSONFile, []byte(latJSON(p, &r.ti, &res)), 0o600)
+		os.WriteFile(p.OutJSONFile, []byte(latJSON(p, &r.info, &res)), 0o600)
 	}
 	io.WriteString(out, formatLatLine(p, &res))
 }
 
 // rdmaLat is write_lat.c, read_lat.c and atomic_lat.c.
 func (r *runner) rdmaLat() int {
-	p, c, out := r.p, r.c, r.stdout
-	if !r.exchangeAndConnect(true, false) || !r.hs(0) {
+	p, s, out := r.p, r.sess, r.stdout
+	if !r.exchangeAndConnect(true, false) || !r.handshake(0) {
 		return 1
 	}
 	passive := p.Verb != VerbWrite && p.Server
@@ -718,7 +732,7 @@ func (r *runner) rdmaLat() int {
 		return 1
 	}
 	printLatHeader(out, p)
-	c.setSendWQEs()
+	s.setSendWQEs()
 	sizes := r.sizes(false)
 	if p.Verb == VerbAtomic {
 		sizes = []uint64{p.Size}
@@ -729,9 +743,9 @@ func (r *runner) rdmaLat() int {
 		var n uint64
 		var err error
 		if p.Verb == VerbWrite {
-			n, err = c.runLatWrite(r.stderr)
+			n, err = s.runLatWrite(r.stderr)
 		} else {
-			n, err = c.runLat(r.stderr)
+			n, err = s.runLat(r.stderr)
 		}
 		if err != nil {
 			return 17
@@ -755,22 +769,22 @@ func (r *runner) rdmaLat() int {
 
 // sendLat is send_lat.c.
 func (r *runner) sendLat() int {
-	p, c, out := r.p, r.c, r.stdout
+	p, s, out := r.p, r.sess, r.stdout
 	if !r.exchangeAndConnect(false, true) || !r.armEvents() {
 		return 1
 	}
 	printLatHeader(out, p)
-	c.setSendWQEs()
+	s.setSendWQEs()
 	for _, sz := range r.sizes(true) {
 		p.Size = sz
-		if err := c.setRecvWQEs(r.stderr); err != nil {
+		if err := s.setRecvWQEs(r.stderr); err != nil {
 			return r.errf(" Failed to post receive recv_wqes\n")
 		}
-		if !r.hs(0) {
+		if !r.handshake(0) {
 			return 1
 		}
 		r.allocTimes()
-		n, err := c.runLatSend(r.stderr)
+		n, err := s.runLatSend(r.stderr)
 		if err != nil {
 			return 17
 		}
@@ -809,7 +823,7 @@ func (r *runner) stopProgress() {
 func (r *runner) runInfinitely() int {
 	var count atomic.Uint64
 	go r.reportEvery(&count)
-	if err := r.c.runForever(r.stderr, &count, false); err != nil {
+	if err := r.sess.runForever(r.stderr, &count, false); err != nil {
 		return r.errf(" Error occurred while running infinitely! aborting ...\n")
 	}
 	return 0
@@ -818,7 +832,7 @@ func (r *runner) runInfinitely() int {
 func (r *runner) runInfinitelyServer() int {
 	var count atomic.Uint64
 	go r.reportEvery(&count)
-	if err := r.c.runForever(r.stderr, &count, true); err != nil {
+	if err := r.sess.runForever(r.stderr, &count, true); err != nil {
 		return r.errf(" Error occurred while running infinitely on server! aborting ...\n")
 	}
 	return 0

@@ -12,11 +12,11 @@ var tools = []struct {
 	ctool string
 	run   func(prog string, args []string, stdout, stderr io.Writer) int
 }{
-	{"ibv_rc_pingpong", RunRC},
-	{"ibv_uc_pingpong", RunUC},
-	{"ibv_ud_pingpong", RunUD},
-	{"ibv_srq_pingpong", RunSRQ},
-	{"ibv_xsrq_pingpong", RunXSRQ},
+	{"ibv_rc_pingpong", MainRC},
+	{"ibv_uc_pingpong", MainUC},
+	{"ibv_ud_pingpong", MainUD},
+	{"ibv_srq_pingpong", MainSRQ},
+	{"ibv_xsrq_pingpong", MainXSRQ},
 }
 
 // Argument lists that end before a device is opened (or at the device lookup, with a name no machine has):

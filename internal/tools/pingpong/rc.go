@@ -55,8 +55,8 @@ func rcUsage(w io.Writer, prog string) {
 	fmt.Fprintf(w, "  -N, --new_send            use new post send WR API\n")
 }
 
-// RunRC runs ibv_rc_pingpong with args (without the program name) and returns its exit status.
-func RunRC(prog string, args []string, stdout, stderr io.Writer) int {
+// MainRC runs ibv_rc_pingpong with args (without the program name) and returns its exit status.
+func MainRC(prog string, args []string, stdout, stderr io.Writer) int {
 	o, status, ok := parseOptions(&rcSpec, prog, args, stdout, stderr)
 	if !ok {
 		return status

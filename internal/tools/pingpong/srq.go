@@ -42,8 +42,8 @@ func srqUsage(w io.Writer, prog string) {
 	fmt.Fprintf(w, "  -c, --chk              validate received buffer\n")
 }
 
-// RunSRQ runs ibv_srq_pingpong with args (without the program name) and returns its exit status.
-func RunSRQ(prog string, args []string, stdout, stderr io.Writer) int {
+// MainSRQ runs ibv_srq_pingpong with args (without the program name) and returns its exit status.
+func MainSRQ(prog string, args []string, stdout, stderr io.Writer) int {
 	o, status, ok := parseOptions(&srqSpec, prog, args, stdout, stderr)
 	if !ok {
 		return status

@@ -28,8 +28,8 @@ func ucUsage(w io.Writer, prog string) {
 	fmt.Fprintf(w, "  -c, --chk              validate received buffer\n")
 }
 
-// RunUC runs ibv_uc_pingpong with args (without the program name) and returns its exit status.
-func RunUC(prog string, args []string, stdout, stderr io.Writer) int {
+// MainUC runs ibv_uc_pingpong with args (without the program name) and returns its exit status.
+func MainUC(prog string, args []string, stdout, stderr io.Writer) int {
 	o, status, ok := parseOptions(&ucSpec, prog, args, stdout, stderr)
 	if !ok {
 		return status

@@ -28,8 +28,8 @@ func udUsage(w io.Writer, prog string) {
 	fmt.Fprintf(w, "  -c, --chk              validate received buffer\n")
 }
 
-// RunUD runs ibv_ud_pingpong with args (without the program name) and returns its exit status.
-func RunUD(prog string, args []string, stdout, stderr io.Writer) int {
+// MainUD runs ibv_ud_pingpong with args (without the program name) and returns its exit status.
+func MainUD(prog string, args []string, stdout, stderr io.Writer) int {
 	o, status, ok := parseOptions(&udSpec, prog, args, stdout, stderr)
 	if !ok {
 		return status

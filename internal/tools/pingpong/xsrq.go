@@ -16,7 +16,7 @@ import (
 // xrcDomainFile is the file xsrq_pingpong ties its XRC domain to.
 const xrcDomainFile = "/tmp/xrc_domain"
 
-// ErrXRCUnimplemented is what RunXSRQ reports, after the XRC domain opened, on a device that has XRC: goverbs
+// ErrXRCUnimplemented is what MainXSRQ reports, after the XRC domain opened, on a device that has XRC: goverbs
 // has no XRC SRQs or XRC QPs, so the run cannot go on as rdma-core's would.
 var ErrXRCUnimplemented = errors.New("XRC SRQs and XRC QPs are not implemented by goverbs")
 
@@ -115,11 +115,11 @@ func parseXSRQ(prog string, args []string, stdout, stderr io.Writer) (*xsrqOptio
 	return o, true
 }
 
-// RunXSRQ runs ibv_xsrq_pingpong with args (without the program name) and returns its exit status. It does
+// MainXSRQ runs ibv_xsrq_pingpong with args (without the program name) and returns its exit status. It does
 // what rdma-core's tool does up to and including opening the XRC domain, with the same messages and status:
 // on a device without XRC (rxe) that is where the C tool stops too. On a device with XRC it stops there with
 // ErrXRCUnimplemented's text and status 1.
-func RunXSRQ(prog string, args []string, stdout, stderr io.Writer) int {
+func MainXSRQ(prog string, args []string, stdout, stderr io.Writer) int {
 	o, ok := parseXSRQ(prog, args, stdout, stderr)
 	if !ok {
 		return 1

@@ -20,11 +20,11 @@ import (
 // progName is the name the usage texts give the tool.
 const progName = "rdma"
 
-// Run runs the rdma tool with args (without the program name) and returns
+// Main runs the rdma tool with args (without the program name) and returns
 // the exit status iproute2's rdma would: 0 on success, 1 on failure. Note
 // that, as in iproute2, an unknown command word prints a message and still
-// exits 0.
-func Run(args []string, stdout, stderr io.Writer) int {
+// exits 0. prog is unused: iproute2's texts always say "rdma".
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	return run(args, stdout, stderr, dialNetlink)
 }
 

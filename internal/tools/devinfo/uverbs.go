@@ -1,9 +1,9 @@
-// Package uverbssrc is the devinfo.Source (and devices.Source) over goverbs'
-// own uverbs package:
-// devices from RDMA netlink (sysfs as fallback), attributes from the kernel
-// queries libibverbs 44 makes (extended QUERY_DEVICE, QUERY_PORT,
-// QUERY_GID_TABLE), so that "goverbs devinfo" prints what ibv_devinfo prints.
-package uverbssrc
+package devinfo
+
+// This file is the Source over goverbs' own uverbs package: the device list
+// of package verbssrc, attributes from the kernel queries libibverbs 44 makes
+// (extended QUERY_DEVICE, QUERY_PORT, QUERY_GID_TABLE), so that
+// "goverbs devinfo" prints what ibv_devinfo prints.
 
 import (
 	"errors"
@@ -13,59 +13,36 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/devices"
-	"github.com/goverbs/goverbs/internal/tools/devinfo"
-	"github.com/goverbs/goverbs/internal/tools/verbsdev"
+	"github.com/goverbs/goverbs/internal/tools/verbssrc"
 	"github.com/goverbs/goverbs/uverbs"
 )
 
 // driverMLX5 is RDMA_DRIVER_MLX5, whose provider formats fw_ver differently.
 const driverMLX5 = 1
 
-// Source implements devinfo.Source. Use New.
-type Source struct {
+// UverbsSource is the Source over package uverbs, the one the tool uses on
+// the real system. Use NewUverbsSource.
+type UverbsSource struct {
 	stderr io.Writer
 	devs   map[string]uverbs.Device
 }
 
-// New returns a Source; stderr receives libibverbs' warnings (small
-// RLIMIT_MEMLOCK) and may be nil.
-func New(stderr io.Writer) *Source {
-	return &Source{stderr: stderr, devs: map[string]uverbs.Device{}}
+// NewUverbsSource returns a UverbsSource; stderr receives libibverbs'
+// warnings (small RLIMIT_MEMLOCK) and may be nil.
+func NewUverbsSource(stderr io.Writer) *UverbsSource {
+	return &UverbsSource{stderr: stderr, devs: map[string]uverbs.Device{}}
 }
 
-// Entries implements devices.Source: ibv_devices' list, in the same order
-// and with the same node GUIDs as Devices.
-func (s *Source) Entries() ([]devices.Entry, error) {
-	ids, err := s.Devices()
+// Devices implements Source: verbssrc.List.
+func (s *UverbsSource) Devices() ([]DeviceID, error) {
+	devs, err := verbssrc.List(s.stderr)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]devices.Entry, len(ids))
-	for i, id := range ids {
-		out[i] = devices.Entry{Name: id.Name, NodeGUID: uint64(s.devs[id.Name].NodeGUID)}
-	}
-	return out, nil
-}
-
-// Devices implements devinfo.Source: the usable devices in kernel index
-// order. Devices libibverbs would skip (no uverbs node, /dev node missing)
-// are left out. A failure to list is ENOSYS, as libibverbs reports it.
-func (s *Source) Devices() ([]devinfo.DeviceID, error) {
-	if s.stderr != nil {
-		verbsdev.WarnMemlock(s.stderr)
-	}
-	devs, err := uverbs.Devices()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", unix.ENOSYS, err)
-	}
-	var out []devinfo.DeviceID
-	for _, d := range devs {
-		if d.Err != nil {
-			continue
-		}
-		s.devs[d.Name] = d
-		out = append(out, devinfo.DeviceID{Name: d.Name, Transport: verbsdev.TransportOf(int(d.NodeType)), Path: d.SysfsPath()})
+	out := make([]DeviceID, len(devs))
+	for i, d := range devs {
+		s.devs[d.Name] = d.Device
+		out[i] = DeviceID{Name: d.Name, Transport: d.Transport, Path: d.SysfsPath()}
 	}
 	return out, nil
 }
@@ -80,33 +57,33 @@ func FWVer(raw uint64, driver uverbs.DriverID) string {
 	return fmt.Sprintf("%d.%d.%d", major, minor, sub)
 }
 
-// Query implements devinfo.Source. The uverbs package does not yet return
+// Query implements Source. The uverbs package does not yet return
 // mlx5's driver part of the QUERY_DEVICE response, so on mlx5 the TSO, RSS
 // hash and packet pacing capabilities (see devinfo's model.go) are zero.
-func (s *Source) Query(id devinfo.DeviceID) (*devinfo.Model, error) {
+func (s *UverbsSource) Query(id DeviceID) (*Model, error) {
 	d, ok := s.devs[id.Name]
 	if !ok {
 		var err error
 		if d, err = uverbs.DeviceByName(id.Name); err != nil {
-			return nil, &devinfo.QueryError{Stage: devinfo.StageOpen, Err: err}
+			return nil, &QueryError{Stage: StageOpen, Err: err}
 		}
 	}
 	ctx, err := d.Open()
 	if err != nil {
-		return nil, &devinfo.QueryError{Stage: devinfo.StageOpen, Err: err}
+		return nil, &QueryError{Stage: StageOpen, Err: err}
 	}
 	a, err := ctx.QueryDevice()
 	if err != nil {
-		return nil, &devinfo.QueryError{Stage: devinfo.StageQueryDevice, Err: err, CloseErr: ctx.Close()}
+		return nil, &QueryError{Stage: StageQueryDevice, Err: err, CloseErr: ctx.Close()}
 	}
-	m := &devinfo.Model{
+	m := &Model{
 		Name:           id.Name,
 		Transport:      id.Transport,
-		BoardID:        devinfo.ReadBoardID(d.SysfsPath()),
+		BoardID:        ReadBoardID(d.SysfsPath()),
 		Attr:           deviceAttr(a, d.DriverID),
 		NumCompVectors: int32(ctx.NumCompVectors()),
 	}
-	m.Ports = make([]devinfo.Port, a.PhysPortCnt)
+	m.Ports = make([]Port, a.PhysPortCnt)
 	for i := range m.Ports {
 		pa, err := ctx.QueryPort(i + 1)
 		if err != nil {
@@ -122,7 +99,7 @@ func (s *Source) Query(id devinfo.DeviceID) (*devinfo.Model, error) {
 
 // fillGIDs reads the GID tables in one QUERY_GID_TABLE call and, should
 // that fail, entry by entry like ibv_query_gid.
-func fillGIDs(ctx *uverbs.Context, m *devinfo.Model) {
+func fillGIDs(ctx *uverbs.Context, m *Model) {
 	table, err := ctx.QueryGIDTable()
 	if err == nil {
 		for _, e := range table {
@@ -130,7 +107,7 @@ func fillGIDs(ctx *uverbs.Context, m *devinfo.Model) {
 				continue
 			}
 			p := &m.Ports[e.Port-1]
-			p.GIDs = append(p.GIDs, devinfo.GIDEntry{Index: e.Index, GID: e.GID, Type: devinfo.GIDType(e.Type)})
+			p.GIDs = append(p.GIDs, GIDEntry{Index: e.Index, GID: e.GID, Type: GIDType(e.Type)})
 		}
 		for i := range m.Ports {
 			sortGIDs(m.Ports[i].GIDs)
@@ -147,9 +124,9 @@ func fillGIDs(ctx *uverbs.Context, m *devinfo.Model) {
 			switch {
 			case errors.Is(err, unix.ENODATA):
 			case err != nil:
-				p.GIDFailure = &devinfo.GIDFailure{Index: idx, Err: err}
+				p.GIDFailure = &GIDFailure{Index: idx, Err: err}
 			default:
-				p.GIDs = append(p.GIDs, devinfo.GIDEntry{Index: idx, GID: e.GID, Type: devinfo.GIDType(e.Type)})
+				p.GIDs = append(p.GIDs, GIDEntry{Index: idx, GID: e.GID, Type: GIDType(e.Type)})
 				continue
 			}
 			if p.GIDFailure != nil {
@@ -159,7 +136,7 @@ func fillGIDs(ctx *uverbs.Context, m *devinfo.Model) {
 	}
 }
 
-func sortGIDs(g []devinfo.GIDEntry) {
+func sortGIDs(g []GIDEntry) {
 	for i := 1; i < len(g); i++ {
 		for j := i; j > 0 && g[j].Index < g[j-1].Index; j-- {
 			g[j], g[j-1] = g[j-1], g[j]
@@ -167,8 +144,8 @@ func sortGIDs(g []devinfo.GIDEntry) {
 	}
 }
 
-func deviceAttr(a *uverbs.DeviceAttr, driver uverbs.DriverID) devinfo.DeviceAttr {
-	return devinfo.DeviceAttr{
+func deviceAttr(a *uverbs.DeviceAttr, driver uverbs.DriverID) DeviceAttr {
+	return DeviceAttr{
 		FWVer:                   FWVer(a.FWVer, driver),
 		NodeGUID:                uint64(a.NodeGUID),
 		SysImageGUID:            uint64(a.SysImageGUID),
@@ -217,21 +194,21 @@ func deviceAttr(a *uverbs.DeviceAttr, driver uverbs.DriverID) devinfo.DeviceAttr
 		CompletionTimestampMask: a.TimestampMask,
 		HCACoreClock:            a.HCACoreClock,
 		DeviceCapFlagsEx:        capFlagsEx(a),
-		RSS: devinfo.RSSCaps{
+		RSS: RSSCaps{
 			SupportedQPTs:              a.RSSSupportedQPTs,
 			MaxRWQIndirectionTables:    a.MaxRWQIndirectionTables,
 			MaxRWQIndirectionTableSize: a.MaxRWQIndirectionTableSize,
 		},
 		MaxWQTypeRQ:   a.MaxWQTypeRQ,
 		RawPacketCaps: a.RawPacketCaps,
-		TM: devinfo.TMCaps{
+		TM: TMCaps{
 			MaxRndvHdrSize: a.TMMaxRndvHdrSize,
 			MaxNumTags:     a.TMMaxNumTags,
 			Flags:          a.TMFlags,
 			MaxOps:         a.TMMaxOps,
 			MaxSGE:         a.TMMaxSGE,
 		},
-		CQMod:     devinfo.CQModerationCaps{MaxCQCount: a.MaxCQCount, MaxCQPeriod: a.MaxCQPeriod},
+		CQMod:     CQModerationCaps{MaxCQCount: a.MaxCQCount, MaxCQPeriod: a.MaxCQPeriod},
 		MaxDMSize: a.MaxDMSize,
 	}
 }
@@ -246,8 +223,8 @@ func capFlagsEx(a *uverbs.DeviceAttr) uint64 {
 	return 0
 }
 
-func portAttr(p *uverbs.PortAttr) devinfo.PortAttr {
-	return devinfo.PortAttr{
+func portAttr(p *uverbs.PortAttr) PortAttr {
+	return PortAttr{
 		State:         int32(p.State),
 		MaxMTU:        int32(p.MaxMTU),
 		ActiveMTU:     int32(p.ActiveMTU),

@@ -1,9 +1,8 @@
-package uverbssrc
+package devinfo
 
 import (
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/uverbs"
 )
 
@@ -27,7 +26,7 @@ func TestFWVer(t *testing.T) {
 }
 
 func TestSortGIDs(t *testing.T) {
-	g := []devinfo.GIDEntry{{Index: 3}, {Index: 0}, {Index: 2}, {Index: 1}}
+	g := []GIDEntry{{Index: 3}, {Index: 0}, {Index: 2}, {Index: 1}}
 	sortGIDs(g)
 	for i, e := range g {
 		if e.Index != i {

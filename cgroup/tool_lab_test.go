@@ -21,7 +21,7 @@ const asToolEnv = "GOVERBS_TEST_CGROUPTOOL_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asToolEnv) == "1" {
-		os.Exit(cgrouptool.Run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(cgrouptool.Main("goverbs cgroup", os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -37,7 +37,7 @@ func toolCmd(args ...string) *exec.Cmd {
 // runTool runs "goverbs cgroup ARGS..." in-process.
 func runTool(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := cgrouptool.Run(args, &out, &errb)
+	code := cgrouptool.Main("goverbs cgroup", args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -83,7 +83,9 @@ func testTool(t *testing.T, h *cgroup.Hierarchy) {
 	// NewCgroup finds the existing cgroup and removes it at cleanup.
 	c := cgrouptest.NewCgroup(t, h, "tool")
 
-	if code, _, errs := runTool(append(hargs, "set", path, cgrouptest.Device(), "hca_object=2")...); code != 0 {
+	// CGROUP may also be the directory below the mount point
+	// ("set /sys/fs/cgroup/goverbs-lab/tool ...").
+	if code, _, errs := runTool(append(hargs, "set", c.Dir(), cgrouptest.Device(), "hca_object=2")...); code != 0 {
 		t.Fatalf("set: %d %s", code, errs)
 	}
 	if l, err := c.DeviceLimit(cgrouptest.Device()); err != nil || l.HCAObject != 2 || l.HCAHandle != cgroup.Max {

@@ -45,10 +45,10 @@ func runVM(t *testing.T, cfg lab.Config, argv []string) (stdout, stderr string, 
 	return out.String(), errb.String(), res, err
 }
 
-// TestVMSmoke checks the lab's promises: rxe0 is ACTIVE on veth0 with the
+// TestLabVMSmoke checks the lab's promises: rxe0 is ACTIVE on veth0 with the
 // documented addresses, rdma-core's tools run, the environment and the
 // working directory (here under /tmp, which the VM would hide) come along.
-func TestVMSmoke(t *testing.T) {
+func TestLabVMSmoke(t *testing.T) {
 	requireVM(t)
 	wd := t.TempDir()
 	if err := os.WriteFile(filepath.Join(wd, "marker"), []byte("host file\n"), 0o644); err != nil {
@@ -85,10 +85,10 @@ if touch /usr/lab-should-fail 2>/dev/null; then echo root=writable; else echo ro
 	}
 }
 
-// TestVMOutputIsExact checks that stdout and stderr arrive byte for byte
+// TestLabVMOutputIsExact checks that stdout and stderr arrive byte for byte
 // (no CRLF, binary intact, nothing from the kernel) and the exit code
 // comes back.
-func TestVMOutputIsExact(t *testing.T) {
+func TestLabVMOutputIsExact(t *testing.T) {
 	requireVM(t)
 	script := `printf 'a\r\nb\n\000\377'; head -c 300000 /dev/zero | tr '\0' x; printf 'to stderr\n' >&2; exit 7`
 	stdout, stderr, res, err := runVM(t, lab.Config{}, lab.Shell(script))
@@ -107,9 +107,9 @@ func TestVMOutputIsExact(t *testing.T) {
 	}
 }
 
-// TestVMMergedOutput checks that with one writer for stdout and stderr the
+// TestLabVMMergedOutput checks that with one writer for stdout and stderr the
 // command's writes to both keep their order.
-func TestVMMergedOutput(t *testing.T) {
+func TestLabVMMergedOutput(t *testing.T) {
 	requireVM(t)
 	var buf bytes.Buffer
 	cfg := lab.Config{Stdout: &buf, Stderr: &buf, Log: io.Discard, Timeout: 8 * time.Minute}
@@ -124,9 +124,9 @@ func TestVMMergedOutput(t *testing.T) {
 	}
 }
 
-// TestVMOutDirNoRXESignal checks the results share, GOVERBS_LAB_NO_RXE's
+// TestLabVMOutDirNoRXESignal checks the results share, GOVERBS_LAB_NO_RXE's
 // effect (Config.NoRXE), and that death by signal reports 128+signal.
-func TestVMOutDirNoRXESignal(t *testing.T) {
+func TestLabVMOutDirNoRXESignal(t *testing.T) {
 	requireVM(t)
 	out := t.TempDir()
 	script := `ls /sys/class/infiniband | wc -l > "$GOVERBS_LAB_OUT/count"; echo data > "$GOVERBS_LAB_OUT/file"; kill -9 $$`
@@ -145,9 +145,9 @@ func TestVMOutDirNoRXESignal(t *testing.T) {
 	}
 }
 
-// TestVMSetupError checks that a command that cannot start is reported as
+// TestLabVMSetupError checks that a command that cannot start is reported as
 // a setup failure with the step, and exit code 125.
-func TestVMSetupError(t *testing.T) {
+func TestLabVMSetupError(t *testing.T) {
 	requireVM(t)
 	_, _, res, err := runVM(t, lab.Config{}, []string{"/nonexistent/command"})
 	var se *lab.SetupError
@@ -162,8 +162,8 @@ func TestVMSetupError(t *testing.T) {
 	}
 }
 
-// TestVMTimeout checks that a run past its timeout is stopped and reported.
-func TestVMTimeout(t *testing.T) {
+// TestLabVMTimeout checks that a run past its timeout is stopped and reported.
+func TestLabVMTimeout(t *testing.T) {
 	requireVM(t)
 	_, _, res, err := runVM(t, lab.Config{Timeout: time.Second}, lab.Shell("sleep 600"))
 	if !errors.Is(err, context.DeadlineExceeded) || res.ExitCode != lab.ExitTimeout {
@@ -171,10 +171,10 @@ func TestVMTimeout(t *testing.T) {
 	}
 }
 
-// TestVMPingpong proves the RDMA data path: rdma-core's ibv_rc_pingpong,
+// TestLabVMPingpong proves the RDMA data path: rdma-core's ibv_rc_pingpong,
 // server and client on rxe0 in loopback, over GID index 1 (the
 // IPv4-mapped RoCEv2 GID of 10.233.0.1).
-func TestVMPingpong(t *testing.T) {
+func TestLabVMPingpong(t *testing.T) {
 	requireVM(t)
 	script := `set -e
 test "$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/1)" = "RoCE v2"

@@ -23,7 +23,7 @@ const toolEnv = "GOVERBS_INTEROP_TOOL"
 
 func TestMain(m *testing.M) {
 	if tool := os.Getenv(toolEnv); tool != "" {
-		os.Exit(perftest.Run(tool, os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(perftest.MainProg(tool, os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -187,10 +187,10 @@ func cases() []pcase {
 	return cs
 }
 
-// TestPerftestInterop runs every goverbs perftest against Debian's perftest in both directions (RC; UD for
+// TestLabPerftestInterop runs every goverbs perftest against Debian's perftest in both directions (RC; UD for
 // send; UC for write and send) and checks that both sides succeed, that each side reports what the C tool
 // reports in that role, and that the goverbs side's output has the C side's shape.
-func TestPerftestInterop(t *testing.T) {
+func TestLabPerftestInterop(t *testing.T) {
 	labtest.Require(t)
 	if _, err := exec.LookPath("ib_write_bw"); err != nil {
 		t.Fatalf("perftest's C binaries are not installed: %v", err)

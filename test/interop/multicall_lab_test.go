@@ -24,10 +24,10 @@ func runTool(path string, args ...string) (string, int) {
 	return out.String(), 0
 }
 
-// TestMultiCall runs the goverbs binary through links named like rdma-core's tools, and as subcommands, and
+// TestLabMultiCall runs the goverbs binary through links named like rdma-core's tools, and as subcommands, and
 // demands the C tools' exact output and exit status (the per-option comparisons are in
 // internal/tools/labdiff; this proves the static binary itself).
-func TestMultiCall(t *testing.T) {
+func TestLabMultiCall(t *testing.T) {
 	labtest.Require(t)
 	bin := Binary(t)
 	cases := []struct {

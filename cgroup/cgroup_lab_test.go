@@ -25,7 +25,7 @@ func labDevice() string { return labtest.Device() }
 //  1. the library suite on cgroup v2 (mounted by the lab at /sys/fs/cgroup),
 //  2. the same suite on a cgroup v1 rdma hierarchy the test mounts itself
 //     (see package cgrouptest for how the controller moves between them),
-//  3. the acceptance test of "goverbs cgroup" on v2 and on v1 (lab_tool_test.go),
+//  3. the acceptance test of "goverbs cgroup" on v2 and on v1 (tool_lab_test.go),
 //  4. last, RefusedContext: on Linux 6.1 a refused ioctl GET_CONTEXT leaks a
 //     task reference that pins its cgroup for the rest of the boot, after
 //     which the controller cannot move to v1 any more.

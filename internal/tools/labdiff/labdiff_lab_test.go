@@ -10,7 +10,6 @@ import (
 
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
-	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
 	"github.com/goverbs/goverbs/internal/tools/golden"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
 	"github.com/goverbs/goverbs/test/labtest"
@@ -54,18 +53,16 @@ func compare(t *testing.T, prog string, run goTool, cases []string) {
 	}
 }
 
-func TestDevices(t *testing.T) {
+func TestLabDevices(t *testing.T) {
 	labtest.Require(t)
-	compare(t, "ibv_devices", func(_ string, a []string, o, e io.Writer) int {
-		return devices.Command{Source: uverbssrc.New(e)}.Run(a, o, e)
-	}, []string{"", "-v"})
+	compare(t, "ibv_devices", devices.Main, []string{"", "-v"})
 	// The sysfs scan (used where netlink is unavailable) agrees too.
-	compare(t, "ibv_devices", func(_ string, a []string, o, e io.Writer) int { return devices.Run(a, o, e) }, []string{""})
+	compare(t, "ibv_devices", func(_ string, a []string, o, e io.Writer) int { return devices.Command{}.Run(a, o, e) }, []string{""})
 }
 
-func TestIbstat(t *testing.T) {
+func TestLabIbstat(t *testing.T) {
 	labtest.Require(t)
-	compare(t, "ibstat", func(p string, a []string, o, e io.Writer) int { return ibstat.Command{Prog: p}.Run(a, o, e) },
+	compare(t, "ibstat", ibstat.Main,
 		[]string{"", "-s", "-p", "-l", "DEV", "DEV 1", "DEV 2", "DEV 0", "DEV 9", "foo", "-l DEV", "-p DEV", "-s DEV",
 			"-dd DEV 9", "-dd -p", "-V", "-h", "-x"})
 }
@@ -82,7 +79,7 @@ func DiffDevinfo(t *testing.T, src devinfo.Source) {
 	}, DevinfoCases)
 }
 
-func TestDevinfo(t *testing.T) {
+func TestLabDevinfo(t *testing.T) {
 	labtest.Require(t)
-	DiffDevinfo(t, uverbssrc.New(io.Discard))
+	DiffDevinfo(t, devinfo.NewUverbsSource(io.Discard))
 }

@@ -22,11 +22,11 @@ type ppTool struct {
 }
 
 var (
-	ppRC  = ppTool{"ibv_rc_pingpong", pingpong.RunRC}
-	ppUC  = ppTool{"ibv_uc_pingpong", pingpong.RunUC}
-	ppUD  = ppTool{"ibv_ud_pingpong", pingpong.RunUD}
-	ppSRQ = ppTool{"ibv_srq_pingpong", pingpong.RunSRQ}
-	ppXRC = ppTool{"ibv_xsrq_pingpong", pingpong.RunXSRQ}
+	ppRC  = ppTool{"ibv_rc_pingpong", pingpong.MainRC}
+	ppUC  = ppTool{"ibv_uc_pingpong", pingpong.MainUC}
+	ppUD  = ppTool{"ibv_ud_pingpong", pingpong.MainUD}
+	ppSRQ = ppTool{"ibv_srq_pingpong", pingpong.MainSRQ}
+	ppXRC = ppTool{"ibv_xsrq_pingpong", pingpong.MainXSRQ}
 )
 
 // The lines the pingpong tools print on a successful run.
@@ -163,11 +163,11 @@ func ppMatrix(t *testing.T, tool ppTool, portBase int, sizes []int, extra []stri
 	}
 }
 
-func TestRCPingpongInterop(t *testing.T) {
+func TestLabRCPingpongInterop(t *testing.T) {
 	ppMatrix(t, ppRC, 0, []int{1, 4096, 65536}, []string{"-n", "10"}, ppLines)
 }
 
-func TestUCPingpongInterop(t *testing.T) {
+func TestLabUCPingpongInterop(t *testing.T) {
 	ppMatrix(t, ppUC, 100, []int{1, 4096}, []string{"-n", "10", "-c"}, ppLines)
 }
 
@@ -175,17 +175,17 @@ func TestUCPingpongInterop(t *testing.T) {
 // (UD's 40-byte GRH room) prints "invalid data in page" and fails the line check.
 
 // UD messages must fit the path MTU (rxe on a 1500-byte veth: 1024).
-func TestUDPingpongInterop(t *testing.T) {
+func TestLabUDPingpongInterop(t *testing.T) {
 	ppMatrix(t, ppUD, 200, []int{1, 1024}, []string{"-n", "10", "-c"}, ppLinesUD)
 }
 
-func TestSRQPingpongInterop(t *testing.T) {
+func TestLabSRQPingpongInterop(t *testing.T) {
 	ppMatrix(t, ppSRQ, 300, []int{1, 4096}, []string{"-q", "4", "-n", "12", "-c"}, srqLines(4))
 }
 
 // Runs that end before any connection, byte for byte and status for status against rdma-core's tools: usage
 // errors, option checks, and on rxe (no XRC) all of ibv_xsrq_pingpong's behaviour.
-func TestPingpongErrorsMatchC(t *testing.T) {
+func TestLabPingpongErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
 	dev := labtest.Device()
 	cases := []struct {

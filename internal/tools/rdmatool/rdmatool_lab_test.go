@@ -24,7 +24,7 @@ const execEnv = "GOVERBS_RDMATOOL_EXEC"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(execEnv) == "1" {
-		os.Exit(Run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(Main("rdma", os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
