@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
 )
 
 // The README's "Using the library" program is this file (without its doc comment).
@@ -29,4 +28,3 @@ func TestREADMEShowsThisProgram(t *testing.T) {
 		t.Fatalf("README's program differs from examples/connect/main.go:\n%s", strings.TrimSpace(string(block)))
 	}
 }
-
