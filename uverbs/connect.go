@@ -215,7 +215,7 @@ func (qp *QP) Connect(remote Endpoint, opts *ConnectOptions) error {
 		access &= AccessLocalWrite | AccessRemoteWrite // UC has neither RDMA READ nor atomics
 	}
 	init := QPAttr{State: QPStateInit, PortNum: local.Port, AccessFlags: access}
-	if err := qp.Modify(&init, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrAccessFlags); err != nil {
+	if err := qp.Modify(init, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrAccessFlags); err != nil {
 		return err
 	}
 	rtr := QPAttr{State: QPStateRTR, PathMTU: o.MTU, DestQPN: remote.QPN, RQPSN: remote.PSN,
@@ -230,7 +230,7 @@ func (qp *QP) Connect(remote Endpoint, opts *ConnectOptions) error {
 		rtr.MaxDestRdAtomic, rtr.MinRNRTimer = o.MaxDestRdAtomic, o.MinRNRTimer
 		mask |= QPAttrMaxDestRdAtomic | QPAttrMinRNRTimer
 	}
-	if err := qp.Modify(&rtr, mask); err != nil {
+	if err := qp.Modify(rtr, mask); err != nil {
 		return err
 	}
 	rts := QPAttr{State: QPStateRTS, SQPSN: local.PSN}
@@ -239,7 +239,7 @@ func (qp *QP) Connect(remote Endpoint, opts *ConnectOptions) error {
 		rts.Timeout, rts.RetryCnt, rts.RNRRetry, rts.MaxRdAtomic = o.Timeout, o.RetryCnt, o.RNRRetry, o.MaxRdAtomic
 		mask |= QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic
 	}
-	return qp.Modify(&rts, mask)
+	return qp.Modify(rts, mask)
 }
 
 // UDOptions are ActivateUD's attributes. Nil options mean the Endpoint's port, Q_Key and PSN and P_Key index 0.
@@ -265,13 +265,13 @@ func (qp *QP) ActivateUD(opts *UDOptions) error {
 		return wrap(op, c.dev.Name, err)
 	}
 	init := QPAttr{State: QPStateInit, PKeyIndex: o.PKeyIndex, PortNum: local.Port, QKey: local.QKey}
-	if err := qp.Modify(&init, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrQKey); err != nil {
+	if err := qp.Modify(init, QPAttrState|QPAttrPKeyIndex|QPAttrPort|QPAttrQKey); err != nil {
 		return err
 	}
-	if err := qp.Modify(&QPAttr{State: QPStateRTR}, QPAttrState); err != nil {
+	if err := qp.Modify(QPAttr{State: QPStateRTR}, QPAttrState); err != nil {
 		return err
 	}
-	return qp.Modify(&QPAttr{State: QPStateRTS, SQPSN: local.PSN}, QPAttrState|QPAttrSQPSN)
+	return qp.Modify(QPAttr{State: QPStateRTS, SQPSN: local.PSN}, QPAttrState|QPAttrSQPSN)
 }
 
 // AHAttrTo is the address vector from this QP's endpoint to remote, for CreateAH (UD sends).

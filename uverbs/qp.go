@@ -277,7 +277,7 @@ func ahAttrFromDest(d *abi.IbUverbsQpDest) AHAttr {
 
 // Modify changes the QP's attributes selected by mask (ibv_modify_qp), through the MODIFY_QP command; the
 // kernel checks the state transition and the attributes each transition requires.
-func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
+func (qp *QP) Modify(attr QPAttr, mask QPAttrMask) error {
 	c := qp.ctx
 	if err := qp.checkOpen(); err != nil {
 		return wrapf(c.dev.Name, err, "modify QP %#x", qp.qpn)

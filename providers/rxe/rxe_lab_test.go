@@ -385,7 +385,7 @@ func TestLabUD(t *testing.T) {
 			{uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState},
 			{uverbs.QPAttr{State: uverbs.QPStateRTS}, uverbs.QPAttrState | uverbs.QPAttrSQPSN},
 		} {
-			if err := qp.Modify(&s.attr, s.mask); err != nil {
+			if err := qp.Modify(s.attr, s.mask); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -533,7 +533,7 @@ func TestLabStateGates(t *testing.T) {
 		t.Fatalf("PostSend in RESET: %v, want EINVAL", err)
 	}
 	attr := uverbs.QPAttr{State: uverbs.QPStateInit, PortNum: 1}
-	if err := qp.Modify(&attr, uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags); err != nil {
+	if err := qp.Modify(attr, uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := qp.PostRecv([]uverbs.RecvWR{{}}); err != nil {
@@ -544,7 +544,7 @@ func TestLabStateGates(t *testing.T) {
 	}
 	// In ERR, sends are accepted and flushed with an error completion.
 	attr = uverbs.QPAttr{State: uverbs.QPStateErr}
-	if err := qp.Modify(&attr, uverbs.QPAttrState); err != nil {
+	if err := qp.Modify(attr, uverbs.QPAttrState); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := qp.PostSend([]uverbs.SendWR{{WRID: 42, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled}}); err != nil {
@@ -573,7 +573,7 @@ func TestLabStateGates(t *testing.T) {
 	// Back to RESET: receives are refused again; the kernel keeps the ring indices across the reset (it only
 	// clears the slots), so after reconnecting (to itself) the rings go on from where they were.
 	attr = uverbs.QPAttr{State: uverbs.QPStateReset}
-	if err := qp.Modify(&attr, uverbs.QPAttrState); err != nil {
+	if err := qp.Modify(attr, uverbs.QPAttrState); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := qp.PostRecv([]uverbs.RecvWR{{}}); !errors.Is(err, unix.EINVAL) {

@@ -258,7 +258,7 @@ func (p *player) toInit() error {
 		a.AccessFlags = p.o.qpAccess
 		mask |= uverbs.QPAttrAccessFlags
 	}
-	return p.qp.Modify(a, mask)
+	return p.qp.Modify(*a, mask)
 }
 
 // endpoint is the player's half of a connection: its QP's Endpoint on the suite's port and GID, with the
@@ -297,7 +297,7 @@ func (p *player) connect(remote *player) {
 func (p *player) restate() {
 	t := p.e.t
 	t.Helper()
-	require.NoError(t, p.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
+	require.NoError(t, p.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
 	p.connect(p.peer)
 }
 

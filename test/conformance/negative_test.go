@@ -50,7 +50,7 @@ func TestNegQPTransitions(t *testing.T) {
 				require.NoError(t, tc.prep(p))
 			}
 			a := tc.attr
-			requireErrno(t, p.qp.Modify(&a, tc.mask), unix.EINVAL)
+			requireErrno(t, p.qp.Modify(a, tc.mask), unix.EINVAL)
 			q, err := p.qp.Query(uverbs.QPAttrState)
 			require.NoError(t, err)
 			require.Equal(t, tc.stay, q.State.String())
@@ -88,7 +88,7 @@ func TestNegQPModifyOutOfRange(t *testing.T) {
 				require.NoError(t, p.toInit())
 			}
 			a, mask := tc.attr(e)
-			requireErrno(t, p.qp.Modify(&a, mask), unix.EINVAL)
+			requireErrno(t, p.qp.Modify(a, mask), unix.EINVAL)
 		})
 	}
 }
@@ -98,10 +98,10 @@ func TestNegQPModifyOutOfRange(t *testing.T) {
 func TestNegPostInReset(t *testing.T) {
 	e := newEnv(t)
 	client, server := e.pair(playerOpts{qpType: uverbs.QPTypeUD})
-	require.NoError(t, server.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
+	require.NoError(t, server.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
 	_, err := server.qp.PostRecv([]uverbs.RecvWR{{WRID: 1, SGL: []uverbs.SGE{server.mr.SGE(server.recvOff(), server.recvLen())}}})
 	requireErrno(t, err, unix.EINVAL, "post recv in RESET")
-	require.NoError(t, client.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
+	require.NoError(t, client.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
 	_, err = client.qp.PostSend([]uverbs.SendWR{client.sendWR(uverbs.WRSend, client.o.msgSize)})
 	requireErrno(t, err, unix.EINVAL, "post send in RESET")
 }
@@ -516,7 +516,7 @@ func TestNegUseAfterCloseHandleReuse(t *testing.T) {
 	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	require.NoError(t, err)
 	cleanup(t, qp)
-	requireErrorIsClosed(t, oldQP.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, QKey: 1, PortNum: uint8(e.pnum)},
+	requireErrorIsClosed(t, oldQP.Modify(uverbs.QPAttr{State: uverbs.QPStateInit, QKey: 1, PortNum: uint8(e.pnum)},
 		uverbs.QPAttrState|uverbs.QPAttrQKey|uverbs.QPAttrPort|uverbs.QPAttrPKeyIndex), "modify a closed QP")
 	_, err = oldQP.Query(uverbs.QPAttrState)
 	requireErrorIsClosed(t, err, "query a closed QP")

@@ -103,18 +103,18 @@ func TestQueryQP(t *testing.T) {
 func TestModifyUDQP(t *testing.T) {
 	e := newEnv(t)
 	p := e.newPlayer(playerOpts{qpType: uverbs.QPTypeUD})
-	require.NoError(t, p.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, QKey: 0x123, PortNum: uint8(e.pnum)},
+	require.NoError(t, p.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateInit, QKey: 0x123, PortNum: uint8(e.pnum)},
 		uverbs.QPAttrState|uverbs.QPAttrQKey|uverbs.QPAttrPort|uverbs.QPAttrPKeyIndex))
 	a, err := p.qp.Query(uverbs.QPAttrQKey)
 	require.NoError(t, err)
 	require.Equal(t, uint32(0x123), a.QKey)
-	require.NoError(t, p.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState))
-	require.NoError(t, p.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: 0x45}, uverbs.QPAttrState|uverbs.QPAttrSQPSN))
+	require.NoError(t, p.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState))
+	require.NoError(t, p.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: 0x45}, uverbs.QPAttrState|uverbs.QPAttrSQPSN))
 	a, err = p.qp.Query(uverbs.QPAttrSQPSN | uverbs.QPAttrState)
 	require.NoError(t, err)
 	require.Equal(t, uint32(0x45), a.SQPSN)
 	require.Equal(t, "RTS", a.State.String())
-	require.NoError(t, p.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
+	require.NoError(t, p.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
 	a, err = p.qp.Query(uverbs.QPAttrState)
 	require.NoError(t, err)
 	require.Equal(t, "RESET", a.State.String())

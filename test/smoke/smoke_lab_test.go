@@ -172,7 +172,7 @@ func TestLabRCLoopback(t *testing.T) {
 	}
 	_, errSend := a.PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend}})
 	_, errRecv := a.PostRecv([]uverbs.RecvWR{{}})
-	errModify := a.Modify(&uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState)
+	errModify := a.Modify(uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState)
 	_, errEndpoint := a.Endpoint(nil)
 	for name, err := range map[string]error{"PostSend": errSend, "PostRecv": errRecv, "Modify": errModify, "Endpoint": errEndpoint} {
 		if !errors.Is(err, uverbs.ErrClosed) {

@@ -243,7 +243,7 @@ func (s *session) initResources(stderr io.Writer) error {
 			}
 			mask |= uverbs.QPAttrAccessFlags
 		}
-		if err := qp.Modify(a, mask); err != nil {
+		if err := qp.Modify(*a, mask); err != nil {
 			fmt.Fprintf(stderr, "Failed to modify QP to INIT, ret=%d\n", 1)
 			return err
 		}
@@ -344,7 +344,7 @@ func (s *session) connect(stderr io.Writer) error {
 				mask |= uverbs.QPAttrMinRNRTimer | uverbs.QPAttrMaxDestRdAtomic
 			}
 		}
-		if err := qp.Modify(a, mask); err != nil {
+		if err := qp.Modify(*a, mask); err != nil {
 			fmt.Fprintf(stderr, "Failed to modify QP %d to RTR\n", qp.QPN())
 			return err
 		}
@@ -355,7 +355,7 @@ func (s *session) connect(stderr io.Writer) error {
 				r.Timeout, r.RetryCnt, r.RNRRetry, r.MaxRdAtomic = uint8(p.QPTimeout), 7, 7, uint8(d.OutReads)
 				rmask |= uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry | uverbs.QPAttrMaxQPRdAtomic
 			}
-			if err := qp.Modify(r, rmask); err != nil {
+			if err := qp.Modify(*r, rmask); err != nil {
 				fmt.Fprintf(stderr, "Failed to modify QP to RTS\n")
 				return err
 			}

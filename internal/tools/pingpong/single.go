@@ -156,7 +156,7 @@ func initSingle(dev uverbs.Device, k kind, o *options, stderr io.Writer) *pp {
 	} else {
 		mask |= uverbs.QPAttrAccessFlags
 	}
-	if err := c.qp.Modify(init, mask); err != nil {
+	if err := c.qp.Modify(*init, mask); err != nil {
 		return fail("Failed to modify QP to INIT")
 	}
 	// A UD receive takes the GRH and the message; a UD send carries the message from behind the GRH room.
@@ -204,11 +204,11 @@ func remoteAV(o *options, rem *dest) uverbs.AHAttr {
 // error's text is the message the tool prints.
 func (c *pp) connect(o *options, myPSN int, rem *dest) error {
 	if c.kind == kindUD {
-		if err := c.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState); err != nil {
+		if err := c.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState); err != nil {
 			return errors.New("Failed to modify QP to RTR")
 		}
 		rts := &uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: uint32(myPSN)}
-		if err := c.qp.Modify(rts, uverbs.QPAttrState|uverbs.QPAttrSQPSN); err != nil {
+		if err := c.qp.Modify(*rts, uverbs.QPAttrState|uverbs.QPAttrSQPSN); err != nil {
 			return errors.New("Failed to modify QP to RTS")
 		}
 		ah, err := c.pd.CreateAH(remoteAV(o, rem))
@@ -225,7 +225,7 @@ func (c *pp) connect(o *options, myPSN int, rem *dest) error {
 		rtr.MaxDestRdAtomic, rtr.MinRNRTimer = 1, 12
 		mask |= uverbs.QPAttrMaxDestRdAtomic | uverbs.QPAttrMinRNRTimer
 	}
-	if err := c.qp.Modify(rtr, mask); err != nil {
+	if err := c.qp.Modify(*rtr, mask); err != nil {
 		return errors.New("Failed to modify QP to RTR")
 	}
 	rts := *rtr
@@ -235,7 +235,7 @@ func (c *pp) connect(o *options, myPSN int, rem *dest) error {
 		rts.Timeout, rts.RetryCnt, rts.RNRRetry, rts.MaxRdAtomic = 14, 7, 7, 1
 		mask |= uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry | uverbs.QPAttrMaxQPRdAtomic
 	}
-	if err := c.qp.Modify(&rts, mask); err != nil {
+	if err := c.qp.Modify(rts, mask); err != nil {
 		return errors.New("Failed to modify QP to RTS")
 	}
 	return nil

@@ -152,7 +152,7 @@ func initSRQ(dev uverbs.Device, o *options, stderr io.Writer) *srqPP {
 	}
 	for i, qp := range c.qps {
 		init := &uverbs.QPAttr{State: uverbs.QPStateInit, PKeyIndex: 0, PortNum: uint8(o.ibPort)}
-		if err := qp.Modify(init, uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags); err != nil {
+		if err := qp.Modify(*init, uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags); err != nil {
 			return fail(fmt.Sprintf("Failed to modify QP[%d] to INIT", i))
 		}
 	}
@@ -195,13 +195,13 @@ func (c *srqPP) connect(o *options, my, rem []dest) error {
 		av.DLID = uint16(rem[i].lid)
 		rtr := &uverbs.QPAttr{State: uverbs.QPStateRTR, PathMTU: o.mtu, DestQPN: uint32(rem[i].qpn), RQPSN: uint32(rem[i].psn),
 			MaxDestRdAtomic: 1, MinRNRTimer: 12, AHAttr: av}
-		if err := qp.Modify(rtr, uverbs.QPAttrState|uverbs.QPAttrAV|uverbs.QPAttrPathMTU|uverbs.QPAttrDestQPN|
+		if err := qp.Modify(*rtr, uverbs.QPAttrState|uverbs.QPAttrAV|uverbs.QPAttrPathMTU|uverbs.QPAttrDestQPN|
 			uverbs.QPAttrRQPSN|uverbs.QPAttrMaxDestRdAtomic|uverbs.QPAttrMinRNRTimer); err != nil {
 			return fmt.Errorf("Failed to modify QP[%d] to RTR", i)
 		}
 		rts := *rtr
 		rts.State, rts.Timeout, rts.RetryCnt, rts.RNRRetry, rts.SQPSN, rts.MaxRdAtomic = uverbs.QPStateRTS, 14, 7, 7, uint32(my[i].psn), 1
-		if err := qp.Modify(&rts, uverbs.QPAttrState|uverbs.QPAttrTimeout|uverbs.QPAttrRetryCnt|uverbs.QPAttrRNRRetry|
+		if err := qp.Modify(rts, uverbs.QPAttrState|uverbs.QPAttrTimeout|uverbs.QPAttrRetryCnt|uverbs.QPAttrRNRRetry|
 			uverbs.QPAttrSQPSN|uverbs.QPAttrMaxQPRdAtomic); err != nil {
 			return fmt.Errorf("Failed to modify QP[%d] to RTS", i)
 		}
