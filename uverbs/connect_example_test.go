@@ -2,13 +2,16 @@ package uverbs_test
 
 import (
 	"fmt"
+	"io"
 	"log"
+	"net"
 
 	"github.com/goverbs/goverbs/uverbs"
 )
 
-// Two RC QPs connected with Endpoint and Connect, one message sent and received. Over a network each side sends
-// its Endpoint's MarshalBinary bytes to the other (any channel: TCP, a file, rdma_cm private data).
+// Connecting a QP to a peer's across a network: each side sends its Endpoint's bytes over an ordinary
+// connection (here a net.Conn), reads the peer's, and calls Connect. The whole single-host program is
+// examples/connect (the README's example).
 func ExampleQP_Connect() {
 	ctx, err := uverbs.Open("rxe0")
 	if err != nil {
@@ -17,46 +20,37 @@ func ExampleQP_Connect() {
 	defer ctx.Close()
 	pd, _ := ctx.AllocPD()
 	defer pd.Close()
-	buf, _ := uverbs.AllocBuffer(4096) // page-aligned anonymous mmap
-	defer buf.Close()
-	mr, _ := pd.RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
-	defer mr.Close()
 	cq, _ := ctx.CreateCQ(uverbs.CQAttr{CQE: 16})
 	defer cq.Close()
-	attr := uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
-		Cap: uverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
-	a, _ := pd.CreateQP(attr)
-	defer a.Close()
-	b, _ := pd.CreateQP(attr)
-	defer b.Close()
-
-	epA, _ := a.Endpoint(nil) // port 1, the RoCE v2 IPv4 GID, a random PSN
-	epB, _ := b.Endpoint(nil)
-	if err := a.Connect(epB, nil); err != nil { // INIT, RTR, RTS with rdma-core's defaults
+	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+		Cap: uverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
 		log.Fatal(err)
 	}
-	if err := b.Connect(epA, nil); err != nil {
+	defer qp.Close()
+
+	conn, err := net.Dial("tcp", "peer.example:18515") // the peer runs the same code on its side
+	if err != nil {
 		log.Fatal(err)
 	}
-
-	copy(buf.Bytes(), "hello")
-	b.PostRecv([]uverbs.RecvWR{{WRID: 2, SGL: []uverbs.SGE{mr.SGE(2048, 2048)}}})
-	a.PostSend([]uverbs.SendWR{{WRID: 1, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
-		SGL: []uverbs.SGE{mr.SGE(0, 5)}}})
-	wcs := make([]uverbs.WC, 2)
-	for got := 0; got < 2; {
-		n, err := cq.Poll(wcs[got:])
-		if err != nil {
-			log.Fatal(err)
-		}
-		got += n
+	defer conn.Close()
+	local, _ := qp.Endpoint(nil) // port 1, the RoCE v2 IPv4 GID, a random PSN
+	b, _ := local.MarshalBinary()
+	if _, err := conn.Write(b); err != nil {
+		log.Fatal(err)
 	}
-	for _, wc := range wcs {
-		if err := wc.Err(); err != nil {
-			log.Fatalf("work request %d: %v", wc.WRID, err)
-		}
+	peer := make([]byte, uverbs.EndpointSize)
+	if _, err := io.ReadFull(conn, peer); err != nil {
+		log.Fatal(err)
 	}
-	fmt.Printf("%s\n", buf.Bytes()[2048:2053])
+	var remote uverbs.Endpoint
+	if err := remote.UnmarshalBinary(peer); err != nil {
+		log.Fatal(err)
+	}
+	if err := qp.Connect(remote, nil); err != nil { // INIT, RTR, RTS with rdma-core's defaults
+		log.Fatal(err)
+	}
+	fmt.Println("connected to QP", remote.QPN)
 }
 
 // An Endpoint travels as EndpointSize bytes.

@@ -171,10 +171,7 @@ func (cq *CQ) Poll(wc []WC) (int, error) {
 		return 0, cq.ctx.dpErrs.get(opPollCQ, provider.Destroyed)
 	}
 	n, st := cq.prov.Poll(wc)
-	if st != provider.OK {
-		return n, cq.ctx.dpErrs.get(opPollCQ, st)
-	}
-	return n, nil
+	return cq.ctx.dpErrs.result(opPollCQ, n, st)
 }
 
 // ReqNotify arms the CQ: the next completion (only solicited ones if solicitedOnly) raises an event on its

@@ -102,6 +102,14 @@ func newDataPathErrors(dev string) *dataPathErrors {
 	return t
 }
 
+// result is a post's or poll's return: n, and nil or the error for st.
+func (t *dataPathErrors) result(op dataPathOp, n int, st provider.Status) (int, error) {
+	if st == provider.OK {
+		return n, nil
+	}
+	return n, t.get(op, st)
+}
+
 // get is the error for st. A failed doorbell system call carries the kernel's errno: that rare error is made
 // when it happens.
 func (t *dataPathErrors) get(op dataPathOp, st provider.Status) error {

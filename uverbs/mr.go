@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/internal/enumstr"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"golang.org/x/sys/unix"
@@ -134,7 +135,7 @@ const (
 
 var reregFlagNames = [...]string{"TRANS", "PD", "ACCESS"}
 
-func (f ReregFlags) String() string { return flagString(reregFlagNames[:], uint64(f)) }
+func (f ReregFlags) String() string { return enumstr.Flags(reregFlagNames[:], uint64(f)) }
 
 // Rereg changes the registration (ibv_rereg_mr): with ReregTrans a new range (buf), with ReregPD a new PD,
 // with ReregAccess new access rights. Devices that cannot re-register answer ErrNotSupported (rxe on 6.1).

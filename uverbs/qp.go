@@ -144,10 +144,7 @@ func (qp *QP) PostSend(wrs []SendWR) (int, error) {
 		return 0, qp.ctx.dpErrs.get(opPostSend, provider.Destroyed)
 	}
 	n, st := qp.prov.PostSend(wrs)
-	if st != provider.OK {
-		return n, qp.ctx.dpErrs.get(opPostSend, st)
-	}
-	return n, nil
+	return qp.ctx.dpErrs.result(opPostSend, n, st)
 }
 
 // PostRecv posts receive work requests (ibv_post_recv). It returns how many were posted; on error wrs[n] is
@@ -157,10 +154,7 @@ func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
 		return 0, qp.ctx.dpErrs.get(opPostRecv, provider.Destroyed)
 	}
 	n, st := qp.prov.PostRecv(wrs)
-	if st != provider.OK {
-		return n, qp.ctx.dpErrs.get(opPostRecv, st)
-	}
-	return n, nil
+	return qp.ctx.dpErrs.result(opPostRecv, n, st)
 }
 
 // Close destroys the QP (ibv_destroy_qp).

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/internal/enumstr"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"golang.org/x/sys/unix"
@@ -181,7 +182,7 @@ const (
 var portStateNames = [...]string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
 
 // String is the state's name ("ACTIVE"); ibv_devinfo's "PORT_ACTIVE" is the tools' text.
-func (s PortState) String() string { return enumString(portStateNames[:], uint64(s), "PortState") }
+func (s PortState) String() string { return enumstr.Name(portStateNames[:], uint64(s), "PortState") }
 
 // MTU is an IB MTU enum value (1 = 256 ... 5 = 4096).
 type MTU uint8

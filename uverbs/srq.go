@@ -3,6 +3,7 @@ package uverbs
 import (
 	"fmt"
 
+	"github.com/goverbs/goverbs/internal/enumstr"
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
@@ -93,10 +94,7 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) (int, error) {
 		return 0, srq.ctx.dpErrs.get(opPostSRQRecv, provider.Destroyed)
 	}
 	n, st := srq.prov.PostRecv(wrs)
-	if st != provider.OK {
-		return n, srq.ctx.dpErrs.get(opPostSRQRecv, st)
-	}
-	return n, nil
+	return srq.ctx.dpErrs.result(opPostSRQRecv, n, st)
 }
 
 // SRQAttrMask selects the SRQAttr fields SRQ.Modify changes (IBV_SRQ_*).
@@ -110,7 +108,7 @@ const (
 
 var srqAttrMaskNames = [...]string{"MAX_WR", "LIMIT"}
 
-func (m SRQAttrMask) String() string { return flagString(srqAttrMaskNames[:], uint64(m)) }
+func (m SRQAttrMask) String() string { return enumstr.Flags(srqAttrMaskNames[:], uint64(m)) }
 
 // Modify changes the SRQ's size (SRQAttrMaxWR, where the device can resize) or arms its limit event
 // (SRQAttrLimit) (ibv_modify_srq).

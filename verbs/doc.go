@@ -1,7 +1,7 @@
 // Package verbs is the vocabulary of the RDMA data path: the values a program builds and reads on every post
 // and poll — scatter/gather elements, send and receive work requests, work completions — and the enums and
-// capacities of queue pairs. It is a leaf package (it imports only the standard library) so that the verbs core
-// (package uverbs) and every provider share one definition; package uverbs re-exports each name
+// capacities of queue pairs. It is a leaf package (it imports no other public goverbs package) so that the verbs
+// core (package uverbs) and every provider share one definition; package uverbs re-exports each name
 // (uverbs.SendWR is verbs.SendWR), and most programs never import this package directly.
 //
 // Every enum has a String method giving its canonical name: the verbs specification's name without the C

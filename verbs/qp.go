@@ -1,5 +1,7 @@
 package verbs
 
+import "github.com/goverbs/goverbs/internal/enumstr"
+
 // QPType is a queue pair's transport type (enum ib_qp_type numbering, as enum ibv_qp_type).
 type QPType uint8
 
@@ -29,7 +31,7 @@ func (t QPType) String() string {
 	case QPTypeXRCRecv:
 		return "XRC_RECV"
 	}
-	return enumName(nil, uint64(t), "QPType")
+	return enumstr.Name(nil, uint64(t), "QPType")
 }
 
 // QPState is a queue pair's state (enum ibv_qp_state numbering).
@@ -49,7 +51,7 @@ const (
 var qpStateNames = [...]string{"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"}
 
 // String is the state's name ("RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR").
-func (s QPState) String() string { return enumName(qpStateNames[:], uint64(s), "QPState") }
+func (s QPState) String() string { return enumstr.Name(qpStateNames[:], uint64(s), "QPState") }
 
 // QPCap are a queue pair's queue capacities (struct ibv_qp_cap): requested at creation, granted by the kernel.
 type QPCap struct {

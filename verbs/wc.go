@@ -1,5 +1,7 @@
 package verbs
 
+import "github.com/goverbs/goverbs/internal/enumstr"
+
 // WCStatus is a work completion's status (enum ibv_wc_status numbering). As an error (WC.Err) its text is its
 // name; errors.Is(err, WCRetryExcErr) matches it.
 type WCStatus uint32
@@ -39,7 +41,7 @@ var wcStatusNames = [...]string{"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_
 	"TM_RNDV_INCOMPLETE"}
 
 // String is the status's name ("SUCCESS", "RETRY_EXC_ERR").
-func (s WCStatus) String() string { return enumName(wcStatusNames[:], uint64(s), "WCStatus") }
+func (s WCStatus) String() string { return enumstr.Name(wcStatusNames[:], uint64(s), "WCStatus") }
 
 // Error makes a failed status an error (see WC.Err); its text is the status's name.
 func (s WCStatus) Error() string { return s.String() }
@@ -70,7 +72,7 @@ func (o WCOpcode) String() string {
 	case WCRecvRDMAWithImm:
 		return "RECV_RDMA_WITH_IMM"
 	}
-	return enumName(wcOpcodeNames[:], uint64(o), "WCOpcode")
+	return enumstr.Name(wcOpcodeNames[:], uint64(o), "WCOpcode")
 }
 
 // WCFlags are a work completion's flags (enum ibv_wc_flags).
@@ -86,7 +88,7 @@ const (
 
 var wcFlagNames = [...]string{"GRH", "WITH_IMM", "IP_CSUM_OK", "WITH_INV"}
 
-func (f WCFlags) String() string { return flagNames(wcFlagNames[:], uint64(f)) }
+func (f WCFlags) String() string { return enumstr.Flags(wcFlagNames[:], uint64(f)) }
 
 // WC is one work completion (struct ibv_wc). Its layout is exactly the kernel's struct ib_uverbs_wc (48 bytes),
 // so a provider whose device writes that format (rxe) fills it with one copy.

@@ -1,5 +1,7 @@
 package verbs
 
+import "github.com/goverbs/goverbs/internal/enumstr"
+
 // SGE is one scatter/gather element: a range of registered memory (struct ibv_sge).
 type SGE struct {
 	Addr   uint64 // start address (the MR's iova space)
@@ -27,7 +29,7 @@ const (
 var wrOpcodeNames = [...]string{"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ",
 	"ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "LOCAL_INV", "BIND_MW", "SEND_WITH_INV"}
 
-func (o WROpcode) String() string { return enumName(wrOpcodeNames[:], uint64(o), "WROpcode") }
+func (o WROpcode) String() string { return enumstr.Name(wrOpcodeNames[:], uint64(o), "WROpcode") }
 
 // SendFlags are a send work request's flags (enum ibv_send_flags).
 type SendFlags uint32
@@ -42,7 +44,7 @@ const (
 
 var sendFlagNames = [...]string{"FENCE", "SIGNALED", "SOLICITED", "INLINE"}
 
-func (f SendFlags) String() string { return flagNames(sendFlagNames[:], uint64(f)) }
+func (f SendFlags) String() string { return enumstr.Flags(sendFlagNames[:], uint64(f)) }
 
 // AHData is the data path's view of an address handle, filled by the provider when the handle is created
 // (uverbs.AH.Data): everything a UD send needs to address its destination without a lookup. Its fields are the
