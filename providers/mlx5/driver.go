@@ -1,7 +1,6 @@
 package mlx5
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -313,15 +312,6 @@ type cqAdapter struct {
 	newMem []byte
 }
 
-// Poll implements provider.CQ. A CQE that names no known queue stops the poll with UnknownCQE.
-func (a *cqAdapter) Poll(wc []WC) (int, provider.Status) {
-	n, err := a.CQ.Poll(wc)
-	if err != nil {
-		return n, statusOf(err)
-	}
-	return n, provider.OK
-}
-
 // Arm implements provider.CQ.
 func (a *cqAdapter) Arm(solicitedOnly bool) error {
 	a.CQ.Arm(solicitedOnly)
@@ -482,11 +472,7 @@ func (q *qpAdapter) PostSend(wrs []SendWR) (int, provider.Status) {
 	if q.state != verbs.QPStateRTS && q.state != verbs.QPStateSQD {
 		return 0, provider.NotReady
 	}
-	n, err := q.SQ.PostSend(wrs)
-	if err != nil {
-		return n, statusOf(err)
-	}
-	return n, provider.OK
+	return q.SQ.PostSend(wrs)
 }
 
 // PostRecv implements provider.QP.
@@ -497,24 +483,7 @@ func (q *qpAdapter) PostRecv(wrs []RecvWR) (int, provider.Status) {
 	if q.state == verbs.QPStateReset {
 		return 0, provider.NotReady
 	}
-	n, err := q.RQ.PostRecv(wrs)
-	if err != nil {
-		return n, statusOf(err)
-	}
-	return n, provider.OK
-}
-
-// statusOf classifies an error of the send, receive and completion queues for the verbs core.
-func statusOf(err error) provider.Status {
-	switch {
-	case errors.Is(err, ErrPoll):
-		return provider.UnknownCQE
-	case errors.Is(err, ErrNotSupported):
-		return provider.OpcodeNotSupported
-	case errors.Is(err, errQueueFull):
-		return provider.QueueFull
-	}
-	return provider.BadOpcode
+	return q.RQ.PostRecv(wrs)
 }
 
 // StateChanged implements provider.QP: a transition to RESET zeroes the indices and doorbell records.
@@ -590,15 +559,6 @@ type srqAdapter struct {
 	mem    []byte
 	dbrMem []byte
 	uidx   uint32
-}
-
-// PostRecv implements provider.SRQ.
-func (s *srqAdapter) PostRecv(wrs []RecvWR) (int, provider.Status) {
-	n, err := s.SRQ.PostRecv(wrs)
-	if err != nil {
-		return n, statusOf(err)
-	}
-	return n, provider.OK
 }
 
 // Modify implements provider.SRQ (only the limit can change; there is no driver data).

@@ -23,9 +23,9 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	n, err := sq.PostSend([]mlx5.SendWR{{WRID: 7, Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled,
+	n, st := sq.PostSend([]mlx5.SendWR{{WRID: 7, Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled,
 		RemoteAddr: 0x10000, RKey: 0x42, SGL: []mlx5.SGE{{Addr: 0x20000, Length: 64, LKey: 0x99}}}})
-	fmt.Println(n, err)
+	fmt.Println(n, st.Err())
 	fmt.Printf("ctrl: % x\n", ringBytes[:16])
 	fmt.Printf("doorbell: % x\n", asBytes(uar))
 	// Output:

@@ -1,6 +1,8 @@
 package mlx5
 
 import (
+	"github.com/goverbs/goverbs/internal/provider"
+
 	"bufio"
 	"bytes"
 	"encoding/hex"
@@ -212,9 +214,9 @@ func TestGoldenWQEs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ts := newTestSQ(t, c.typ, 256, false)
 			ts.sq.curPost = c.curPost
-			n, err := ts.sq.PostSend(c.wrs)
-			if err != nil || n != len(c.wrs) {
-				t.Fatalf("PostSend = %d, %v", n, err)
+			n, st := ts.sq.PostSend(c.wrs)
+			if st != provider.OK || n != len(c.wrs) {
+				t.Fatalf("PostSend = %d, %v", n, st)
 			}
 			if want := g.get("wqe." + c.name); !bytes.Equal(ts.ring, want) {
 				t.Errorf("ring differs from golden\n got %x\nwant %x", ts.ring, want)
@@ -238,9 +240,9 @@ func TestGoldenRecv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := rq.PostRecv([]RecvWR{{WRID: 1, SGL: []SGE{gS1, gS2}}, {WRID: 2, SGL: []SGE{gS0, gS3}}})
-	if n != 2 || err != nil {
-		t.Fatalf("PostRecv = %d, %v", n, err)
+	n, st := rq.PostRecv([]RecvWR{{WRID: 1, SGL: []SGE{gS1, gS2}}, {WRID: 2, SGL: []SGE{gS0, gS3}}})
+	if n != 2 || st != provider.OK {
+		t.Fatalf("PostRecv = %d, %v", n, st)
 	}
 	if want := g.get("rq.two_wqes"); !bytes.Equal(ring, want) {
 		t.Errorf("RQ ring\n got %x\nwant %x", ring, want)
@@ -255,7 +257,7 @@ func TestGoldenRecv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := srq.PostRecv([]RecvWR{{WRID: 1, SGL: []SGE{gS1, gS2}}}); n != 1 || err != nil {
+	if n, st := srq.PostRecv([]RecvWR{{WRID: 1, SGL: []SGE{gS1, gS2}}}); n != 1 || st != provider.OK {
 		t.Fatalf("SRQ PostRecv = %d, %v", n, err)
 	}
 	if want := g.get("srq.one_wqe"); !bytes.Equal(sbuf, want) {
@@ -392,28 +394,28 @@ func checkGoldenCQE(t *testing.T, g *goldenSet, name string, read bool, want WC,
 		}
 	}
 	if read {
-		if _, err := e.sq.sq.PostSend([]SendWR{{WRID: 100, Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled,
-			RemoteAddr: 0x1000, RKey: 1, SGL: []SGE{{Addr: addrOf(e.readTo), Length: 32, LKey: 5}}}}); err != nil {
-			t.Fatal(err)
+		if _, st := e.sq.sq.PostSend([]SendWR{{WRID: 100, Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled,
+			RemoteAddr: 0x1000, RKey: 1, SGL: []SGE{{Addr: addrOf(e.readTo), Length: 32, LKey: 5}}}}); st != provider.OK {
+			t.Fatal(st)
 		}
 	} else {
 		for _, w := range []SendWR{sends[0], sends[1], send3} {
-			if _, err := e.sq.sq.PostSend([]SendWR{w}); err != nil {
-				t.Fatal(err)
+			if _, st := e.sq.sq.PostSend([]SendWR{w}); st != provider.OK {
+				t.Fatal(st)
 			}
 		}
 	}
-	if _, err := e.rq.PostRecv([]RecvWR{{WRID: 200, SGL: []SGE{{Addr: addrOf(e.recvTo), Length: 32, LKey: 6}}}}); err != nil {
-		t.Fatal(err)
+	if _, st := e.rq.PostRecv([]RecvWR{{WRID: 200, SGL: []SGE{{Addr: addrOf(e.recvTo), Length: 32, LKey: 6}}}}); st != provider.OK {
+		t.Fatal(st)
 	}
 	copy(e.cqBuf[0:64], g.get("cqe."+name))
 	var wcs [4]WC
 	for i := range wcs {
 		wcs[i] = WC{WRID: 0xdead, Status: 99, VendorErr: 1, Imm: 2, SrcQP: 3, PKeyIndex: 4, SLID: 5, SL: 6, PortNum: 7}
 	}
-	n, err := e.cq.Poll(wcs[:])
-	if err != nil || n != 1 {
-		t.Fatalf("Poll = %d, %v", n, err)
+	n, st := e.cq.Poll(wcs[:])
+	if st != provider.OK || n != 1 {
+		t.Fatalf("Poll = %d, %v", n, st)
 	}
 	if wcs[0] != want {
 		t.Errorf("WC\n got %+v\nwant %+v", wcs[0], want)
