@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"unsafe"
 
 	"github.com/goverbs/goverbs/verbs"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/hw"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
 )
@@ -19,19 +21,19 @@ import (
 // scatter-to-CQE enabled. Every system call goes through sysOps so that tests can put an emulated device behind
 // it.
 
-func init() { provider.Register(Driver{}) }
+func init() { provider.Register(driver{}) }
 
-// Driver is the mlx5 provider (RDMA_DRIVER_MLX5, uverbs ABI 1).
-type Driver struct{}
+// driver is the mlx5 provider (RDMA_DRIVER_MLX5, uverbs ABI 1).
+type driver struct{}
 
 // Name implements provider.Driver.
-func (Driver) Name() string { return "mlx5" }
+func (driver) Name() string { return "mlx5" }
 
 // DriverID implements provider.Driver.
-func (Driver) DriverID() uint32 { return abi.RDMA_DRIVER_MLX5 }
+func (driver) DriverID() uint32 { return abi.RDMA_DRIVER_MLX5 }
 
 // ABI implements provider.Driver (MLX5_IB_UVERBS_ABI_VERSION is 1).
-func (Driver) ABI() (uint32, uint32) { return 1, 1 }
+func (driver) ABI() (uint32, uint32) { return 1, 1 }
 
 // sysOps are the system calls the provider makes besides the core's commands.
 type sysOps interface {
@@ -40,7 +42,7 @@ type sysOps interface {
 	// anon returns n bytes of zeroed, page-aligned private memory for rings and doorbell records.
 	anon(n int) ([]byte, error)
 	unmap(b []byte) error
-	allocUAR(fd int, typ uint32) (UARObject, error)
+	allocUAR(fd int, typ uint32) (hw.UARObject, error)
 	destroyUAR(fd int, handle uint32) error
 }
 
@@ -52,18 +54,18 @@ func (realSys) mapUAR(fd int, offset int64, length int) ([]byte, error) {
 func (realSys) anon(n int) ([]byte, error) {
 	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 }
-func (realSys) unmap(b []byte) error                           { return unix.Munmap(b) }
-func (realSys) allocUAR(fd int, typ uint32) (UARObject, error) { return AllocUAR(fd, typ) }
-func (realSys) destroyUAR(fd int, handle uint32) error         { return DestroyUAR(fd, handle) }
+func (realSys) unmap(b []byte) error                              { return unix.Munmap(b) }
+func (realSys) allocUAR(fd int, typ uint32) (hw.UARObject, error) { return hw.AllocUAR(fd, typ) }
+func (realSys) destroyUAR(fd int, handle uint32) error            { return hw.DestroyUAR(fd, handle) }
 
 // AllocContext implements provider.Driver: GET_CONTEXT with rdma-core's request (retried without DEVX, as
 // rdma-core does, when the kernel refuses it), then the NC UAR for CQ doorbells.
-func (Driver) AllocContext(dev *provider.Device, exec provider.Exec) (provider.Context, error) {
+func (driver) AllocContext(dev *provider.Device, exec provider.Exec) (provider.Context, error) {
 	return allocContext(dev, exec, realSys{})
 }
 
 func allocContext(dev *provider.Device, exec provider.Exec, sys sysOps) (*mctx, error) {
-	req := DefaultAllocUcontextReq(true)
+	req := hw.DefaultAllocUcontextReq(true)
 	resp := new(abi.Mlx5IbAllocUcontextResp)
 	err := exec(bytesOf(&req), bytesOf(resp))
 	if err != nil {
@@ -72,35 +74,35 @@ func allocContext(dev *provider.Device, exec provider.Exec, sys sysOps) (*mctx, 
 			return nil, fmt.Errorf("mlx5: get context on %s: %w", dev.Name, err)
 		}
 	}
-	c := &mctx{dev: *dev, sys: sys, caps: CapsFromResp(resp, dev.PageSize), resp: *resp}
+	c := &mctx{dev: *dev, sys: sys, caps: hw.CapsFromResp(resp, dev.PageSize), resp: *resp}
 	if resp.TotBfregs != 0 {
 		// A kernel that ignored MLX5_LIB_CAP_DYN_UAR hands out static bfregs; this provider only speaks the
 		// dynamic scheme rdma-core uses on every kernel since 4.17.
 		return nil, fmt.Errorf("mlx5: get context on %s: kernel assigned %d static bfregs: %w", dev.Name,
-			resp.TotBfregs, ErrNotSupported)
+			resp.TotBfregs, hw.ErrNotSupported)
 	}
 	if c.caps.UARsPerPage < 1 {
 		return nil, fmt.Errorf("mlx5: get context on %s: %d UARs per page: %w", dev.Name, c.caps.UARsPerPage, errInvalid)
 	}
-	nc, err := c.newUARPage(UARTypeNC)
+	nc, err := c.newUARPage(hw.UARTypeNC)
 	if err != nil {
 		return nil, err
 	}
 	c.nc = nc
 	c.cqUAR = nc.reg
-	regs, err := DynamicBfregs(nc.reg, c.caps.UARsPerPage, 0, true)
+	regs, err := hw.DynamicBfregs(nc.reg, c.caps.UARsPerPage, 0, true)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
 	// Without BlueFlame every QP rings one shared NC register, as rdma-core routes them all to its NC UAR.
-	c.ncReg, _ = NewBFReg(regs[0].reg, 0, true)
+	c.ncReg, _ = hw.NewBFReg(regs[0].Reg(), 0, true)
 	return c, nil
 }
 
 // uarPage is one mapped UAR object.
 type uarPage struct {
-	obj UARObject
+	obj hw.UARObject
 	mem []byte
 	reg mmio.Reg
 }
@@ -109,12 +111,12 @@ type uarPage struct {
 type mctx struct {
 	dev   provider.Device
 	sys   sysOps
-	caps  Caps
+	caps  hw.Caps
 	resp  abi.Mlx5IbAllocUcontextResp
 	mu    sync.Mutex
 	nc    *uarPage
 	cqUAR mmio.Reg
-	ncReg *BFReg
+	ncReg *hw.BFReg
 	bf    []*uarPage // BlueFlame pages
 	free  []bfSlot   // BlueFlame registers not in use
 	dbrs  [][]byte   // doorbell-record pages
@@ -124,7 +126,7 @@ type mctx struct {
 }
 
 type bfSlot struct {
-	reg    *BFReg
+	reg    *hw.BFReg
 	pageID uint32
 }
 
@@ -153,7 +155,7 @@ func (c *mctx) freePage(p *uarPage) {
 }
 
 // Caps returns what the context reported (BlueFlame availability, CQE version, limits).
-func (c *mctx) Caps() Caps { return c.caps }
+func (c *mctx) Caps() hw.Caps { return c.caps }
 
 // takeBF returns a dedicated BlueFlame register and its UAR page id, allocating a new BF page when all are in use;
 // without BlueFlame it returns the shared NC register.
@@ -164,11 +166,11 @@ func (c *mctx) takeBF() (bfSlot, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.free) == 0 {
-		p, err := c.newUARPage(UARTypeBF)
+		p, err := c.newUARPage(hw.UARTypeBF)
 		if err != nil {
 			return bfSlot{}, err
 		}
-		regs, err := DynamicBfregs(p.reg, c.caps.UARsPerPage, c.caps.BFRegSize, false)
+		regs, err := hw.DynamicBfregs(p.reg, c.caps.UARsPerPage, c.caps.BFRegSize, false)
 		if err != nil {
 			c.freePage(p)
 			return bfSlot{}, err
@@ -193,13 +195,13 @@ func (c *mctx) putBF(s bfSlot) {
 }
 
 // dbr returns a zeroed 8-byte doorbell record at a cache-line stride in a pinned page (rdma-core dbrec.c).
-func (c *mctx) dbr() ([]byte, DoorbellRecord, error) {
+func (c *mctx) dbr() ([]byte, hw.DoorbellRecord, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.dbrFr) == 0 {
 		page, err := c.sys.anon(c.dev.PageSize)
 		if err != nil {
-			return nil, DoorbellRecord{}, fmt.Errorf("mlx5: allocate doorbell records: %w", err)
+			return nil, hw.DoorbellRecord{}, fmt.Errorf("mlx5: allocate doorbell records: %w", err)
 		}
 		c.dbrs = append(c.dbrs, page)
 		stride := max(int(c.resp.CacheLineSize), 64)
@@ -210,7 +212,7 @@ func (c *mctx) dbr() ([]byte, DoorbellRecord, error) {
 	b := c.dbrFr[len(c.dbrFr)-1]
 	c.dbrFr = c.dbrFr[:len(c.dbrFr)-1]
 	clear(b)
-	d, err := NewDoorbellRecord(b)
+	d, err := hw.NewDoorbellRecord(b)
 	return b, d, err
 }
 
@@ -273,10 +275,10 @@ func (p pd) PDN() uint32 { return uint32(p) }
 // the NC UAR page for the arm doorbell.
 func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, error) {
 	if p.CQE < 1 || p.CQE > 1<<24-1 {
-		return nil, fmt.Errorf("mlx5: create CQ of %d entries: %w", p.CQE, errInvalid)
+		return nil, fmt.Errorf("mlx5: create hw.CQ of %d entries: %w", p.CQE, errInvalid)
 	}
 	n := roundupPow2(p.CQE + 1)
-	buf, err := c.ring(n * CQESize)
+	buf, err := c.ring(n * hw.CQESize)
 	if err != nil {
 		return nil, err
 	}
@@ -285,18 +287,18 @@ func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, 
 		c.sys.unmap(buf)
 		return nil, err
 	}
-	StampCQBuffer(buf[:n*CQESize])
+	hw.StampCQBuffer(buf[:n*hw.CQESize])
 	p.CQE = n - 1
-	req := CreateCQReq(addrOf(buf), addrOf(dbrb), int(c.nc.obj.PageID))
+	req := hw.CreateCQReq(addrOf(buf), addrOf(dbrb), int(c.nc.obj.PageID))
 	var resp abi.Mlx5IbCreateCqResp
 	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
 		c.putDBR(dbrb)
 		c.sys.unmap(buf)
 		return nil, err
 	}
-	cq, err := NewCQ(CQConfig{Buf: buf, CQECount: n, CQN: resp.Cqn, DBR: dbr, UAR: c.cqUAR, CQEVersion: c.caps.CQEVersion})
+	cq, err := hw.NewCQ(hw.CQConfig{Buf: buf, CQECount: n, CQN: resp.Cqn, DBR: dbr, UAR: c.cqUAR, CQEVersion: c.caps.CQEVersion})
 	if err != nil {
-		c.putDBR(dbrb) // the core destroys the kernel CQ
+		c.putDBR(dbrb) // the core destroys the kernel hw.CQ
 		c.sys.unmap(buf)
 		return nil, err
 	}
@@ -305,7 +307,7 @@ func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, 
 
 // cqAdapter is a CQ as the verbs core sees it.
 type cqAdapter struct {
-	*CQ
+	*hw.CQ
 	ctx    *mctx
 	mem    []byte
 	dbr    []byte
@@ -325,14 +327,14 @@ func (a *cqAdapter) EventReceived() { a.CQ.Event() }
 // CQEs are moved over. The same rounded size is a no-op.
 func (a *cqAdapter) Resize(p *provider.CQParams, exec provider.Exec) error {
 	if p.CQE < 1 || p.CQE > 1<<24-1 {
-		return fmt.Errorf("mlx5: resize CQ %#x to %d: %w", a.cqn, p.CQE, errInvalid)
+		return fmt.Errorf("mlx5: resize hw.CQ %#x to %d: %w", a.CQN(), p.CQE, errInvalid)
 	}
 	n := roundupPow2(p.CQE + 1)
-	if uint32(n) == a.ncqe {
+	if n == a.Entries() {
 		p.CQE = n - 1
 		return nil
 	}
-	buf, err := a.ctx.ring(n * CQESize)
+	buf, err := a.ctx.ring(n * hw.CQESize)
 	if err != nil {
 		return err
 	}
@@ -341,7 +343,7 @@ func (a *cqAdapter) Resize(p *provider.CQParams, exec provider.Exec) error {
 		return err
 	}
 	p.CQE = n - 1
-	req := ResizeCQReq(addrOf(buf))
+	req := hw.ResizeCQReq(addrOf(buf))
 	if err := exec(bytesOf(&req), nil); err != nil {
 		a.AbortResize()
 		a.ctx.sys.unmap(buf)
@@ -364,16 +366,16 @@ func (a *cqAdapter) Destroyed() {
 // CreateQP implements provider.Context: rdma-core's sizing, one buffer with the RQ first, a doorbell record, a
 // dedicated BlueFlame register (or the shared NC one), a user index, and MLX5_QP_FLAG_SCATTER_CQE.
 func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, error) {
-	var t QPType
+	var t hw.QPType
 	switch p.Type {
 	case verbs.QPTypeRC:
-		t = QPTypeRC
+		t = hw.QPTypeRC
 	case verbs.QPTypeUC:
-		t = QPTypeUC
+		t = hw.QPTypeUC
 	case verbs.QPTypeUD:
-		t = QPTypeUD
+		t = hw.QPTypeUD
 	default:
-		return nil, fmt.Errorf("mlx5: create QP of type %d: %w", p.Type, ErrNotSupported)
+		return nil, fmt.Errorf("mlx5: create hw.QP of type %d: %w", p.Type, hw.ErrNotSupported)
 	}
 	// A QP on an SRQ has no receive queue of its own; its receive completions retire WQEs through the SRQ's
 	// wr_id table and free list (rdma-core: the CQE names the QP, whose ibv_qp.srq is used).
@@ -381,20 +383,20 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 	if p.HasSRQ {
 		s, ok := p.SRQ.(*srqAdapter)
 		if !ok || s == nil || s.SRQ == nil {
-			return nil, fmt.Errorf("mlx5: create QP on an SRQ: SRQ %T is not an mlx5 SRQ: %w", p.SRQ, errInvalid)
+			return nil, fmt.Errorf("mlx5: create hw.QP on an SRQ: hw.SRQ %T is not an mlx5 SRQ: %w", p.SRQ, errInvalid)
 		}
 		srq = s
 	} else if p.SRQ != nil {
-		return nil, fmt.Errorf("mlx5: create QP: SRQ given without HasSRQ: %w", errInvalid)
+		return nil, fmt.Errorf("mlx5: create QP: hw.SRQ given without HasSRQ: %w", errInvalid)
 	}
 	scq, ok1 := p.SendCQ.(*cqAdapter)
 	rcq, ok2 := p.RecvCQ.(*cqAdapter)
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("mlx5: create QP: completion queues of another provider: %w", errInvalid)
 	}
-	caps := QPCaps{MaxSendWR: int(p.Cap.MaxSendWR), MaxRecvWR: int(p.Cap.MaxRecvWR), MaxSendSGE: int(p.Cap.MaxSendSGE),
+	caps := hw.QPCaps{MaxSendWR: int(p.Cap.MaxSendWR), MaxRecvWR: int(p.Cap.MaxRecvWR), MaxSendSGE: int(p.Cap.MaxSendSGE),
 		MaxRecvSGE: int(p.Cap.MaxRecvSGE), MaxInlineData: int(p.Cap.MaxInlineData)}
-	l, err := SizeQP(t, caps, srq != nil, c.caps.Limits, c.dev.PageSize)
+	l, err := hw.SizeQP(t, caps, srq != nil, c.caps.Limits, c.dev.PageSize)
 	if err != nil {
 		return nil, err
 	}
@@ -412,25 +414,25 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 	}
 	q.uidx = c.userIndex()
 	p.Cap.MaxInlineData = uint32(l.Caps.MaxInlineData)
-	req := CreateQPReq(l, addrOf(q.mem), addrOf(q.dbrMem), q.uidx, int(q.bf.pageID), true)
+	req := hw.CreateQPReq(l, addrOf(q.mem), addrOf(q.dbrMem), q.uidx, int(q.bf.pageID), true)
 	var resp abi.Mlx5IbCreateQpResp
 	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
 		q.release()
 		return nil, err
 	}
 	qpn := p.Out.QPN
-	sq, err := NewSendQueue(SendQueueConfig{Buf: q.mem[l.SQOffset:], WQECount: l.SQWQECount, MaxPost: l.SQMaxPost,
+	sq, err := hw.NewSendQueue(hw.SendQueueConfig{Buf: q.mem[l.SQOffset:], WQECount: l.SQWQECount, MaxPost: l.SQMaxPost,
 		MaxSGE: l.Caps.MaxSendSGE, MaxInline: l.Caps.MaxInlineData, QPN: qpn, Type: t, DBR: q.dbr, BF: q.bf.reg,
-		SignalAll: p.SigAll, Atomics: t == QPTypeRC})
+		SignalAll: p.SigAll, Atomics: t == hw.QPTypeRC})
 	if err != nil {
 		q.release()
 		return nil, err
 	}
-	q.QP = &QP{QPN: qpn, UserIndex: q.uidx, SQ: sq}
+	q.QP = &hw.QP{QPN: qpn, UserIndex: q.uidx, SQ: sq}
 	if srq != nil {
 		q.QP.SRQ = srq.SRQ
 	} else if l.RQWQECount > 0 {
-		if q.RQ, err = NewRecvQueue(RecvQueueConfig{Buf: q.mem[:l.SQOffset], WQECount: l.RQWQECount,
+		if q.RQ, err = hw.NewRecvQueue(hw.RecvQueueConfig{Buf: q.mem[:l.SQOffset], WQECount: l.RQWQECount,
 			WQEShift: l.RQWQEShift, MaxPost: l.RQMaxPost, DBR: q.dbr, QPN: qpn}); err != nil {
 			q.release()
 			return nil, err
@@ -456,19 +458,19 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 // qpAdapter is a QP as the verbs core sees it; posting is gated on the state as rdma-core does (receives from
 // INIT, sends from RTS).
 type qpAdapter struct {
-	*QP
+	*hw.QP
 	ctx      *mctx
 	scq, rcq *cqAdapter
 	mem      []byte
 	dbrMem   []byte
-	dbr      DoorbellRecord
+	dbr      hw.DoorbellRecord
 	bf       bfSlot
 	uidx     uint32
 	state    verbs.QPState
 }
 
 // PostSend implements provider.QP.
-func (q *qpAdapter) PostSend(wrs []SendWR) (int, provider.Status) {
+func (q *qpAdapter) PostSend(wrs []hw.SendWR) (int, provider.Status) {
 	if q.state != verbs.QPStateRTS && q.state != verbs.QPStateSQD {
 		return 0, provider.NotReady
 	}
@@ -476,7 +478,7 @@ func (q *qpAdapter) PostSend(wrs []SendWR) (int, provider.Status) {
 }
 
 // PostRecv implements provider.QP.
-func (q *qpAdapter) PostRecv(wrs []RecvWR) (int, provider.Status) {
+func (q *qpAdapter) PostRecv(wrs []hw.RecvWR) (int, provider.Status) {
 	if q.RQ == nil {
 		return 0, provider.NoRecvQueue
 	}
@@ -522,7 +524,7 @@ func (q *qpAdapter) release() {
 
 // CreateSRQ implements provider.Context.
 func (c *mctx) CreateSRQ(p *provider.SRQParams, exec provider.Exec) (provider.SRQ, error) {
-	l, err := SizeSRQ(int(p.MaxWR), int(p.MaxSGE), QueueLimits{MaxRecvWR: int(c.resp.MaxSrqRecvWr),
+	l, err := hw.SizeSRQ(int(p.MaxWR), int(p.MaxSGE), hw.QueueLimits{MaxRecvWR: int(c.resp.MaxSrqRecvWr),
 		MaxRQDescSz: c.caps.Limits.MaxRQDescSz})
 	if err != nil {
 		return nil, err
@@ -531,30 +533,30 @@ func (c *mctx) CreateSRQ(p *provider.SRQParams, exec provider.Exec) (provider.SR
 	if s.mem, err = c.ring(l.WQECount << l.WQEShift); err != nil {
 		return nil, err
 	}
-	var dbr DoorbellRecord
+	var dbr hw.DoorbellRecord
 	if s.dbrMem, dbr, err = c.dbr(); err != nil {
 		c.sys.unmap(s.mem)
 		return nil, err
 	}
-	if s.SRQ, err = NewSRQ(SRQConfig{Buf: s.mem, WQECount: l.WQECount, WQEShift: l.WQEShift, DBR: dbr}); err != nil {
+	if s.SRQ, err = hw.NewSRQ(hw.SRQConfig{Buf: s.mem, WQECount: l.WQECount, WQEShift: l.WQEShift, DBR: dbr}); err != nil {
 		s.Destroyed()
 		return nil, err
 	}
 	s.uidx = c.userIndex()
 	p.MaxWR, p.MaxSGE = uint32(l.MaxWR), uint32(l.MaxSGE)
-	req := CreateSRQReq(addrOf(s.mem), addrOf(s.dbrMem), s.uidx)
+	req := hw.CreateSRQReq(addrOf(s.mem), addrOf(s.dbrMem), s.uidx)
 	var resp abi.Mlx5IbCreateSrqResp
 	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
 		s.Destroyed()
 		return nil, err
 	}
-	s.srqn = resp.Srqn
+	s.SetSRQN(resp.Srqn)
 	p.Out.MaxWR, p.Out.MaxSGE, p.Out.SRQN = uint32(l.MaxWR), uint32(l.MaxSGE), resp.Srqn
 	return s, nil
 }
 
 type srqAdapter struct {
-	*SRQ
+	*hw.SRQ
 	ctx    *mctx
 	mem    []byte
 	dbrMem []byte
@@ -581,21 +583,21 @@ func (s *srqAdapter) Destroyed() {
 // object; on RoCE the kernel's CREATE_AH response supplies the destination MAC (when the context reports
 // MLX5_USER_CMDS_SUPP_UHW_CREATE_AH; neighbour resolution is not implemented).
 func (c *mctx) CreateAH(p *provider.AHParams, exec provider.Exec) (*verbs.AHData, error) {
-	attr := AHAttr{DLID: p.DLID, SL: p.SL, SrcPathBits: p.SrcPathBits, StaticRate: p.StaticRate, IsGlobal: p.IsGlobal,
-		GRH: GRH{DGID: p.DGID, FlowLabel: p.FlowLabel, SGIDIndex: p.SGIDIndex, HopLimit: p.HopLimit,
+	attr := hw.AHAttr{DLID: p.DLID, SL: p.SL, SrcPathBits: p.SrcPathBits, StaticRate: p.StaticRate, IsGlobal: p.IsGlobal,
+		GRH: hw.GRH{DGID: p.DGID, FlowLabel: p.FlowLabel, SGIDIndex: p.SGIDIndex, HopLimit: p.HopLimit,
 			TrafficClass: p.TrafficClass}}
 	if !p.Ethernet {
-		return NewIBAH(attr), nil
+		return hw.NewIBAH(attr), nil
 	}
 	if c.resp.CmdsSuppUhw&abi.MLX5_USER_CMDS_SUPP_UHW_CREATE_AH == 0 {
-		return nil, fmt.Errorf("mlx5: create RoCE AH: kernel does not return the destination MAC: %w", ErrNotSupported)
+		return nil, fmt.Errorf("mlx5: create RoCE AH: kernel does not return the destination MAC: %w", hw.ErrNotSupported)
 	}
 	var resp abi.Mlx5IbCreateAhResp
 	if err := exec(nil, bytesOf(&resp)); err != nil {
 		return nil, err
 	}
 	// Without a flow label rdma-core picks a random RoCE v2 source port in [0xC000, 0xFFFF].
-	ah, err := NewRoCEAH(attr, resp.Dmac, p.RoCEv2, RoCEUDPPortMin+uint16(rand.IntN(RoCEUDPPortMax-RoCEUDPPortMin+1)))
+	ah, err := hw.NewRoCEAH(attr, resp.Dmac, p.RoCEv2, hw.RoCEUDPPortMin+uint16(rand.IntN(hw.RoCEUDPPortMax-hw.RoCEUDPPortMin+1)))
 	if err != nil {
 		return nil, err
 	}
@@ -621,3 +623,21 @@ func (c *mctx) Close() error {
 	c.dbrs, c.dbrFr = nil, nil
 	return nil
 }
+
+// errInvalid is the errno rdma-core's mlx5 provider returns for a request it refuses as malformed.
+var errInvalid = unix.EINVAL
+
+// roundupPow2 returns the smallest power of two >= n (n >= 1).
+func roundupPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// bytesOf views a driver struct as the bytes the kernel reads or writes.
+func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)) }
+
+// addrOf is the address of b's first byte, as the kernel is told it.
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }

@@ -2,14 +2,17 @@ package mlx5
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/goverbs/goverbs/verbs"
 
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/providers/mlx5/mlx5emu"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/hw"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/mlx5emu"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
 )
@@ -32,9 +35,9 @@ func (s *emuSys) unmap(b []byte) error {
 	}
 	return unix.Munmap(b)
 }
-func (s *emuSys) allocUAR(fd int, typ uint32) (UARObject, error) {
+func (s *emuSys) allocUAR(fd int, typ uint32) (hw.UARObject, error) {
 	s.pages++
-	return UARObject{Handle: s.pages, MmapOffset: uint64(s.pages) << 12, MmapLength: 4096, PageID: s.pages}, nil
+	return hw.UARObject{Handle: s.pages, MmapOffset: uint64(s.pages) << 12, MmapLength: 4096, PageID: s.pages}, nil
 }
 func (s *emuSys) destroyUAR(fd int, handle uint32) error { return nil }
 
@@ -88,7 +91,7 @@ func (g *glue) cq(n int) (*cqAdapter, uint32) {
 			g.t.Errorf("CQ request %+v", req)
 		}
 		var err error
-		cqn, err = g.dev.CreateCQ(hostBytes(req.BufAddr, (p.CQE+1)*CQESize), hostBytes(req.DbAddr, 8))
+		cqn, err = g.dev.CreateCQ(hostBytes(req.BufAddr, (p.CQE+1)*hw.CQESize), hostBytes(req.DbAddr, 8))
 		resp := abi.Mlx5IbCreateCqResp{Cqn: cqn}
 		copy(out, bytesOf(&resp))
 		return err
@@ -119,11 +122,11 @@ func (g *glue) qpOn(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn
 			g.t.Errorf("QP request flags %#x", req.Flags)
 		}
 		if srq != nil && (req.RqWqeCount != 0 || req.RqWqeShift != 0) {
-			g.t.Errorf("QP on an SRQ asks for a receive queue: %+v", req)
+			g.t.Errorf("QP on an hw.SRQ asks for a receive queue: %+v", req)
 		}
 		et := map[verbs.QPType]mlx5emu.QPType{verbs.QPTypeRC: mlx5emu.RC, verbs.QPTypeUC: mlx5emu.UC,
 			verbs.QPTypeUD: mlx5emu.UD}[typ]
-		n := int(req.RqWqeCount)<<req.RqWqeShift + int(req.SqWqeCount)*SendWQEBB
+		n := int(req.RqWqeCount)<<req.RqWqeShift + int(req.SqWqeCount)*hw.SendWQEBB
 		qpn, err := g.dev.CreateQP(mlx5emu.QPConfig{Type: et, PDN: 1, Buf: hostBytes(req.BufAddr, n),
 			SQWQECnt: int(req.SqWqeCount), RQWQECnt: int(req.RqWqeCount), RQWQEShift: int(req.RqWqeShift),
 			DBR: hostBytes(req.DbAddr, 8), SendCQN: scqn, RecvCQN: rcqn, SRQN: srqn, UIDX: req.Uidx, ScatterToCQE: true})
@@ -167,10 +170,10 @@ func (g *glue) mr(n int) ([]byte, uint32) {
 	return b, lkey
 }
 
-func pollN(t *testing.T, c *cqAdapter, want int) []WC {
+func pollN(t *testing.T, c *cqAdapter, want int) []hw.WC {
 	t.Helper()
-	var out []WC
-	var wcs [8]WC
+	var out []hw.WC
+	var wcs [8]hw.WC
 	for i := 0; i < 50 && len(out) < want; i++ {
 		n, st := c.Poll(wcs[:])
 		out = append(out, wcs[:n]...)
@@ -188,13 +191,13 @@ func TestDriverAgainstEmulator(t *testing.T) {
 	for _, bf := range []int{512, 0} {
 		t.Run(map[int]string{512: "BlueFlame", 0: "no BlueFlame"}[bf], func(t *testing.T) {
 			g := newGlue(t, bf)
-			if got := g.ctx.Caps().ContextFlags()&MLX5DV_CONTEXT_FLAGS_BLUEFLAME != 0; got != (bf != 0) {
+			if got := g.ctx.Caps().ContextFlags()&hw.MLX5DV_CONTEXT_FLAGS_BLUEFLAME != 0; got != (bf != 0) {
 				t.Errorf("BlueFlame flag %v with bf_reg_size %d", got, bf)
 			}
 			scq, scqn := g.cq(10)
 			rcq, rcqn := g.cq(10)
-			if scq.ncqe != 16 {
-				t.Errorf("CQ of 10 entries has %d", scq.ncqe)
+			if scq.Entries() != 16 {
+				t.Errorf("CQ of 10 entries has %d", scq.Entries())
 			}
 			cap := verbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
 			a := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
@@ -204,19 +207,19 @@ func TestDriverAgainstEmulator(t *testing.T) {
 			dst, dlk := g.mr(4096)
 			copy(src, "hello from goverbs through an emulated ConnectX")
 			// Posting is gated on the QP state, as in rdma-core.
-			if _, err := errOf(a.PostSend([]SendWR{{Opcode: verbs.WRSend}})); !errors.Is(err, syscall.EINVAL) {
+			if _, err := errOf(a.PostSend([]hw.SendWR{{Opcode: verbs.WRSend}})); !errors.Is(err, syscall.EINVAL) {
 				t.Errorf("send in RESET: %v", err)
 			}
-			if _, err := errOf(b.PostRecv([]RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
+			if _, err := errOf(b.PostRecv([]hw.RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
 				t.Errorf("receive in RESET: %v", err)
 			}
 			g.connect(a, b, 0)
 			for i := 0; i < 40; i++ {
-				if _, err := errOf(b.PostRecv([]RecvWR{{WRID: uint64(100 + i), SGL: []SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}})); err != nil {
+				if _, err := errOf(b.PostRecv([]hw.RecvWR{{WRID: uint64(100 + i), SGL: []hw.SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}})); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := errOf(a.PostSend([]SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline,
-					SGL: []SGE{{Addr: addrOf(src), Length: 48, LKey: slk}}}})); err != nil {
+				if _, err := errOf(a.PostSend([]hw.SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline,
+					SGL: []hw.SGE{{Addr: addrOf(src), Length: 48, LKey: slk}}}})); err != nil {
 					t.Fatal(err)
 				}
 				g.dev.Process()
@@ -237,11 +240,11 @@ func TestDriverAgainstEmulator(t *testing.T) {
 			if err := rcq.Arm(false); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := errOf(b.PostRecv([]RecvWR{{WRID: 7, SGL: []SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}})); err != nil {
+			if _, err := errOf(b.PostRecv([]hw.RecvWR{{WRID: 7, SGL: []hw.SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}})); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := errOf(a.PostSend([]SendWR{{WRID: 8, Opcode: verbs.WRRDMAWriteWithImm, Imm: 5, Flags: verbs.SendSignaled,
-				RemoteAddr: addrOf(dst) + 512, RKey: dlk, SGL: []SGE{{Addr: addrOf(src), Length: 16, LKey: slk}}}})); err != nil {
+			if _, err := errOf(a.PostSend([]hw.SendWR{{WRID: 8, Opcode: verbs.WRRDMAWriteWithImm, Imm: 5, Flags: verbs.SendSignaled,
+				RemoteAddr: addrOf(dst) + 512, RKey: dlk, SGL: []hw.SGE{{Addr: addrOf(src), Length: 16, LKey: slk}}}})); err != nil {
 				t.Fatal(err)
 			}
 			g.dev.Process()
@@ -265,7 +268,7 @@ func TestDriverAgainstEmulator(t *testing.T) {
 
 			// Back to RESET: indices and doorbell records are zeroed.
 			a.StateChanged(verbs.QPStateReset)
-			if a.SQ.Outstanding() != 0 || a.dbr.get(1) != 0 {
+			if a.SQ.Outstanding() != 0 || !bytes.Equal(a.dbrMem[4:8], []byte{0, 0, 0, 0}) {
 				t.Errorf("reset left state behind")
 			}
 			a.Destroyed()
@@ -290,7 +293,7 @@ func TestDriverAHAndPD(t *testing.T) {
 		t.Error("IB AH issued a command")
 		return nil
 	})
-	if err != nil || be.Uint16(ib.AV[avOffRLID:]) != 3 {
+	if err != nil || binary.BigEndian.Uint16(ib.AV[14:]) /* rlid */ != 3 {
 		t.Fatalf("IB AH %x, %v", ib.AV, err)
 	}
 	roce, err := g.ctx.CreateAH(&provider.AHParams{Ethernet: true, RoCEv2: true, IsGlobal: true, FlowLabel: 0},
@@ -299,7 +302,7 @@ func TestDriverAHAndPD(t *testing.T) {
 			copy(out, bytesOf(&r))
 			return nil
 		})
-	if err != nil || roce.AV[avOffRMAC] != 1 || be.Uint16(roce.AV[avOffRLID:]) < RoCEUDPPortMin {
+	if err != nil || roce.AV[20] /* rmac */ != 1 || binary.BigEndian.Uint16(roce.AV[14:]) /* udp_sport */ < hw.RoCEUDPPortMin {
 		t.Fatalf("RoCE AH %x, %v", roce.AV, err)
 	}
 	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, HasSRQ: true}, nil); !errors.Is(err, syscall.EINVAL) {
@@ -319,7 +322,7 @@ func TestDriverAHAndPD(t *testing.T) {
 	if err != nil || p.Out.SRQN != 77 || p.Out.MaxWR != 15 {
 		t.Fatalf("SRQ %+v, %v", p.Out, err)
 	}
-	if n, err := errOf(s.PostRecv(make([]RecvWR, 15))); n != 15 || err != nil {
+	if n, err := errOf(s.PostRecv(make([]hw.RecvWR, 15))); n != 15 || err != nil {
 		t.Errorf("SRQ post %d, %v", n, err)
 	}
 	s.Destroyed()
@@ -328,9 +331,9 @@ func TestDriverAHAndPD(t *testing.T) {
 // foreignSRQ is an SRQ of another provider.
 type foreignSRQ struct{}
 
-func (foreignSRQ) PostRecv([]RecvWR) (int, provider.Status) { return 0, provider.OK }
-func (foreignSRQ) Modify(uint32, provider.Exec) error       { return nil }
-func (foreignSRQ) Destroyed()                               {}
+func (foreignSRQ) PostRecv([]hw.RecvWR) (int, provider.Status) { return 0, provider.OK }
+func (foreignSRQ) Modify(uint32, provider.Exec) error          { return nil }
+func (foreignSRQ) Destroyed()                                  {}
 
 // srq creates an SRQ through the driver and registers it with the emulator the way the kernel would: its
 // geometry follows from the max_wr and max_sge the provider put into the request.
@@ -342,7 +345,7 @@ func (g *glue) srq(maxWR, maxSGE uint32) *srqAdapter {
 		copy(bytesOf(&req), in)
 		n := roundupPow2(int(p.MaxWR) + 1)
 		shift := 0
-		for 1<<shift < SRQNextSegSize+int(p.MaxSGE)*DataSegSize {
+		for 1<<shift < hw.SRQNextSegSize+int(p.MaxSGE)*hw.DataSegSize {
 			shift++
 		}
 		srqn, err := g.dev.CreateSRQ(mlx5emu.SRQConfig{PDN: 1, Buf: hostBytes(req.BufAddr, n<<shift), WQECnt: n,
@@ -374,12 +377,12 @@ func TestDriverQPOnSRQ(t *testing.T) {
 			b1 := g.qpOn(verbs.QPTypeRC, cap, scq, rcq1, scqn, rcqn1, srq)
 			b2 := g.qpOn(verbs.QPTypeRC, cap, scq, rcq2, scqn, rcqn2, srq)
 			if b1.RQ != nil || b1.QP.SRQ != srq.SRQ {
-				t.Fatalf("QP on SRQ has RQ %v, SRQ %p", b1.RQ, b1.QP.SRQ)
+				t.Fatalf("QP on hw.SRQ has RQ %v, hw.SRQ %p", b1.RQ, b1.QP.SRQ)
 			}
 			g.connect(a1, b1, 0)
 			g.connect(a2, b2, 0)
-			if _, err := errOf(b1.PostRecv([]RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
-				t.Errorf("receive posted to a QP on an SRQ: %v", err)
+			if _, err := errOf(b1.PostRecv([]hw.RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
+				t.Errorf("receive posted to a hw.QP on an SRQ: %v", err)
 			}
 
 			src, slk := g.mr(4096)
@@ -392,8 +395,8 @@ func TestDriverQPOnSRQ(t *testing.T) {
 			posted, done, scattered := 0, 0, 0
 			post := func() {
 				slot := posted % 8
-				if _, err := errOf(srq.PostRecv([]RecvWR{{WRID: uint64(1000 + posted),
-					SGL: []SGE{{Addr: addrOf(dst) + uint64(slot*256), Length: 256, LKey: dlk}}}})); err != nil {
+				if _, err := errOf(srq.PostRecv([]hw.RecvWR{{WRID: uint64(1000 + posted),
+					SGL: []hw.SGE{{Addr: addrOf(dst) + uint64(slot*256), Length: 256, LKey: dlk}}}})); err != nil {
 					t.Fatal(err)
 				}
 				posted++
@@ -401,7 +404,7 @@ func TestDriverQPOnSRQ(t *testing.T) {
 			for range 7 {
 				post()
 			}
-			if _, err := errOf(srq.PostRecv([]RecvWR{{}})); !errors.Is(err, syscall.ENOMEM) {
+			if _, err := errOf(srq.PostRecv([]hw.RecvWR{{}})); !errors.Is(err, syscall.ENOMEM) {
 				t.Fatalf("eighth receive on a 7-WR SRQ: %v", err)
 			}
 			for i := 0; i < 60; i++ {
@@ -413,12 +416,12 @@ func TestDriverQPOnSRQ(t *testing.T) {
 				if i%3 == 0 {
 					n = 16
 				}
-				if _, err := errOf(a.PostSend([]SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
-					SGL: []SGE{{Addr: addrOf(src) + uint64(i), Length: n, LKey: slk}}}})); err != nil {
+				if _, err := errOf(a.PostSend([]hw.SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+					SGL: []hw.SGE{{Addr: addrOf(src) + uint64(i), Length: n, LKey: slk}}}})); err != nil {
 					t.Fatal(err)
 				}
 				g.dev.Process()
-				if rcq.buf[int(rcq.ci&rcq.mask)*CQESize+cqeOffOpOwn]&InlineScatter32 != 0 {
+				if rcq.mem[int(rcq.ConsumerIndex()&uint32(rcq.Entries()-1))*hw.CQESize+hw.CQESize-1] /* op_own */ &hw.InlineScatter32 != 0 {
 					scattered++
 				}
 				s := pollN(t, scq, 1)[0]
@@ -453,3 +456,19 @@ func TestDriverQPOnSRQ(t *testing.T) {
 
 // errOf turns a data-path status into an error for the assertions (nil for OK, else the errno).
 func errOf(n int, st provider.Status) (int, error) { return n, st.Err() }
+
+// hostBytes views n bytes at a user address the driver gave the "kernel" (memory this test process owns).
+func hostBytes(addr uint64, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	return unsafe.Slice((*byte)(p), n)
+}
+
+// aligned returns n bytes at a 64-byte aligned address.
+func aligned(n int) []byte {
+	b := make([]byte, n+64)
+	off := (64 - int(addrOf(b)%64)) % 64
+	return b[off : off+n : off+n]
+}

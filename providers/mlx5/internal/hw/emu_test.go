@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import (
 	"github.com/goverbs/goverbs/internal/provider"
@@ -13,7 +13,7 @@ import (
 	"github.com/goverbs/goverbs/verbs"
 
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/mlx5emu"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/mlx5emu"
 )
 
 // These tests run this package's queues against mlx5emu, an emulated ConnectX written independently from the

@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import (
 	"fmt"
@@ -76,6 +76,10 @@ func (s *SRQ) wqe(i int) []byte { return s.buf[i<<s.shift : (i+1)<<s.shift] }
 
 // SRQN returns the SRQ number.
 func (s *SRQ) SRQN() uint32 { return s.srqn }
+
+// SetSRQN records the SRQ number the kernel assigned (the SRQ is built before CREATE_SRQ, which needs its
+// buffer).
+func (s *SRQ) SetSRQN(n uint32) { s.srqn = n }
 
 // PostRecv takes one free WQE per work request, writes its scatter list (and a terminator when there is room),
 // and publishes the batch with one doorbell-record store of the 16-bit counter (rdma-core mlx5_post_srq_recv).

@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import (
 	"fmt"
@@ -105,6 +105,9 @@ func NewCQ(cfg CQConfig) (*CQ, error) {
 
 // CQN returns the CQ number.
 func (cq *CQ) CQN() uint32 { return cq.cqn }
+
+// Entries returns the number of CQEs in the ring (a power of two).
+func (cq *CQ) Entries() int { return int(cq.ncqe) }
 
 // ConsumerIndex returns the free-running consumer index (CQEs consumed so far).
 func (cq *CQ) ConsumerIndex() uint32 { return cq.ci }

@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 // This file holds the package's unsafe helpers. They cover needs that safe Go cannot meet: a single-instruction
 // 32-bit store into a doorbell record the device may read at any time, and reading or writing host memory named

@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import (
 	"github.com/goverbs/goverbs/internal/provider"
@@ -65,7 +65,7 @@ func (g *goldenSet) get(name string) []byte {
 	g.t.Helper()
 	b, ok := g.m[name]
 	if !ok {
-		g.t.Fatalf("golden vector %q missing; run go generate ./providers/mlx5", name)
+		g.t.Fatalf("golden vector %q missing; run go generate ./providers/mlx5/internal/hw", name)
 	}
 	g.used[name] = true
 	return b
@@ -519,6 +519,6 @@ func TestGoldenUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("testdata/golden.txt is stale: run go generate ./providers/mlx5")
+		t.Fatal("testdata/golden.txt is stale: run go generate ./providers/mlx5/internal/hw")
 	}
 }

@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import (
 	"fmt"
@@ -50,6 +50,9 @@ func NewBFReg(reg mmio.Reg, bufSize int, shared bool) (*BFReg, error) {
 	}
 	return &BFReg{reg: reg, bufSize: uintptr(bufSize), maxDS: uint32(bufSize / 16), shared: shared}, nil
 }
+
+// Reg returns the register's UAR window.
+func (bf *BFReg) Reg() mmio.Reg { return bf.reg }
 
 // BlueFlame reports whether the register can take BlueFlame writes.
 func (bf *BFReg) BlueFlame() bool { return bf.bufSize != 0 }
