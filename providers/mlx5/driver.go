@@ -1,6 +1,7 @@
 package mlx5
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/goverbs/goverbs/mmio"
 	"github.com/goverbs/goverbs/providers/mlx5/internal/hw"
 	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,8 +44,6 @@ type sysOps interface {
 	// anon returns n bytes of zeroed, page-aligned private memory for rings and doorbell records.
 	anon(n int) ([]byte, error)
 	unmap(b []byte) error
-	allocUAR(fd int, typ uint32) (hw.UARObject, error)
-	destroyUAR(fd int, handle uint32) error
 }
 
 type realSys struct{}
@@ -54,9 +54,7 @@ func (realSys) mapUAR(fd int, offset int64, length int) ([]byte, error) {
 func (realSys) anon(n int) ([]byte, error) {
 	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 }
-func (realSys) unmap(b []byte) error                              { return unix.Munmap(b) }
-func (realSys) allocUAR(fd int, typ uint32) (hw.UARObject, error) { return hw.AllocUAR(fd, typ) }
-func (realSys) destroyUAR(fd int, handle uint32) error            { return hw.DestroyUAR(fd, handle) }
+func (realSys) unmap(b []byte) error { return unix.Munmap(b) }
 
 // AllocContext implements provider.Driver: GET_CONTEXT with rdma-core's request (retried without DEVX, as
 // rdma-core does, when the kernel refuses it), then the NC UAR for CQ doorbells.
@@ -92,8 +90,7 @@ func allocContext(dev *provider.Device, exec provider.Exec, sys sysOps) (*mctx, 
 	c.cqUAR = nc.reg
 	regs, err := hw.DynamicBfregs(nc.reg, c.caps.UARsPerPage, 0, true)
 	if err != nil {
-		c.Close()
-		return nil, err
+		return nil, errors.Join(err, c.Close())
 	}
 	// Without BlueFlame every QP rings one shared NC register, as rdma-core routes them all to its NC UAR.
 	c.ncReg, _ = hw.NewBFReg(regs[0].Reg(), 0, true)
@@ -130,28 +127,66 @@ type bfSlot struct {
 	pageID uint32
 }
 
+// uarTypeName names a UAR allocation type in errors.
+func uarTypeName(typ uint32) string {
+	if typ == hw.UARTypeNC {
+		return "NC"
+	}
+	return "BlueFlame"
+}
+
+// allocUAR creates a dynamic UAR object (rdma-core mlx5_alloc_dyn_uar) through the core's driver-object hook,
+// which counts it and maps a cgroup refusal to the core's limit error.
+func (c *mctx) allocUAR(typ uint32) (hw.UARObject, error) {
+	if c.dev.Objects == nil {
+		return hw.UARObject{}, fmt.Errorf("mlx5: allocate %s UAR on %s: the verbs core offers no driver-object hook: %w",
+			uarTypeName(typ), c.dev.Name, hw.ErrNotSupported)
+	}
+	out := new(hw.UARObject)
+	cmd := rawcmd.New(0, 0, 0)
+	h := hw.BuildUARAlloc(cmd, typ, out)
+	if err := c.dev.Objects(cmd, true); err != nil {
+		return hw.UARObject{}, fmt.Errorf("mlx5: allocate %s UAR on %s: %w", uarTypeName(typ), c.dev.Name, err)
+	}
+	out.Handle = cmd.Handle(h)
+	return *out, nil
+}
+
+// destroyUAR destroys a UAR object (after its mapping is gone) through the core's driver-object hook.
+func (c *mctx) destroyUAR(obj hw.UARObject) error {
+	cmd := rawcmd.New(0, 0, 0)
+	hw.BuildUARDestroy(cmd, obj.Handle)
+	if err := c.dev.Objects(cmd, false); err != nil {
+		return fmt.Errorf("mlx5: destroy UAR page %d (handle %d) on %s: %w", obj.PageID, obj.Handle, c.dev.Name, err)
+	}
+	return nil
+}
+
 func (c *mctx) newUARPage(typ uint32) (*uarPage, error) {
-	obj, err := c.sys.allocUAR(c.dev.FD, typ)
+	obj, err := c.allocUAR(typ)
 	if err != nil {
-		return nil, fmt.Errorf("mlx5: allocate UAR on %s: %w", c.dev.Name, err)
+		return nil, err
 	}
 	mem, err := c.sys.mapUAR(c.dev.FD, int64(obj.MmapOffset), int(obj.MmapLength))
 	if err != nil {
-		c.sys.destroyUAR(c.dev.FD, obj.Handle)
-		return nil, fmt.Errorf("mlx5: map UAR page %d on %s: %w", obj.PageID, c.dev.Name, err)
+		err = fmt.Errorf("mlx5: map %s UAR page %d on %s: %w", uarTypeName(typ), obj.PageID, c.dev.Name, err)
+		return nil, errors.Join(err, c.destroyUAR(obj))
 	}
 	reg, err := mmio.RegFromBytes(mem)
 	if err != nil {
-		c.sys.unmap(mem)
-		c.sys.destroyUAR(c.dev.FD, obj.Handle)
-		return nil, err
+		err = fmt.Errorf("mlx5: map %s UAR page %d on %s: %w", uarTypeName(typ), obj.PageID, c.dev.Name, err)
+		return nil, errors.Join(err, c.sys.unmap(mem), c.destroyUAR(obj))
 	}
 	return &uarPage{obj: obj, mem: mem, reg: reg}, nil
 }
 
-func (c *mctx) freePage(p *uarPage) {
-	c.sys.unmap(p.mem)
-	c.sys.destroyUAR(c.dev.FD, p.obj.Handle)
+// freePage unmaps and destroys a UAR page.
+func (c *mctx) freePage(p *uarPage) error {
+	var err error
+	if e := c.sys.unmap(p.mem); e != nil {
+		err = fmt.Errorf("mlx5: unmap UAR page %d on %s: %w", p.obj.PageID, c.dev.Name, e)
+	}
+	return errors.Join(err, c.destroyUAR(p.obj))
 }
 
 // Caps returns what the context reported (BlueFlame availability, CQE version, limits).
@@ -172,8 +207,7 @@ func (c *mctx) takeBF() (bfSlot, error) {
 		}
 		regs, err := hw.DynamicBfregs(p.reg, c.caps.UARsPerPage, c.caps.BFRegSize, false)
 		if err != nil {
-			c.freePage(p)
-			return bfSlot{}, err
+			return bfSlot{}, errors.Join(err, c.freePage(p))
 		}
 		c.bf = append(c.bf, p)
 		for _, r := range regs {
@@ -609,19 +643,22 @@ func (c *mctx) CreateAH(p *provider.AHParams, exec provider.Exec) (*verbs.AHData
 func (c *mctx) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var errs []error
 	for _, p := range c.bf {
-		c.freePage(p)
+		errs = append(errs, c.freePage(p))
 	}
 	c.bf, c.free = nil, nil
 	if c.nc != nil {
-		c.freePage(c.nc)
+		errs = append(errs, c.freePage(c.nc))
 		c.nc = nil
 	}
 	for _, p := range c.dbrs {
-		c.sys.unmap(p)
+		if err := c.sys.unmap(p); err != nil {
+			errs = append(errs, fmt.Errorf("mlx5: unmap doorbell-record page on %s: %w", c.dev.Name, err))
+		}
 	}
 	c.dbrs, c.dbrFr = nil, nil
-	return nil
+	return errors.Join(errs...)
 }
 
 // errInvalid is the errno rdma-core's mlx5 provider returns for a request it refuses as malformed.

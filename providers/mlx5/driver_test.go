@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -14,6 +16,7 @@ import (
 	"github.com/goverbs/goverbs/providers/mlx5/internal/hw"
 	"github.com/goverbs/goverbs/providers/mlx5/internal/mlx5emu"
 	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,16 +38,78 @@ func (s *emuSys) unmap(b []byte) error {
 	}
 	return unix.Munmap(b)
 }
-func (s *emuSys) allocUAR(fd int, typ uint32) (hw.UARObject, error) {
-	s.pages++
-	return hw.UARObject{Handle: s.pages, MmapOffset: uint64(s.pages) << 12, MmapLength: 4096, PageID: s.pages}, nil
+
+// fakeObjects plays the core's provider.Device.Objects hook (uverbs/driverobj.go) the way the kernel and the core
+// answer together: it accepts only mlx5 UAR alloc and destroy commands built as rdma-core sends them, writes the
+// kernel's outputs through the command's pointers, and counts the live objects as the core does. refuse, when
+// set, is returned for the next create (the core's cgroup limit error, say).
+type fakeObjects struct {
+	t        *testing.T
+	next     uint32
+	live     map[uint32]uint32 // handle -> UAR type
+	refuse   error
+	creates  int
+	destroys int
 }
-func (s *emuSys) destroyUAR(fd int, handle uint32) error { return nil }
+
+func newFakeObjects(t *testing.T) *fakeObjects { return &fakeObjects{t: t, live: map[uint32]uint32{}} }
+
+func (f *fakeObjects) hook(cmd *rawcmd.Cmd, create bool) error {
+	if cmd.Hdr.ObjectId != abi.MLX5_IB_OBJECT_UAR || cmd.Hdr.DriverId != abi.RDMA_DRIVER_MLX5 {
+		f.t.Errorf("driver object command for object %#x, driver %d", cmd.Hdr.ObjectId, cmd.Hdr.DriverId)
+		return unix.EINVAL
+	}
+	attrs := cmd.Attrs[:cmd.NumAttrs()]
+	switch {
+	case create && cmd.Hdr.MethodId == abi.MLX5_IB_METHOD_UAR_OBJ_ALLOC:
+		if err := f.refuse; err != nil {
+			f.refuse = nil
+			return err
+		}
+		f.next++
+		f.creates++
+		for i := range attrs {
+			a := &attrs[i]
+			switch a.AttrId {
+			case abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE:
+				a.Data = uint64(f.next)
+			case abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE:
+				f.live[f.next] = uint32(a.Data)
+			case abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET:
+				binary.NativeEndian.PutUint64(hostBytes(a.Data, 8), uint64(f.next)<<12)
+			case abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH:
+				binary.NativeEndian.PutUint32(hostBytes(a.Data, 4), 4096)
+			case abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID:
+				binary.NativeEndian.PutUint32(hostBytes(a.Data, 4), f.next)
+			}
+		}
+		if _, ok := f.live[f.next]; !ok {
+			f.t.Errorf("UAR alloc without a type")
+		}
+		return nil
+	case !create && cmd.Hdr.MethodId == abi.MLX5_IB_METHOD_UAR_OBJ_DESTROY:
+		if len(attrs) != 1 || attrs[0].AttrId != abi.MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE {
+			f.t.Errorf("UAR destroy attributes %+v", attrs)
+			return unix.EINVAL
+		}
+		h := uint32(attrs[0].Data)
+		if _, ok := f.live[h]; !ok {
+			f.t.Errorf("destroy of UAR handle %d, which is not live", h)
+			return unix.EINVAL
+		}
+		delete(f.live, h)
+		f.destroys++
+		return nil
+	}
+	f.t.Errorf("driver object method %#x with create=%v", cmd.Hdr.MethodId, create)
+	return unix.EINVAL
+}
 
 type glue struct {
-	t   *testing.T
-	dev *mlx5emu.Device
-	ctx *mctx
+	t    *testing.T
+	dev  *mlx5emu.Device
+	ctx  *mctx
+	objs *fakeObjects
 }
 
 func newGlue(t *testing.T, bfRegSize int) *glue {
@@ -60,7 +125,8 @@ func newGlue(t *testing.T, bfRegSize int) *glue {
 		dev.Close()
 	})
 	var sent abi.Mlx5IbAllocUcontextReqV2
-	ctx, err := allocContext(&provider.Device{Name: "mlx5_0", DriverID: 1, ABI: 1, PageSize: 4096},
+	objs := newFakeObjects(t)
+	ctx, err := allocContext(&provider.Device{Name: "mlx5_0", DriverID: 1, ABI: 1, PageSize: 4096, Objects: objs.hook},
 		func(in, out []byte) error {
 			copy(bytesOf(&sent), in)
 			resp := abi.Mlx5IbAllocUcontextResp{QpTabSize: 1 << 18, BfRegSize: uint32(bfRegSize), CacheLineSize: 64,
@@ -75,8 +141,15 @@ func newGlue(t *testing.T, bfRegSize int) *glue {
 	if sent.LibCaps != abi.MLX5_LIB_CAP_4K_UAR|abi.MLX5_LIB_CAP_DYN_UAR || sent.MaxCqeVersion != 1 {
 		t.Errorf("GET_CONTEXT request %+v", sent)
 	}
-	t.Cleanup(func() { ctx.Close() })
-	return &glue{t: t, dev: dev, ctx: ctx}
+	t.Cleanup(func() {
+		if err := ctx.Close(); err != nil {
+			t.Errorf("close context: %v", err)
+		}
+		if len(objs.live) != 0 {
+			t.Errorf("provider Close left UAR objects %v", objs.live)
+		}
+	})
+	return &glue{t: t, dev: dev, ctx: ctx, objs: objs}
 }
 
 func (g *glue) cq(n int) (*cqAdapter, uint32) {
@@ -471,4 +544,58 @@ func aligned(n int) []byte {
 	b := make([]byte, n+64)
 	off := (64 - int(addrOf(b)%64)) % 64
 	return b[off : off+n : off+n]
+}
+
+// errLimit stands for the core's cgroup limit error (uverbs turns EAGAIN from a create into it).
+var errLimit = fmt.Errorf("rdma cgroup limit reached: hca_object on mlx5_0: %w", unix.EAGAIN)
+
+// UAR pages are created and destroyed only through the core's driver-object hook (provider.Device.Objects): the
+// context's NC page at open, a BlueFlame page when a QP finds no free register; the hook's refusal reaches the
+// caller intact and names what failed; the provider's Close destroys every page; without the hook the provider
+// refuses to open a context.
+func TestDriverUARsThroughCore(t *testing.T) {
+	g := newGlue(t, 512)
+	if g.objs.creates != 1 || len(g.objs.live) != 1 || g.objs.live[1] != hw.UARTypeNC {
+		t.Fatalf("after open: %d creates, live %v; want the NC page", g.objs.creates, g.objs.live)
+	}
+	scq, scqn := g.cq(8)
+	cp := verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}
+	q1 := g.qp(verbs.QPTypeRC, cp, scq, scq, scqn, scqn)
+	q2 := g.qp(verbs.QPTypeRC, cp, scq, scq, scqn, scqn)
+	if g.objs.creates != 2 || g.objs.live[2] != hw.UARTypeBF {
+		t.Fatalf("after two QPs: %d creates, live %v; want one BlueFlame page (two registers)", g.objs.creates, g.objs.live)
+	}
+	g.objs.refuse = errLimit
+	_, err := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, Cap: cp, SendCQ: scq, RecvCQ: scq},
+		func(in, out []byte) error { t.Error("QP command issued without a doorbell register"); return nil })
+	if !errors.Is(err, errLimit) || !errors.Is(err, unix.EAGAIN) || !strings.Contains(err.Error(), "allocate BlueFlame UAR on mlx5_0") {
+		t.Fatalf("third QP with the UAR refused: %v", err)
+	}
+	if len(g.objs.live) != 2 {
+		t.Errorf("live UARs after the refusal: %v", g.objs.live)
+	}
+	q1.Destroyed()
+	q2.Destroyed()
+	scq.Destroyed()
+	if err := g.ctx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.objs.live) != 0 || g.objs.destroys != 2 {
+		t.Errorf("after Close: live %v, %d destroys", g.objs.live, g.objs.destroys)
+	}
+
+	// No hook: the context cannot get its NC page.
+	dev, err := mlx5emu.New(mlx5emu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	_, err = allocContext(&provider.Device{Name: "mlx5_1", PageSize: 4096}, func(in, out []byte) error {
+		resp := abi.Mlx5IbAllocUcontextResp{CacheLineSize: 64, NumUarsPerPage: 1, CqeVersion: 1}
+		copy(out, bytesOf(&resp))
+		return nil
+	}, &emuSys{dev: dev})
+	if !errors.Is(err, ErrNotSupported) || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "mlx5_1") {
+		t.Errorf("context without the driver-object hook: %v", err)
+	}
 }
