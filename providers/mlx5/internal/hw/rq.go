@@ -101,22 +101,20 @@ func (rq *RecvQueue) PostRecv(wrs []RecvWR) (int, provider.Status) {
 			st = provider.TooManySGE
 			break
 		}
+		if len(w.SGL) > 1 && sgeTotal(w.SGL) > 1<<32-1 {
+			st = provider.TooLong
+			break
+		}
 		idx := head & rq.mask
 		wqe := unsafe.Add(rq.base, uintptr(idx)<<rq.shift)
 		j := 0
-		var total uint64
 		for k := range w.SGL {
 			s := &w.SGL[k]
 			if s.Length == 0 {
 				continue
 			}
-			total += uint64(s.Length)
 			PutDataSeg((*[DataSegSize]byte)(unsafe.Add(wqe, j*DataSegSize))[:], s.Length, s.LKey, s.Addr)
 			j++
-		}
-		if total > 1<<32-1 {
-			st = provider.TooLong
-			break
 		}
 		if j < rq.maxGS {
 			PutDataSegEnd((*[DataSegSize]byte)(unsafe.Add(wqe, j*DataSegSize))[:])

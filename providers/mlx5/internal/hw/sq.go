@@ -348,6 +348,11 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, provider.St
 	if len(w.SGL) > sq.maxSGE {
 		return 0, provider.TooManySGE
 	}
+	// As rxe: a message whose SGE lengths add up to more than 32 bits is refused, not wrapped. One SGE (the
+	// common case) cannot, so only longer lists are summed.
+	if len(w.SGL) > 1 && sgeTotal(w.SGL) > 1<<32-1 {
+		return 0, provider.TooLong
+	}
 	base, qend := sq.base, sq.qend
 	idx := curPost & sq.mask
 	pos := uintptr(idx) * SendWQEBB
@@ -407,7 +412,6 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, provider.St
 			n += sz
 		}
 	} else {
-		var total uint64
 		for j := range w.SGL {
 			s := &w.SGL[j]
 			if p == qend {
@@ -416,7 +420,6 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, provider.St
 			if s.Length == 0 {
 				continue
 			}
-			total += uint64(s.Length)
 			length := s.Length
 			if op.kind == kindAtomic {
 				length = AtomicSize
@@ -424,9 +427,6 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, provider.St
 			PutDataSeg((*[DataSegSize]byte)(unsafe.Add(base, p))[:], length, s.LKey, s.Addr)
 			p += DataSegSize
 			n++
-		}
-		if total > 1<<32-1 { // as rxe: a message length that does not fit 32 bits is refused, not wrapped
-			return 0, provider.TooLong
 		}
 	}
 

@@ -95,7 +95,7 @@ func (s *SRQ) PostRecv(wrs []RecvWR) (int, provider.Status) {
 			st = provider.TooManySGE
 			break
 		}
-		if sgeTotal(w.SGL) > 1<<32-1 {
+		if len(w.SGL) > 1 && sgeTotal(w.SGL) > 1<<32-1 {
 			st = provider.TooLong
 			break
 		}
