@@ -174,7 +174,7 @@ func (c *mctx) newUARPage(typ uint32) (*uarPage, error) {
 	}
 	reg, err := mmio.RegFromBytes(mem)
 	if err != nil {
-		err = fmt.Errorf("mlx5: map %s UAR page %d on %s: %w", uarTypeName(typ), obj.PageID, c.dev.Name, err)
+		err = fmt.Errorf("mlx5: map %s UAR page %d on %s: %w: %w", uarTypeName(typ), obj.PageID, c.dev.Name, err, errInvalid)
 		return nil, errors.Join(err, c.sys.unmap(mem), c.destroyUAR(obj))
 	}
 	return &uarPage{obj: obj, mem: mem, reg: reg}, nil
@@ -309,7 +309,7 @@ func (p pd) PDN() uint32 { return uint32(p) }
 // the NC UAR page for the arm doorbell.
 func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, error) {
 	if p.CQE < 1 || p.CQE > 1<<24-1 {
-		return nil, fmt.Errorf("mlx5: create hw.CQ of %d entries: %w", p.CQE, errInvalid)
+		return nil, fmt.Errorf("mlx5: create CQ of %d entries: %w", p.CQE, errInvalid)
 	}
 	n := roundupPow2(p.CQE + 1)
 	buf, err := c.ring(n * hw.CQESize)
@@ -361,7 +361,7 @@ func (a *cqAdapter) EventReceived() { a.CQ.Event() }
 // CQEs are moved over. The same rounded size is a no-op.
 func (a *cqAdapter) Resize(p *provider.CQParams, exec provider.Exec) error {
 	if p.CQE < 1 || p.CQE > 1<<24-1 {
-		return fmt.Errorf("mlx5: resize hw.CQ %#x to %d: %w", a.CQN(), p.CQE, errInvalid)
+		return fmt.Errorf("mlx5: resize CQ %#x to %d: %w", a.CQN(), p.CQE, errInvalid)
 	}
 	n := roundupPow2(p.CQE + 1)
 	if n == a.Entries() {
@@ -409,7 +409,7 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 	case verbs.QPTypeUD:
 		t = hw.QPTypeUD
 	default:
-		return nil, fmt.Errorf("mlx5: create hw.QP of type %d: %w", p.Type, hw.ErrNotSupported)
+		return nil, fmt.Errorf("mlx5: create QP of type %v: %w", p.Type, hw.ErrNotSupported)
 	}
 	// A QP on an SRQ has no receive queue of its own; its receive completions retire WQEs through the SRQ's
 	// wr_id table and free list (rdma-core: the CQE names the QP, whose ibv_qp.srq is used).
@@ -417,11 +417,11 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 	if p.HasSRQ {
 		s, ok := p.SRQ.(*srqAdapter)
 		if !ok || s == nil || s.SRQ == nil {
-			return nil, fmt.Errorf("mlx5: create hw.QP on an SRQ: hw.SRQ %T is not an mlx5 SRQ: %w", p.SRQ, errInvalid)
+			return nil, fmt.Errorf("mlx5: create QP on an SRQ: SRQ %T is not an mlx5 SRQ: %w", p.SRQ, errInvalid)
 		}
 		srq = s
 	} else if p.SRQ != nil {
-		return nil, fmt.Errorf("mlx5: create QP: hw.SRQ given without HasSRQ: %w", errInvalid)
+		return nil, fmt.Errorf("mlx5: create QP: SRQ given without HasSRQ: %w", errInvalid)
 	}
 	scq, ok1 := p.SendCQ.(*cqAdapter)
 	rcq, ok2 := p.RecvCQ.(*cqAdapter)

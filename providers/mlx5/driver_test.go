@@ -195,7 +195,7 @@ func (g *glue) qpOn(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn
 			g.t.Errorf("QP request flags %#x", req.Flags)
 		}
 		if srq != nil && (req.RqWqeCount != 0 || req.RqWqeShift != 0) {
-			g.t.Errorf("QP on an hw.SRQ asks for a receive queue: %+v", req)
+			g.t.Errorf("QP on an SRQ asks for a receive queue: %+v", req)
 		}
 		et := map[verbs.QPType]mlx5emu.QPType{verbs.QPTypeRC: mlx5emu.RC, verbs.QPTypeUC: mlx5emu.UC,
 			verbs.QPTypeUD: mlx5emu.UD}[typ]
@@ -450,12 +450,12 @@ func TestDriverQPOnSRQ(t *testing.T) {
 			b1 := g.qpOn(verbs.QPTypeRC, cap, scq, rcq1, scqn, rcqn1, srq)
 			b2 := g.qpOn(verbs.QPTypeRC, cap, scq, rcq2, scqn, rcqn2, srq)
 			if b1.RQ != nil || b1.QP.SRQ != srq.SRQ {
-				t.Fatalf("QP on hw.SRQ has RQ %v, hw.SRQ %p", b1.RQ, b1.QP.SRQ)
+				t.Fatalf("QP on SRQ has RQ %v, SRQ %p", b1.RQ, b1.QP.SRQ)
 			}
 			g.connect(a1, b1, 0)
 			g.connect(a2, b2, 0)
 			if _, err := errOf(b1.PostRecv([]hw.RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
-				t.Errorf("receive posted to a hw.QP on an SRQ: %v", err)
+				t.Errorf("receive posted to a QP on an SRQ: %v", err)
 			}
 
 			src, slk := g.mr(4096)
@@ -598,4 +598,46 @@ func TestDriverUARsThroughCore(t *testing.T) {
 	if !errors.Is(err, ErrNotSupported) || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "mlx5_1") {
 		t.Errorf("context without the driver-object hook: %v", err)
 	}
+}
+
+// Every control-path refusal names what failed and wraps an errno; every not-supported one also matches
+// ErrNotSupported and errors.ErrUnsupported (issue 10: one sentinel for the module).
+func TestDriverErrorsWrapErrnos(t *testing.T) {
+	g := newGlue(t, 256)
+	scq, _ := g.cq(4)
+	noExec := func(in, out []byte) error { t.Error("command issued for a refused request"); return nil }
+	cp := verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}
+	_, errXRC := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeXRCSend, Cap: cp, SendCQ: scq, RecvCQ: scq}, noExec)
+	_, errRaw := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRawPacket, Cap: cp, SendCQ: scq, RecvCQ: scq}, noExec)
+	supp := g.ctx.resp.CmdsSuppUhw
+	g.ctx.resp.CmdsSuppUhw &^= abi.MLX5_USER_CMDS_SUPP_UHW_CREATE_AH
+	_, errAH := g.ctx.CreateAH(&provider.AHParams{Ethernet: true, RoCEv2: true, IsGlobal: true}, noExec)
+	g.ctx.resp.CmdsSuppUhw = supp
+	_, errStatic := allocContext(&provider.Device{Name: "mlx5_1", PageSize: 4096, Objects: newFakeObjects(t).hook},
+		func(in, out []byte) error {
+			resp := abi.Mlx5IbAllocUcontextResp{CacheLineSize: 64, NumUarsPerPage: 1, CqeVersion: 1, TotBfregs: 16}
+			copy(out, bytesOf(&resp))
+			return nil
+		}, &emuSys{dev: g.dev})
+	for name, err := range map[string]error{"XRC QP": errXRC, "raw packet QP": errRaw, "RoCE AH without MAC": errAH,
+		"static bfregs": errStatic} {
+		if !errors.Is(err, ErrNotSupported) || !errors.Is(err, errors.ErrUnsupported) || !errors.Is(err, syscall.EOPNOTSUPP) {
+			t.Errorf("%s: %v does not match ErrNotSupported, errors.ErrUnsupported and EOPNOTSUPP", name, err)
+		}
+		if strings.Count(err.Error(), "not supported") != 1 {
+			t.Errorf("%s: %q", name, err)
+		}
+	}
+
+	_, errCQ := g.ctx.CreateCQ(&provider.CQParams{CQE: 1 << 24}, noExec)
+	_, errSize := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, Cap: verbs.QPCap{MaxSendWR: 1 << 20, MaxSendSGE: 1},
+		SendCQ: scq, RecvCQ: scq}, noExec)
+	errResize := scq.Resize(&provider.CQParams{CQE: 0}, noExec)
+	for name, err := range map[string]error{"CQ too large": errCQ, "QP too large": errSize, "resize to 0": errResize} {
+		var errno syscall.Errno
+		if !errors.As(err, &errno) || errno != syscall.EINVAL || !strings.HasPrefix(err.Error(), "mlx5: ") {
+			t.Errorf("%s: %v, want a mlx5 error wrapping EINVAL", name, err)
+		}
+	}
+	scq.Destroyed()
 }

@@ -39,14 +39,14 @@ type BFReg struct {
 // the same register.
 func NewBFReg(reg mmio.Reg, bufSize int, shared bool) (*BFReg, error) {
 	if bufSize < 0 || bufSize%64 != 0 {
-		return nil, fmt.Errorf("mlx5: BlueFlame buffer size %d is not a multiple of 64", bufSize)
+		return nil, fmt.Errorf("mlx5: BlueFlame buffer size %d is not a multiple of 64: %w", bufSize, errInvalid)
 	}
 	need := 2 * bufSize
 	if need == 0 {
 		need = 8
 	}
 	if reg.Len() < need {
-		return nil, fmt.Errorf("mlx5: doorbell register window of %d bytes, need %d", reg.Len(), need)
+		return nil, fmt.Errorf("mlx5: doorbell register window of %d bytes, need %d: %w", reg.Len(), need, errInvalid)
 	}
 	return &BFReg{reg: reg, bufSize: uintptr(bufSize), maxDS: uint32(bufSize / 16), shared: shared}, nil
 }
