@@ -18,8 +18,10 @@
 // documents), so a condition gives the same errno as on rxe: a full queue ENOMEM; too many SGEs, inline data over
 // max_inline_data, SGE lengths over 2^32-1, an unaligned or short atomic, a UD send without an AH or with another
 // provider's AH, an opcode the QP type cannot carry, a post in the wrong QP state: EINVAL; an opcode this provider
-// does not build: EOPNOTSUPP; a CQE naming no known queue: EIO. Nothing on these paths allocates. Control-path
-// errors name the operation and the device and wrap the kernel's errno or ErrNotSupported.
+// does not build: EOPNOTSUPP; a CQE naming no known queue: EIO. Nothing on these paths allocates (internal/hw's
+// TestZeroAllocs and TestZeroAllocsOnErrors). Control-path errors name what failed in the provider (the core adds
+// the verb and the device) and wrap an errno, the kernel's or the one rdma-core's provider returns, or
+// ErrNotSupported (TestDriverErrorsWrapErrnos).
 //
 // # What the tests prove
 //
@@ -47,8 +49,12 @@
 //     doorbell-record store is a sync/atomic store so the detector sees that edge; otherwise it is the plain
 //     store rdma-core uses. The CQE ownership word is always read with an atomic 32-bit load.) Through the
 //     provider contract (driver_test.go): contexts, CQs, QPs, SRQs and QPs on an SRQ created by the provider with
-//     the emulator playing the kernel, and an SRQ shared by two QPs whose CQs are polled by two goroutines under
-//     the race detector (TestEmuSRQConcurrent).
+//     the emulator playing the kernel; UAR objects created and destroyed only through a fake of the core's
+//     driver-object hook, which checks each command and counts what is live (TestDriverUARsThroughCore). In
+//     internal/hw, an SRQ shared by two QPs whose CQs are polled by two goroutines under the race detector
+//     (TestEmuSRQConcurrent).
+//   - Data-path refusals: every status a post can return, with the errno rxe gives for the same condition, and
+//     that only the requests before the refused one are rung (internal/hw TestPostSendErrors, TestRecvQueue).
 //   - The mmio primitives' instructions are pinned by disassembly for amd64 and arm64, and their functional
 //     tests run as arm64 code under qemu-user when it is installed (package mmio).
 //
