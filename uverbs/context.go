@@ -32,6 +32,7 @@ type Context struct {
 	dpErrs  *dataPathErrors
 
 	cleanup runtime.Cleanup
+	drvObjs driverObjects // the provider's own kernel objects (driverobj.go)
 }
 
 // Open opens the named device ("rxe0"). Equivalent to ibv_open_device on the device of that name.
@@ -72,7 +73,8 @@ func (d Device) Open() (*Context, error) {
 		return nil, wrap("open device", d.Name, fmt.Errorf("%s is not the uverbs character device %d:%d", d.DevPath, d.Major, d.Minor))
 	}
 	c := &Context{dev: d, fd: fd, asyncFD: -1, dpErrs: newDataPathErrors(d.Name)}
-	pdev := &provider.Device{Name: d.Name, FD: fd, DriverID: uint32(d.DriverID), ABI: d.ABI, PageSize: os.Getpagesize()}
+	pdev := &provider.Device{Name: d.Name, FD: fd, DriverID: uint32(d.DriverID), ABI: d.ABI, PageSize: os.Getpagesize(),
+		Objects: c.driverObject}
 	cmd := rawcmd.New(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_GET_CONTEXT, uint32(d.DriverID))
 	prov, err := drv.AllocContext(pdev, func(uhwIn, uhwOut []byte) error {
 		cmd.Reset(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_GET_CONTEXT, uint32(d.DriverID))
@@ -157,6 +159,7 @@ func (c *Context) Close() error {
 	if err := c.prov.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.drvObjs.leaked())
 	if c.asyncFD >= 0 && c.async == nil {
 		unix.Close(c.asyncFD)
 	}

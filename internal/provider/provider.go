@@ -8,7 +8,9 @@
 // an Exec callback: the provider prepares its request bytes (for mlx5: ring and doorbell-record addresses, UAR
 // page ids), calls Exec, and then finishes its side with the response bytes (rxe: mmap the rings the kernel
 // describes; mlx5: record the CQN/QPN and the BlueFlame register). If the provider fails after Exec succeeded,
-// it returns the error and the core destroys the kernel object it just created, so nothing leaks.
+// it returns the error and the core destroys the kernel object it just created, so nothing leaks. Kernel objects
+// a provider needs for itself (mlx5's UAR pages) go through the core too, with Device.Objects: the core issues
+// the command, counts the object and maps a cgroup refusal, as for the objects users create.
 //
 // The data path (PostSend, PostRecv, Poll, Arm) is entirely the provider's: it writes WQEs into user-mapped rings
 // and rings its doorbell (rxe: a POST_SEND write() with no work requests; mlx5: doorbell record + UAR MMIO), with
@@ -20,6 +22,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -34,6 +37,16 @@ type Device struct {
 	DriverID uint32 // RDMA_DRIVER_*
 	ABI      uint32 // the driver's uverbs ABI version
 	PageSize int
+	// Objects runs a provider's own object command through the core: a driver-specific create or destroy
+	// method with no core counterpart (mlx5's MLX5_IB_METHOD_UAR_OBJ_ALLOC / _DESTROY). The provider builds cmd
+	// completely (its driver id included) and reads the outputs back after a nil return; create tells whether
+	// the command creates a kernel object or destroys one. The core issues cmd on the command fd, turns a
+	// cgroup refusal of a create into the typed limit error its own creates return (hca_object), and counts the
+	// live driver objects of the context, separately from the objects users hold: Context.Close is not refused
+	// because of them, and after Context.Close has called the provider's Close the count must be 0 (every
+	// object the provider created through Objects destroyed through it), else Close reports the leak. A failed
+	// destroy leaves the object counted. Providers never issue their own object commands on the fd.
+	Objects func(cmd *rawcmd.Cmd, create bool) error
 }
 
 // Driver is one provider. It is registered at init time with Register.

@@ -1,52 +1,27 @@
-// Package mlx5 is the data path of the mlx5 (ConnectX) provider: send, receive and shared receive queues,
-// completion queues, UD address vectors, QP/SRQ sizing, and the driver payloads of the kernel commands that
-// create them. It follows rdma-core's providers/mlx5 behaviour (v44 as installed on Debian bookworm, v58 for the
-// BlueFlame capability flag).
+// Package mlx5 registers the mlx5 (ConnectX) provider with the verbs core. Programs use it through package
+// uverbs, which links it in; this package exports nothing else a program could call (besides ErrNotSupported, the
+// module's one not-supported sentinel). Its building blocks live under internal/: internal/hw (WQE builder,
+// queues, CQE parsing, UAR/BlueFlame doorbells, udata) and internal/mlx5emu (an emulated device for tests).
 //
-// # Design
+// The provider behaves as rdma-core's mlx5 provider does on a 6.1 kernel: GET_CONTEXT with dynamic UARs and CQE
+// version 1 (retried without DEVX), one NC UAR object for CQ arm doorbells, BlueFlame UAR objects carved into
+// dedicated registers for QPs (or the shared NC register when the kernel reports no BlueFlame), doorbell records
+// at cache-line strides, private anonymous mmaps for rings, user indexes, scatter-to-CQE, posting gated on the QP
+// state (receives from INIT, sends from RTS). A QP created on an SRQ gets no receive queue; its receive
+// completions retire WQEs through the SRQ's wr_id table and free list, as rdma-core does. UAR objects are
+// created and destroyed through the core's driver-object hook (provider.Device.Objects), so the core counts them
+// and maps a cgroup refusal to its typed limit error.
 //
-// Every queue is a self-contained value over memory the caller provides: the ring ([]byte, from mmap for a real
-// device or from an emulator), the 8-byte doorbell record ([DoorbellRecord]), and for sends and CQ arming a UAR
-// register window ([BFReg], [mmio.Reg]). QPN, CQN, sizes and the CQE version are given by the caller, so the same
-// code runs against a kernel-created QP and against an emulated device. Nothing here issues a system call.
+// # Errors
 //
-//   - [SendQueue.PostSend] builds WQEs (ctrl, remote address, atomic, data, inline with wrap-around, datagram)
-//     for RC, UC and UD, then rings the doorbell exactly as rdma-core's post_send_db: barrier, doorbell record,
-//     then either a BlueFlame copy of a single small WQE into the current half of the register (alternating halves,
-//     under the register's lock when it is shared) or an 8-byte doorbell with the ctrl segment's first 8 bytes.
-//   - [RecvQueue.PostRecv] and [SRQ.PostRecv] write scatter lists and publish them through the doorbell record only.
-//   - [CQ.Poll] checks ownership of pre-stamped 64-byte CQEs, parses requester, responder and error CQEs into
-//     work completions (immediate data, invalidated rkey, GRH, syndromes to statuses), retires unsignaled WQEs,
-//     copies scatter-to-CQE payloads into the posted buffers, and publishes the consumer index. [CQ.Arm] writes the
-//     arm word and rings the CQ doorbell with the arm sequence number; [CQ.BeginResize]/[CQ.CompleteResize] move
-//     pending CQEs to a new buffer.
-//   - [SizeQP] and [SizeSRQ] reproduce rdma-core's queue sizing; [DefaultAllocUcontextReq], [CreateCQReq],
-//     [CreateQPReq], [CreateSRQReq], [ResizeCQReq] fill the uverbs/abi driver structs; [CapsFromResp] reports
-//     BlueFlame availability (MLX5DV_CONTEXT_FLAGS_BLUEFLAME: bf_reg_size != 0); [AllocUAR]/[BuildUARAlloc]
-//     allocate dynamic UAR objects, [MmapOffset] encodes mmap offsets, and [DynamicBfregs] / [StaticBfreg] locate
-//     the send doorbell registers inside a mapped UAR page.
-//
-// [Driver] implements the verbs core's provider contract (internal/provider) on top of these pieces, the way
-// rdma-core's mlx5 provider behaves on a 6.1 kernel: GET_CONTEXT with dynamic UARs and CQE version 1 (retried
-// without DEVX), one NC UAR object for CQ arm doorbells, BlueFlame UAR objects carved into dedicated registers for
-// QPs (or the shared NC register when the kernel reports no BlueFlame), doorbell records at cache-line strides,
-// private anonymous mmaps for rings, user indexes, scatter-to-CQE, posting gated on the QP state. A QP created on
-// an SRQ (provider.QPParams.SRQ) gets no receive queue; its receive completions retire WQEs through the SRQ's
-// wr_id table and free list, as rdma-core does. It registers itself for RDMA_DRIVER_MLX5; a blank import links it.
-//
-// Posting and polling never allocate and never box values in interfaces. Queues are not safe for concurrent use
-// (as rdma-core with MLX5_SINGLE_THREADED): the caller serialises a QP's posts with the polling of its CQs. Only
-// what unrelated queues share is locked internally: a shared BlueFlame register, and an SRQ (its free list is
-// fed by every CQ its QPs complete into).
-//
-// # Performance
-//
-// The hot paths address their rings through base pointers and masked indexes (bounds established once, when a
-// queue is created), classify opcodes with per-QP precomputed tables, write the ctrl segment as two single 8-byte
-// big-endian stores, post a single work request without the batch loop, ring an unshared register with mmio's
-// combined WCStart+store+FlushWrites routines, and decode a stream of successful send and receive completions of
-// one QP inline in Poll. BENCH.md in this directory records the before/after CPU times and callgrind instruction
-// counts and how they were measured.
+// Posting and polling return the core's data-path statuses (internal/provider's table, which package uverbs
+// documents), so a condition gives the same errno as on rxe: a full queue ENOMEM; too many SGEs, inline data over
+// max_inline_data, SGE lengths over 2^32-1, an unaligned or short atomic, a UD send without an AH or with another
+// provider's AH, an opcode the QP type cannot carry, a post in the wrong QP state: EINVAL; an opcode this provider
+// does not build: EOPNOTSUPP; a CQE naming no known queue: EIO. Nothing on these paths allocates (internal/hw's
+// TestZeroAllocs and TestZeroAllocsOnErrors). Control-path errors name what failed in the provider (the core adds
+// the verb and the device) and wrap an errno, the kernel's or the one rdma-core's provider returns, or
+// ErrNotSupported (TestDriverErrorsWrapErrnos).
 //
 // # What the tests prove
 //
@@ -55,8 +30,9 @@
 //     CQE case the poller consumes (requester, responder, immediate, invalidate, GRH, scatter-to-CQE, all error
 //     syndromes), the CQ arm doorbell and record, and the driver payloads are compared byte for byte with vectors
 //     produced by a C program that uses rdma-core's mlx5dv.h helpers (mlx5dv_set_ctrl_seg, mlx5dv_set_data_seg,
-//     mlx5dv_set_dgram_seg) and structs and the kernel's mlx5-abi.h (testdata/golden.txt, regenerated by
-//     `go generate`; TestGoldenUpToDate reruns the generator when gcc and mlx5dv.h are installed).
+//     mlx5dv_set_dgram_seg) and structs and the kernel's mlx5-abi.h (internal/hw/testdata/golden.txt,
+//     regenerated by `go generate ./providers/mlx5/internal/hw`; TestGoldenUpToDate reruns the generator when
+//     gcc and mlx5dv.h are installed).
 //   - Doorbell protocol: which ring uses BlueFlame and which the 8-byte doorbell, the copy of a WQE that wraps
 //     the ring, the alternating register halves, the doorbell-record values, partial posts on error, the shared
 //     register's lock under the race detector.
@@ -64,24 +40,28 @@
 //     with out-of-order completions, resize, CQE version 0 and 1 demultiplexing; every golden CQE is polled both
 //     cold and with the CQ's last-QP cache primed, so Poll's inline paths give the same completions as parse;
 //     interleaved QPs and a detached QP exercise that cache; a fuzz target feeds arbitrary CQEs to Poll.
-//   - End to end against package mlx5emu, an emulated ConnectX written independently from the same
-//     specification (emu_test.go): RC send with immediate, RDMA write/read, atomics, UD with an address vector,
+//   - End to end against internal/mlx5emu, an emulated ConnectX written independently from the same
+//     specification (internal/hw/emu_test.go): RC send with immediate, RDMA write/read, atomics, UD with an address vector,
 //     SRQ, scatter-to-CQE, error and flush completions, CQ arming and events, with and without BlueFlame, the
 //     emulator verifying every doorbell and BlueFlame copy; and with the emulator running concurrently in its own
 //     goroutine under the race detector (TestEmuBackground), which checks that WQEs, doorbell records and CQEs
 //     cross to and from the device only through the orderings the data path provides. (In race builds the
 //     doorbell-record store is a sync/atomic store so the detector sees that edge; otherwise it is the plain
 //     store rdma-core uses. The CQE ownership word is always read with an atomic 32-bit load.) Through the
-//     provider contract (driver_test.go): contexts, CQs, QPs, SRQs and QPs on an SRQ created by the Driver with
-//     the emulator playing the kernel, and an SRQ shared by two QPs whose CQs are polled by two goroutines under
-//     the race detector (TestEmuSRQConcurrent).
+//     provider contract (driver_test.go): contexts, CQs, QPs, SRQs and QPs on an SRQ created by the provider with
+//     the emulator playing the kernel; UAR objects created and destroyed only through a fake of the core's
+//     driver-object hook, which checks each command and counts what is live (TestDriverUARsThroughCore). In
+//     internal/hw, an SRQ shared by two QPs whose CQs are polled by two goroutines under the race detector
+//     (TestEmuSRQConcurrent).
+//   - Data-path refusals: every status a post can return, with the errno rxe gives for the same condition, and
+//     that only the requests before the refused one are rung (internal/hw TestPostSendErrors, TestRecvQueue).
 //   - The mmio primitives' instructions are pinned by disassembly for amd64 and arm64, and their functional
 //     tests run as arm64 code under qemu-user when it is installed (package mmio).
 //
 // # What only hardware (or a faithful emulator) can prove
 //
 //   - That a ConnectX device accepts these WQEs and doorbells and writes CQEs as modelled: the formats are
-//     rdma-core's, but no ConnectX was available; package mlx5emu is an independent emulation written from the
+//     rdma-core's, but no ConnectX was available; internal/mlx5emu is an independent emulation written from the
 //     same specification.
 //   - Memory ordering against a real PCIe device: that the barriers (compiler barrier / DMB OSHST before the
 //     doorbell record, SFENCE / DSB ST around write-combining stores, LFENCE / DMB OSHLD after the ownership
@@ -95,12 +75,11 @@
 //
 // Static bfregs (kernels without dynamic UARs), memory windows and local invalidate (UMR WQEs), XRC, raw
 // packet/TSO, DC, tag matching, signature and compressed CQEs, 128-byte CQEs, the SRQ ODP wait queue, and the
-// MLX5_QP_SIGNATURE WQE signatures. Such requests fail with ErrNotSupported (EOPNOTSUPP). A send work request this
-// provider does not build (IBV_WR_BIND_MW, IBV_WR_LOCAL_INV, TSO) fails at post time with an error naming the
-// missing feature ("memory windows and local invalidate (UMR WQEs)"); nothing of it is written, and the requests
-// before it are posted and rung. UMR WQEs are left out deliberately: mlx5dv.h declares the UMR segment structs but
-// not how rdma-core fills them for a bind or an invalidate (that is internal to its qp.c), so their bytes could
-// not be pinned by golden vectors generated from mlx5dv.h. Unknown CQE opcodes complete with IBV_WC_GENERAL_ERR.
-//
-//go:generate go run ./internal/cmd/gengolden -o testdata/golden.txt
+// MLX5_QP_SIGNATURE WQE signatures. Such requests fail with an error matching ErrNotSupported (and EOPNOTSUPP). A
+// send work request this provider does not build (IBV_WR_BIND_MW, IBV_WR_LOCAL_INV, TSO, atomics on a QP without
+// them) fails at post time with the OpcodeNotSupported row of the data-path table (EOPNOTSUPP, "opcode not
+// supported by the provider"); nothing of it is written, and the requests before it are posted and rung. UMR WQEs
+// are left out deliberately: mlx5dv.h declares the UMR segment structs but not how rdma-core fills them for a
+// bind or an invalidate (that is internal to its qp.c), so their bytes could not be pinned by golden vectors
+// generated from mlx5dv.h. Unknown CQE opcodes complete with IBV_WC_GENERAL_ERR.
 package mlx5

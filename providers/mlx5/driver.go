@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"unsafe"
 
 	"github.com/goverbs/goverbs/verbs"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/hw"
 	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,19 +23,19 @@ import (
 // scatter-to-CQE enabled. Every system call goes through sysOps so that tests can put an emulated device behind
 // it.
 
-func init() { provider.Register(Driver{}) }
+func init() { provider.Register(driver{}) }
 
-// Driver is the mlx5 provider (RDMA_DRIVER_MLX5, uverbs ABI 1).
-type Driver struct{}
+// driver is the mlx5 provider (RDMA_DRIVER_MLX5, uverbs ABI 1).
+type driver struct{}
 
 // Name implements provider.Driver.
-func (Driver) Name() string { return "mlx5" }
+func (driver) Name() string { return "mlx5" }
 
 // DriverID implements provider.Driver.
-func (Driver) DriverID() uint32 { return abi.RDMA_DRIVER_MLX5 }
+func (driver) DriverID() uint32 { return abi.RDMA_DRIVER_MLX5 }
 
 // ABI implements provider.Driver (MLX5_IB_UVERBS_ABI_VERSION is 1).
-func (Driver) ABI() (uint32, uint32) { return 1, 1 }
+func (driver) ABI() (uint32, uint32) { return 1, 1 }
 
 // sysOps are the system calls the provider makes besides the core's commands.
 type sysOps interface {
@@ -41,8 +44,6 @@ type sysOps interface {
 	// anon returns n bytes of zeroed, page-aligned private memory for rings and doorbell records.
 	anon(n int) ([]byte, error)
 	unmap(b []byte) error
-	allocUAR(fd int, typ uint32) (UARObject, error)
-	destroyUAR(fd int, handle uint32) error
 }
 
 type realSys struct{}
@@ -53,18 +54,16 @@ func (realSys) mapUAR(fd int, offset int64, length int) ([]byte, error) {
 func (realSys) anon(n int) ([]byte, error) {
 	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 }
-func (realSys) unmap(b []byte) error                           { return unix.Munmap(b) }
-func (realSys) allocUAR(fd int, typ uint32) (UARObject, error) { return AllocUAR(fd, typ) }
-func (realSys) destroyUAR(fd int, handle uint32) error         { return DestroyUAR(fd, handle) }
+func (realSys) unmap(b []byte) error { return unix.Munmap(b) }
 
 // AllocContext implements provider.Driver: GET_CONTEXT with rdma-core's request (retried without DEVX, as
 // rdma-core does, when the kernel refuses it), then the NC UAR for CQ doorbells.
-func (Driver) AllocContext(dev *provider.Device, exec provider.Exec) (provider.Context, error) {
+func (driver) AllocContext(dev *provider.Device, exec provider.Exec) (provider.Context, error) {
 	return allocContext(dev, exec, realSys{})
 }
 
 func allocContext(dev *provider.Device, exec provider.Exec, sys sysOps) (*mctx, error) {
-	req := DefaultAllocUcontextReq(true)
+	req := hw.DefaultAllocUcontextReq(true)
 	resp := new(abi.Mlx5IbAllocUcontextResp)
 	err := exec(bytesOf(&req), bytesOf(resp))
 	if err != nil {
@@ -73,35 +72,34 @@ func allocContext(dev *provider.Device, exec provider.Exec, sys sysOps) (*mctx, 
 			return nil, fmt.Errorf("mlx5: get context on %s: %w", dev.Name, err)
 		}
 	}
-	c := &mctx{dev: *dev, sys: sys, caps: CapsFromResp(resp, dev.PageSize), resp: *resp}
+	c := &mctx{dev: *dev, sys: sys, caps: hw.CapsFromResp(resp, dev.PageSize), resp: *resp}
 	if resp.TotBfregs != 0 {
 		// A kernel that ignored MLX5_LIB_CAP_DYN_UAR hands out static bfregs; this provider only speaks the
 		// dynamic scheme rdma-core uses on every kernel since 4.17.
 		return nil, fmt.Errorf("mlx5: get context on %s: kernel assigned %d static bfregs: %w", dev.Name,
-			resp.TotBfregs, ErrNotSupported)
+			resp.TotBfregs, hw.ErrNotSupported)
 	}
 	if c.caps.UARsPerPage < 1 {
 		return nil, fmt.Errorf("mlx5: get context on %s: %d UARs per page: %w", dev.Name, c.caps.UARsPerPage, errInvalid)
 	}
-	nc, err := c.newUARPage(UARTypeNC)
+	nc, err := c.newUARPage(hw.UARTypeNC)
 	if err != nil {
 		return nil, err
 	}
 	c.nc = nc
 	c.cqUAR = nc.reg
-	regs, err := DynamicBfregs(nc.reg, c.caps.UARsPerPage, 0, true)
+	regs, err := hw.DynamicBfregs(nc.reg, c.caps.UARsPerPage, 0, true)
 	if err != nil {
-		c.Close()
-		return nil, err
+		return nil, errors.Join(err, c.Close())
 	}
 	// Without BlueFlame every QP rings one shared NC register, as rdma-core routes them all to its NC UAR.
-	c.ncReg, _ = NewBFReg(regs[0].reg, 0, true)
+	c.ncReg, _ = hw.NewBFReg(regs[0].Reg(), 0, true)
 	return c, nil
 }
 
 // uarPage is one mapped UAR object.
 type uarPage struct {
-	obj UARObject
+	obj hw.UARObject
 	mem []byte
 	reg mmio.Reg
 }
@@ -110,12 +108,12 @@ type uarPage struct {
 type mctx struct {
 	dev   provider.Device
 	sys   sysOps
-	caps  Caps
+	caps  hw.Caps
 	resp  abi.Mlx5IbAllocUcontextResp
 	mu    sync.Mutex
 	nc    *uarPage
 	cqUAR mmio.Reg
-	ncReg *BFReg
+	ncReg *hw.BFReg
 	bf    []*uarPage // BlueFlame pages
 	free  []bfSlot   // BlueFlame registers not in use
 	dbrs  [][]byte   // doorbell-record pages
@@ -125,36 +123,74 @@ type mctx struct {
 }
 
 type bfSlot struct {
-	reg    *BFReg
+	reg    *hw.BFReg
 	pageID uint32
 }
 
+// uarTypeName names a UAR allocation type in errors.
+func uarTypeName(typ uint32) string {
+	if typ == hw.UARTypeNC {
+		return "NC"
+	}
+	return "BlueFlame"
+}
+
+// allocUAR creates a dynamic UAR object (rdma-core mlx5_alloc_dyn_uar) through the core's driver-object hook,
+// which counts it and maps a cgroup refusal to the core's limit error.
+func (c *mctx) allocUAR(typ uint32) (hw.UARObject, error) {
+	if c.dev.Objects == nil {
+		return hw.UARObject{}, fmt.Errorf("mlx5: allocate %s UAR on %s: the verbs core offers no driver-object hook: %w",
+			uarTypeName(typ), c.dev.Name, hw.ErrNotSupported)
+	}
+	out := new(hw.UARObject)
+	cmd := rawcmd.New(0, 0, 0)
+	h := hw.BuildUARAlloc(cmd, typ, out)
+	if err := c.dev.Objects(cmd, true); err != nil {
+		return hw.UARObject{}, fmt.Errorf("mlx5: allocate %s UAR on %s: %w", uarTypeName(typ), c.dev.Name, err)
+	}
+	out.Handle = cmd.Handle(h)
+	return *out, nil
+}
+
+// destroyUAR destroys a UAR object (after its mapping is gone) through the core's driver-object hook.
+func (c *mctx) destroyUAR(obj hw.UARObject) error {
+	cmd := rawcmd.New(0, 0, 0)
+	hw.BuildUARDestroy(cmd, obj.Handle)
+	if err := c.dev.Objects(cmd, false); err != nil {
+		return fmt.Errorf("mlx5: destroy UAR page %d (handle %d) on %s: %w", obj.PageID, obj.Handle, c.dev.Name, err)
+	}
+	return nil
+}
+
 func (c *mctx) newUARPage(typ uint32) (*uarPage, error) {
-	obj, err := c.sys.allocUAR(c.dev.FD, typ)
+	obj, err := c.allocUAR(typ)
 	if err != nil {
-		return nil, fmt.Errorf("mlx5: allocate UAR on %s: %w", c.dev.Name, err)
+		return nil, err
 	}
 	mem, err := c.sys.mapUAR(c.dev.FD, int64(obj.MmapOffset), int(obj.MmapLength))
 	if err != nil {
-		c.sys.destroyUAR(c.dev.FD, obj.Handle)
-		return nil, fmt.Errorf("mlx5: map UAR page %d on %s: %w", obj.PageID, c.dev.Name, err)
+		err = fmt.Errorf("mlx5: map %s UAR page %d on %s: %w", uarTypeName(typ), obj.PageID, c.dev.Name, err)
+		return nil, errors.Join(err, c.destroyUAR(obj))
 	}
 	reg, err := mmio.RegFromBytes(mem)
 	if err != nil {
-		c.sys.unmap(mem)
-		c.sys.destroyUAR(c.dev.FD, obj.Handle)
-		return nil, err
+		err = fmt.Errorf("mlx5: map %s UAR page %d on %s: %w: %w", uarTypeName(typ), obj.PageID, c.dev.Name, err, errInvalid)
+		return nil, errors.Join(err, c.sys.unmap(mem), c.destroyUAR(obj))
 	}
 	return &uarPage{obj: obj, mem: mem, reg: reg}, nil
 }
 
-func (c *mctx) freePage(p *uarPage) {
-	c.sys.unmap(p.mem)
-	c.sys.destroyUAR(c.dev.FD, p.obj.Handle)
+// freePage unmaps and destroys a UAR page.
+func (c *mctx) freePage(p *uarPage) error {
+	var err error
+	if e := c.sys.unmap(p.mem); e != nil {
+		err = fmt.Errorf("mlx5: unmap UAR page %d on %s: %w", p.obj.PageID, c.dev.Name, e)
+	}
+	return errors.Join(err, c.destroyUAR(p.obj))
 }
 
 // Caps returns what the context reported (BlueFlame availability, CQE version, limits).
-func (c *mctx) Caps() Caps { return c.caps }
+func (c *mctx) Caps() hw.Caps { return c.caps }
 
 // takeBF returns a dedicated BlueFlame register and its UAR page id, allocating a new BF page when all are in use;
 // without BlueFlame it returns the shared NC register.
@@ -165,14 +201,13 @@ func (c *mctx) takeBF() (bfSlot, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.free) == 0 {
-		p, err := c.newUARPage(UARTypeBF)
+		p, err := c.newUARPage(hw.UARTypeBF)
 		if err != nil {
 			return bfSlot{}, err
 		}
-		regs, err := DynamicBfregs(p.reg, c.caps.UARsPerPage, c.caps.BFRegSize, false)
+		regs, err := hw.DynamicBfregs(p.reg, c.caps.UARsPerPage, c.caps.BFRegSize, false)
 		if err != nil {
-			c.freePage(p)
-			return bfSlot{}, err
+			return bfSlot{}, errors.Join(err, c.freePage(p))
 		}
 		c.bf = append(c.bf, p)
 		for _, r := range regs {
@@ -194,13 +229,13 @@ func (c *mctx) putBF(s bfSlot) {
 }
 
 // dbr returns a zeroed 8-byte doorbell record at a cache-line stride in a pinned page (rdma-core dbrec.c).
-func (c *mctx) dbr() ([]byte, DoorbellRecord, error) {
+func (c *mctx) dbr() ([]byte, hw.DoorbellRecord, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.dbrFr) == 0 {
 		page, err := c.sys.anon(c.dev.PageSize)
 		if err != nil {
-			return nil, DoorbellRecord{}, fmt.Errorf("mlx5: allocate doorbell records: %w", err)
+			return nil, hw.DoorbellRecord{}, fmt.Errorf("mlx5: allocate doorbell records: %w", err)
 		}
 		c.dbrs = append(c.dbrs, page)
 		stride := max(int(c.resp.CacheLineSize), 64)
@@ -211,7 +246,7 @@ func (c *mctx) dbr() ([]byte, DoorbellRecord, error) {
 	b := c.dbrFr[len(c.dbrFr)-1]
 	c.dbrFr = c.dbrFr[:len(c.dbrFr)-1]
 	clear(b)
-	d, err := NewDoorbellRecord(b)
+	d, err := hw.NewDoorbellRecord(b)
 	return b, d, err
 }
 
@@ -277,7 +312,7 @@ func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, 
 		return nil, fmt.Errorf("mlx5: create CQ of %d entries: %w", p.CQE, errInvalid)
 	}
 	n := roundupPow2(p.CQE + 1)
-	buf, err := c.ring(n * CQESize)
+	buf, err := c.ring(n * hw.CQESize)
 	if err != nil {
 		return nil, err
 	}
@@ -286,18 +321,18 @@ func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, 
 		c.sys.unmap(buf)
 		return nil, err
 	}
-	StampCQBuffer(buf[:n*CQESize])
+	hw.StampCQBuffer(buf[:n*hw.CQESize])
 	p.CQE = n - 1
-	req := CreateCQReq(addrOf(buf), addrOf(dbrb), int(c.nc.obj.PageID))
+	req := hw.CreateCQReq(addrOf(buf), addrOf(dbrb), int(c.nc.obj.PageID))
 	var resp abi.Mlx5IbCreateCqResp
 	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
 		c.putDBR(dbrb)
 		c.sys.unmap(buf)
 		return nil, err
 	}
-	cq, err := NewCQ(CQConfig{Buf: buf, CQECount: n, CQN: resp.Cqn, DBR: dbr, UAR: c.cqUAR, CQEVersion: c.caps.CQEVersion})
+	cq, err := hw.NewCQ(hw.CQConfig{Buf: buf, CQECount: n, CQN: resp.Cqn, DBR: dbr, UAR: c.cqUAR, CQEVersion: c.caps.CQEVersion})
 	if err != nil {
-		c.putDBR(dbrb) // the core destroys the kernel CQ
+		c.putDBR(dbrb) // the core destroys the kernel hw.CQ
 		c.sys.unmap(buf)
 		return nil, err
 	}
@@ -306,20 +341,11 @@ func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, 
 
 // cqAdapter is a CQ as the verbs core sees it.
 type cqAdapter struct {
-	*CQ
+	*hw.CQ
 	ctx    *mctx
 	mem    []byte
 	dbr    []byte
 	newMem []byte
-}
-
-// Poll implements provider.CQ. A CQE that names no known queue stops the poll with UnknownCQE.
-func (a *cqAdapter) Poll(wc []WC) (int, provider.Status) {
-	n, err := a.CQ.Poll(wc)
-	if err != nil {
-		return n, statusOf(err)
-	}
-	return n, provider.OK
 }
 
 // Arm implements provider.CQ.
@@ -335,14 +361,14 @@ func (a *cqAdapter) EventReceived() { a.CQ.Event() }
 // CQEs are moved over. The same rounded size is a no-op.
 func (a *cqAdapter) Resize(p *provider.CQParams, exec provider.Exec) error {
 	if p.CQE < 1 || p.CQE > 1<<24-1 {
-		return fmt.Errorf("mlx5: resize CQ %#x to %d: %w", a.cqn, p.CQE, errInvalid)
+		return fmt.Errorf("mlx5: resize CQ %#x to %d: %w", a.CQN(), p.CQE, errInvalid)
 	}
 	n := roundupPow2(p.CQE + 1)
-	if uint32(n) == a.ncqe {
+	if n == a.Entries() {
 		p.CQE = n - 1
 		return nil
 	}
-	buf, err := a.ctx.ring(n * CQESize)
+	buf, err := a.ctx.ring(n * hw.CQESize)
 	if err != nil {
 		return err
 	}
@@ -351,7 +377,7 @@ func (a *cqAdapter) Resize(p *provider.CQParams, exec provider.Exec) error {
 		return err
 	}
 	p.CQE = n - 1
-	req := ResizeCQReq(addrOf(buf))
+	req := hw.ResizeCQReq(addrOf(buf))
 	if err := exec(bytesOf(&req), nil); err != nil {
 		a.AbortResize()
 		a.ctx.sys.unmap(buf)
@@ -374,16 +400,16 @@ func (a *cqAdapter) Destroyed() {
 // CreateQP implements provider.Context: rdma-core's sizing, one buffer with the RQ first, a doorbell record, a
 // dedicated BlueFlame register (or the shared NC one), a user index, and MLX5_QP_FLAG_SCATTER_CQE.
 func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, error) {
-	var t QPType
+	var t hw.QPType
 	switch p.Type {
 	case verbs.QPTypeRC:
-		t = QPTypeRC
+		t = hw.QPTypeRC
 	case verbs.QPTypeUC:
-		t = QPTypeUC
+		t = hw.QPTypeUC
 	case verbs.QPTypeUD:
-		t = QPTypeUD
+		t = hw.QPTypeUD
 	default:
-		return nil, fmt.Errorf("mlx5: create QP of type %d: %w", p.Type, ErrNotSupported)
+		return nil, fmt.Errorf("mlx5: create QP of type %v: %w", p.Type, hw.ErrNotSupported)
 	}
 	// A QP on an SRQ has no receive queue of its own; its receive completions retire WQEs through the SRQ's
 	// wr_id table and free list (rdma-core: the CQE names the QP, whose ibv_qp.srq is used).
@@ -402,9 +428,9 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("mlx5: create QP: completion queues of another provider: %w", errInvalid)
 	}
-	caps := QPCaps{MaxSendWR: int(p.Cap.MaxSendWR), MaxRecvWR: int(p.Cap.MaxRecvWR), MaxSendSGE: int(p.Cap.MaxSendSGE),
+	caps := hw.QPCaps{MaxSendWR: int(p.Cap.MaxSendWR), MaxRecvWR: int(p.Cap.MaxRecvWR), MaxSendSGE: int(p.Cap.MaxSendSGE),
 		MaxRecvSGE: int(p.Cap.MaxRecvSGE), MaxInlineData: int(p.Cap.MaxInlineData)}
-	l, err := SizeQP(t, caps, srq != nil, c.caps.Limits, c.dev.PageSize)
+	l, err := hw.SizeQP(t, caps, srq != nil, c.caps.Limits, c.dev.PageSize)
 	if err != nil {
 		return nil, err
 	}
@@ -422,25 +448,25 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 	}
 	q.uidx = c.userIndex()
 	p.Cap.MaxInlineData = uint32(l.Caps.MaxInlineData)
-	req := CreateQPReq(l, addrOf(q.mem), addrOf(q.dbrMem), q.uidx, int(q.bf.pageID), true)
+	req := hw.CreateQPReq(l, addrOf(q.mem), addrOf(q.dbrMem), q.uidx, int(q.bf.pageID), true)
 	var resp abi.Mlx5IbCreateQpResp
 	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
 		q.release()
 		return nil, err
 	}
 	qpn := p.Out.QPN
-	sq, err := NewSendQueue(SendQueueConfig{Buf: q.mem[l.SQOffset:], WQECount: l.SQWQECount, MaxPost: l.SQMaxPost,
+	sq, err := hw.NewSendQueue(hw.SendQueueConfig{Buf: q.mem[l.SQOffset:], WQECount: l.SQWQECount, MaxPost: l.SQMaxPost,
 		MaxSGE: l.Caps.MaxSendSGE, MaxInline: l.Caps.MaxInlineData, QPN: qpn, Type: t, DBR: q.dbr, BF: q.bf.reg,
-		SignalAll: p.SigAll, Atomics: t == QPTypeRC})
+		SignalAll: p.SigAll, Atomics: t == hw.QPTypeRC})
 	if err != nil {
 		q.release()
 		return nil, err
 	}
-	q.QP = &QP{QPN: qpn, UserIndex: q.uidx, SQ: sq}
+	q.QP = &hw.QP{QPN: qpn, UserIndex: q.uidx, SQ: sq}
 	if srq != nil {
 		q.QP.SRQ = srq.SRQ
 	} else if l.RQWQECount > 0 {
-		if q.RQ, err = NewRecvQueue(RecvQueueConfig{Buf: q.mem[:l.SQOffset], WQECount: l.RQWQECount,
+		if q.RQ, err = hw.NewRecvQueue(hw.RecvQueueConfig{Buf: q.mem[:l.SQOffset], WQECount: l.RQWQECount,
 			WQEShift: l.RQWQEShift, MaxPost: l.RQMaxPost, DBR: q.dbr, QPN: qpn}); err != nil {
 			q.release()
 			return nil, err
@@ -466,55 +492,34 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 // qpAdapter is a QP as the verbs core sees it; posting is gated on the state as rdma-core does (receives from
 // INIT, sends from RTS).
 type qpAdapter struct {
-	*QP
+	*hw.QP
 	ctx      *mctx
 	scq, rcq *cqAdapter
 	mem      []byte
 	dbrMem   []byte
-	dbr      DoorbellRecord
+	dbr      hw.DoorbellRecord
 	bf       bfSlot
 	uidx     uint32
 	state    verbs.QPState
 }
 
 // PostSend implements provider.QP.
-func (q *qpAdapter) PostSend(wrs []SendWR) (int, provider.Status) {
+func (q *qpAdapter) PostSend(wrs []hw.SendWR) (int, provider.Status) {
 	if q.state != verbs.QPStateRTS && q.state != verbs.QPStateSQD {
 		return 0, provider.NotReady
 	}
-	n, err := q.SQ.PostSend(wrs)
-	if err != nil {
-		return n, statusOf(err)
-	}
-	return n, provider.OK
+	return q.SQ.PostSend(wrs)
 }
 
 // PostRecv implements provider.QP.
-func (q *qpAdapter) PostRecv(wrs []RecvWR) (int, provider.Status) {
+func (q *qpAdapter) PostRecv(wrs []hw.RecvWR) (int, provider.Status) {
 	if q.RQ == nil {
 		return 0, provider.NoRecvQueue
 	}
 	if q.state == verbs.QPStateReset {
 		return 0, provider.NotReady
 	}
-	n, err := q.RQ.PostRecv(wrs)
-	if err != nil {
-		return n, statusOf(err)
-	}
-	return n, provider.OK
-}
-
-// statusOf classifies an error of the send, receive and completion queues for the verbs core.
-func statusOf(err error) provider.Status {
-	switch {
-	case errors.Is(err, ErrPoll):
-		return provider.UnknownCQE
-	case errors.Is(err, ErrNotSupported):
-		return provider.OpcodeNotSupported
-	case errors.Is(err, errQueueFull):
-		return provider.QueueFull
-	}
-	return provider.BadOpcode
+	return q.RQ.PostRecv(wrs)
 }
 
 // StateChanged implements provider.QP: a transition to RESET zeroes the indices and doorbell records.
@@ -553,7 +558,7 @@ func (q *qpAdapter) release() {
 
 // CreateSRQ implements provider.Context.
 func (c *mctx) CreateSRQ(p *provider.SRQParams, exec provider.Exec) (provider.SRQ, error) {
-	l, err := SizeSRQ(int(p.MaxWR), int(p.MaxSGE), QueueLimits{MaxRecvWR: int(c.resp.MaxSrqRecvWr),
+	l, err := hw.SizeSRQ(int(p.MaxWR), int(p.MaxSGE), hw.QueueLimits{MaxRecvWR: int(c.resp.MaxSrqRecvWr),
 		MaxRQDescSz: c.caps.Limits.MaxRQDescSz})
 	if err != nil {
 		return nil, err
@@ -562,43 +567,34 @@ func (c *mctx) CreateSRQ(p *provider.SRQParams, exec provider.Exec) (provider.SR
 	if s.mem, err = c.ring(l.WQECount << l.WQEShift); err != nil {
 		return nil, err
 	}
-	var dbr DoorbellRecord
+	var dbr hw.DoorbellRecord
 	if s.dbrMem, dbr, err = c.dbr(); err != nil {
 		c.sys.unmap(s.mem)
 		return nil, err
 	}
-	if s.SRQ, err = NewSRQ(SRQConfig{Buf: s.mem, WQECount: l.WQECount, WQEShift: l.WQEShift, DBR: dbr}); err != nil {
+	if s.SRQ, err = hw.NewSRQ(hw.SRQConfig{Buf: s.mem, WQECount: l.WQECount, WQEShift: l.WQEShift, DBR: dbr}); err != nil {
 		s.Destroyed()
 		return nil, err
 	}
 	s.uidx = c.userIndex()
 	p.MaxWR, p.MaxSGE = uint32(l.MaxWR), uint32(l.MaxSGE)
-	req := CreateSRQReq(addrOf(s.mem), addrOf(s.dbrMem), s.uidx)
+	req := hw.CreateSRQReq(addrOf(s.mem), addrOf(s.dbrMem), s.uidx)
 	var resp abi.Mlx5IbCreateSrqResp
 	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
 		s.Destroyed()
 		return nil, err
 	}
-	s.srqn = resp.Srqn
+	s.SetSRQN(resp.Srqn)
 	p.Out.MaxWR, p.Out.MaxSGE, p.Out.SRQN = uint32(l.MaxWR), uint32(l.MaxSGE), resp.Srqn
 	return s, nil
 }
 
 type srqAdapter struct {
-	*SRQ
+	*hw.SRQ
 	ctx    *mctx
 	mem    []byte
 	dbrMem []byte
 	uidx   uint32
-}
-
-// PostRecv implements provider.SRQ.
-func (s *srqAdapter) PostRecv(wrs []RecvWR) (int, provider.Status) {
-	n, err := s.SRQ.PostRecv(wrs)
-	if err != nil {
-		return n, statusOf(err)
-	}
-	return n, provider.OK
 }
 
 // Modify implements provider.SRQ (only the limit can change; there is no driver data).
@@ -621,21 +617,21 @@ func (s *srqAdapter) Destroyed() {
 // object; on RoCE the kernel's CREATE_AH response supplies the destination MAC (when the context reports
 // MLX5_USER_CMDS_SUPP_UHW_CREATE_AH; neighbour resolution is not implemented).
 func (c *mctx) CreateAH(p *provider.AHParams, exec provider.Exec) (*verbs.AHData, error) {
-	attr := AHAttr{DLID: p.DLID, SL: p.SL, SrcPathBits: p.SrcPathBits, StaticRate: p.StaticRate, IsGlobal: p.IsGlobal,
-		GRH: GRH{DGID: p.DGID, FlowLabel: p.FlowLabel, SGIDIndex: p.SGIDIndex, HopLimit: p.HopLimit,
+	attr := hw.AHAttr{DLID: p.DLID, SL: p.SL, SrcPathBits: p.SrcPathBits, StaticRate: p.StaticRate, IsGlobal: p.IsGlobal,
+		GRH: hw.GRH{DGID: p.DGID, FlowLabel: p.FlowLabel, SGIDIndex: p.SGIDIndex, HopLimit: p.HopLimit,
 			TrafficClass: p.TrafficClass}}
 	if !p.Ethernet {
-		return NewIBAH(attr), nil
+		return hw.NewIBAH(attr), nil
 	}
 	if c.resp.CmdsSuppUhw&abi.MLX5_USER_CMDS_SUPP_UHW_CREATE_AH == 0 {
-		return nil, fmt.Errorf("mlx5: create RoCE AH: kernel does not return the destination MAC: %w", ErrNotSupported)
+		return nil, fmt.Errorf("mlx5: create RoCE AH: kernel does not return the destination MAC: %w", hw.ErrNotSupported)
 	}
 	var resp abi.Mlx5IbCreateAhResp
 	if err := exec(nil, bytesOf(&resp)); err != nil {
 		return nil, err
 	}
 	// Without a flow label rdma-core picks a random RoCE v2 source port in [0xC000, 0xFFFF].
-	ah, err := NewRoCEAH(attr, resp.Dmac, p.RoCEv2, RoCEUDPPortMin+uint16(rand.IntN(RoCEUDPPortMax-RoCEUDPPortMin+1)))
+	ah, err := hw.NewRoCEAH(attr, resp.Dmac, p.RoCEv2, hw.RoCEUDPPortMin+uint16(rand.IntN(hw.RoCEUDPPortMax-hw.RoCEUDPPortMin+1)))
 	if err != nil {
 		return nil, err
 	}
@@ -647,17 +643,38 @@ func (c *mctx) CreateAH(p *provider.AHParams, exec provider.Exec) (*verbs.AHData
 func (c *mctx) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var errs []error
 	for _, p := range c.bf {
-		c.freePage(p)
+		errs = append(errs, c.freePage(p))
 	}
 	c.bf, c.free = nil, nil
 	if c.nc != nil {
-		c.freePage(c.nc)
+		errs = append(errs, c.freePage(c.nc))
 		c.nc = nil
 	}
 	for _, p := range c.dbrs {
-		c.sys.unmap(p)
+		if err := c.sys.unmap(p); err != nil {
+			errs = append(errs, fmt.Errorf("mlx5: unmap doorbell-record page on %s: %w", c.dev.Name, err))
+		}
 	}
 	c.dbrs, c.dbrFr = nil, nil
-	return nil
+	return errors.Join(errs...)
 }
+
+// errInvalid is the errno rdma-core's mlx5 provider returns for a request it refuses as malformed.
+var errInvalid = unix.EINVAL
+
+// roundupPow2 returns the smallest power of two >= n (n >= 1).
+func roundupPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// bytesOf views a driver struct as the bytes the kernel reads or writes.
+func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)) }
+
+// addrOf is the address of b's first byte, as the kernel is told it.
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }

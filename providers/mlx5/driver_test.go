@@ -2,15 +2,21 @@ package mlx5
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/goverbs/goverbs/verbs"
 
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/providers/mlx5/mlx5emu"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/hw"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/mlx5emu"
 	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,16 +38,78 @@ func (s *emuSys) unmap(b []byte) error {
 	}
 	return unix.Munmap(b)
 }
-func (s *emuSys) allocUAR(fd int, typ uint32) (UARObject, error) {
-	s.pages++
-	return UARObject{Handle: s.pages, MmapOffset: uint64(s.pages) << 12, MmapLength: 4096, PageID: s.pages}, nil
+
+// fakeObjects plays the core's provider.Device.Objects hook (uverbs/driverobj.go) the way the kernel and the core
+// answer together: it accepts only mlx5 UAR alloc and destroy commands built as rdma-core sends them, writes the
+// kernel's outputs through the command's pointers, and counts the live objects as the core does. refuse, when
+// set, is returned for the next create (the core's cgroup limit error, say).
+type fakeObjects struct {
+	t        *testing.T
+	next     uint32
+	live     map[uint32]uint32 // handle -> UAR type
+	refuse   error
+	creates  int
+	destroys int
 }
-func (s *emuSys) destroyUAR(fd int, handle uint32) error { return nil }
+
+func newFakeObjects(t *testing.T) *fakeObjects { return &fakeObjects{t: t, live: map[uint32]uint32{}} }
+
+func (f *fakeObjects) hook(cmd *rawcmd.Cmd, create bool) error {
+	if cmd.Hdr.ObjectId != abi.MLX5_IB_OBJECT_UAR || cmd.Hdr.DriverId != abi.RDMA_DRIVER_MLX5 {
+		f.t.Errorf("driver object command for object %#x, driver %d", cmd.Hdr.ObjectId, cmd.Hdr.DriverId)
+		return unix.EINVAL
+	}
+	attrs := cmd.Attrs[:cmd.NumAttrs()]
+	switch {
+	case create && cmd.Hdr.MethodId == abi.MLX5_IB_METHOD_UAR_OBJ_ALLOC:
+		if err := f.refuse; err != nil {
+			f.refuse = nil
+			return err
+		}
+		f.next++
+		f.creates++
+		for i := range attrs {
+			a := &attrs[i]
+			switch a.AttrId {
+			case abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE:
+				a.Data = uint64(f.next)
+			case abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE:
+				f.live[f.next] = uint32(a.Data)
+			case abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET:
+				binary.NativeEndian.PutUint64(hostBytes(a.Data, 8), uint64(f.next)<<12)
+			case abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH:
+				binary.NativeEndian.PutUint32(hostBytes(a.Data, 4), 4096)
+			case abi.MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID:
+				binary.NativeEndian.PutUint32(hostBytes(a.Data, 4), f.next)
+			}
+		}
+		if _, ok := f.live[f.next]; !ok {
+			f.t.Errorf("UAR alloc without a type")
+		}
+		return nil
+	case !create && cmd.Hdr.MethodId == abi.MLX5_IB_METHOD_UAR_OBJ_DESTROY:
+		if len(attrs) != 1 || attrs[0].AttrId != abi.MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE {
+			f.t.Errorf("UAR destroy attributes %+v", attrs)
+			return unix.EINVAL
+		}
+		h := uint32(attrs[0].Data)
+		if _, ok := f.live[h]; !ok {
+			f.t.Errorf("destroy of UAR handle %d, which is not live", h)
+			return unix.EINVAL
+		}
+		delete(f.live, h)
+		f.destroys++
+		return nil
+	}
+	f.t.Errorf("driver object method %#x with create=%v", cmd.Hdr.MethodId, create)
+	return unix.EINVAL
+}
 
 type glue struct {
-	t   *testing.T
-	dev *mlx5emu.Device
-	ctx *mctx
+	t    *testing.T
+	dev  *mlx5emu.Device
+	ctx  *mctx
+	objs *fakeObjects
 }
 
 func newGlue(t *testing.T, bfRegSize int) *glue {
@@ -57,7 +125,8 @@ func newGlue(t *testing.T, bfRegSize int) *glue {
 		dev.Close()
 	})
 	var sent abi.Mlx5IbAllocUcontextReqV2
-	ctx, err := allocContext(&provider.Device{Name: "mlx5_0", DriverID: 1, ABI: 1, PageSize: 4096},
+	objs := newFakeObjects(t)
+	ctx, err := allocContext(&provider.Device{Name: "mlx5_0", DriverID: 1, ABI: 1, PageSize: 4096, Objects: objs.hook},
 		func(in, out []byte) error {
 			copy(bytesOf(&sent), in)
 			resp := abi.Mlx5IbAllocUcontextResp{QpTabSize: 1 << 18, BfRegSize: uint32(bfRegSize), CacheLineSize: 64,
@@ -72,8 +141,15 @@ func newGlue(t *testing.T, bfRegSize int) *glue {
 	if sent.LibCaps != abi.MLX5_LIB_CAP_4K_UAR|abi.MLX5_LIB_CAP_DYN_UAR || sent.MaxCqeVersion != 1 {
 		t.Errorf("GET_CONTEXT request %+v", sent)
 	}
-	t.Cleanup(func() { ctx.Close() })
-	return &glue{t: t, dev: dev, ctx: ctx}
+	t.Cleanup(func() {
+		if err := ctx.Close(); err != nil {
+			t.Errorf("close context: %v", err)
+		}
+		if len(objs.live) != 0 {
+			t.Errorf("provider Close left UAR objects %v", objs.live)
+		}
+	})
+	return &glue{t: t, dev: dev, ctx: ctx, objs: objs}
 }
 
 func (g *glue) cq(n int) (*cqAdapter, uint32) {
@@ -88,7 +164,7 @@ func (g *glue) cq(n int) (*cqAdapter, uint32) {
 			g.t.Errorf("CQ request %+v", req)
 		}
 		var err error
-		cqn, err = g.dev.CreateCQ(hostBytes(req.BufAddr, (p.CQE+1)*CQESize), hostBytes(req.DbAddr, 8))
+		cqn, err = g.dev.CreateCQ(hostBytes(req.BufAddr, (p.CQE+1)*hw.CQESize), hostBytes(req.DbAddr, 8))
 		resp := abi.Mlx5IbCreateCqResp{Cqn: cqn}
 		copy(out, bytesOf(&resp))
 		return err
@@ -123,7 +199,7 @@ func (g *glue) qpOn(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn
 		}
 		et := map[verbs.QPType]mlx5emu.QPType{verbs.QPTypeRC: mlx5emu.RC, verbs.QPTypeUC: mlx5emu.UC,
 			verbs.QPTypeUD: mlx5emu.UD}[typ]
-		n := int(req.RqWqeCount)<<req.RqWqeShift + int(req.SqWqeCount)*SendWQEBB
+		n := int(req.RqWqeCount)<<req.RqWqeShift + int(req.SqWqeCount)*hw.SendWQEBB
 		qpn, err := g.dev.CreateQP(mlx5emu.QPConfig{Type: et, PDN: 1, Buf: hostBytes(req.BufAddr, n),
 			SQWQECnt: int(req.SqWqeCount), RQWQECnt: int(req.RqWqeCount), RQWQEShift: int(req.RqWqeShift),
 			DBR: hostBytes(req.DbAddr, 8), SendCQN: scqn, RecvCQN: rcqn, SRQN: srqn, UIDX: req.Uidx, ScatterToCQE: true})
@@ -167,10 +243,10 @@ func (g *glue) mr(n int) ([]byte, uint32) {
 	return b, lkey
 }
 
-func pollN(t *testing.T, c *cqAdapter, want int) []WC {
+func pollN(t *testing.T, c *cqAdapter, want int) []hw.WC {
 	t.Helper()
-	var out []WC
-	var wcs [8]WC
+	var out []hw.WC
+	var wcs [8]hw.WC
 	for i := 0; i < 50 && len(out) < want; i++ {
 		n, st := c.Poll(wcs[:])
 		out = append(out, wcs[:n]...)
@@ -188,13 +264,13 @@ func TestDriverAgainstEmulator(t *testing.T) {
 	for _, bf := range []int{512, 0} {
 		t.Run(map[int]string{512: "BlueFlame", 0: "no BlueFlame"}[bf], func(t *testing.T) {
 			g := newGlue(t, bf)
-			if got := g.ctx.Caps().ContextFlags()&MLX5DV_CONTEXT_FLAGS_BLUEFLAME != 0; got != (bf != 0) {
+			if got := g.ctx.Caps().ContextFlags()&hw.MLX5DV_CONTEXT_FLAGS_BLUEFLAME != 0; got != (bf != 0) {
 				t.Errorf("BlueFlame flag %v with bf_reg_size %d", got, bf)
 			}
 			scq, scqn := g.cq(10)
 			rcq, rcqn := g.cq(10)
-			if scq.ncqe != 16 {
-				t.Errorf("CQ of 10 entries has %d", scq.ncqe)
+			if scq.Entries() != 16 {
+				t.Errorf("CQ of 10 entries has %d", scq.Entries())
 			}
 			cap := verbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
 			a := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
@@ -204,19 +280,19 @@ func TestDriverAgainstEmulator(t *testing.T) {
 			dst, dlk := g.mr(4096)
 			copy(src, "hello from goverbs through an emulated ConnectX")
 			// Posting is gated on the QP state, as in rdma-core.
-			if _, err := errOf(a.PostSend([]SendWR{{Opcode: verbs.WRSend}})); !errors.Is(err, syscall.EINVAL) {
+			if _, err := errOf(a.PostSend([]hw.SendWR{{Opcode: verbs.WRSend}})); !errors.Is(err, syscall.EINVAL) {
 				t.Errorf("send in RESET: %v", err)
 			}
-			if _, err := errOf(b.PostRecv([]RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
+			if _, err := errOf(b.PostRecv([]hw.RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
 				t.Errorf("receive in RESET: %v", err)
 			}
 			g.connect(a, b, 0)
 			for i := 0; i < 40; i++ {
-				if _, err := errOf(b.PostRecv([]RecvWR{{WRID: uint64(100 + i), SGL: []SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}})); err != nil {
+				if _, err := errOf(b.PostRecv([]hw.RecvWR{{WRID: uint64(100 + i), SGL: []hw.SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}})); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := errOf(a.PostSend([]SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline,
-					SGL: []SGE{{Addr: addrOf(src), Length: 48, LKey: slk}}}})); err != nil {
+				if _, err := errOf(a.PostSend([]hw.SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline,
+					SGL: []hw.SGE{{Addr: addrOf(src), Length: 48, LKey: slk}}}})); err != nil {
 					t.Fatal(err)
 				}
 				g.dev.Process()
@@ -237,11 +313,11 @@ func TestDriverAgainstEmulator(t *testing.T) {
 			if err := rcq.Arm(false); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := errOf(b.PostRecv([]RecvWR{{WRID: 7, SGL: []SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}})); err != nil {
+			if _, err := errOf(b.PostRecv([]hw.RecvWR{{WRID: 7, SGL: []hw.SGE{{Addr: addrOf(dst), Length: 256, LKey: dlk}}}})); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := errOf(a.PostSend([]SendWR{{WRID: 8, Opcode: verbs.WRRDMAWriteWithImm, Imm: 5, Flags: verbs.SendSignaled,
-				RemoteAddr: addrOf(dst) + 512, RKey: dlk, SGL: []SGE{{Addr: addrOf(src), Length: 16, LKey: slk}}}})); err != nil {
+			if _, err := errOf(a.PostSend([]hw.SendWR{{WRID: 8, Opcode: verbs.WRRDMAWriteWithImm, Imm: 5, Flags: verbs.SendSignaled,
+				RemoteAddr: addrOf(dst) + 512, RKey: dlk, SGL: []hw.SGE{{Addr: addrOf(src), Length: 16, LKey: slk}}}})); err != nil {
 				t.Fatal(err)
 			}
 			g.dev.Process()
@@ -265,7 +341,7 @@ func TestDriverAgainstEmulator(t *testing.T) {
 
 			// Back to RESET: indices and doorbell records are zeroed.
 			a.StateChanged(verbs.QPStateReset)
-			if a.SQ.Outstanding() != 0 || a.dbr.get(1) != 0 {
+			if a.SQ.Outstanding() != 0 || !bytes.Equal(a.dbrMem[4:8], []byte{0, 0, 0, 0}) {
 				t.Errorf("reset left state behind")
 			}
 			a.Destroyed()
@@ -290,7 +366,7 @@ func TestDriverAHAndPD(t *testing.T) {
 		t.Error("IB AH issued a command")
 		return nil
 	})
-	if err != nil || be.Uint16(ib.AV[avOffRLID:]) != 3 {
+	if err != nil || binary.BigEndian.Uint16(ib.AV[14:]) /* rlid */ != 3 {
 		t.Fatalf("IB AH %x, %v", ib.AV, err)
 	}
 	roce, err := g.ctx.CreateAH(&provider.AHParams{Ethernet: true, RoCEv2: true, IsGlobal: true, FlowLabel: 0},
@@ -299,7 +375,7 @@ func TestDriverAHAndPD(t *testing.T) {
 			copy(out, bytesOf(&r))
 			return nil
 		})
-	if err != nil || roce.AV[avOffRMAC] != 1 || be.Uint16(roce.AV[avOffRLID:]) < RoCEUDPPortMin {
+	if err != nil || roce.AV[20] /* rmac */ != 1 || binary.BigEndian.Uint16(roce.AV[14:]) /* udp_sport */ < hw.RoCEUDPPortMin {
 		t.Fatalf("RoCE AH %x, %v", roce.AV, err)
 	}
 	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, HasSRQ: true}, nil); !errors.Is(err, syscall.EINVAL) {
@@ -319,7 +395,7 @@ func TestDriverAHAndPD(t *testing.T) {
 	if err != nil || p.Out.SRQN != 77 || p.Out.MaxWR != 15 {
 		t.Fatalf("SRQ %+v, %v", p.Out, err)
 	}
-	if n, err := errOf(s.PostRecv(make([]RecvWR, 15))); n != 15 || err != nil {
+	if n, err := errOf(s.PostRecv(make([]hw.RecvWR, 15))); n != 15 || err != nil {
 		t.Errorf("SRQ post %d, %v", n, err)
 	}
 	s.Destroyed()
@@ -328,9 +404,9 @@ func TestDriverAHAndPD(t *testing.T) {
 // foreignSRQ is an SRQ of another provider.
 type foreignSRQ struct{}
 
-func (foreignSRQ) PostRecv([]RecvWR) (int, provider.Status) { return 0, provider.OK }
-func (foreignSRQ) Modify(uint32, provider.Exec) error       { return nil }
-func (foreignSRQ) Destroyed()                               {}
+func (foreignSRQ) PostRecv([]hw.RecvWR) (int, provider.Status) { return 0, provider.OK }
+func (foreignSRQ) Modify(uint32, provider.Exec) error          { return nil }
+func (foreignSRQ) Destroyed()                                  {}
 
 // srq creates an SRQ through the driver and registers it with the emulator the way the kernel would: its
 // geometry follows from the max_wr and max_sge the provider put into the request.
@@ -342,7 +418,7 @@ func (g *glue) srq(maxWR, maxSGE uint32) *srqAdapter {
 		copy(bytesOf(&req), in)
 		n := roundupPow2(int(p.MaxWR) + 1)
 		shift := 0
-		for 1<<shift < SRQNextSegSize+int(p.MaxSGE)*DataSegSize {
+		for 1<<shift < hw.SRQNextSegSize+int(p.MaxSGE)*hw.DataSegSize {
 			shift++
 		}
 		srqn, err := g.dev.CreateSRQ(mlx5emu.SRQConfig{PDN: 1, Buf: hostBytes(req.BufAddr, n<<shift), WQECnt: n,
@@ -378,7 +454,7 @@ func TestDriverQPOnSRQ(t *testing.T) {
 			}
 			g.connect(a1, b1, 0)
 			g.connect(a2, b2, 0)
-			if _, err := errOf(b1.PostRecv([]RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
+			if _, err := errOf(b1.PostRecv([]hw.RecvWR{{}})); !errors.Is(err, syscall.EINVAL) {
 				t.Errorf("receive posted to a QP on an SRQ: %v", err)
 			}
 
@@ -392,8 +468,8 @@ func TestDriverQPOnSRQ(t *testing.T) {
 			posted, done, scattered := 0, 0, 0
 			post := func() {
 				slot := posted % 8
-				if _, err := errOf(srq.PostRecv([]RecvWR{{WRID: uint64(1000 + posted),
-					SGL: []SGE{{Addr: addrOf(dst) + uint64(slot*256), Length: 256, LKey: dlk}}}})); err != nil {
+				if _, err := errOf(srq.PostRecv([]hw.RecvWR{{WRID: uint64(1000 + posted),
+					SGL: []hw.SGE{{Addr: addrOf(dst) + uint64(slot*256), Length: 256, LKey: dlk}}}})); err != nil {
 					t.Fatal(err)
 				}
 				posted++
@@ -401,7 +477,7 @@ func TestDriverQPOnSRQ(t *testing.T) {
 			for range 7 {
 				post()
 			}
-			if _, err := errOf(srq.PostRecv([]RecvWR{{}})); !errors.Is(err, syscall.ENOMEM) {
+			if _, err := errOf(srq.PostRecv([]hw.RecvWR{{}})); !errors.Is(err, syscall.ENOMEM) {
 				t.Fatalf("eighth receive on a 7-WR SRQ: %v", err)
 			}
 			for i := 0; i < 60; i++ {
@@ -413,12 +489,12 @@ func TestDriverQPOnSRQ(t *testing.T) {
 				if i%3 == 0 {
 					n = 16
 				}
-				if _, err := errOf(a.PostSend([]SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
-					SGL: []SGE{{Addr: addrOf(src) + uint64(i), Length: n, LKey: slk}}}})); err != nil {
+				if _, err := errOf(a.PostSend([]hw.SendWR{{WRID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+					SGL: []hw.SGE{{Addr: addrOf(src) + uint64(i), Length: n, LKey: slk}}}})); err != nil {
 					t.Fatal(err)
 				}
 				g.dev.Process()
-				if rcq.buf[int(rcq.ci&rcq.mask)*CQESize+cqeOffOpOwn]&InlineScatter32 != 0 {
+				if rcq.mem[int(rcq.ConsumerIndex()&uint32(rcq.Entries()-1))*hw.CQESize+hw.CQESize-1] /* op_own */ &hw.InlineScatter32 != 0 {
 					scattered++
 				}
 				s := pollN(t, scq, 1)[0]
@@ -453,3 +529,115 @@ func TestDriverQPOnSRQ(t *testing.T) {
 
 // errOf turns a data-path status into an error for the assertions (nil for OK, else the errno).
 func errOf(n int, st provider.Status) (int, error) { return n, st.Err() }
+
+// hostBytes views n bytes at a user address the driver gave the "kernel" (memory this test process owns).
+func hostBytes(addr uint64, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	return unsafe.Slice((*byte)(p), n)
+}
+
+// aligned returns n bytes at a 64-byte aligned address.
+func aligned(n int) []byte {
+	b := make([]byte, n+64)
+	off := (64 - int(addrOf(b)%64)) % 64
+	return b[off : off+n : off+n]
+}
+
+// errLimit stands for the core's cgroup limit error (uverbs turns EAGAIN from a create into it).
+var errLimit = fmt.Errorf("rdma cgroup limit reached: hca_object on mlx5_0: %w", unix.EAGAIN)
+
+// UAR pages are created and destroyed only through the core's driver-object hook (provider.Device.Objects): the
+// context's NC page at open, a BlueFlame page when a QP finds no free register; the hook's refusal reaches the
+// caller intact and names what failed; the provider's Close destroys every page; without the hook the provider
+// refuses to open a context.
+func TestDriverUARsThroughCore(t *testing.T) {
+	g := newGlue(t, 512)
+	if g.objs.creates != 1 || len(g.objs.live) != 1 || g.objs.live[1] != hw.UARTypeNC {
+		t.Fatalf("after open: %d creates, live %v; want the NC page", g.objs.creates, g.objs.live)
+	}
+	scq, scqn := g.cq(8)
+	cp := verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}
+	q1 := g.qp(verbs.QPTypeRC, cp, scq, scq, scqn, scqn)
+	q2 := g.qp(verbs.QPTypeRC, cp, scq, scq, scqn, scqn)
+	if g.objs.creates != 2 || g.objs.live[2] != hw.UARTypeBF {
+		t.Fatalf("after two QPs: %d creates, live %v; want one BlueFlame page (two registers)", g.objs.creates, g.objs.live)
+	}
+	g.objs.refuse = errLimit
+	_, err := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, Cap: cp, SendCQ: scq, RecvCQ: scq},
+		func(in, out []byte) error { t.Error("QP command issued without a doorbell register"); return nil })
+	if !errors.Is(err, errLimit) || !errors.Is(err, unix.EAGAIN) || !strings.Contains(err.Error(), "allocate BlueFlame UAR on mlx5_0") {
+		t.Fatalf("third QP with the UAR refused: %v", err)
+	}
+	if len(g.objs.live) != 2 {
+		t.Errorf("live UARs after the refusal: %v", g.objs.live)
+	}
+	q1.Destroyed()
+	q2.Destroyed()
+	scq.Destroyed()
+	if err := g.ctx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.objs.live) != 0 || g.objs.destroys != 2 {
+		t.Errorf("after Close: live %v, %d destroys", g.objs.live, g.objs.destroys)
+	}
+
+	// No hook: the context cannot get its NC page.
+	dev, err := mlx5emu.New(mlx5emu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	_, err = allocContext(&provider.Device{Name: "mlx5_1", PageSize: 4096}, func(in, out []byte) error {
+		resp := abi.Mlx5IbAllocUcontextResp{CacheLineSize: 64, NumUarsPerPage: 1, CqeVersion: 1}
+		copy(out, bytesOf(&resp))
+		return nil
+	}, &emuSys{dev: dev})
+	if !errors.Is(err, ErrNotSupported) || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "mlx5_1") {
+		t.Errorf("context without the driver-object hook: %v", err)
+	}
+}
+
+// Every control-path refusal names what failed and wraps an errno; every not-supported one also matches
+// ErrNotSupported and errors.ErrUnsupported (issue 10: one sentinel for the module).
+func TestDriverErrorsWrapErrnos(t *testing.T) {
+	g := newGlue(t, 256)
+	scq, _ := g.cq(4)
+	noExec := func(in, out []byte) error { t.Error("command issued for a refused request"); return nil }
+	cp := verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}
+	_, errXRC := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeXRCSend, Cap: cp, SendCQ: scq, RecvCQ: scq}, noExec)
+	_, errRaw := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRawPacket, Cap: cp, SendCQ: scq, RecvCQ: scq}, noExec)
+	supp := g.ctx.resp.CmdsSuppUhw
+	g.ctx.resp.CmdsSuppUhw &^= abi.MLX5_USER_CMDS_SUPP_UHW_CREATE_AH
+	_, errAH := g.ctx.CreateAH(&provider.AHParams{Ethernet: true, RoCEv2: true, IsGlobal: true}, noExec)
+	g.ctx.resp.CmdsSuppUhw = supp
+	_, errStatic := allocContext(&provider.Device{Name: "mlx5_1", PageSize: 4096, Objects: newFakeObjects(t).hook},
+		func(in, out []byte) error {
+			resp := abi.Mlx5IbAllocUcontextResp{CacheLineSize: 64, NumUarsPerPage: 1, CqeVersion: 1, TotBfregs: 16}
+			copy(out, bytesOf(&resp))
+			return nil
+		}, &emuSys{dev: g.dev})
+	for name, err := range map[string]error{"XRC QP": errXRC, "raw packet QP": errRaw, "RoCE AH without MAC": errAH,
+		"static bfregs": errStatic} {
+		if !errors.Is(err, ErrNotSupported) || !errors.Is(err, errors.ErrUnsupported) || !errors.Is(err, syscall.EOPNOTSUPP) {
+			t.Errorf("%s: %v does not match ErrNotSupported, errors.ErrUnsupported and EOPNOTSUPP", name, err)
+		}
+		if strings.Count(err.Error(), "not supported") != 1 {
+			t.Errorf("%s: %q", name, err)
+		}
+	}
+
+	_, errCQ := g.ctx.CreateCQ(&provider.CQParams{CQE: 1 << 24}, noExec)
+	_, errSize := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, Cap: verbs.QPCap{MaxSendWR: 1 << 20, MaxSendSGE: 1},
+		SendCQ: scq, RecvCQ: scq}, noExec)
+	errResize := scq.Resize(&provider.CQParams{CQE: 0}, noExec)
+	for name, err := range map[string]error{"CQ too large": errCQ, "QP too large": errSize, "resize to 0": errResize} {
+		var errno syscall.Errno
+		if !errors.As(err, &errno) || errno != syscall.EINVAL || !strings.HasPrefix(err.Error(), "mlx5: ") {
+			t.Errorf("%s: %v, want a mlx5 error wrapping EINVAL", name, err)
+		}
+	}
+	scq.Destroyed()
+}

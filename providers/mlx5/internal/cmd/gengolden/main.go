@@ -1,6 +1,6 @@
-// Command gengolden writes providers/mlx5/testdata/golden.txt: the exact bytes of every WQE shape, receive WQE,
+// Command gengolden writes providers/mlx5/internal/hw/testdata/golden.txt: the exact bytes of every WQE shape, receive WQE,
 // CQE case and CQ doorbell the mlx5 provider produces or consumes, as rdma-core's mlx5dv.h helpers build them.
-// Run it through `go generate ./providers/mlx5`; it needs gcc and mlx5dv.h (libibverbs-dev).
+// Run it through `go generate ./providers/mlx5/internal/hw`; it needs gcc and mlx5dv.h (libibverbs-dev).
 package main
 
 import (

@@ -1,6 +1,8 @@
-package mlx5
+package hw
 
 import (
+	"github.com/goverbs/goverbs/internal/provider"
+
 	"bytes"
 	"encoding/binary"
 	"runtime"
@@ -11,7 +13,7 @@ import (
 	"github.com/goverbs/goverbs/verbs"
 
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/providers/mlx5/mlx5emu"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/mlx5emu"
 )
 
 // These tests run this package's queues against mlx5emu, an emulated ConnectX written independently from the
@@ -159,9 +161,9 @@ func pollAll(t *testing.T, c *emuCQ, want int) []WC {
 	var out []WC
 	var wcs [8]WC
 	for i := 0; i < 100 && len(out) < want; i++ {
-		n, err := c.cq.Poll(wcs[:])
-		if err != nil {
-			t.Fatal(err)
+		n, st := c.cq.Poll(wcs[:])
+		if st != provider.OK {
+			t.Fatal(st)
 		}
 		out = append(out, wcs[:n]...)
 	}
@@ -172,11 +174,11 @@ func pollAll(t *testing.T, c *emuCQ, want int) []WC {
 }
 
 // noErr returns a checker for a post's (n, err) result.
-func noErr(t *testing.T) func(int, error) {
-	return func(n int, err error) {
+func noErr(t *testing.T) func(int, provider.Status) {
+	return func(n int, st provider.Status) {
 		t.Helper()
-		if err != nil {
-			t.Fatalf("post: %d posted, %v", n, err)
+		if st != provider.OK {
+			t.Fatalf("post: %d posted, status %d (%v)", n, st, st.Err())
 		}
 	}
 }
@@ -443,9 +445,9 @@ func TestEmuBackground(t *testing.T) {
 				SGL: []SGE{{Addr: addrOf(src) + off, Length: 64, LKey: slk}}}}))
 			posted++
 		}
-		n, err := scq.cq.Poll(wcs[:])
-		if err != nil {
-			t.Fatal(err)
+		n, st := scq.cq.Poll(wcs[:])
+		if st != provider.OK {
+			t.Fatal(st)
 		}
 		for _, w := range wcs[:n] {
 			if w.Status != verbs.WCSuccess || w.WRID != uint64(sent) {
@@ -453,9 +455,9 @@ func TestEmuBackground(t *testing.T) {
 			}
 			sent++
 		}
-		n, err = rcq.cq.Poll(wcs[:])
-		if err != nil {
-			t.Fatal(err)
+		n, st = rcq.cq.Poll(wcs[:])
+		if st != provider.OK {
+			t.Fatal(st)
 		}
 		for _, w := range wcs[:n] {
 			if w.Status != verbs.WCSuccess || w.WRID != uint64(recvd) || w.ByteLen != 64 {
@@ -515,9 +517,9 @@ func TestEmuSRQConcurrent(t *testing.T) {
 			defer wg.Done()
 			var wcs [8]WC
 			for {
-				n, err := c.cq.Poll(wcs[:])
-				if err != nil {
-					t.Errorf("receive CQ %d: %v", i, err)
+				n, st := c.cq.Poll(wcs[:])
+				if st != provider.OK {
+					t.Errorf("receive CQ %d: %v", i, st)
 					return
 				}
 				for _, w := range wcs[:n] {
@@ -556,9 +558,9 @@ func TestEmuSRQConcurrent(t *testing.T) {
 				SGL: []SGE{{Addr: addrOf(src), Length: 64, LKey: slk}}}}))
 			sent++
 		}
-		n, err := scq.cq.Poll(wcs[:])
-		if err != nil {
-			t.Fatal(err)
+		n, st := scq.cq.Poll(wcs[:])
+		if st != provider.OK {
+			t.Fatal(st)
 		}
 		for _, w := range wcs[:n] {
 			if w.Status != verbs.WCSuccess {

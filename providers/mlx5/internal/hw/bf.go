@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import (
 	"fmt"
@@ -39,17 +39,20 @@ type BFReg struct {
 // the same register.
 func NewBFReg(reg mmio.Reg, bufSize int, shared bool) (*BFReg, error) {
 	if bufSize < 0 || bufSize%64 != 0 {
-		return nil, fmt.Errorf("mlx5: BlueFlame buffer size %d is not a multiple of 64", bufSize)
+		return nil, fmt.Errorf("mlx5: BlueFlame buffer size %d is not a multiple of 64: %w", bufSize, errInvalid)
 	}
 	need := 2 * bufSize
 	if need == 0 {
 		need = 8
 	}
 	if reg.Len() < need {
-		return nil, fmt.Errorf("mlx5: doorbell register window of %d bytes, need %d", reg.Len(), need)
+		return nil, fmt.Errorf("mlx5: doorbell register window of %d bytes, need %d: %w", reg.Len(), need, errInvalid)
 	}
 	return &BFReg{reg: reg, bufSize: uintptr(bufSize), maxDS: uint32(bufSize / 16), shared: shared}, nil
 }
+
+// Reg returns the register's UAR window.
+func (bf *BFReg) Reg() mmio.Reg { return bf.reg }
 
 // BlueFlame reports whether the register can take BlueFlame writes.
 func (bf *BFReg) BlueFlame() bool { return bf.bufSize != 0 }

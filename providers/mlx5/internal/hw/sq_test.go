@@ -1,9 +1,9 @@
-package mlx5
+package hw
 
 import (
+	"github.com/goverbs/goverbs/internal/provider"
+
 	"bytes"
-	"errors"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,8 +23,8 @@ func TestBlueFlameSingleWQEAlternatesHalves(t *testing.T) {
 		if got := ts.bf.Offset(); got != wantOff {
 			t.Fatalf("ring %d: BlueFlame offset = %d, want %d", i, got, wantOff)
 		}
-		if _, err := ts.sq.PostSend([]SendWR{sendWR(uint64(i), gS1)}); err != nil {
-			t.Fatal(err)
+		if _, st := ts.sq.PostSend([]SendWR{sendWR(uint64(i), gS1)}); st != provider.OK {
+			t.Fatal(st)
 		}
 		pos := i * 64
 		if got := ts.reg[wantOff : wantOff+64]; !bytes.Equal(got, ts.ring[pos:pos+64]) {
@@ -38,9 +38,9 @@ func TestBlueFlameCopyWrapsAtRingEnd(t *testing.T) {
 	ts := newTestSQ(t, QPTypeRC, 256, false)
 	ts.sq.curPost = 7
 	pl := payload()
-	if _, err := ts.sq.PostSend([]SendWR{{Opcode: verbs.WRSend, Flags: verbs.SendInline,
-		SGL: []SGE{{Addr: addrOf(pl), Length: 100}}}}); err != nil {
-		t.Fatal(err)
+	if _, st := ts.sq.PostSend([]SendWR{{Opcode: verbs.WRSend, Flags: verbs.SendInline,
+		SGL: []SGE{{Addr: addrOf(pl), Length: 100}}}}); st != provider.OK {
+		t.Fatal(st)
 	}
 	want := append(append([]byte{}, ts.ring[7*64:]...), ts.ring[:64]...)
 	if !bytes.Equal(ts.reg[:128], want) {
@@ -73,8 +73,8 @@ func TestDoorbellOnlyCases(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ts := newTestSQ(t, QPTypeRC, c.bfSize, false)
 			ts.sq.preferBF = !c.inlineOnly
-			if _, err := ts.sq.PostSend(c.wrs); err != nil {
-				t.Fatal(err)
+			if _, st := ts.sq.PostSend(c.wrs); st != provider.OK {
+				t.Fatal(st)
 			}
 			checkRing(t, ts, c.wrs, c.blueFlame, c.bfSize)
 		})
@@ -86,8 +86,8 @@ func TestDoorbellOnlyCases(t *testing.T) {
 		t.Run(c.name+" (batch path)", func(t *testing.T) {
 			ts := newTestSQ(t, QPTypeRC, c.bfSize, false)
 			ts.sq.preferBF = !c.inlineOnly
-			if n, err := ts.sq.PostSend([]SendWR{c.wrs[0], {Opcode: 99}}); n != 1 || !errors.Is(err, syscall.EINVAL) {
-				t.Fatalf("PostSend = %d, %v", n, err)
+			if n, st := ts.sq.PostSend([]SendWR{c.wrs[0], {Opcode: 99}}); n != 1 || st != provider.BadOpcode {
+				t.Fatalf("PostSend = %d, %v", n, st)
 			}
 			checkRing(t, ts, c.wrs, c.blueFlame, c.bfSize)
 		})
@@ -115,37 +115,45 @@ func checkRing(t *testing.T, ts *testSQ, wrs []SendWR, blueFlame bool, bfSize in
 	}
 }
 
+// TestPostSendErrors pins the status of every refused send and that it carries the errno rdma-core's providers
+// (and goverbs' rxe provider) give for the same condition.
 func TestPostSendErrors(t *testing.T) {
 	pl := payload()
+	rxeAH := &AHData{Num: 3} // another provider's address handle
+	big := SGE{Length: 0xffffffff, LKey: 1, Addr: 0x1000}
 	for _, c := range []struct {
 		name   string
 		typ    QPType
 		wrs    []SendWR
 		posted int
-		errno  error
+		st     provider.Status
+		errno  syscall.Errno
 	}{
-		{"queue full after two", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1), sendWR(3, gS1)}, 2, syscall.ENOMEM},
-		{"too many SGEs", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1, gS1, gS1, gS1, gS1)}, 1, syscall.ENOMEM},
+		{"queue full after two", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1), sendWR(3, gS1)}, 2, provider.QueueFull, syscall.ENOMEM},
+		{"too many SGEs", QPTypeRC, []SendWR{sendWR(1, gS1), sendWR(2, gS1, gS1, gS1, gS1, gS1)}, 1, provider.TooManySGE, syscall.EINVAL},
+		{"lengths over 2^32-1", QPTypeRC, []SendWR{sendWR(1, big, gS1)}, 0, provider.TooLong, syscall.EINVAL},
 		{"inline too large", QPTypeRC, []SendWR{{Opcode: verbs.WRSend, Flags: verbs.SendInline,
-			SGL: []SGE{{Addr: addrOf(pl), Length: 129}}}}, 0, syscall.ENOMEM},
-		{"read on UC", QPTypeUC, []SendWR{{Opcode: verbs.WRRDMARead, SGL: []SGE{gS1}}}, 0, syscall.EINVAL},
-		{"atomic on UD", QPTypeUD, []SendWR{{Opcode: verbs.WRAtomicFetchAndAdd, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
-		{"write on UD", QPTypeUD, []SendWR{{Opcode: verbs.WRRDMAWrite, SGL: []SGE{gS3}}}, 0, syscall.EINVAL},
-		{"UD without AH", QPTypeUD, []SendWR{sendWR(1, gS1)}, 0, syscall.EINVAL},
-		{"local invalidate", QPTypeRC, []SendWR{{Opcode: verbs.WRLocalInv}}, 0, syscall.EOPNOTSUPP},
-		{"bind MW", QPTypeRC, []SendWR{{Opcode: verbs.WRBindMW}}, 0, syscall.EOPNOTSUPP},
-		{"unknown opcode", QPTypeRC, []SendWR{{Opcode: 99}}, 0, syscall.EINVAL},
+			SGL: []SGE{{Addr: addrOf(pl), Length: 129}}}}, 0, provider.InlineTooLong, syscall.EINVAL},
+		{"inline too large in two SGEs", QPTypeRC, []SendWR{{Opcode: verbs.WRSend, Flags: verbs.SendInline,
+			SGL: []SGE{{Addr: addrOf(pl), Length: 100}, {Addr: addrOf(pl), Length: 29}}}}, 0, provider.InlineTooLong, syscall.EINVAL},
+		{"read on UC", QPTypeUC, []SendWR{{Opcode: verbs.WRRDMARead, SGL: []SGE{gS1}}}, 0, provider.BadOpcode, syscall.EINVAL},
+		{"atomic on UD", QPTypeUD, []SendWR{{Opcode: verbs.WRAtomicFetchAndAdd, SGL: []SGE{gS3}}}, 0, provider.BadOpcode, syscall.EINVAL},
+		{"write on UD", QPTypeUD, []SendWR{{Opcode: verbs.WRRDMAWrite, SGL: []SGE{gS3}}}, 0, provider.BadOpcode, syscall.EINVAL},
+		{"unaligned atomic", QPTypeRC, []SendWR{{Opcode: verbs.WRAtomicCmpAndSwp, RemoteAddr: 0x1004, SGL: []SGE{gS3}}}, 0, provider.BadAtomic, syscall.EINVAL},
+		{"short atomic", QPTypeRC, []SendWR{{Opcode: verbs.WRAtomicFetchAndAdd, SGL: []SGE{{Length: 4, LKey: 1, Addr: 0x1000}}}}, 0, provider.BadAtomic, syscall.EINVAL},
+		{"UD without AH", QPTypeUD, []SendWR{sendWR(1, gS1)}, 0, provider.NoAH, syscall.EINVAL},
+		{"UD with another provider's AH", QPTypeUD, []SendWR{{Opcode: verbs.WRSend, AH: rxeAH, SGL: []SGE{gS1}}}, 0, provider.BadAH, syscall.EINVAL},
+		{"local invalidate", QPTypeRC, []SendWR{{Opcode: verbs.WRLocalInv}}, 0, provider.OpcodeNotSupported, syscall.EOPNOTSUPP},
+		{"bind MW", QPTypeRC, []SendWR{{Opcode: verbs.WRBindMW}}, 0, provider.OpcodeNotSupported, syscall.EOPNOTSUPP},
+		{"TSO", QPTypeUD, []SendWR{{Opcode: wrTSO}}, 0, provider.OpcodeNotSupported, syscall.EOPNOTSUPP},
+		{"unknown opcode", QPTypeRC, []SendWR{{Opcode: 99}}, 0, provider.BadOpcode, syscall.EINVAL},
+		{"undefined opcode 12", QPTypeRC, []SendWR{{Opcode: 12}}, 0, provider.BadOpcode, syscall.EINVAL},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ts := newTestSQ(t, c.typ, 256, false)
-			n, err := ts.sq.PostSend(c.wrs)
-			if n != c.posted || !errors.Is(err, c.errno) {
-				t.Fatalf("PostSend = %d, %v; want %d, %v", n, err, c.posted, c.errno)
-			}
-			if c.errno == syscall.EOPNOTSUPP && (!errors.Is(err, ErrNotSupported) ||
-				(c.wrs[0].Opcode == verbs.WRLocalInv || c.wrs[0].Opcode == verbs.WRBindMW) &&
-					!strings.Contains(err.Error(), "memory windows and local invalidate (UMR WQEs)")) {
-				t.Errorf("unsupported request error does not name the feature: %v", err)
+			n, st := ts.sq.PostSend(c.wrs)
+			if n != c.posted || st != c.st || st.Errno() != c.errno {
+				t.Fatalf("PostSend = %d, status %d (%v); want %d, status %d (%v)", n, st, st.Err(), c.posted, c.st, c.errno)
 			}
 			wantDBR := []byte{0, 0, 0, 0}
 			if c.posted > 0 {
@@ -163,9 +171,8 @@ func TestPostSendErrors(t *testing.T) {
 		ts := newTestSQ(t, QPTypeRC, 256, false)
 		ts.sq.atomics = false
 		ts.sq.setOps()
-		_, err := ts.sq.PostSend([]SendWR{{Opcode: verbs.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}})
-		if !errors.Is(err, ErrNotSupported) || !errors.Is(err, syscall.EOPNOTSUPP) {
-			t.Fatalf("err = %v", err)
+		if _, st := ts.sq.PostSend([]SendWR{{Opcode: verbs.WRAtomicCmpAndSwp, SGL: []SGE{gS3}}}); st != provider.OpcodeNotSupported {
+			t.Fatalf("status = %d (%v), want OpcodeNotSupported", st, st.Err())
 		}
 	})
 }
@@ -173,8 +180,8 @@ func TestPostSendErrors(t *testing.T) {
 func TestSignalAll(t *testing.T) {
 	ts := newTestSQ(t, QPTypeRC, 256, false)
 	ts.sq.sigBits = CtrlCQUpdate
-	if _, err := ts.sq.PostSend([]SendWR{{Opcode: verbs.WRSend, SGL: []SGE{gS1}}}); err != nil {
-		t.Fatal(err)
+	if _, st := ts.sq.PostSend([]SendWR{{Opcode: verbs.WRSend, SGL: []SGE{gS1}}}); st != provider.OK {
+		t.Fatal(st)
 	}
 	if ts.ring[11] != CtrlCQUpdate {
 		t.Errorf("fm_ce_se = %#x, want CQ_UPDATE", ts.ring[11])
@@ -229,7 +236,7 @@ func TestSharedBFRegConcurrent(t *testing.T) {
 			defer wg.Done()
 			w := []SendWR{sendWR(1, gS1)}
 			for i := 0; i < 500; i++ {
-				if _, err := sq.PostSend(w); err != nil {
+				if _, st := sq.PostSend(w); st != provider.OK {
 					t.Error(err)
 					return
 				}
@@ -245,8 +252,8 @@ func TestSharedBFRegConcurrent(t *testing.T) {
 
 func TestSendQueueReset(t *testing.T) {
 	ts := newTestSQ(t, QPTypeRC, 256, false)
-	if _, err := ts.sq.PostSend([]SendWR{sendWR(1, gS1)}); err != nil {
-		t.Fatal(err)
+	if _, st := ts.sq.PostSend([]SendWR{sendWR(1, gS1)}); st != provider.OK {
+		t.Fatal(st)
 	}
 	ts.sq.Reset()
 	if ts.sq.Outstanding() != 0 || ts.sq.curPost != 0 || !bytes.Equal(ts.dbr[4:8], []byte{0, 0, 0, 0}) {

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/providers/mlx5/mlx5emu"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/mlx5emu"
 )
 
 func mem(n int) []byte {

@@ -1,4 +1,4 @@
-package mlx5_test
+package hw_test
 
 import "unsafe"
 

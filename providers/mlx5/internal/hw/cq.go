@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
 )
 
@@ -105,6 +106,9 @@ func NewCQ(cfg CQConfig) (*CQ, error) {
 // CQN returns the CQ number.
 func (cq *CQ) CQN() uint32 { return cq.cqn }
 
+// Entries returns the number of CQEs in the ring (a power of two).
+func (cq *CQ) Entries() int { return int(cq.ncqe) }
+
 // ConsumerIndex returns the free-running consumer index (CQEs consumed so far).
 func (cq *CQ) ConsumerIndex() uint32 { return cq.ci }
 
@@ -164,13 +168,11 @@ func (cq *CQ) sw(n uint32) []byte {
 	return c[:]
 }
 
-// ErrPoll is wrapped by Poll's error when a CQE cannot be matched to a queue (rdma-core CQ_POLL_ERR).
-var ErrPoll = fmt.Errorf("mlx5: CQE for unknown queue: %w", errInvalid)
-
 // Poll fills wcs with up to len(wcs) completions and returns how many, then publishes the consumer index
 // (rdma-core poll_cq). Requester completions retire the signaled WQE and the unsignaled ones before it. Payloads
 // the device scattered into a CQE are copied to the posted buffers. A CQE whose QP is not attached stops the
-// poll with an error wrapping ErrPoll; the CQE is consumed, the completions before it are returned.
+// poll with provider.UnknownCQE (rdma-core CQ_POLL_ERR, EIO in the table); the CQE is consumed, the completions
+// before it are returned. No outcome allocates.
 //
 // Ordering: rdma-core checks one CQE's ownership, issues udma_from_device_barrier and then reads it. Poll first
 // checks the ownership of every CQE it will consume, then issues one barrier, then reads them: each CQE's
@@ -179,7 +181,7 @@ var ErrPoll = fmt.Errorf("mlx5: CQE for unknown queue: %w", errInvalid)
 // A successful requester or responder CQE without a scattered payload, of the QP the previous CQE named (the
 // common case of a stream of completions), is decoded inline, with the same result parse gives; every other CQE
 // (errors, scatter-to-CQE, SRQ receives, a QP's first CQE after another QP's) goes through parse.
-func (cq *CQ) Poll(wcs []WC) (int, error) {
+func (cq *CQ) Poll(wcs []WC) (int, provider.Status) {
 	ci := cq.ci
 	base, mask, shift := cq.base, cq.mask, cq.shift
 	avail := 0
@@ -192,11 +194,11 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 	}
 	if avail == 0 {
 		cq.dbr.set(0, ci&0xffffff)
-		return 0, nil
+		return 0, provider.OK
 	}
 	mmio.FromDeviceBarrier()
 	n := 0
-	var err error
+	st := provider.OK
 	for ; avail > 0; avail-- {
 		c := (*[CQESize]byte)(unsafe.Add(base, uintptr(ci&mask)*CQESize))
 		ci++
@@ -244,22 +246,14 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 			continue
 		}
 		if !cq.parse(c[:], &wcs[n]) {
-			err = cq.pollErr(c, ci-1)
+			st = provider.UnknownCQE
 			break
 		}
 		n++
 	}
 	cq.ci = ci
 	cq.dbr.set(0, ci&0xffffff)
-	return n, err
-}
-
-// pollErr describes a CQE that names no attached queue (out of line: the hot path does not format).
-//
-//go:noinline
-func (cq *CQ) pollErr(c *[CQESize]byte, n uint32) error {
-	return fmt.Errorf("mlx5: poll CQ %#x: CQE %d (QPN %#x, index %#x): %w", cq.cqn, n,
-		be.Uint32(c[cqeOffSopDropQPN:])&0xffffff, be.Uint32(c[cqeOffSRQNUIdx:])&0xffffff, ErrPoll)
+	return n, st
 }
 
 // parse decodes one software-owned CQE into wc (rdma-core mlx5_parse_cqe, non-lazy).

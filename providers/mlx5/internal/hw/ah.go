@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import "fmt"
 

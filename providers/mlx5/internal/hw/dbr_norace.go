@@ -1,6 +1,6 @@
 //go:build !race
 
-package mlx5
+package hw
 
 // storeDBR is a plain 32-bit store, as rdma-core's doorbell-record updates (ordered by ToDeviceBarrier).
 func storeDBR(p *uint32, v uint32) { *p = v }

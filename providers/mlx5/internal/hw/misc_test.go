@@ -1,7 +1,6 @@
-package mlx5
+package hw
 
 import (
-	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -159,54 +158,20 @@ func TestCapsAndBfregs(t *testing.T) {
 	if c.BlueFlame || c.ContextFlags() != 0 || c.UARSize != 65536 || c.UARsPerPage != 1 {
 		t.Errorf("no-WC caps %+v flags %#x", c, c.ContextFlags())
 	}
-	// 16 static bfregs (8 UARs of 4 slots, one UAR per 4 KiB page), 4 low latency: bfi 0 is unlocked and never
-	// BlueFlame; with i = bfi/2 + bfi%2, the registers with i >= 12 are dedicated, the rest shared.
-	for _, b := range []struct {
-		bfi, page, off int
-		bf, shared     bool
-	}{
-		{0, 0, 0x800, false, false},
-		{1, 0, 0x800 + 512, true, true},
-		{5, 1, 0x800 + 512, true, true},
-		{22, 5, 0x800 + 1024, true, true},
-		{23, 5, 0x800 + 1536, true, false},
-		{24, 6, 0x800, true, false},
-	} {
-		page, off, bf, shared := StaticBfreg(b.bfi, 1, 512, 16, 4)
-		if page != b.page || off != b.off || bf != b.bf || shared != b.shared {
-			t.Errorf("bfi %d: page %d off %#x bf %v shared %v", b.bfi, page, off, bf, shared)
-		}
-	}
-	if got := MmapOffset(abi.MLX5_IB_MMAP_ALLOC_WC, 0x1ff, 4096); got != int64(6<<8|0xff|1<<16)*4096 {
-		t.Errorf("MmapOffset = %#x", got)
-	}
 }
 
-func FuzzParseAllocUcontextResp(f *testing.F) {
+// FuzzCapsFromResp feeds arbitrary GET_CONTEXT responses (the kernel writes only the fields it knows; the rest
+// stay zero) to the capability derivation the provider runs on them.
+func FuzzCapsFromResp(f *testing.F) {
 	f.Add(make([]byte, 72))
 	f.Add(make([]byte, 16))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ParseAllocUcontextResp(b)
-		if (err == nil) != (len(b) >= 16) {
-			t.Fatalf("len %d: err %v", len(b), err)
+		var r abi.Mlx5IbAllocUcontextResp
+		copy(bytesOf(&r), b)
+		c := CapsFromResp(&r, 4096)
+		if c.BlueFlame != (r.BfRegSize != 0) || c.UARsPerPage < 1 {
+			t.Fatalf("caps %+v from %+v", c, r)
 		}
-		if err == nil && r.BfRegSize != binary.NativeEndian.Uint32(b[4:]) {
-			t.Fatalf("bf_reg_size mismatch")
-		}
-		_ = CapsFromResp(&r, 4096).ContextFlags()
-	})
-}
-
-func FuzzParseCreateQPResp(f *testing.F) {
-	f.Add(make([]byte, 40))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ParseCreateQPResp(b)
-		if (err == nil) != (len(b) >= 4) {
-			t.Fatalf("len %d: err %v", len(b), err)
-		}
-		if err == nil && r.BfregIndex != binary.NativeEndian.Uint32(b) {
-			t.Fatal("bfreg_index mismatch")
-		}
-		_, _ = ParseCreateAHResp(b)
+		_ = c.ContextFlags()
 	})
 }

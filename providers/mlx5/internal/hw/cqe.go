@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import "github.com/goverbs/goverbs/verbs"
 
@@ -31,8 +31,6 @@ const (
 	CQERespSendImm = 3
 	CQERespSendInv = 4
 	CQEResizeCQ    = 5
-	CQENoPacket    = 6
-	CQESigErr      = 12
 	CQEReqErr      = 13
 	CQERespErr     = 14
 	CQEInvalid     = 15
@@ -42,26 +40,24 @@ const (
 const (
 	CQEOwnerMask      = 0x1
 	InlineScatter32   = 0x4 // MLX5_INLINE_SCATTER_32: payload (<= 32 bytes) is at the start of this CQE
-	InlineScatter64   = 0x8 // MLX5_INLINE_SCATTER_64: payload is in the preceding 64 bytes (128-byte CQEs)
 	cqeInvalidStamped = CQEInvalid << 4
 )
 
 // Error CQE syndromes (MLX5_CQE_SYNDROME_*).
 const (
-	SyndromeLocalLengthErr     = 0x01
-	SyndromeLocalQPOpErr       = 0x02
-	SyndromeLocalProtErr       = 0x04
-	SyndromeWRFlushErr         = 0x05
-	SyndromeMWBindErr          = 0x06
-	SyndromeBadRespErr         = 0x10
-	SyndromeLocalAccessErr     = 0x11
-	SyndromeRemoteInvalReqErr  = 0x12
-	SyndromeRemoteAccessErr    = 0x13
-	SyndromeRemoteOpErr        = 0x14
-	SyndromeTransportRetryExc  = 0x15
-	SyndromeRNRRetryExcErr     = 0x16
-	SyndromeRemoteAbortedErr   = 0x22
-	VendorSyndromeODPPageFault = 0x93
+	SyndromeLocalLengthErr    = 0x01
+	SyndromeLocalQPOpErr      = 0x02
+	SyndromeLocalProtErr      = 0x04
+	SyndromeWRFlushErr        = 0x05
+	SyndromeMWBindErr         = 0x06
+	SyndromeBadRespErr        = 0x10
+	SyndromeLocalAccessErr    = 0x11
+	SyndromeRemoteInvalReqErr = 0x12
+	SyndromeRemoteAccessErr   = 0x13
+	SyndromeRemoteOpErr       = 0x14
+	SyndromeTransportRetryExc = 0x15
+	SyndromeRNRRetryExcErr    = 0x16
+	SyndromeRemoteAbortedErr  = 0x22
 )
 
 // SyndromeStatus maps an error CQE's syndrome to a work-completion status (rdma-core mlx5_handle_error_cqe);

@@ -1,6 +1,6 @@
 //go:build race
 
-package mlx5
+package hw
 
 import "sync/atomic"
 

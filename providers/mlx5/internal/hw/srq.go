@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
 )
 
@@ -76,21 +77,30 @@ func (s *SRQ) wqe(i int) []byte { return s.buf[i<<s.shift : (i+1)<<s.shift] }
 // SRQN returns the SRQ number.
 func (s *SRQ) SRQN() uint32 { return s.srqn }
 
+// SetSRQN records the SRQ number the kernel assigned (the SRQ is built before CREATE_SRQ, which needs its
+// buffer).
+func (s *SRQ) SetSRQN(n uint32) { s.srqn = n }
+
 // PostRecv takes one free WQE per work request, writes its scatter list (and a terminator when there is room),
 // and publishes the batch with one doorbell-record store of the 16-bit counter (rdma-core mlx5_post_srq_recv).
-// ENOMEM when no WQE is free; EINVAL for too many SGEs.
-func (s *SRQ) PostRecv(wrs []RecvWR) (int, error) {
-	var err error
+// It returns how many were posted and provider.OK, or n and why wrs[n] was not: TooManySGE, TooLong (lengths
+// adding up to more than 2^32-1 bytes, as rxe), QueueFull when no WQE is free. No outcome allocates.
+func (s *SRQ) PostRecv(wrs []RecvWR) (int, provider.Status) {
+	st := provider.OK
 	nreq := 0
 	s.mu.Lock()
 	for i := range wrs {
 		w := &wrs[i]
 		if len(w.SGL) > s.maxGS {
-			err = errInvalid
+			st = provider.TooManySGE
+			break
+		}
+		if len(w.SGL) > 1 && sgeTotal(w.SGL) > 1<<32-1 {
+			st = provider.TooLong
 			break
 		}
 		if s.head == s.tail {
-			err = errQueueFull
+			st = provider.QueueFull
 			break
 		}
 		s.wrid[s.head] = w.WRID
@@ -112,10 +122,7 @@ func (s *SRQ) PostRecv(wrs []RecvWR) (int, error) {
 		s.dbr.set(0, uint32(s.counter))
 	}
 	s.mu.Unlock()
-	if err != nil {
-		return nreq, fmt.Errorf("mlx5: post SRQ receive WR %d on SRQ %#x: %w", nreq, s.srqn, err)
-	}
-	return nreq, nil
+	return nreq, st
 }
 
 // complete returns WQE idx (the CQE's wqe_counter) to the free list and its wr_id (rdma-core mlx5_free_srq_wqe).

@@ -1,9 +1,6 @@
-package mlx5
+package hw
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/goverbs/goverbs/internal/rdmaerr"
 	"github.com/goverbs/goverbs/verbs"
 
@@ -42,10 +39,16 @@ const (
 	QPTypeUD = verbs.QPTypeUD
 )
 
-// ErrNotSupported is returned (wrapped) for requests this provider does not implement, such as memory-window
-// binds: goverbs' one not-supported sentinel (errors.Is(err, errors.ErrUnsupported) holds); errors.Is(err,
-// syscall.EOPNOTSUPP) also holds.
-var ErrNotSupported = fmt.Errorf("mlx5: %w: %w", rdmaerr.ErrNotSupported, syscall.EOPNOTSUPP)
+// ErrNotSupported is wrapped by every error for a request this provider, its device or its kernel interface does
+// not implement (a QP type, a CQE version, static bfregs, a RoCE AH without the kernel's MAC): it unwraps to
+// goverbs' one not-supported sentinel (so errors.Is(err, errors.ErrUnsupported) holds) and to EOPNOTSUPP, the
+// errno rdma-core returns.
+var ErrNotSupported error = notSupported{}
+
+type notSupported struct{}
+
+func (notSupported) Error() string   { return "operation not supported" }
+func (notSupported) Unwrap() []error { return []error{rdmaerr.ErrNotSupported, syscall.EOPNOTSUPP} }
 
 // errInvalid and friends carry the errno rdma-core's mlx5 provider returns in the same situation.
 var (
@@ -64,5 +67,3 @@ func roundupPow2(n int) int {
 	}
 	return p
 }
-
-var _ = errors.Is

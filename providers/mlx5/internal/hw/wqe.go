@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import "encoding/binary"
 
@@ -18,28 +18,22 @@ const (
 
 // WQE opcodes (MLX5_OPCODE_*, mlx5dv.h).
 const (
-	OpcodeNOP            = 0x00
-	OpcodeSendInval      = 0x01
-	OpcodeRDMAWrite      = 0x08
-	OpcodeRDMAWriteImm   = 0x09
-	OpcodeSend           = 0x0a
-	OpcodeSendImm        = 0x0b
-	OpcodeTSO            = 0x0e
-	OpcodeRDMARead       = 0x10
-	OpcodeAtomicCS       = 0x11
-	OpcodeAtomicFA       = 0x12
-	OpcodeAtomicMaskedCS = 0x14
-	OpcodeAtomicMaskedFA = 0x15
-	OpcodeLocalInval     = 0x1b
-	OpcodeUMR            = 0x25
+	OpcodeSendInval    = 0x01
+	OpcodeRDMAWrite    = 0x08
+	OpcodeRDMAWriteImm = 0x09
+	OpcodeSend         = 0x0a
+	OpcodeSendImm      = 0x0b
+	OpcodeTSO          = 0x0e
+	OpcodeRDMARead     = 0x10
+	OpcodeAtomicCS     = 0x11
+	OpcodeAtomicFA     = 0x12
 )
 
 // Ctrl segment fm_ce_se bits (MLX5_WQE_CTRL_*).
 const (
-	CtrlCQUpdate            = 0x08 // generate a CQE (signaled)
-	CtrlSolicited           = 0x02
-	CtrlFence               = 0x80
-	CtrlInitiatorSmallFence = 0x20
+	CtrlCQUpdate  = 0x08 // generate a CQE (signaled)
+	CtrlSolicited = 0x02
+	CtrlFence     = 0x80
 )
 
 // Other data-path constants (mlx5dv.h).
@@ -51,20 +45,6 @@ const (
 )
 
 var be = binary.BigEndian
-
-// PutCtrlSeg writes a 16-byte ctrl segment at b[0:16], as mlx5dv_set_ctrl_seg does: opmod_idx_opcode =
-// opmod<<24 | pi<<8 | opcode, qpn_ds = qpn<<8 | ds (ds = WQE size in 16-byte units), signature, a zero
-// dci_stream_channel_id, fm_ce_se, and imm. imm is the host-order value; it is stored big-endian (for an
-// invalidate or a memory-window key this is htobe32(key), for immediate data the wire value).
-func PutCtrlSeg(b []byte, pi uint16, opcode, opmod uint8, qpn uint32, fmCeSe, ds, signature uint8, imm uint32) {
-	_ = b[15]
-	be.PutUint32(b[0:], uint32(opmod)<<24|uint32(pi)<<8|uint32(opcode))
-	be.PutUint32(b[4:], qpn<<8|uint32(ds))
-	b[8] = signature
-	b[9], b[10] = 0, 0
-	b[11] = fmCeSe
-	be.PutUint32(b[12:], imm)
-}
 
 // PutRaddrSeg writes a remote-address segment (raddr, rkey, reserved 0) at b[0:16].
 func PutRaddrSeg(b []byte, raddr uint64, rkey uint32) {

@@ -1,9 +1,10 @@
-package mlx5
+package hw
 
 import (
 	"fmt"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
 )
 
@@ -82,20 +83,26 @@ func (rq *RecvQueue) Reset() {
 }
 
 // PostRecv writes one receive WQE per work request (non-empty SGEs, then a terminator when the WQE has room) and
-// publishes them with one doorbell-record store (rdma-core mlx5_post_recv). It returns how many were posted; ENOMEM
-// when the queue is full, EINVAL when a request has more SGEs than a WQE holds.
-func (rq *RecvQueue) PostRecv(wrs []RecvWR) (int, error) {
-	var err error
+// publishes them with one doorbell-record store (rdma-core mlx5_post_recv). It returns how many were posted and
+// provider.OK, or, when wrs[n] could not be posted (the ones before it are), n and QueueFull when the queue is
+// full, TooManySGE when a request has more SGEs than a WQE holds, TooLong when its lengths add up to more than
+// 2^32-1 bytes (as rxe). No outcome allocates.
+func (rq *RecvQueue) PostRecv(wrs []RecvWR) (int, provider.Status) {
+	st := provider.OK
 	nreq := 0
 	head := rq.head
 	for i := range wrs {
 		w := &wrs[i]
 		if head-rq.tail >= rq.maxPost {
-			err = errQueueFull
+			st = provider.QueueFull
 			break
 		}
 		if len(w.SGL) > rq.maxGS {
-			err = errInvalid
+			st = provider.TooManySGE
+			break
+		}
+		if len(w.SGL) > 1 && sgeTotal(w.SGL) > 1<<32-1 {
+			st = provider.TooLong
 			break
 		}
 		idx := head & rq.mask
@@ -121,17 +128,7 @@ func (rq *RecvQueue) PostRecv(wrs []RecvWR) (int, error) {
 		mmio.ToDeviceBarrier()
 		rq.dbr.set(0, head&0xffff)
 	}
-	if err != nil {
-		return nreq, rq.postErr(nreq, err)
-	}
-	return nreq, nil
-}
-
-// postErr wraps a receive post error (out of line: the hot path does not format).
-//
-//go:noinline
-func (rq *RecvQueue) postErr(n int, err error) error {
-	return fmt.Errorf("mlx5: post receive WR %d on QP %#x: %w", n, rq.qpn, err)
+	return nreq, st
 }
 
 // complete retires the receive WQE the device reported and returns its wr_id.

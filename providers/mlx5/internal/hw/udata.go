@@ -1,7 +1,6 @@
-package mlx5
+package hw
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -25,17 +24,6 @@ func DefaultAllocUcontextReq(dynUAR bool) abi.Mlx5IbAllocUcontextReqV2 {
 
 // bytesOf is the byte view of an ABI struct (host layout, no pointers).
 func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)) }
-
-// ParseAllocUcontextResp decodes GET_CONTEXT's driver response. The kernel writes only the fields it knows; those
-// past the end of b stay zero. At least the first 16 bytes (through cache_line_size) are required.
-func ParseAllocUcontextResp(b []byte) (abi.Mlx5IbAllocUcontextResp, error) {
-	var r abi.Mlx5IbAllocUcontextResp
-	if len(b) < 16 {
-		return r, fmt.Errorf("mlx5: parse alloc_ucontext response: %d bytes, need at least 16: %w", len(b), errInvalid)
-	}
-	copy(bytesOf(&r), b)
-	return r, nil
-}
 
 // mlx5dv context flags (enum mlx5dv_context_flags).
 const (
@@ -88,9 +76,6 @@ func (c Caps) ContextFlags() uint64 {
 	return f
 }
 
-// NoUARPage passes "no UAR page" to CreateCQReq and CreateQPReq (static bfregs: the kernel picks).
-const NoUARPage = -1
-
 // CreateCQReq returns the CQ_CREATE driver request for a CQ of 64-byte CQEs at bufAddr with its doorbell record at
 // dbAddr; with uarPage >= 0 it names the UAR object page for the arm doorbell (MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX;
 // 6.1 takes 16 bits).
@@ -124,48 +109,7 @@ func CreateQPReq(l QPLayout, bufAddr, dbAddr uint64, uidx uint32, uarPage int, s
 	return r
 }
 
-// ParseCreateQPResp decodes QP_CREATE's driver response; at least bfreg_index (4 bytes) must be present, later
-// fields default to zero.
-func ParseCreateQPResp(b []byte) (abi.Mlx5IbCreateQpResp, error) {
-	var r abi.Mlx5IbCreateQpResp
-	if len(b) < 4 {
-		return r, fmt.Errorf("mlx5: parse create_qp response: %d bytes: %w", len(b), errInvalid)
-	}
-	copy(bytesOf(&r), b)
-	return r, nil
-}
-
 // CreateSRQReq returns the SRQ_CREATE driver request.
 func CreateSRQReq(bufAddr, dbAddr uint64, uidx uint32) abi.Mlx5IbCreateSrq {
 	return abi.Mlx5IbCreateSrq{BufAddr: bufAddr, DbAddr: dbAddr, Uidx: uidx}
-}
-
-// ParseCreateAHResp returns the destination MAC from CREATE_AH's driver response (RoCE).
-func ParseCreateAHResp(b []byte) ([6]byte, error) {
-	var r abi.Mlx5IbCreateAhResp
-	if len(b) < 10 {
-		return r.Dmac, fmt.Errorf("mlx5: parse create_ah response: %d bytes: %w", len(b), errInvalid)
-	}
-	copy(bytesOf(&r), b)
-	return r.Dmac, nil
-}
-
-// MmapOffset returns the mmap file offset for cmd (abi.MLX5_IB_MMAP_*) and index: pgoff = cmd<<8 | (index &
-// 0xff) | (index>>8)<<16, times the page size (rdma-core set_command/set_extended_index).
-func MmapOffset(cmd, index uint32, pageSize int) int64 {
-	pg := uint64(cmd)<<8 | uint64(index&0xff) | uint64(index>>8)<<16
-	return int64(pg) * int64(pageSize)
-}
-
-// StaticBfreg locates static bfreg bfi (4 per UAR) for a context with uarsPerPage UARs per system page: the system
-// page to map, the register's byte offset in it, whether it can do BlueFlame (bfi 0 never does) and whether it
-// needs the lock: rdma-core need_uuar_lock, where with i = bfi/2 + bfi%2 the registers with i >= totBfregs - lowLat
-// are dedicated (low latency) and bfi 0 is never locked.
-func StaticBfreg(bfi, uarsPerPage, bfRegSize, totBfregs, lowLat int) (page, offset int, blueFlame, shared bool) {
-	uar := bfi / 4
-	page = uar / uarsPerPage
-	offset = AdapterPageSize*(uar%uarsPerPage) + BFOffset + (bfi%4)*bfRegSize
-	blueFlame = bfi != 0 && bfRegSize != 0
-	shared = bfi != 0 && bfi/2+bfi%2 < totBfregs-lowLat
-	return page, offset, blueFlame, shared
 }

@@ -1,8 +1,9 @@
-package mlx5
+package hw
 
 import (
+	"github.com/goverbs/goverbs/internal/provider"
+
 	"bytes"
-	"errors"
 	"testing"
 
 	"github.com/goverbs/goverbs/verbs"
@@ -45,8 +46,8 @@ func TestCQStampedIsEmpty(t *testing.T) {
 		}
 	}
 	var wcs [4]WC
-	if n, err := e.cq.Poll(wcs[:]); n != 0 || err != nil {
-		t.Fatalf("Poll on a fresh CQ = %d, %v", n, err)
+	if n, st := e.cq.Poll(wcs[:]); n != 0 || st != provider.OK {
+		t.Fatalf("Poll on a fresh CQ = %d, %v", n, st)
 	}
 }
 
@@ -58,8 +59,8 @@ func TestCQOwnershipAcrossWraps(t *testing.T) {
 	var n uint32
 	for round := 0; round < 10; round++ {
 		for k := 0; k < 3; k++ {
-			if _, err := e.sq.sq.PostSend([]SendWR{sendWR(uint64(n)+uint64(k), gS1)}); err != nil {
-				t.Fatal(err)
+			if _, st := e.sq.sq.PostSend([]SendWR{sendWR(uint64(n)+uint64(k), gS1)}); st != provider.OK {
+				t.Fatal(st)
 			}
 		}
 		// Before the device writes, the slots hold CQEs of the previous pass: not software owned.
@@ -70,9 +71,9 @@ func TestCQOwnershipAcrossWraps(t *testing.T) {
 			putCQE(e.cqBuf, 8, n+k, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: gQPN, uidx: gUIdx,
 				wqeCounter: uint16(n + k)})
 		}
-		got, err := e.cq.Poll(wcs[:])
-		if got != 3 || err != nil {
-			t.Fatalf("round %d: Poll = %d, %v", round, got, err)
+		got, st := e.cq.Poll(wcs[:])
+		if got != 3 || st != provider.OK {
+			t.Fatalf("round %d: Poll = %d, %v", round, got, st)
 		}
 		for k := uint32(0); k < 3; k++ {
 			if wcs[k].WRID != uint64(n+k) {
@@ -90,9 +91,9 @@ func TestCQUnknownQP(t *testing.T) {
 	e := newCQEnv(t)
 	putCQE(e.cqBuf, 8, 0, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: 0x99, uidx: 99})
 	var wcs [2]WC
-	n, err := e.cq.Poll(wcs[:])
-	if n != 0 || !errors.Is(err, ErrPoll) {
-		t.Fatalf("Poll = %d, %v; want 0, ErrPoll", n, err)
+	n, st := e.cq.Poll(wcs[:])
+	if n != 0 || st != provider.UnknownCQE {
+		t.Fatalf("Poll = %d, %v; want 0, UnknownCQE", n, st)
 	}
 	if e.cq.ConsumerIndex() != 1 {
 		t.Errorf("the bad CQE was not consumed")
@@ -111,9 +112,9 @@ func TestCQInterleavedQPs(t *testing.T) {
 	}
 	for i := range 4 {
 		for k, sq := range []*SendQueue{e.sq.sq, other.sq} {
-			if _, err := sq.PostSend([]SendWR{{WRID: uint64(i + 10*k), Opcode: verbs.WRSend,
-				Flags: verbs.SendSignaled, SGL: []SGE{gS1}}}); err != nil {
-				t.Fatal(err)
+			if _, st := sq.PostSend([]SendWR{{WRID: uint64(i + 10*k), Opcode: verbs.WRSend,
+				Flags: verbs.SendSignaled, SGL: []SGE{gS1}}}); st != provider.OK {
+				t.Fatal(st)
 			}
 		}
 	}
@@ -127,9 +128,9 @@ func TestCQInterleavedQPs(t *testing.T) {
 			wqeCounter: o.wqe})
 	}
 	var wcs [8]WC
-	n, err := e.cq.Poll(wcs[:])
-	if n != 8 || err != nil {
-		t.Fatalf("Poll = %d, %v", n, err)
+	n, st := e.cq.Poll(wcs[:])
+	if n != 8 || st != provider.OK {
+		t.Fatalf("Poll = %d, %v", n, st)
 	}
 	for i, o := range order {
 		id := uint64(o.wqe)
@@ -147,8 +148,8 @@ func TestCQInterleavedQPs(t *testing.T) {
 	// The cache now holds QP1 (the last CQE's); detach it and deliver another CQE naming it.
 	e.cq.Detach(e.qp)
 	putCQE(e.cqBuf, 8, 8, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: gQPN, uidx: gUIdx, wqeCounter: 0})
-	if n, err := e.cq.Poll(wcs[:]); n != 0 || !errors.Is(err, ErrPoll) {
-		t.Fatalf("CQE of a detached QP: Poll = %d, %v; want 0, ErrPoll", n, err)
+	if n, st := e.cq.Poll(wcs[:]); n != 0 || st != provider.UnknownCQE {
+		t.Fatalf("CQE of a detached QP: Poll = %d, %v; want 0, UnknownCQE", n, st)
 	}
 }
 
@@ -168,19 +169,26 @@ func TestCQVersion0AndSRQ(t *testing.T) {
 	if err := cq.Attach(qp); err != nil {
 		t.Fatal(err)
 	}
+	big := SGE{Length: 0xffffffff, LKey: 1, Addr: 0x1000}
+	if n, st := srq.PostRecv([]RecvWR{{SGL: []SGE{big, gS1}}}); n != 0 || st != provider.TooLong {
+		t.Fatalf("SRQ lengths over 2^32-1: %d, %v", n, st)
+	}
+	if n, st := srq.PostRecv([]RecvWR{{SGL: make([]SGE, srq.maxGS+1)}}); n != 0 || st != provider.TooManySGE {
+		t.Fatalf("SRQ too many SGEs: %d, %v", n, st)
+	}
 	// Three WQEs are usable (one is the list tail); a fourth post fails.
-	n, err := srq.PostRecv([]RecvWR{{WRID: 10}, {WRID: 11}, {WRID: 12}, {WRID: 13}})
-	if n != 3 || !errors.Is(err, errQueueFull) {
-		t.Fatalf("PostRecv = %d, %v; want 3, ENOMEM", n, err)
+	n, st := srq.PostRecv([]RecvWR{{WRID: 10}, {WRID: 11}, {WRID: 12}, {WRID: 13}})
+	if n != 3 || st != provider.QueueFull {
+		t.Fatalf("PostRecv = %d, %v; want 3, QueueFull", n, st)
 	}
 	// Complete the middle WQE (index 1) first: out-of-order completion returns it to the free list.
 	putCQE(buf, 4, 0, cqeSpec{opcode: CQERespSend, qpn: 0x42, uidx: 5, wqeCounter: 1, byteCnt: 7})
 	var wcs [2]WC
-	if n, err := cq.Poll(wcs[:]); n != 1 || err != nil || wcs[0].WRID != 11 || wcs[0].ByteLen != 7 {
+	if n, st := cq.Poll(wcs[:]); n != 1 || st != provider.OK || wcs[0].WRID != 11 || wcs[0].ByteLen != 7 {
 		t.Fatalf("Poll = %d, %v, %+v", n, err, wcs[0])
 	}
 	// The freed WQE can be posted again and is the one reused.
-	if n, err := srq.PostRecv([]RecvWR{{WRID: 20}}); n != 1 || err != nil {
+	if n, st := srq.PostRecv([]RecvWR{{WRID: 20}}); n != 1 || st != provider.OK {
 		t.Fatalf("repost = %d, %v", n, err)
 	}
 	if srq.wrid[3] != 20 {
@@ -196,16 +204,16 @@ func TestCQVersion0AndSRQ(t *testing.T) {
 	}
 	// A wqe_counter beyond the SRQ is a poll error, not a panic.
 	putCQE(buf, 4, 2, cqeSpec{opcode: CQERespSend, qpn: 0x42, wqeCounter: 999})
-	if _, err := cq.Poll(wcs[:]); !errors.Is(err, ErrPoll) {
-		t.Fatalf("bad SRQ index: err = %v", err)
+	if _, st := cq.Poll(wcs[:]); st != provider.UnknownCQE {
+		t.Fatalf("bad SRQ index: status %v, want UnknownCQE", st)
 	}
 }
 
 func TestCQResize(t *testing.T) {
 	e := newCQEnv(t)
 	for k := 0; k < 5; k++ {
-		if _, err := e.sq.sq.PostSend([]SendWR{sendWR(uint64(k), gS1)}); err != nil {
-			t.Fatal(err)
+		if _, st := e.sq.sq.PostSend([]SendWR{sendWR(uint64(k), gS1)}); st != provider.OK {
+			t.Fatal(st)
 		}
 	}
 	// Consume 2, leave 3 unpolled, then the device writes RESIZE_CQ.
@@ -230,20 +238,20 @@ func TestCQResize(t *testing.T) {
 	// The three pending CQEs come out of the new buffer, then new CQEs land after the resize CQE's index.
 	var got []uint64
 	var out [8]WC
-	n, err := e.cq.Poll(out[:])
+	n, st := e.cq.Poll(out[:])
 	for i := 0; i < n; i++ {
 		got = append(got, out[i].WRID)
 	}
-	if err != nil || len(got) != 3 || got[0] != 2 || got[2] != 4 {
-		t.Fatalf("after resize polled %v, %v; want [2 3 4]", got, err)
+	if st != provider.OK || len(got) != 3 || got[0] != 2 || got[2] != 4 {
+		t.Fatalf("after resize polled %v, %v; want [2 3 4]", got, st)
 	}
-	if _, err := e.sq.sq.PostSend([]SendWR{sendWR(5, gS1)}); err != nil {
-		t.Fatal(err)
+	if _, st := e.sq.sq.PostSend([]SendWR{sendWR(5, gS1)}); st != provider.OK {
+		t.Fatal(st)
 	}
 	putCQE(nb, 16, e.cq.ConsumerIndex(), cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: gQPN, uidx: gUIdx,
 		wqeCounter: 5})
-	if n, err := e.cq.Poll(out[:]); n != 1 || err != nil || out[0].WRID != 5 {
-		t.Fatalf("CQE in resized buffer: %d %v %+v", n, err, out[0])
+	if n, st := e.cq.Poll(out[:]); n != 1 || st != provider.OK || out[0].WRID != 5 {
+		t.Fatalf("CQE in resized buffer: %d %v %+v", n, st, out[0])
 	}
 	if err := e.cq.CompleteResize(); err == nil {
 		t.Error("CompleteResize without BeginResize succeeded")
@@ -281,19 +289,23 @@ func TestRecvQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := rq.PostRecv([]RecvWR{{SGL: []SGE{gS1, gS2, gS3}}}); n != 0 || !errors.Is(err, errInvalid) {
-		t.Fatalf("3 SGEs into a 2-SGE WQE: %d, %v", n, err)
+	if n, st := rq.PostRecv([]RecvWR{{SGL: []SGE{gS1, gS2, gS3}}}); n != 0 || st != provider.TooManySGE {
+		t.Fatalf("3 SGEs into a 2-SGE WQE: %d, %v", n, st)
+	}
+	big := SGE{Length: 0xffffffff, LKey: 1, Addr: 0x1000}
+	if n, st := rq.PostRecv([]RecvWR{{SGL: []SGE{big, gS1}}}); n != 0 || st != provider.TooLong {
+		t.Fatalf("lengths over 2^32-1: %d, %v", n, st)
 	}
 	// Exactly two SGEs fill the WQE: no terminator.
-	if n, err := rq.PostRecv([]RecvWR{{SGL: []SGE{gS1, gS2}}}); n != 1 || err != nil {
-		t.Fatal(n, err)
+	if n, st := rq.PostRecv([]RecvWR{{SGL: []SGE{gS1, gS2}}}); n != 1 || st != provider.OK {
+		t.Fatal(n, st)
 	}
 	if be.Uint32(ring[20:]) == InvalidLKey {
 		t.Error("terminator written into a full WQE")
 	}
-	n, err := rq.PostRecv(make([]RecvWR, 4))
-	if n != 3 || !errors.Is(err, errQueueFull) {
-		t.Fatalf("fill: %d, %v", n, err)
+	n, st := rq.PostRecv(make([]RecvWR, 4))
+	if n != 3 || st != provider.QueueFull {
+		t.Fatalf("fill: %d, %v", n, st)
 	}
 	if be.Uint32(dbrb[0:]) != 4 || be.Uint32(dbrb[4:]) != 0 {
 		t.Errorf("doorbell record = %x", dbrb[:8])
@@ -346,12 +358,12 @@ func FuzzPoll(f *testing.F) {
 		}
 		e := newCQEnv(t)
 		for k := 0; k < 3; k++ {
-			if _, err := e.sq.sq.PostSend([]SendWR{sendWR(uint64(k), gS1)}); err != nil {
-				t.Fatal(err)
+			if _, st := e.sq.sq.PostSend([]SendWR{sendWR(uint64(k), gS1)}); st != provider.OK {
+				t.Fatal(st)
 			}
 		}
-		if _, err := e.rq.PostRecv([]RecvWR{{WRID: 200, SGL: []SGE{{Addr: addrOf(e.recvTo), Length: 32}}}}); err != nil {
-			t.Fatal(err)
+		if _, st := e.rq.PostRecv([]RecvWR{{WRID: 200, SGL: []SGE{{Addr: addrOf(e.recvTo), Length: 32}}}}); st != provider.OK {
+			t.Fatal(st)
 		}
 		copy(e.cqBuf, cqe)
 		var wcs [4]WC

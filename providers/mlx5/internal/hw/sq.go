@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/mmio"
 )
 
@@ -199,24 +200,25 @@ var opTable = [16]opInfo{
 	wrAtomicWrite:             {unsupported: true, valid: true},
 }
 
-// classify returns the mlx5 opcode and segment layout for op on a QP of type t, or an error for opcodes this
-// provider does not build (ErrNotSupported) or the transport cannot carry (EINVAL).
-func classify(op verbs.WROpcode, t QPType, atomics bool) (uint8, wrKind, error) {
+// classify returns the mlx5 opcode and segment layout for op on a QP of type t, or why it cannot be posted:
+// OpcodeNotSupported for opcodes this provider does not build (UMR for memory windows and local invalidate,
+// TSO, atomics when disabled), BadOpcode for opcodes the verbs do not define or the transport cannot carry.
+func classify(op verbs.WROpcode, t QPType, atomics bool) (uint8, wrKind, provider.Status) {
 	if op >= verbs.WROpcode(len(opTable)) {
-		return 0, 0, errInvalid
+		return 0, 0, provider.BadOpcode
 	}
 	in := &opTable[op]
 	switch {
 	case !in.valid:
-		return 0, 0, errInvalid
+		return 0, 0, provider.BadOpcode
 	case in.unsupported:
-		return 0, 0, ErrNotSupported
+		return 0, 0, provider.OpcodeNotSupported
 	case in.types&(1<<t) == 0:
-		return 0, 0, errInvalid
+		return 0, 0, provider.BadOpcode
 	case in.atomic && !atomics:
-		return 0, 0, ErrNotSupported
+		return 0, 0, provider.OpcodeNotSupported
 	}
-	return in.opcode, in.kind, nil
+	return in.opcode, in.kind, provider.OK
 }
 
 // sqOp is classify's answer for one opcode, precomputed per (QP type, atomics): the post loop does one table load
@@ -224,7 +226,7 @@ func classify(op verbs.WROpcode, t QPType, atomics bool) (uint8, wrKind, error) 
 type sqOp struct {
 	opcode  uint8
 	kind    wrKind
-	bad     uint8  // 0, or badInvalid / badNotSupported
+	bad     uint8  // provider.OK, or why this opcode cannot be posted (a provider.Status below 256)
 	immMask uint32 // all ones when the ctrl segment carries WR.Imm
 }
 
@@ -234,17 +236,10 @@ var sqOpTables = func() (t [3][2][16]sqOp) {
 		for a := range 2 {
 			for op := range 16 {
 				o := &t[ti][a][op]
-				opcode, kind, err := classify(verbs.WROpcode(op), qt, a == 1)
-				switch err {
-				case nil:
-					o.opcode, o.kind = opcode, kind
-					if opTable[op].imm {
-						o.immMask = ^uint32(0)
-					}
-				case ErrNotSupported:
-					o.bad = badNotSupported
-				default:
-					o.bad = badInvalid
+				opcode, kind, st := classify(verbs.WROpcode(op), qt, a == 1)
+				o.opcode, o.kind, o.bad = opcode, kind, uint8(st)
+				if st == provider.OK && opTable[op].imm {
+					o.immMask = ^uint32(0)
 				}
 			}
 		}
@@ -268,18 +263,20 @@ var fmFlags = [8]uint8{
 }
 
 // PostSend builds one WQE per work request in order and rings the doorbell once for the batch (rdma-core
-// _mlx5_post_send + post_send_db). It returns how many work requests were posted; on an error the ones before the
-// failing request are posted and rung, the rest are not, and the error names the failing index. Errors: ENOMEM for
-// a full queue, too many SGEs or an inline payload above MaxInline; EINVAL for an opcode the QP type cannot carry
-// or a UD request without an address handle; ErrNotSupported (EOPNOTSUPP) for atomics when disabled and for
-// memory-window, local-invalidate and TSO requests.
-func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
+// _mlx5_post_send + post_send_db). It returns how many work requests were posted and provider.OK, or, when
+// wrs[n] could not be posted, n and why: the ones before it are posted and rung, nothing of wrs[n] or later is.
+// The statuses (errnos in internal/provider's table): QueueFull (ENOMEM); TooManySGE, InlineTooLong, TooLong,
+// BadAtomic (an unaligned remote address or less than 8 bytes), NoAH, BadAH (an AH carrying a kernel AH number,
+// which mlx5 AHs never do), BadOpcode for an opcode the verbs do not define or the QP type cannot carry (EINVAL);
+// OpcodeNotSupported (EOPNOTSUPP) for atomics when disabled and for memory-window, local-invalidate and TSO
+// requests. No outcome allocates.
+func (sq *SendQueue) PostSend(wrs []SendWR) (int, provider.Status) {
 	if len(wrs) == 1 {
 		return sq.postOne(&wrs[0])
 	}
 	var (
 		nreq    int
-		bad     uint8
+		bad     provider.Status
 		inl     bool
 		ds      uint32
 		ctrlPos uintptr
@@ -289,12 +286,12 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 	for i := range wrs {
 		w := &wrs[i]
 		if head-sq.tail >= sq.maxPost {
-			bad = badFull
+			bad = provider.QueueFull
 			break
 		}
 		var n uint32
 		n, bad = sq.build(w, curPost, head)
-		if bad != 0 {
+		if bad != provider.OK {
 			break
 		}
 		inl = inl || w.Flags&verbs.SendInline != 0 && len(w.SGL) > 0 // as rdma-core: inline with an SGE
@@ -308,58 +305,53 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, error) {
 		sq.curPost = curPost
 		sq.ring(head, nreq, inl, ds, ctrlPos)
 	}
-	if bad != 0 {
-		return nreq, sq.postErr(nreq, wrs[nreq].Opcode, bad)
-	}
-	return nreq, nil
+	return nreq, bad
 }
 
 // postOne is PostSend for a single work request, the latency-critical case: the same steps without the batch
 // loop's bookkeeping.
-func (sq *SendQueue) postOne(w *SendWR) (int, error) {
+func (sq *SendQueue) postOne(w *SendWR) (int, provider.Status) {
 	head, curPost := sq.head, sq.curPost
-	bad := uint8(badFull)
-	if head-sq.tail < sq.maxPost {
-		var n uint32
-		if n, bad = sq.build(w, curPost, head); bad == 0 {
-			// ring, inlined: one call level less on the latency path.
-			sq.fmCache = 0
-			sq.head = head + 1
-			sq.curPost = curPost + (n*16+SendWQEBB-1)/SendWQEBB
-			mmio.ToDeviceBarrier()
-			sq.dbr.set(1, sq.curPost&0xffff)
-			bf := sq.bf
-			n64 := 0
-			if n > 1 && n <= bf.maxDS && (sq.preferBF || w.Flags&verbs.SendInline != 0 && len(w.SGL) > 0) {
-				n64 = int(n*16+63) / 64
-			}
-			bf.ring(sq.base, sq.qend, uintptr(curPost&sq.mask)*SendWQEBB, n64)
-			return 1, nil
-		}
+	if head-sq.tail >= sq.maxPost {
+		return 0, provider.QueueFull
 	}
-	return 0, sq.postErr(0, w.Opcode, bad)
+	n, bad := sq.build(w, curPost, head)
+	if bad != provider.OK {
+		return 0, bad
+	}
+	// ring, inlined: one call level less on the latency path.
+	sq.fmCache = 0
+	sq.head = head + 1
+	sq.curPost = curPost + (n*16+SendWQEBB-1)/SendWQEBB
+	mmio.ToDeviceBarrier()
+	sq.dbr.set(1, sq.curPost&0xffff)
+	bf := sq.bf
+	n64 := 0
+	if n > 1 && n <= bf.maxDS && (sq.preferBF || w.Flags&verbs.SendInline != 0 && len(w.SGL) > 0) {
+		n64 = int(n*16+63) / 64
+	}
+	bf.ring(sq.base, sq.qend, uintptr(curPost&sq.mask)*SendWQEBB, n64)
+	return 1, provider.OK
 }
 
-// Reasons build refuses a work request.
-const (
-	badFull         = 1 + iota // ENOMEM: queue full, too many SGEs, inline payload too large
-	badInvalid                 // EINVAL
-	badNotSupported            // EOPNOTSUPP
-)
-
 // build writes the WQE for w at WQE index curPost (its bookkeeping entry records head) and returns its size in
-// 16-byte units, or a bad* reason with nothing posted. It is kept out of PostSend's loop so that the loop's few
-// batch variables stay in registers.
-func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
+// 16-byte units and provider.OK, or why w cannot be posted, with nothing posted. It is kept out of PostSend's
+// loop so that the loop's few batch variables stay in registers.
+func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, provider.Status) {
 	if w.Opcode >= 16 {
-		return 0, badInvalid
+		return 0, provider.BadOpcode
 	}
 	op := &sq.ops[w.Opcode]
 	if op.bad != 0 {
-		return 0, op.bad
+		return 0, provider.Status(op.bad)
 	}
 	if len(w.SGL) > sq.maxSGE {
-		return 0, badFull
+		return 0, provider.TooManySGE
+	}
+	// As rxe: a message whose SGE lengths add up to more than 32 bits is refused, not wrapped. One SGE (the
+	// common case) cannot, so only longer lists are summed.
+	if len(w.SGL) > 1 && sgeTotal(w.SGL) > 1<<32-1 {
+		return 0, provider.TooLong
 	}
 	base, qend := sq.base, sq.qend
 	idx := curPost & sq.mask
@@ -375,6 +367,11 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
 		p += RaddrSegSize
 		n++
 	case kindAtomic:
+		// As rdma-core's rxe provider (validate_send_wr) and so with the same errno on both providers: an
+		// atomic needs an 8-byte aligned remote address and room for its 8-byte result.
+		if w.RemoteAddr&7 != 0 || sgeTotal(w.SGL) < AtomicSize {
+			return 0, provider.BadAtomic
+		}
 		PutRaddrSeg(bb[16:32], w.RemoteAddr, w.RKey)
 		if op.opcode == OpcodeAtomicCS {
 			PutAtomicSeg(bb[32:48], w.Swap, w.CompareAdd)
@@ -386,7 +383,10 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
 	}
 	if sq.typ == QPTypeUD {
 		if w.AH == nil {
-			return 0, badInvalid
+			return 0, provider.NoAH
+		}
+		if w.AH.Num != 0 { // a kernel AH number: another provider's (rxe) address handle
+			return 0, provider.BadAH
 		}
 		PutDatagramSeg(bb[16:64], &w.AH.AV, w.RemoteQPN, w.RemoteQKey)
 		p += DatagramSegSize
@@ -407,7 +407,7 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
 		} else {
 			sz, ok := sq.putInline(p, w.SGL)
 			if !ok {
-				return 0, badFull
+				return 0, provider.InlineTooLong
 			}
 			n += sz
 		}
@@ -441,30 +441,16 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, uint8) {
 	sq.fmCache = 0
 	e := sq.ent(idx)
 	e.wrid, e.head = w.WRID, head
-	return n, 0
+	return n, provider.OK
 }
 
-// postErr wraps a post error with the failing index (out of line: the hot path does not format). A work request
-// this provider does not build says which feature is missing.
-//
-//go:noinline
-func (sq *SendQueue) postErr(n int, op verbs.WROpcode, bad uint8) error {
-	switch bad {
-	case badFull:
-		return fmt.Errorf("mlx5: post send WR %d on QP %#x: %w", n, sq.qpn, errQueueFull)
-	case badNotSupported:
-		what := "this opcode"
-		switch op {
-		case verbs.WRLocalInv, verbs.WRBindMW:
-			what = "memory windows and local invalidate (UMR WQEs)"
-		case verbs.WRAtomicCmpAndSwp, verbs.WRAtomicFetchAndAdd:
-			what = "atomics on this QP"
-		case wrTSO:
-			what = "TSO (raw packet QPs)"
-		}
-		return fmt.Errorf("mlx5: post send WR %d (opcode %d) on QP %#x: %s: %w", n, op, sq.qpn, what, ErrNotSupported)
+// sgeTotal is the sum of the SGE lengths in 64 bits.
+func sgeTotal(sgl []SGE) uint64 {
+	var t uint64
+	for i := range sgl {
+		t += uint64(sgl[i].Length)
 	}
-	return fmt.Errorf("mlx5: post send WR %d (opcode %d) on QP %#x: %w", n, op, sq.qpn, errInvalid)
+	return t
 }
 
 // putInline copies the SGEs' bytes behind an inline header at ring offset p, wrapping at the end of the ring, and

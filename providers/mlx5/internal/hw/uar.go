@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 import (
 	"fmt"
@@ -38,34 +38,10 @@ func BuildUARAlloc(cmd *rawcmd.Cmd, typ uint32, out *UARObject) int {
 	return h
 }
 
-// AllocUAR allocates a UAR object of type typ on the uverbs command fd (rdma-core mlx5_alloc_dyn_uar). It fails
-// with EINVAL/EOPNOTSUPP on kernels or contexts without dynamic UARs (a context created without
-// MLX5_LIB_CAP_DYN_UAR uses static bfregs instead).
-func AllocUAR(fd int, typ uint32) (UARObject, error) {
-	out := new(UARObject)
-	cmd := rawcmd.New(0, 0, 0)
-	h := BuildUARAlloc(cmd, typ, out)
-	if err := cmd.Invoke(fd); err != nil {
-		return UARObject{}, fmt.Errorf("mlx5: allocate UAR (type %d): %w", typ, err)
-	}
-	out.Handle = cmd.Handle(h)
-	return *out, nil
-}
-
 // BuildUARDestroy fills cmd with MLX5_IB_METHOD_UAR_OBJ_DESTROY for the UAR object handle.
 func BuildUARDestroy(cmd *rawcmd.Cmd, handle uint32) {
 	cmd.Reset(abi.MLX5_IB_OBJECT_UAR, abi.MLX5_IB_METHOD_UAR_OBJ_DESTROY, abi.RDMA_DRIVER_MLX5)
 	cmd.Object(abi.MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, handle)
-}
-
-// DestroyUAR destroys a UAR object (after its mapping is gone).
-func DestroyUAR(fd int, handle uint32) error {
-	cmd := rawcmd.New(0, 0, 0)
-	BuildUARDestroy(cmd, handle)
-	if err := cmd.Invoke(fd); err != nil {
-		return fmt.Errorf("mlx5: destroy UAR %d: %w", handle, err)
-	}
-	return nil
 }
 
 // numBfregsPerUAR is how many dynamic bfregs each 4 KiB UAR of a BF page provides (MLX5_NUM_NON_FP_BFREGS_PER_UAR).

@@ -1,4 +1,4 @@
-package mlx5
+package hw
 
 // This file holds the package's unsafe helpers. They cover needs that safe Go cannot meet: a single-instruction
 // 32-bit store into a doorbell record the device may read at any time, and reading or writing host memory named
@@ -24,11 +24,11 @@ type DoorbellRecord struct {
 // aligned and stay mapped while the queue is in use.
 func NewDoorbellRecord(b []byte) (DoorbellRecord, error) {
 	if len(b) < 8 {
-		return DoorbellRecord{}, fmt.Errorf("mlx5: doorbell record needs 8 bytes, have %d", len(b))
+		return DoorbellRecord{}, fmt.Errorf("mlx5: doorbell record needs 8 bytes, have %d: %w", len(b), errInvalid)
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
 	if uintptr(p)%8 != 0 {
-		return DoorbellRecord{}, fmt.Errorf("mlx5: doorbell record at %#x is not 8-byte aligned", uintptr(p))
+		return DoorbellRecord{}, fmt.Errorf("mlx5: doorbell record at %#x is not 8-byte aligned: %w", uintptr(p), errInvalid)
 	}
 	return DoorbellRecord{p: (*[2]uint32)(p)}, nil
 }

@@ -1,6 +1,8 @@
-package mlx5
+package hw
 
 import (
+	"github.com/goverbs/goverbs/internal/provider"
+
 	"fmt"
 	"runtime"
 	"syscall"
@@ -36,16 +38,16 @@ func TestZeroAllocs(t *testing.T) {
 		list[i] = SendWR{WRID: uint64(i), Opcode: verbs.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGL: []SGE{gS1}}
 	}
 	if a := testing.AllocsPerRun(100, func() {
-		if _, err := ts.sq.PostSend(inline); err != nil {
-			t.Fatal(err)
+		if _, st := ts.sq.PostSend(inline); st != provider.OK {
+			t.Fatal(st)
 		}
 		ts.sq.tail = ts.sq.head
 	}); a != 0 {
 		t.Errorf("PostSend inline: %v allocs/op", a)
 	}
 	if a := testing.AllocsPerRun(100, func() {
-		if _, err := ts.sq.PostSend(list); err != nil {
-			t.Fatal(err)
+		if _, st := ts.sq.PostSend(list); st != provider.OK {
+			t.Fatal(st)
 		}
 		ts.sq.tail = ts.sq.head
 	}); a != 0 {
@@ -55,8 +57,8 @@ func TestZeroAllocs(t *testing.T) {
 	e := newCQEnv(t)
 	recv := []RecvWR{{WRID: 1, SGL: []SGE{gS1}}}
 	if a := testing.AllocsPerRun(100, func() {
-		if _, err := e.rq.PostRecv(recv); err != nil {
-			t.Fatal(err)
+		if _, st := e.rq.PostRecv(recv); st != provider.OK {
+			t.Fatal(st)
 		}
 		e.rq.tail = e.rq.head
 	}); a != 0 {
@@ -65,8 +67,8 @@ func TestZeroAllocs(t *testing.T) {
 	s := benchSRQ(t)
 	if a := testing.AllocsPerRun(100, func() {
 		idx := s.head
-		if _, err := s.PostRecv(recv); err != nil {
-			t.Fatal(err)
+		if _, st := s.PostRecv(recv); st != provider.OK {
+			t.Fatal(st)
 		}
 		if _, _, ok := s.complete(uint16(idx), nil); !ok {
 			t.Fatal("SRQ completion refused")
@@ -76,17 +78,70 @@ func TestZeroAllocs(t *testing.T) {
 	}
 	var wcs [4]WC
 	if a := testing.AllocsPerRun(100, func() {
-		if _, err := e.sq.sq.PostSend([]SendWR{sendWR(1, gS1)}); err != nil {
-			t.Fatal(err)
+		if _, st := e.sq.sq.PostSend([]SendWR{sendWR(1, gS1)}); st != provider.OK {
+			t.Fatal(st)
 		}
 		putCQE(e.cqBuf, 8, e.cq.ci, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: gQPN, uidx: gUIdx,
 			wqeCounter: uint16(e.sq.sq.curPost - 1)})
-		if n, err := e.cq.Poll(wcs[:]); n != 1 || err != nil {
-			t.Fatal(n, err)
+		if n, st := e.cq.Poll(wcs[:]); n != 1 || st != provider.OK {
+			t.Fatal(n, st)
 		}
 		e.cq.Arm(false)
 	}); a != 0 {
 		t.Errorf("post + poll + arm: %v allocs/op", a)
+	}
+}
+
+// TestZeroAllocsOnErrors checks that refusals allocate nothing either: a post on a full queue, a refused opcode,
+// too many SGEs, a CQE naming no queue.
+func TestZeroAllocsOnErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts are checked in the full run")
+	}
+	ts := benchSQ(t)
+	for _, c := range []struct {
+		name string
+		wrs  []SendWR
+		st   provider.Status
+	}{
+		{"bad opcode", []SendWR{{Opcode: 99}}, provider.BadOpcode},
+		{"not supported", []SendWR{sendWR(1, gS1), {Opcode: verbs.WRBindMW}}, provider.OpcodeNotSupported},
+		{"too many SGEs", []SendWR{sendWR(1, gS1, gS1, gS1, gS1, gS1)}, provider.TooManySGE},
+	} {
+		if a := testing.AllocsPerRun(100, func() {
+			if _, st := ts.sq.PostSend(c.wrs); st != c.st {
+				t.Fatal(st)
+			}
+			ts.sq.tail = ts.sq.head
+		}); a != 0 {
+			t.Errorf("PostSend %s: %v allocs/op", c.name, a)
+		}
+	}
+	ts.sq.tail = ts.sq.head - ts.sq.maxPost // full
+	if a := testing.AllocsPerRun(100, func() {
+		if _, st := ts.sq.PostSend([]SendWR{sendWR(1, gS1)}); st != provider.QueueFull {
+			t.Fatal(st)
+		}
+	}); a != 0 {
+		t.Errorf("PostSend on a full queue: %v allocs/op", a)
+	}
+	e := newCQEnv(t)
+	if a := testing.AllocsPerRun(100, func() {
+		e.rq.tail = e.rq.head - e.rq.maxPost
+		if _, st := e.rq.PostRecv([]RecvWR{{WRID: 1}}); st != provider.QueueFull {
+			t.Fatal(st)
+		}
+	}); a != 0 {
+		t.Errorf("PostRecv on a full queue: %v allocs/op", a)
+	}
+	var wcs [4]WC
+	if a := testing.AllocsPerRun(100, func() {
+		putCQE(e.cqBuf, 8, e.cq.ci, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: 0x99, uidx: 99})
+		if _, st := e.cq.Poll(wcs[:]); st != provider.UnknownCQE {
+			t.Fatal(st)
+		}
+	}); a != 0 {
+		t.Errorf("Poll of an unknown CQE: %v allocs/op", a)
 	}
 }
 
@@ -101,8 +156,8 @@ func BenchmarkPostSendInline(b *testing.B) {
 	var c threadCPU
 	c.start()
 	for b.Loop() {
-		if _, err := ts.sq.PostSend(w); err != nil {
-			b.Fatal(err)
+		if _, st := ts.sq.PostSend(w); st != provider.OK {
+			b.Fatal(st)
 		}
 		ts.sq.tail = ts.sq.head // the CQ would retire it
 	}
@@ -118,8 +173,8 @@ func BenchmarkPostSendDoorbell(b *testing.B) {
 	var c threadCPU
 	c.start()
 	for b.Loop() {
-		if _, err := ts.sq.PostSend(w); err != nil {
-			b.Fatal(err)
+		if _, st := ts.sq.PostSend(w); st != provider.OK {
+			b.Fatal(st)
 		}
 		ts.sq.tail = ts.sq.head
 	}
@@ -138,8 +193,8 @@ func BenchmarkPostSendList(b *testing.B) {
 	var c threadCPU
 	c.start()
 	for b.Loop() {
-		if _, err := ts.sq.PostSend(list); err != nil {
-			b.Fatal(err)
+		if _, st := ts.sq.PostSend(list); st != provider.OK {
+			b.Fatal(st)
 		}
 		ts.sq.tail = ts.sq.head
 	}
@@ -177,9 +232,9 @@ func benchPoll(b *testing.B, count int) {
 	var c threadCPU
 	c.start()
 	for b.Loop() {
-		n, err := cq.Poll(wcs[:])
-		if n != len(wcs) || err != nil {
-			b.Fatal(n, err)
+		n, st := cq.Poll(wcs[:])
+		if n != len(wcs) || st != provider.OK {
+			b.Fatal(n, st)
 		}
 		polled += n
 		if cq.ci%uint32(count) == 0 { // the device wrote the next pass
@@ -213,9 +268,9 @@ func BenchmarkPollRecvCQE(b *testing.B) {
 	var c threadCPU
 	c.start()
 	for b.Loop() {
-		n, err := cq.Poll(wcs[:])
-		if n != len(wcs) || err != nil {
-			b.Fatal(n, err)
+		n, st := cq.Poll(wcs[:])
+		if n != len(wcs) || st != provider.OK {
+			b.Fatal(n, st)
 		}
 		polled += n
 		if cq.ci%count == 0 {
@@ -235,8 +290,8 @@ func BenchmarkPostRecv(b *testing.B) {
 	var c threadCPU
 	c.start()
 	for b.Loop() {
-		if _, err := e.rq.PostRecv(w); err != nil {
-			b.Fatal(err)
+		if _, st := e.rq.PostRecv(w); st != provider.OK {
+			b.Fatal(st)
 		}
 		e.rq.tail = e.rq.head
 	}
@@ -264,8 +319,8 @@ func BenchmarkSRQPostRecvComplete(b *testing.B) {
 	c.start()
 	for b.Loop() {
 		idx := s.head
-		if _, err := s.PostRecv(w); err != nil {
-			b.Fatal(err)
+		if _, st := s.PostRecv(w); st != provider.OK {
+			b.Fatal(st)
 		}
 		s.complete(uint16(idx), nil)
 	}
