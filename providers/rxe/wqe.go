@@ -33,11 +33,23 @@ func sgeSum(sgl []verbs.SGE) uint64 {
 	return n
 }
 
+// ibv_wr_opcode values libibverbs defines that package verbs does not name yet.
+const (
+	wrTSO         verbs.WROpcode = 10 // IBV_WR_TSO (raw packet QPs)
+	wrDriver1     verbs.WROpcode = 11 // IBV_WR_DRIVER1
+	wrFlush       verbs.WROpcode = 14 // IBV_WR_FLUSH (kernel 6.2+)
+	wrAtomicWrite verbs.WROpcode = 15 // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
+)
+
 // validateSend checks a send work request the way rdma-core's rxe provider does (plus: known opcodes only, a
 // total length that fits 32 bits, and a UD send names an address handle with a kernel AH number). length is
 // sgeSum(wr.SGL).
 func validateSend(l *sendLimits, wr *verbs.SendWR, length uint64) provider.Status {
 	if wr.Opcode > verbs.WRSendWithInv {
+		switch wr.Opcode {
+		case wrTSO, wrDriver1, wrFlush, wrAtomicWrite:
+			return provider.OpcodeNotSupported // defined by libibverbs, not (yet) built by this provider
+		}
 		return provider.BadOpcode
 	}
 	if uint64(len(wr.SGL)) > uint64(l.maxSGE) {

@@ -241,7 +241,9 @@ func TestSendValidation(t *testing.T) {
 		{"bind MW with imm", verbs.QPTypeRC, verbs.SendWR{Opcode: verbs.WRBindMW, Imm: 1}, unix.EINVAL},
 		{"UD send without AH", verbs.QPTypeUD, verbs.SendWR{Opcode: verbs.WRSend}, unix.EINVAL},
 		{"UD send AH without number", verbs.QPTypeUD, verbs.SendWR{Opcode: verbs.WRSend, AH: &verbs.AHData{}}, unix.EINVAL},
-		{"unknown opcode", verbs.QPTypeRC, verbs.SendWR{Opcode: 10}, unix.EINVAL},
+		{"unknown opcode", verbs.QPTypeRC, verbs.SendWR{Opcode: 12}, unix.EINVAL},
+		{"defined opcode rxe does not build (TSO)", verbs.QPTypeRC, verbs.SendWR{Opcode: 10}, unix.EOPNOTSUPP},
+		{"ATOMIC_WRITE (not built yet)", verbs.QPTypeRC, verbs.SendWR{Opcode: 15}, unix.EOPNOTSUPP},
 		{"length over 32 bits", verbs.QPTypeRC, verbs.SendWR{Opcode: verbs.WRSend,
 			SGL: []verbs.SGE{{Length: 1 << 31}, {Length: 1 << 31}}}, unix.EINVAL},
 	}
