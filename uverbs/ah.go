@@ -29,7 +29,7 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if err != nil {
 		return nil, wrap("create AH", c.dev.Name, err)
 	}
-	p := &provider.AHParams{DLID: attr.DLID, SL: attr.SL, SrcPathBits: attr.SrcPathBits, StaticRate: attr.StaticRate,
+	p := provider.AHParams{DLID: attr.DLID, SL: attr.SL, SrcPathBits: attr.SrcPathBits, StaticRate: attr.StaticRate,
 		IsGlobal: attr.IsGlobal, PortNum: attr.PortNum, DGID: attr.GRH.DGID, FlowLabel: attr.GRH.FlowLabel,
 		SGIDIndex: attr.GRH.SGIDIndex, HopLimit: attr.GRH.HopLimit, TrafficClass: attr.GRH.TrafficClass,
 		Ethernet: pa.LinkLayer == LinkLayerEthernet}
@@ -45,7 +45,8 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 		return nil, wrap("create AH", c.dev.Name, err)
 	}
 	created := false
-	data, err := c.prov.CreateAH(p, func(uhwIn, uhwOut []byte) error {
+	var handle uint32
+	data, err := c.prov.CreateAH(p, func(_ provider.AHParams, uhwIn, uhwOut []byte) (provider.AHResult, error) {
 		in := &abi.IbUverbsCreateAh{PdHandle: pd.handle, Attr: abi.IbUverbsAhAttr{
 			Grh: abi.IbUverbsGlobalRoute{Dgid: attr.GRH.DGID, FlowLabel: attr.GRH.FlowLabel, SgidIndex: attr.GRH.SGIDIndex,
 				HopLimit: attr.GRH.HopLimit, TrafficClass: attr.GRH.TrafficClass},
@@ -55,21 +56,20 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 		}
 		out := new(abi.IbUverbsCreateAhResp)
 		if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_CREATE_AH, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out), UHWIn: uhwIn, UHWOut: uhwOut}); err != nil {
-			return err
+			return provider.AHResult{}, err
 		}
-		created = true
-		p.Out.Handle = out.AhHandle
-		return nil
+		created, handle = true, out.AhHandle
+		return provider.AHResult{Handle: handle}, nil
 	})
 	if err != nil {
 		if created {
-			c.destroyObject(abi.UVERBS_OBJECT_AH, abi.UVERBS_METHOD_AH_DESTROY, abi.UVERBS_ATTR_DESTROY_AH_HANDLE, p.Out.Handle)
+			c.destroyObject(abi.UVERBS_OBJECT_AH, abi.UVERBS_METHOD_AH_DESTROY, abi.UVERBS_ATTR_DESTROY_AH_HANDLE, handle)
 		}
 		c.dropObject()
 		return nil, wrap("create AH", c.dev.Name, limitErr(c.dev.Name, "hca_object", err))
 	}
 	if created {
-		data.Handle = p.Out.Handle
+		data.Handle = handle
 	}
 	return &AH{pd: pd, data: data, attr: attr}, nil
 }

@@ -1,6 +1,10 @@
 package uverbs
 
-import "github.com/goverbs/goverbs/uverbs/abi"
+import (
+	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
+)
 
 // The CQ commands, as rdma-core's cmd_cq.c: each builds one kernel command and returns what the kernel made.
 
@@ -11,17 +15,17 @@ type cqCreated struct {
 	cqe     int
 }
 
-// cmdCreateCQ issues CQ_CREATE for at least cqe entries with the provider's driver data.
-func (c *Context) cmdCreateCQ(attr *CQAttr, uhandle uint64, cqe uint32, uhwIn, uhwOut []byte) (cqCreated, error) {
+// cmdCreateCQ issues CQ_CREATE for req (the provider's sizing of attr) with the provider's driver data.
+func (c *Context) cmdCreateCQ(attr *CQAttr, req provider.CQParams, uhwIn, uhwOut []byte) (cqCreated, error) {
 	respCQE := new(uint32)
 	cmd := c.newCmd(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
 	h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
-	cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_CQE, cqe)
-	cmd.U64In(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, uhandle)
+	cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_CQE, uint32(req.CQE))
+	cmd.U64In(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, req.Handle)
 	if attr.Channel != nil {
 		cmd.FD(abi.UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, attr.Channel.fd)
 	}
-	cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, uint32(attr.CompVector))
+	cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, req.CompVector)
 	cmd.PtrOut(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, ptr(respCQE), 4)
 	cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_CQ_EVENT_FD, c.asyncFD))
 	addUHW(cmd, uhwIn, uhwOut)
@@ -38,4 +42,15 @@ func (c *Context) cmdDestroyCQ(handle uint32) (*abi.IbUverbsDestroyCqResp, error
 	cmd.Object(abi.UVERBS_ATTR_DESTROY_CQ_HANDLE, handle)
 	cmd.PtrOut(abi.UVERBS_ATTR_DESTROY_CQ_RESP, ptr(resp), int(abi.SizeofIbUverbsDestroyCqResp))
 	return resp, cmd.Invoke(c.fd)
+}
+
+// cmdResizeCQ issues RESIZE_CQ for at least cqe entries and returns the kernel's new size.
+func (c *Context) cmdResizeCQ(handle uint32, cqe int, uhwIn, uhwOut []byte) (int, error) {
+	in := &abi.IbUverbsResizeCq{CqHandle: handle, Cqe: uint32(cqe)}
+	out := new(abi.IbUverbsResizeCqResp)
+	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_RESIZE_CQ, CoreIn: rawcmd.Bytes(in),
+		CoreOut: rawcmd.Bytes(out), UHWIn: uhwIn, UHWOut: uhwOut}); err != nil {
+		return 0, err
+	}
+	return int(out.Cqe), nil
 }

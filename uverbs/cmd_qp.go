@@ -1,18 +1,12 @@
 package uverbs
 
 import (
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // The QP commands, as rdma-core's cmd_qp.c: each builds one kernel command from the verb's request and returns
 // what the kernel made. The verbs in qp.go validate, involve the provider and keep the books.
-
-// qpCreateReq is what UVERBS_METHOD_QP_CREATE needs.
-type qpCreateReq struct {
-	attr    *QPInitAttr
-	pd      *PD
-	uhandle uint64
-}
 
 // qpCreated is what the kernel made.
 type qpCreated struct {
@@ -22,11 +16,11 @@ type qpCreated struct {
 	cap     QPCap
 }
 
-// cmdCreateQP issues QP_CREATE with the provider's driver data.
-func (c *Context) cmdCreateQP(r *qpCreateReq, uhwIn, uhwOut []byte) (qpCreated, error) {
-	a := r.attr
-	capIn := &abi.IbUverbsQpCap{MaxSendWr: a.Cap.MaxSendWR, MaxRecvWr: a.Cap.MaxRecvWR,
-		MaxSendSge: a.Cap.MaxSendSGE, MaxRecvSge: a.Cap.MaxRecvSGE, MaxInlineData: a.Cap.MaxInlineData}
+// cmdCreateQP issues QP_CREATE on pd for the objects a names, with req's capacities (the provider's sizing of
+// a.Cap) and the provider's driver data.
+func (c *Context) cmdCreateQP(pd *PD, a *QPInitAttr, req provider.QPParams, uhwIn, uhwOut []byte) (qpCreated, error) {
+	capIn := &abi.IbUverbsQpCap{MaxSendWr: req.Cap.MaxSendWR, MaxRecvWr: req.Cap.MaxRecvWR,
+		MaxSendSge: req.Cap.MaxSendSGE, MaxRecvSge: req.Cap.MaxRecvSGE, MaxInlineData: req.Cap.MaxInlineData}
 	capOut := new(abi.IbUverbsQpCap)
 	qpn := new(uint32)
 	cmd := c.newCmd(abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_CREATE)
@@ -35,7 +29,7 @@ func (c *Context) cmdCreateQP(r *qpCreateReq, uhwIn, uhwOut []byte) (qpCreated, 
 	if a.Type == QPTypeXRCRecv {
 		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_XRCD_HANDLE, a.XRCD.handle)
 	} else {
-		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, r.pd.handle)
+		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd.handle)
 		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, a.SendCQ.handle)
 	}
 	if a.RecvCQ != nil {
@@ -44,10 +38,10 @@ func (c *Context) cmdCreateQP(r *qpCreateReq, uhwIn, uhwOut []byte) (qpCreated, 
 	if a.SRQ != nil {
 		cmd.Object(abi.UVERBS_ATTR_CREATE_QP_SRQ_HANDLE, a.SRQ.handle)
 	}
-	cmd.U64In(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE, r.uhandle)
+	cmd.U64In(abi.UVERBS_ATTR_CREATE_QP_USER_HANDLE, req.Handle)
 	cmd.PtrIn(abi.UVERBS_ATTR_CREATE_QP_CAP, ptr(capIn), int(abi.SizeofIbUverbsQpCap))
 	cmd.ConstIn(abi.UVERBS_ATTR_CREATE_QP_TYPE, uint64(a.Type))
-	if a.SigAll {
+	if req.SigAll {
 		cmd.U32In(abi.UVERBS_ATTR_CREATE_QP_FLAGS, abi.IB_UVERBS_QP_CREATE_SQ_SIG_ALL)
 	}
 	cmd.Optional(cmd.FD(abi.UVERBS_ATTR_CREATE_QP_EVENT_FD, c.asyncFD))

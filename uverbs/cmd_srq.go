@@ -16,7 +16,7 @@ type srqCreated struct {
 }
 
 // cmdCreateSRQ issues SRQ_CREATE (basic, or XRC with xrcd and cq) with the provider's driver data.
-func (c *Context) cmdCreateSRQ(pd *PD, xrcd *XRCD, cq *CQ, p *provider.SRQParams, uhwIn, uhwOut []byte) (srqCreated, error) {
+func (c *Context) cmdCreateSRQ(pd *PD, xrcd *XRCD, cq *CQ, p provider.SRQParams, uhwIn, uhwOut []byte) (srqCreated, error) {
 	maxWR, maxSGE, srqn := new(uint32), new(uint32), new(uint32)
 	cmd := c.newCmd(abi.UVERBS_OBJECT_SRQ, abi.UVERBS_METHOD_SRQ_CREATE)
 	h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_SRQ_HANDLE)

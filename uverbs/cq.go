@@ -131,23 +131,22 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 	cq := &CQ{ctx: c, channel: attr.Channel}
 	cq.evCond = sync.NewCond(&cq.evMu)
 	cq.uhandle = c.handles.add(cq)
-	p := &provider.CQParams{CQE: attr.CQE, CompVector: uint32(attr.CompVector), Handle: cq.uhandle}
-	var res cqCreated
-	prov, err := c.prov.CreateCQ(p, func(uhwIn, uhwOut []byte) error {
+	p := provider.CQParams{CQE: attr.CQE, CompVector: uint32(attr.CompVector), Handle: cq.uhandle}
+	var made cqCreated
+	prov, res, err := c.prov.CreateCQ(p, func(req provider.CQParams, uhwIn, uhwOut []byte) (provider.CQResult, error) {
 		var err error
-		res, err = c.cmdCreateCQ(&attr, cq.uhandle, uint32(p.CQE), uhwIn, uhwOut)
-		p.Out.Handle, p.Out.CQE = res.handle, res.cqe
-		return err
+		made, err = c.cmdCreateCQ(&attr, req, uhwIn, uhwOut)
+		return provider.CQResult{CQE: made.cqe, Handle: made.handle}, err
 	})
 	if err != nil {
-		if res.created {
-			c.cmdDestroyCQ(res.handle)
+		if made.created {
+			c.cmdDestroyCQ(made.handle)
 		}
 		c.handles.del(cq.uhandle)
 		c.dropObject()
 		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "create CQ (cqe %d, vector %d)", attr.CQE, attr.CompVector)
 	}
-	cq.handle, cq.cqe, cq.prov = res.handle, res.cqe, prov
+	cq.handle, cq.cqe, cq.prov = res.Handle, res.CQE, prov
 	if attr.Channel != nil {
 		attr.Channel.mu.Lock()
 		attr.Channel.cqs++
@@ -197,20 +196,13 @@ func (cq *CQ) Resize(cqe int) error {
 	if err := cq.checkOpen(); err != nil {
 		return wrapf(c.dev.Name, err, "resize CQ %#x", cq.handle)
 	}
-	p := &provider.CQParams{CQE: cqe}
-	err := cq.prov.Resize(p, func(uhwIn, uhwOut []byte) error {
-		in := &abi.IbUverbsResizeCq{CqHandle: cq.handle, Cqe: uint32(cqe)}
-		out := new(abi.IbUverbsResizeCqResp)
-		if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_RESIZE_CQ, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out), UHWIn: uhwIn, UHWOut: uhwOut}); err != nil {
-			return err
-		}
-		p.Out.CQE = int(out.Cqe)
-		return nil
+	n, err := cq.prov.Resize(cqe, func(cqe int, uhwIn, uhwOut []byte) (int, error) {
+		return c.cmdResizeCQ(cq.handle, cqe, uhwIn, uhwOut)
 	})
 	if err != nil {
 		return wrapf(c.dev.Name, err, "resize CQ %#x to %d", cq.handle, cqe)
 	}
-	cq.cqe = p.Out.CQE
+	cq.cqe = n
 	return nil
 }
 

@@ -54,28 +54,26 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	}
 	qp := &QP{pd: pd, ctx: c, typ: attr.Type}
 	qp.uhandle = c.handles.add(qp)
-	req := qpCreateReq{attr: &attr, pd: pd, uhandle: qp.uhandle}
-	p := &provider.QPParams{Type: attr.Type, Cap: attr.Cap, SigAll: attr.SigAll, HasSRQ: attr.SRQ != nil,
+	p := provider.QPParams{Type: attr.Type, Cap: attr.Cap, SigAll: attr.SigAll, HasSRQ: attr.SRQ != nil,
 		Handle: qp.uhandle, SendCQ: attr.SendCQ.provOrNil(), RecvCQ: attr.RecvCQ.provOrNil()}
 	if attr.SRQ != nil {
 		p.SRQ = attr.SRQ.prov
 	}
-	var res qpCreated
-	prov, err := c.prov.CreateQP(p, func(uhwIn, uhwOut []byte) error {
+	var made qpCreated
+	prov, res, err := c.prov.CreateQP(p, func(req provider.QPParams, uhwIn, uhwOut []byte) (provider.QPResult, error) {
 		var err error
-		res, err = c.cmdCreateQP(&req, uhwIn, uhwOut)
-		p.Out.Handle, p.Out.QPN, p.Out.Cap = res.handle, res.qpn, res.cap
-		return err
+		made, err = c.cmdCreateQP(pd, &attr, req, uhwIn, uhwOut)
+		return provider.QPResult{Cap: made.cap, QPN: made.qpn, Handle: made.handle}, err
 	})
 	if err != nil {
-		if res.created {
-			c.cmdDestroyQP(res.handle)
+		if made.created {
+			c.cmdDestroyQP(made.handle)
 		}
 		c.handles.del(qp.uhandle)
 		c.dropObject()
 		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "%s with cap %+v", op, attr.Cap)
 	}
-	qp.handle, qp.qpn, qp.cap, qp.prov = res.handle, res.qpn, res.cap, prov
+	qp.handle, qp.qpn, qp.cap, qp.prov = res.Handle, res.QPN, res.Cap, prov
 	return qp, nil
 }
 

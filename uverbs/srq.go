@@ -57,24 +57,23 @@ func (pd *PD) createSRQ(attr SRQAttr, xrcd *XRCD, cq *CQ) (*SRQ, error) {
 	}
 	srq := &SRQ{pd: pd, ctx: c}
 	srq.uhandle = c.handles.add(srq)
-	p := &provider.SRQParams{MaxWR: attr.MaxWR, MaxSGE: attr.MaxSGE, Limit: attr.Limit, Handle: srq.uhandle}
-	var res srqCreated
-	prov, err := c.prov.CreateSRQ(p, func(uhwIn, uhwOut []byte) error {
+	p := provider.SRQParams{MaxWR: attr.MaxWR, MaxSGE: attr.MaxSGE, Limit: attr.Limit, Handle: srq.uhandle}
+	var made srqCreated
+	prov, res, err := c.prov.CreateSRQ(p, func(req provider.SRQParams, uhwIn, uhwOut []byte) (provider.SRQResult, error) {
 		var err error
-		res, err = c.cmdCreateSRQ(pd, xrcd, cq, p, uhwIn, uhwOut)
-		p.Out.Handle, p.Out.MaxWR, p.Out.MaxSGE, p.Out.SRQN = res.handle, res.maxWR, res.maxSGE, res.srqn
-		return err
+		made, err = c.cmdCreateSRQ(pd, xrcd, cq, req, uhwIn, uhwOut)
+		return provider.SRQResult{MaxWR: made.maxWR, MaxSGE: made.maxSGE, SRQN: made.srqn, Handle: made.handle}, err
 	})
 	if err != nil {
-		if res.created {
-			c.cmdDestroySRQ(res.handle)
+		if made.created {
+			c.cmdDestroySRQ(made.handle)
 		}
 		c.handles.del(srq.uhandle)
 		c.dropObject()
 		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "create SRQ (max_wr %d, max_sge %d)", attr.MaxWR, attr.MaxSGE)
 	}
-	srq.handle, srq.srqn, srq.prov = res.handle, res.srqn, prov
-	srq.attr = SRQAttr{MaxWR: res.maxWR, MaxSGE: res.maxSGE, Limit: attr.Limit}
+	srq.handle, srq.srqn, srq.prov = res.Handle, res.SRQN, prov
+	srq.attr = SRQAttr{MaxWR: res.MaxWR, MaxSGE: res.MaxSGE, Limit: attr.Limit}
 	return srq, nil
 }
 

@@ -5,10 +5,12 @@
 //
 // The core owns the kernel command path: it builds every uverbs command (core attributes) and issues it. A
 // provider takes part in the commands that carry driver data ("udata": the UHW_IN / UHW_OUT attributes) through
-// an Exec callback: the provider prepares its request bytes (for mlx5: ring and doorbell-record addresses, UAR
-// page ids), calls Exec, and then finishes its side with the response bytes (rxe: mmap the rings the kernel
-// describes; mlx5: record the CQN/QPN and the BlueFlame register). If the provider fails after Exec succeeded,
-// it returns the error and the core destroys the kernel object it just created, so nothing leaks. Kernel objects
+// a callback: the provider prepares its request bytes (for mlx5: ring and doorbell-record addresses, UAR page
+// ids), calls Exec (or, for a create, Create with the request it sizes), and then finishes its side with the
+// response bytes (rxe: mmap the rings the kernel describes; mlx5: record the CQN/QPN and the BlueFlame
+// register). A create returns its result (handle, number, granted sizes) to the provider, which returns the one
+// the core keeps: no structure is written by both sides. If the provider fails after the command succeeded, it
+// returns the error and the core destroys the kernel object it just created, so nothing leaks. Kernel objects
 // a provider needs for itself (mlx5's UAR pages) go through the core too, with Device.Objects: the core issues
 // the command, counts the object and maps a cgroup refusal, as for the objects users create.
 //
@@ -26,9 +28,15 @@ import (
 	"github.com/goverbs/goverbs/verbs"
 )
 
-// Exec runs the core command for the object being created, with the provider's driver request (sent as UHW_IN;
+// Exec runs the core command a provider takes part in, with the provider's driver request (sent as UHW_IN;
 // nil for none) and a buffer for the driver response (UHW_OUT; nil for none). It returns the kernel's error.
 type Exec func(uhwIn, uhwOut []byte) error
+
+// Create runs the core's create command for an object: the core attributes from req (the provider passes the
+// request it was given, adjusted where the driver sizes things itself: mlx5 rounds a CQ up, fixes the inline
+// size), its driver request and response buffers, and returns what the kernel made. Nothing is shared: the
+// provider returns the result the verbs layer keeps (the kernel's, or narrowed to what the driver grants).
+type Create[Req, Res any] func(req Req, uhwIn, uhwOut []byte) (Res, error)
 
 // Device describes the opened uverbs device to a provider.
 type Device struct {
@@ -65,15 +73,15 @@ type Driver interface {
 type Context interface {
 	// AllocPD takes part in ALLOC_PD (mlx5 returns its pdn in the driver response).
 	AllocPD(exec Exec) (PD, error)
-	// CreateCQ takes part in CQ_CREATE. p.Out is filled by the core when exec returns.
-	CreateCQ(p *CQParams, exec Exec) (CQ, error)
-	// CreateQP takes part in QP_CREATE.
-	CreateQP(p *QPParams, exec Exec) (QP, error)
-	// CreateSRQ takes part in SRQ_CREATE.
-	CreateSRQ(p *SRQParams, exec Exec) (SRQ, error)
-	// CreateAH takes part in CREATE_AH, or builds the address vector in userspace without calling exec where
+	// CreateCQ takes part in CQ_CREATE and returns its CQ and the result the core keeps.
+	CreateCQ(p CQParams, create Create[CQParams, CQResult]) (CQ, CQResult, error)
+	// CreateQP takes part in QP_CREATE and returns its QP and the result the core keeps (capacities as granted).
+	CreateQP(p QPParams, create Create[QPParams, QPResult]) (QP, QPResult, error)
+	// CreateSRQ takes part in SRQ_CREATE and returns its SRQ and the result the core keeps.
+	CreateSRQ(p SRQParams, create Create[SRQParams, SRQResult]) (SRQ, SRQResult, error)
+	// CreateAH takes part in CREATE_AH, or builds the address vector in userspace without calling create where
 	// the device needs no kernel object (mlx5 on InfiniBand links).
-	CreateAH(p *AHParams, exec Exec) (*verbs.AHData, error)
+	CreateAH(p AHParams, create Create[AHParams, AHResult]) (*verbs.AHData, error)
 	// Close releases the provider's context resources (UAR mappings, doorbell pages) after the core has closed
 	// every object. The core closes the command fd afterwards.
 	Close() error
@@ -85,15 +93,17 @@ type PD interface {
 	PDN() uint32
 }
 
-// CQParams is the core's CQ_CREATE request and result.
+// CQParams is the core's CQ_CREATE request.
 type CQParams struct {
 	CQE        int    // requested minimum number of entries
 	CompVector uint32 // completion vector
 	Handle     uint64 // user handle reported back in completion events
-	Out        struct {
-		CQE    int    // the kernel's actual number of entries
-		Handle uint32 // kernel object handle
-	}
+}
+
+// CQResult is what CQ_CREATE made.
+type CQResult struct {
+	CQE    int    // the actual number of entries
+	Handle uint32 // kernel object handle
 }
 
 // CQ is a provider's completion-queue data path.
@@ -106,13 +116,14 @@ type CQ interface {
 	// EventReceived is called once for every completion event read from the channel for this CQ (mlx5 advances
 	// its arm sequence number).
 	EventReceived()
-	// Resize takes part in RESIZE_CQ; p.CQE is the new minimum size and p.Out is filled by the core.
-	Resize(p *CQParams, exec Exec) error
+	// Resize takes part in RESIZE_CQ for at least cqe entries and returns the size the core keeps; resize
+	// issues the command for the (possibly adjusted) size and returns the kernel's.
+	Resize(cqe int, resize Create[int, int]) (int, error)
 	// Destroyed is called after the kernel destroyed the CQ: release rings and mappings.
 	Destroyed()
 }
 
-// QPParams is the core's QP_CREATE request and result.
+// QPParams is the core's QP_CREATE request.
 type QPParams struct {
 	Type   verbs.QPType
 	Cap    verbs.QPCap
@@ -122,11 +133,13 @@ type QPParams struct {
 	SendCQ CQ
 	RecvCQ CQ
 	Handle uint64 // user handle
-	Out    struct {
-		Cap    verbs.QPCap // capacities the kernel granted
-		QPN    uint32      // QP number
-		Handle uint32      // kernel object handle
-	}
+}
+
+// QPResult is what QP_CREATE made.
+type QPResult struct {
+	Cap    verbs.QPCap // capacities granted
+	QPN    uint32      // QP number
+	Handle uint32      // kernel object handle
 }
 
 // QP is a provider's queue-pair data path.
@@ -143,18 +156,20 @@ type QP interface {
 	Destroyed()
 }
 
-// SRQParams is the core's SRQ_CREATE request and result.
+// SRQParams is the core's SRQ_CREATE request.
 type SRQParams struct {
 	MaxWR  uint32
 	MaxSGE uint32
 	Limit  uint32
 	Handle uint64
-	Out    struct {
-		MaxWR  uint32
-		MaxSGE uint32
-		SRQN   uint32
-		Handle uint32
-	}
+}
+
+// SRQResult is what SRQ_CREATE made.
+type SRQResult struct {
+	MaxWR  uint32
+	MaxSGE uint32
+	SRQN   uint32
+	Handle uint32
 }
 
 // SRQ is a provider's shared-receive-queue data path.
@@ -183,9 +198,11 @@ type AHParams struct {
 	Ethernet bool
 	// RoCEv2 is true when the source GID is a RoCE v2 GID.
 	RoCEv2 bool
-	Out    struct {
-		Handle uint32
-	}
+}
+
+// AHResult is what CREATE_AH made.
+type AHResult struct {
+	Handle uint32 // kernel object handle
 }
 
 var (

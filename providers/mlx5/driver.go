@@ -307,36 +307,37 @@ func (p pd) PDN() uint32 { return uint32(p) }
 
 // CreateCQ implements provider.Context: a stamped ring of roundup_pow2(cqe+1) 64-byte CQEs, a doorbell record, and
 // the NC UAR page for the arm doorbell.
-func (c *mctx) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, error) {
+func (c *mctx) CreateCQ(p provider.CQParams, create provider.Create[provider.CQParams, provider.CQResult]) (provider.CQ, provider.CQResult, error) {
+	var res provider.CQResult
 	if p.CQE < 1 || p.CQE > 1<<24-1 {
-		return nil, fmt.Errorf("mlx5: create CQ of %d entries: %w", p.CQE, errInvalid)
+		return nil, res, fmt.Errorf("mlx5: create CQ of %d entries: %w", p.CQE, errInvalid)
 	}
 	n := roundupPow2(p.CQE + 1)
 	buf, err := c.ring(n * hw.CQESize)
 	if err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	dbrb, dbr, err := c.dbr()
 	if err != nil {
 		c.sys.unmap(buf)
-		return nil, err
+		return nil, res, err
 	}
 	hw.StampCQBuffer(buf[:n*hw.CQESize])
 	p.CQE = n - 1
 	req := hw.CreateCQReq(addrOf(buf), addrOf(dbrb), int(c.nc.obj.PageID))
 	var resp abi.Mlx5IbCreateCqResp
-	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
+	if res, err = create(p, bytesOf(&req), bytesOf(&resp)); err != nil {
 		c.putDBR(dbrb)
 		c.sys.unmap(buf)
-		return nil, err
+		return nil, res, err
 	}
 	cq, err := hw.NewCQ(hw.CQConfig{Buf: buf, CQECount: n, CQN: resp.Cqn, DBR: dbr, UAR: c.cqUAR, CQEVersion: c.caps.CQEVersion})
 	if err != nil {
 		c.putDBR(dbrb) // the core destroys the kernel hw.CQ
 		c.sys.unmap(buf)
-		return nil, err
+		return nil, res, err
 	}
-	return &cqAdapter{CQ: cq, ctx: c, mem: buf, dbr: dbrb}, nil
+	return &cqAdapter{CQ: cq, ctx: c, mem: buf, dbr: dbrb}, res, nil
 }
 
 // cqAdapter is a CQ as the verbs core sees it.
@@ -359,36 +360,35 @@ func (a *cqAdapter) EventReceived() { a.CQ.Event() }
 
 // Resize implements provider.CQ (rdma-core mlx5_resize_cq): a new stamped buffer, RESIZE_CQ, then the pending
 // CQEs are moved over. The same rounded size is a no-op.
-func (a *cqAdapter) Resize(p *provider.CQParams, exec provider.Exec) error {
-	if p.CQE < 1 || p.CQE > 1<<24-1 {
-		return fmt.Errorf("mlx5: resize CQ %#x to %d: %w", a.CQN(), p.CQE, errInvalid)
+func (a *cqAdapter) Resize(cqe int, resize provider.Create[int, int]) (int, error) {
+	if cqe < 1 || cqe > 1<<24-1 {
+		return 0, fmt.Errorf("mlx5: resize CQ %#x to %d: %w", a.CQN(), cqe, errInvalid)
 	}
-	n := roundupPow2(p.CQE + 1)
+	n := roundupPow2(cqe + 1)
 	if n == a.Entries() {
-		p.CQE = n - 1
-		return nil
+		return n - 1, nil
 	}
 	buf, err := a.ctx.ring(n * hw.CQESize)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := a.BeginResize(buf, n); err != nil {
 		a.ctx.sys.unmap(buf)
-		return err
+		return 0, err
 	}
-	p.CQE = n - 1
 	req := hw.ResizeCQReq(addrOf(buf))
-	if err := exec(bytesOf(&req), nil); err != nil {
+	got, err := resize(n-1, bytesOf(&req), nil)
+	if err != nil {
 		a.AbortResize()
 		a.ctx.sys.unmap(buf)
-		return err
+		return 0, err
 	}
 	if err := a.CompleteResize(); err != nil {
-		return err
+		return 0, err
 	}
 	a.ctx.sys.unmap(a.mem)
 	a.mem = buf
-	return nil
+	return got, nil
 }
 
 // Destroyed implements provider.CQ.
@@ -399,7 +399,8 @@ func (a *cqAdapter) Destroyed() {
 
 // CreateQP implements provider.Context: rdma-core's sizing, one buffer with the RQ first, a doorbell record, a
 // dedicated BlueFlame register (or the shared NC one), a user index, and MLX5_QP_FLAG_SCATTER_CQE.
-func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, error) {
+func (c *mctx) CreateQP(p provider.QPParams, create provider.Create[provider.QPParams, provider.QPResult]) (provider.QP, provider.QPResult, error) {
+	var res provider.QPResult
 	var t hw.QPType
 	switch p.Type {
 	case verbs.QPTypeRC:
@@ -409,7 +410,7 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 	case verbs.QPTypeUD:
 		t = hw.QPTypeUD
 	default:
-		return nil, fmt.Errorf("mlx5: create QP of type %v: %w", p.Type, hw.ErrNotSupported)
+		return nil, res, fmt.Errorf("mlx5: create QP of type %v: %w", p.Type, hw.ErrNotSupported)
 	}
 	// A QP on an SRQ has no receive queue of its own; its receive completions retire WQEs through the SRQ's
 	// wr_id table and free list (rdma-core: the CQE names the QP, whose ibv_qp.srq is used).
@@ -417,50 +418,50 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 	if p.HasSRQ {
 		s, ok := p.SRQ.(*srqAdapter)
 		if !ok || s == nil || s.SRQ == nil {
-			return nil, fmt.Errorf("mlx5: create QP on an SRQ: SRQ %T is not an mlx5 SRQ: %w", p.SRQ, errInvalid)
+			return nil, res, fmt.Errorf("mlx5: create QP on an SRQ: SRQ %T is not an mlx5 SRQ: %w", p.SRQ, errInvalid)
 		}
 		srq = s
 	} else if p.SRQ != nil {
-		return nil, fmt.Errorf("mlx5: create QP: SRQ given without HasSRQ: %w", errInvalid)
+		return nil, res, fmt.Errorf("mlx5: create QP: SRQ given without HasSRQ: %w", errInvalid)
 	}
 	scq, ok1 := p.SendCQ.(*cqAdapter)
 	rcq, ok2 := p.RecvCQ.(*cqAdapter)
 	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("mlx5: create QP: completion queues of another provider: %w", errInvalid)
+		return nil, res, fmt.Errorf("mlx5: create QP: completion queues of another provider: %w", errInvalid)
 	}
 	caps := hw.QPCaps{MaxSendWR: int(p.Cap.MaxSendWR), MaxRecvWR: int(p.Cap.MaxRecvWR), MaxSendSGE: int(p.Cap.MaxSendSGE),
 		MaxRecvSGE: int(p.Cap.MaxRecvSGE), MaxInlineData: int(p.Cap.MaxInlineData)}
 	l, err := hw.SizeQP(t, caps, srq != nil, c.caps.Limits, c.dev.PageSize)
 	if err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	q := &qpAdapter{ctx: c, scq: scq, rcq: rcq}
 	if q.mem, err = c.ring(max(l.BufSize, c.dev.PageSize)); err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	if q.dbrMem, q.dbr, err = c.dbr(); err != nil {
 		q.release()
-		return nil, err
+		return nil, res, err
 	}
 	if q.bf, err = c.takeBF(); err != nil {
 		q.release()
-		return nil, err
+		return nil, res, err
 	}
 	q.uidx = c.userIndex()
 	p.Cap.MaxInlineData = uint32(l.Caps.MaxInlineData)
 	req := hw.CreateQPReq(l, addrOf(q.mem), addrOf(q.dbrMem), q.uidx, int(q.bf.pageID), true)
 	var resp abi.Mlx5IbCreateQpResp
-	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
+	if res, err = create(p, bytesOf(&req), bytesOf(&resp)); err != nil {
 		q.release()
-		return nil, err
+		return nil, res, err
 	}
-	qpn := p.Out.QPN
+	qpn := res.QPN
 	sq, err := hw.NewSendQueue(hw.SendQueueConfig{Buf: q.mem[l.SQOffset:], WQECount: l.SQWQECount, MaxPost: l.SQMaxPost,
 		MaxSGE: l.Caps.MaxSendSGE, MaxInline: l.Caps.MaxInlineData, QPN: qpn, Type: t, DBR: q.dbr, BF: q.bf.reg,
 		SignalAll: p.SigAll, Atomics: t == hw.QPTypeRC})
 	if err != nil {
 		q.release()
-		return nil, err
+		return nil, res, err
 	}
 	q.QP = &hw.QP{QPN: qpn, UserIndex: q.uidx, SQ: sq}
 	if srq != nil {
@@ -469,24 +470,24 @@ func (c *mctx) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, 
 		if q.RQ, err = hw.NewRecvQueue(hw.RecvQueueConfig{Buf: q.mem[:l.SQOffset], WQECount: l.RQWQECount,
 			WQEShift: l.RQWQEShift, MaxPost: l.RQMaxPost, DBR: q.dbr, QPN: qpn}); err != nil {
 			q.release()
-			return nil, err
+			return nil, res, err
 		}
 	}
 	if err := scq.Attach(q.QP); err != nil {
 		q.release()
-		return nil, err
+		return nil, res, err
 	}
 	if rcq != scq {
 		if err := rcq.Attach(q.QP); err != nil {
 			scq.Detach(q.QP)
 			q.release()
-			return nil, err
+			return nil, res, err
 		}
 	}
-	p.Out.Cap = verbs.QPCap{MaxSendWR: uint32(l.Caps.MaxSendWR), MaxRecvWR: uint32(l.Caps.MaxRecvWR),
+	res.Cap = verbs.QPCap{MaxSendWR: uint32(l.Caps.MaxSendWR), MaxRecvWR: uint32(l.Caps.MaxRecvWR),
 		MaxSendSGE: uint32(l.Caps.MaxSendSGE), MaxRecvSGE: uint32(l.Caps.MaxRecvSGE),
 		MaxInlineData: uint32(l.Caps.MaxInlineData)}
-	return q, nil
+	return q, res, nil
 }
 
 // qpAdapter is a QP as the verbs core sees it; posting is gated on the state as rdma-core does (receives from
@@ -557,36 +558,37 @@ func (q *qpAdapter) release() {
 }
 
 // CreateSRQ implements provider.Context.
-func (c *mctx) CreateSRQ(p *provider.SRQParams, exec provider.Exec) (provider.SRQ, error) {
+func (c *mctx) CreateSRQ(p provider.SRQParams, create provider.Create[provider.SRQParams, provider.SRQResult]) (provider.SRQ, provider.SRQResult, error) {
+	var res provider.SRQResult
 	l, err := hw.SizeSRQ(int(p.MaxWR), int(p.MaxSGE), hw.QueueLimits{MaxRecvWR: int(c.resp.MaxSrqRecvWr),
 		MaxRQDescSz: c.caps.Limits.MaxRQDescSz})
 	if err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	s := &srqAdapter{ctx: c}
 	if s.mem, err = c.ring(l.WQECount << l.WQEShift); err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	var dbr hw.DoorbellRecord
 	if s.dbrMem, dbr, err = c.dbr(); err != nil {
 		c.sys.unmap(s.mem)
-		return nil, err
+		return nil, res, err
 	}
 	if s.SRQ, err = hw.NewSRQ(hw.SRQConfig{Buf: s.mem, WQECount: l.WQECount, WQEShift: l.WQEShift, DBR: dbr}); err != nil {
 		s.Destroyed()
-		return nil, err
+		return nil, res, err
 	}
 	s.uidx = c.userIndex()
 	p.MaxWR, p.MaxSGE = uint32(l.MaxWR), uint32(l.MaxSGE)
 	req := hw.CreateSRQReq(addrOf(s.mem), addrOf(s.dbrMem), s.uidx)
 	var resp abi.Mlx5IbCreateSrqResp
-	if err := exec(bytesOf(&req), bytesOf(&resp)); err != nil {
+	if res, err = create(p, bytesOf(&req), bytesOf(&resp)); err != nil {
 		s.Destroyed()
-		return nil, err
+		return nil, res, err
 	}
 	s.SetSRQN(resp.Srqn)
-	p.Out.MaxWR, p.Out.MaxSGE, p.Out.SRQN = uint32(l.MaxWR), uint32(l.MaxSGE), resp.Srqn
-	return s, nil
+	res.MaxWR, res.MaxSGE, res.SRQN = uint32(l.MaxWR), uint32(l.MaxSGE), resp.Srqn
+	return s, res, nil
 }
 
 type srqAdapter struct {
@@ -616,7 +618,7 @@ func (s *srqAdapter) Destroyed() {
 // CreateAH implements provider.Context: on InfiniBand the address vector is built in userspace with no kernel
 // object; on RoCE the kernel's CREATE_AH response supplies the destination MAC (when the context reports
 // MLX5_USER_CMDS_SUPP_UHW_CREATE_AH; neighbour resolution is not implemented).
-func (c *mctx) CreateAH(p *provider.AHParams, exec provider.Exec) (*verbs.AHData, error) {
+func (c *mctx) CreateAH(p provider.AHParams, create provider.Create[provider.AHParams, provider.AHResult]) (*verbs.AHData, error) {
 	attr := hw.AHAttr{DLID: p.DLID, SL: p.SL, SrcPathBits: p.SrcPathBits, StaticRate: p.StaticRate, IsGlobal: p.IsGlobal,
 		GRH: hw.GRH{DGID: p.DGID, FlowLabel: p.FlowLabel, SGIDIndex: p.SGIDIndex, HopLimit: p.HopLimit,
 			TrafficClass: p.TrafficClass}}
@@ -627,7 +629,8 @@ func (c *mctx) CreateAH(p *provider.AHParams, exec provider.Exec) (*verbs.AHData
 		return nil, fmt.Errorf("mlx5: create RoCE AH: kernel does not return the destination MAC: %w", hw.ErrNotSupported)
 	}
 	var resp abi.Mlx5IbCreateAhResp
-	if err := exec(nil, bytesOf(&resp)); err != nil {
+	res, err := create(p, nil, bytesOf(&resp))
+	if err != nil {
 		return nil, err
 	}
 	// Without a flow label rdma-core picks a random RoCE v2 source port in [0xC000, 0xFFFF].
@@ -635,7 +638,7 @@ func (c *mctx) CreateAH(p *provider.AHParams, exec provider.Exec) (*verbs.AHData
 	if err != nil {
 		return nil, err
 	}
-	ah.Handle = p.Out.Handle
+	ah.Handle = res.Handle
 	return ah, nil
 }
 

@@ -154,9 +154,9 @@ func newGlue(t *testing.T, bfRegSize int) *glue {
 
 func (g *glue) cq(n int) (*cqAdapter, uint32) {
 	g.t.Helper()
-	p := &provider.CQParams{CQE: n}
+	p := provider.CQParams{CQE: n}
 	var cqn uint32
-	c, err := g.ctx.CreateCQ(p, func(in, out []byte) error {
+	c, _, err := g.ctx.CreateCQ(p, func(r provider.CQParams, in, out []byte) (provider.CQResult, error) {
 		var req abi.Mlx5IbCreateCq
 		copy(bytesOf(&req), in)
 		if req.Flags != abi.MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX || req.UarPageIndex != uint16(g.ctx.nc.obj.PageID) ||
@@ -164,10 +164,10 @@ func (g *glue) cq(n int) (*cqAdapter, uint32) {
 			g.t.Errorf("CQ request %+v", req)
 		}
 		var err error
-		cqn, err = g.dev.CreateCQ(hostBytes(req.BufAddr, (p.CQE+1)*hw.CQESize), hostBytes(req.DbAddr, 8))
+		cqn, err = g.dev.CreateCQ(hostBytes(req.BufAddr, (r.CQE+1)*hw.CQESize), hostBytes(req.DbAddr, 8))
 		resp := abi.Mlx5IbCreateCqResp{Cqn: cqn}
 		copy(out, bytesOf(&resp))
-		return err
+		return provider.CQResult{CQE: r.CQE, Handle: cqn}, err
 	})
 	if err != nil {
 		g.t.Fatal(err)
@@ -183,12 +183,12 @@ func (g *glue) qp(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn, 
 // qpOn creates a QP through the driver; with srq it receives from that SRQ (as uverbs.CreateQP passes it).
 func (g *glue) qpOn(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn, rcqn uint32, srq *srqAdapter) *qpAdapter {
 	g.t.Helper()
-	p := &provider.QPParams{Type: typ, Cap: cap, SendCQ: scq, RecvCQ: rcq}
+	p := provider.QPParams{Type: typ, Cap: cap, SendCQ: scq, RecvCQ: rcq}
 	var srqn uint32
 	if srq != nil {
 		p.HasSRQ, p.SRQ, srqn = true, srq, srq.SRQN()
 	}
-	q, err := g.ctx.CreateQP(p, func(in, out []byte) error {
+	q, _, err := g.ctx.CreateQP(p, func(r provider.QPParams, in, out []byte) (provider.QPResult, error) {
 		var req abi.Mlx5IbCreateQp
 		copy(bytesOf(&req), in)
 		if req.Flags != abi.MLX5_QP_FLAG_SCATTER_CQE|abi.MLX5_QP_FLAG_UAR_PAGE_INDEX {
@@ -203,8 +203,7 @@ func (g *glue) qpOn(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn
 		qpn, err := g.dev.CreateQP(mlx5emu.QPConfig{Type: et, PDN: 1, Buf: hostBytes(req.BufAddr, n),
 			SQWQECnt: int(req.SqWqeCount), RQWQECnt: int(req.RqWqeCount), RQWQEShift: int(req.RqWqeShift),
 			DBR: hostBytes(req.DbAddr, 8), SendCQN: scqn, RecvCQN: rcqn, SRQN: srqn, UIDX: req.Uidx, ScatterToCQE: true})
-		p.Out.QPN = qpn
-		return err
+		return provider.QPResult{QPN: qpn, Cap: r.Cap}, err
 	})
 	if err != nil {
 		g.t.Fatal(err)
@@ -332,11 +331,11 @@ func TestDriverAgainstEmulator(t *testing.T) {
 
 			// Resize the send CQ with nothing pending... the emulator does not model RESIZE_CQ, so only the
 			// no-op path (same rounded size) is exercised here; CQ.CompleteResize has its own tests.
-			if err := scq.Resize(&provider.CQParams{CQE: 15}, func(in, out []byte) error {
+			if n, err := scq.Resize(15, func(int, []byte, []byte) (int, error) {
 				t.Error("resize to the same size issued a command")
-				return nil
-			}); err != nil {
-				t.Fatal(err)
+				return 0, nil
+			}); err != nil || n != 15 {
+				t.Fatal(n, err)
 			}
 
 			// Back to RESET: indices and doorbell records are zeroed.
@@ -362,38 +361,38 @@ func TestDriverAHAndPD(t *testing.T) {
 	if err != nil || pd.PDN() != 9 {
 		t.Fatalf("PD %v, %v", pd, err)
 	}
-	ib, err := g.ctx.CreateAH(&provider.AHParams{DLID: 3, SL: 1}, func(in, out []byte) error {
+	ib, err := g.ctx.CreateAH(provider.AHParams{DLID: 3, SL: 1}, func(provider.AHParams, []byte, []byte) (provider.AHResult, error) {
 		t.Error("IB AH issued a command")
-		return nil
+		return provider.AHResult{}, nil
 	})
 	if err != nil || binary.BigEndian.Uint16(ib.AV[14:]) /* rlid */ != 3 {
 		t.Fatalf("IB AH %x, %v", ib.AV, err)
 	}
-	roce, err := g.ctx.CreateAH(&provider.AHParams{Ethernet: true, RoCEv2: true, IsGlobal: true, FlowLabel: 0},
-		func(in, out []byte) error {
+	roce, err := g.ctx.CreateAH(provider.AHParams{Ethernet: true, RoCEv2: true, IsGlobal: true, FlowLabel: 0},
+		func(_ provider.AHParams, in, out []byte) (provider.AHResult, error) {
 			r := abi.Mlx5IbCreateAhResp{ResponseLength: 16, Dmac: [6]byte{1, 2, 3, 4, 5, 6}}
 			copy(out, bytesOf(&r))
-			return nil
+			return provider.AHResult{Handle: 4}, nil
 		})
-	if err != nil || roce.AV[20] /* rmac */ != 1 || binary.BigEndian.Uint16(roce.AV[14:]) /* udp_sport */ < hw.RoCEUDPPortMin {
+	if err != nil || roce.Handle != 4 || roce.AV[20] /* rmac */ != 1 || binary.BigEndian.Uint16(roce.AV[14:]) /* udp_sport */ < hw.RoCEUDPPortMin {
 		t.Fatalf("RoCE AH %x, %v", roce.AV, err)
 	}
-	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, HasSRQ: true}, nil); !errors.Is(err, syscall.EINVAL) {
+	if _, _, err := g.ctx.CreateQP(provider.QPParams{Type: verbs.QPTypeRC, HasSRQ: true}, nil); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("QP on a missing SRQ: %v", err)
 	}
-	if _, err := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, HasSRQ: true, SRQ: foreignSRQ{}}, nil); !errors.Is(err, syscall.EINVAL) {
+	if _, _, err := g.ctx.CreateQP(provider.QPParams{Type: verbs.QPTypeRC, HasSRQ: true, SRQ: foreignSRQ{}}, nil); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("QP on another provider's SRQ: %v", err)
 	}
-	p := &provider.SRQParams{MaxWR: 10, MaxSGE: 2}
-	s, err := g.ctx.CreateSRQ(p, func(in, out []byte) error {
+	p := provider.SRQParams{MaxWR: 10, MaxSGE: 2}
+	s, res, err := g.ctx.CreateSRQ(p, func(rq provider.SRQParams, in, out []byte) (provider.SRQResult, error) {
 		var req abi.Mlx5IbCreateSrq
 		copy(bytesOf(&req), in)
 		r := abi.Mlx5IbCreateSrqResp{Srqn: 77}
 		copy(out, bytesOf(&r))
-		return nil
+		return provider.SRQResult{MaxWR: rq.MaxWR, MaxSGE: rq.MaxSGE, SRQN: 77}, nil
 	})
-	if err != nil || p.Out.SRQN != 77 || p.Out.MaxWR != 15 {
-		t.Fatalf("SRQ %+v, %v", p.Out, err)
+	if err != nil || res.SRQN != 77 || res.MaxWR != 15 {
+		t.Fatalf("SRQ %+v, %v", res, err)
 	}
 	if n, err := errOf(s.PostRecv(make([]hw.RecvWR, 15))); n != 15 || err != nil {
 		t.Errorf("SRQ post %d, %v", n, err)
@@ -412,20 +411,20 @@ func (foreignSRQ) Destroyed()                                  {}
 // geometry follows from the max_wr and max_sge the provider put into the request.
 func (g *glue) srq(maxWR, maxSGE uint32) *srqAdapter {
 	g.t.Helper()
-	p := &provider.SRQParams{MaxWR: maxWR, MaxSGE: maxSGE}
-	s, err := g.ctx.CreateSRQ(p, func(in, out []byte) error {
+	p := provider.SRQParams{MaxWR: maxWR, MaxSGE: maxSGE}
+	s, _, err := g.ctx.CreateSRQ(p, func(rq provider.SRQParams, in, out []byte) (provider.SRQResult, error) {
 		var req abi.Mlx5IbCreateSrq
 		copy(bytesOf(&req), in)
-		n := roundupPow2(int(p.MaxWR) + 1)
+		n := roundupPow2(int(rq.MaxWR) + 1)
 		shift := 0
-		for 1<<shift < hw.SRQNextSegSize+int(p.MaxSGE)*hw.DataSegSize {
+		for 1<<shift < hw.SRQNextSegSize+int(rq.MaxSGE)*hw.DataSegSize {
 			shift++
 		}
 		srqn, err := g.dev.CreateSRQ(mlx5emu.SRQConfig{PDN: 1, Buf: hostBytes(req.BufAddr, n<<shift), WQECnt: n,
 			WQEShift: shift, DBR: hostBytes(req.DbAddr, 8), UIDX: req.Uidx})
 		r := abi.Mlx5IbCreateSrqResp{Srqn: srqn}
 		copy(out, bytesOf(&r))
-		return err
+		return provider.SRQResult{MaxWR: rq.MaxWR, MaxSGE: rq.MaxSGE, SRQN: srqn}, err
 	})
 	if err != nil {
 		g.t.Fatal(err)
@@ -566,8 +565,11 @@ func TestDriverUARsThroughCore(t *testing.T) {
 		t.Fatalf("after two QPs: %d creates, live %v; want one BlueFlame page (two registers)", g.objs.creates, g.objs.live)
 	}
 	g.objs.refuse = errLimit
-	_, err := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, Cap: cp, SendCQ: scq, RecvCQ: scq},
-		func(in, out []byte) error { t.Error("QP command issued without a doorbell register"); return nil })
+	_, _, err := g.ctx.CreateQP(provider.QPParams{Type: verbs.QPTypeRC, Cap: cp, SendCQ: scq, RecvCQ: scq},
+		func(provider.QPParams, []byte, []byte) (provider.QPResult, error) {
+			t.Error("QP command issued without a doorbell register")
+			return provider.QPResult{}, nil
+		})
 	if !errors.Is(err, errLimit) || !errors.Is(err, unix.EAGAIN) || !strings.Contains(err.Error(), "allocate BlueFlame UAR on mlx5_0") {
 		t.Fatalf("third QP with the UAR refused: %v", err)
 	}
@@ -606,12 +608,22 @@ func TestDriverErrorsWrapErrnos(t *testing.T) {
 	g := newGlue(t, 256)
 	scq, _ := g.cq(4)
 	noExec := func(in, out []byte) error { t.Error("command issued for a refused request"); return nil }
+	noQP := func(provider.QPParams, []byte, []byte) (provider.QPResult, error) {
+		return provider.QPResult{}, noExec(nil, nil)
+	}
+	noCQ := func(provider.CQParams, []byte, []byte) (provider.CQResult, error) {
+		return provider.CQResult{}, noExec(nil, nil)
+	}
+	noAH := func(provider.AHParams, []byte, []byte) (provider.AHResult, error) {
+		return provider.AHResult{}, noExec(nil, nil)
+	}
+	noResize := func(int, []byte, []byte) (int, error) { return 0, noExec(nil, nil) }
 	cp := verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}
-	_, errXRC := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeXRCSend, Cap: cp, SendCQ: scq, RecvCQ: scq}, noExec)
-	_, errRaw := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRawPacket, Cap: cp, SendCQ: scq, RecvCQ: scq}, noExec)
+	_, _, errXRC := g.ctx.CreateQP(provider.QPParams{Type: verbs.QPTypeXRCSend, Cap: cp, SendCQ: scq, RecvCQ: scq}, noQP)
+	_, _, errRaw := g.ctx.CreateQP(provider.QPParams{Type: verbs.QPTypeRawPacket, Cap: cp, SendCQ: scq, RecvCQ: scq}, noQP)
 	supp := g.ctx.resp.CmdsSuppUhw
 	g.ctx.resp.CmdsSuppUhw &^= abi.MLX5_USER_CMDS_SUPP_UHW_CREATE_AH
-	_, errAH := g.ctx.CreateAH(&provider.AHParams{Ethernet: true, RoCEv2: true, IsGlobal: true}, noExec)
+	_, errAH := g.ctx.CreateAH(provider.AHParams{Ethernet: true, RoCEv2: true, IsGlobal: true}, noAH)
 	g.ctx.resp.CmdsSuppUhw = supp
 	_, errStatic := allocContext(&provider.Device{Name: "mlx5_1", PageSize: 4096, Objects: newFakeObjects(t).hook},
 		func(in, out []byte) error {
@@ -629,10 +641,10 @@ func TestDriverErrorsWrapErrnos(t *testing.T) {
 		}
 	}
 
-	_, errCQ := g.ctx.CreateCQ(&provider.CQParams{CQE: 1 << 24}, noExec)
-	_, errSize := g.ctx.CreateQP(&provider.QPParams{Type: verbs.QPTypeRC, Cap: verbs.QPCap{MaxSendWR: 1 << 20, MaxSendSGE: 1},
-		SendCQ: scq, RecvCQ: scq}, noExec)
-	errResize := scq.Resize(&provider.CQParams{CQE: 0}, noExec)
+	_, _, errCQ := g.ctx.CreateCQ(provider.CQParams{CQE: 1 << 24}, noCQ)
+	_, _, errSize := g.ctx.CreateQP(provider.QPParams{Type: verbs.QPTypeRC, Cap: verbs.QPCap{MaxSendWR: 1 << 20, MaxSendSGE: 1},
+		SendCQ: scq, RecvCQ: scq}, noQP)
+	_, errResize := scq.Resize(0, noResize)
 	for name, err := range map[string]error{"CQ too large": errCQ, "QP too large": errSize, "resize to 0": errResize} {
 		var errno syscall.Errno
 		if !errors.As(err, &errno) || errno != syscall.EINVAL || !strings.HasPrefix(err.Error(), "mlx5: ") {

@@ -39,19 +39,20 @@ var _ provider.CQ = (*cq)(nil)
 
 // CreateCQ takes part in CQ_CREATE: the driver response (struct rxe_create_cq_resp) describes the ring, which
 // is mapped from the command fd.
-func (c *context) CreateCQ(p *provider.CQParams, exec provider.Exec) (provider.CQ, error) {
+func (c *context) CreateCQ(p provider.CQParams, create provider.Create[provider.CQParams, provider.CQResult]) (provider.CQ, provider.CQResult, error) {
 	resp := new(abi.RxeCreateCqResp)
-	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
-		return nil, err
+	res, err := create(p, nil, rawcmd.Bytes(resp))
+	if err != nil {
+		return nil, res, err
 	}
 	q, err := mapQueue(c.fd, resp.Mi, abi.SizeofIbUverbsWc)
 	if err != nil {
-		return nil, opError("create CQ", "map completion ring", err)
+		return nil, res, opError("create CQ", "map completion ring", err)
 	}
 	cq := &cq{ctx: c, q: q, arm: new(armCmd)}
-	cq.arm.req.CqHandle = p.Out.Handle
+	cq.arm.req.CqHandle = res.Handle
 	cq.arm.w = rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, CoreIn: rawcmd.Bytes(&cq.arm.req)}
-	return cq, nil
+	return cq, res, nil
 }
 
 // Poll copies up to len(wc) completions out of the ring, oldest first, and returns how many. Immediate data
@@ -138,23 +139,24 @@ func (cq *cq) EventReceived() {}
 // Resize takes part in RESIZE_CQ. The kernel copies the pending completions into a new ring and describes it
 // in struct rxe_resize_cq_resp; the old ring is unmapped and the new one mapped while Poll is held off, since
 // the kernel reads this side's consumer index during the copy.
-func (cq *cq) Resize(p *provider.CQParams, exec provider.Exec) error {
+func (cq *cq) Resize(cqe int, resize provider.Create[int, int]) (int, error) {
 	resp := new(abi.RxeResizeCqResp)
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if !cq.q.mapped() {
-		return opError("resize CQ", "CQ has no ring (destroyed, or a previous resize failed to map)", unix.EINVAL)
+		return 0, opError("resize CQ", "CQ has no ring (destroyed, or a previous resize failed to map)", unix.EINVAL)
 	}
-	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
-		return err
+	n, err := resize(cqe, nil, rawcmd.Bytes(resp))
+	if err != nil {
+		return 0, err
 	}
 	cq.q.unmap()
 	q, err := mapQueue(cq.ctx.fd, resp.Mi, abi.SizeofIbUverbsWc)
 	if err != nil {
-		return opError("resize CQ", "map the new completion ring", err)
+		return 0, opError("resize CQ", "map the new completion ring", err)
 	}
 	cq.q = q
-	return nil
+	return n, nil
 }
 
 // Destroyed unmaps the ring after the kernel destroyed the CQ.

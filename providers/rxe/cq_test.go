@@ -110,9 +110,8 @@ func TestCQResize(t *testing.T) {
 	// The kernel copies the pending completion into the new ring before answering.
 	*(*abi.IbUverbsWc)(newK.elem(0)) = kernelWC(1, 0, 0)
 	newK.publish(0)
-	p := &provider.CQParams{CQE: 31}
-	if err := c.Resize(p, respond(&abi.RxeResizeCqResp{Mi: newMI})); err != nil {
-		t.Fatalf("Resize: %v", err)
+	if n, err := c.Resize(31, respond[int](&abi.RxeResizeCqResp{Mi: newMI}, 31)); err != nil || n != 31 {
+		t.Fatalf("Resize = %d, %v", n, err)
 	}
 	if c.q.capacity() != 31 {
 		t.Fatalf("capacity after resize %d, want 31", c.q.capacity())
@@ -126,14 +125,14 @@ func TestCQResize(t *testing.T) {
 		t.Fatalf("consumer index of the new ring %d, want 1", newK.consumer())
 	}
 	// A failed resize leaves the ring alone.
-	if err := c.Resize(p, func(in, out []byte) error { return unix.ENOMEM }); !errors.Is(err, unix.ENOMEM) {
+	if _, err := c.Resize(31, fail[int, int](unix.ENOMEM)); !errors.Is(err, unix.ENOMEM) {
 		t.Fatalf("Resize error %v", err)
 	}
 	if !c.q.mapped() {
 		t.Fatal("failed resize unmapped the ring")
 	}
 	// A resize whose new ring cannot be mapped leaves a CQ that polls nothing.
-	if err := c.Resize(p, respond(&abi.RxeResizeCqResp{})); err == nil {
+	if _, err := c.Resize(31, respond[int](&abi.RxeResizeCqResp{}, 31)); err == nil {
 		t.Fatal("Resize accepted an empty mminfo")
 	}
 	if n := pollN(c.Poll(wc)); n != 0 {
@@ -199,12 +198,12 @@ func TestCreateCQRejectsSmallElements(t *testing.T) {
 	if _, err := unixPwriteU32(k.fd, int64(mi.Offset), 5); err != nil { // log2_elem_size 5: 32 bytes
 		t.Fatal(err)
 	}
-	p := &provider.CQParams{CQE: 3}
-	if _, err := k.context().CreateCQ(p, respond(&abi.RxeCreateCqResp{Mi: mi})); err == nil {
+	p := provider.CQParams{CQE: 3}
+	if _, _, err := k.context().CreateCQ(p, respond[provider.CQParams](&abi.RxeCreateCqResp{Mi: mi}, provider.CQResult{CQE: 3})); err == nil {
 		t.Fatal("CreateCQ accepted 32-byte elements")
 	}
 	// The exec error is returned as it is, for the core to wrap.
-	if _, err := k.context().CreateCQ(p, func(in, out []byte) error { return unix.EINVAL }); err != unix.EINVAL {
+	if _, _, err := k.context().CreateCQ(p, fail[provider.CQParams, provider.CQResult](unix.EINVAL)); err != unix.EINVAL {
 		t.Fatalf("CreateCQ exec error = %v", err)
 	}
 }

@@ -64,15 +64,16 @@ func (c *context) AllocPD(exec provider.Exec) (provider.PD, error) {
 
 // CreateAH takes part in CREATE_AH: the kernel answers with its AH number (struct rxe_create_ah_resp), which UD
 // send WQEs carry.
-func (c *context) CreateAH(p *provider.AHParams, exec provider.Exec) (*verbs.AHData, error) {
+func (c *context) CreateAH(p provider.AHParams, create provider.Create[provider.AHParams, provider.AHResult]) (*verbs.AHData, error) {
 	resp := new(abi.RxeCreateAhResp)
-	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
+	res, err := create(p, nil, rawcmd.Bytes(resp))
+	if err != nil {
 		return nil, err
 	}
 	if resp.AhNum == 0 {
 		return nil, opError("create AH", "the kernel returned no AH number (ah_num 0): old rxe kernels need a userspace address vector, which this provider does not build", unix.EOPNOTSUPP)
 	}
-	return &verbs.AHData{Handle: p.Out.Handle, Num: resp.AhNum}, nil
+	return &verbs.AHData{Handle: res.Handle, Num: resp.AhNum}, nil
 }
 
 // Close releases nothing: every ring belongs to a CQ, QP or SRQ and is unmapped when it is destroyed.

@@ -58,9 +58,8 @@ func TestContextAndPD(t *testing.T) {
 
 func TestCreateAH(t *testing.T) {
 	k := newFakeKernel(t)
-	p := &provider.AHParams{IsGlobal: true, PortNum: 1}
-	p.Out.Handle = 9
-	ah, err := k.context().CreateAH(p, respond(&abi.RxeCreateAhResp{AhNum: 17}))
+	p := provider.AHParams{IsGlobal: true, PortNum: 1}
+	ah, err := k.context().CreateAH(p, respond[provider.AHParams](&abi.RxeCreateAhResp{AhNum: 17}, provider.AHResult{Handle: 9}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,7 @@ func TestCreateAH(t *testing.T) {
 		t.Fatalf("AHData = %+v, want handle 9 num 17", ah)
 	}
 	// An old kernel answers ah_num 0: refused as not supported (the core then destroys the kernel AH).
-	_, err = k.context().CreateAH(p, respond(&abi.RxeCreateAhResp{}))
+	_, err = k.context().CreateAH(p, respond[provider.AHParams](&abi.RxeCreateAhResp{}, provider.AHResult{Handle: 9}))
 	if !errors.Is(err, unix.EOPNOTSUPP) {
 		t.Fatalf("ah_num 0: %v, want EOPNOTSUPP", err)
 	}
@@ -80,16 +79,15 @@ func TestCreateQPMapFailure(t *testing.T) {
 	rqMI, _ := k.ring(4, 64)
 	var resp abi.RxeCreateQpResp
 	resp.RqMi = rqMI // SqMi left zero: invalid
-	p := &provider.QPParams{Type: verbs.QPTypeRC, Cap: testCap}
-	p.Out.Cap = testCap
+	p := provider.QPParams{Type: verbs.QPTypeRC, Cap: testCap}
 	before := memfdMappings(t)
-	if _, err := k.context().CreateQP(p, respond(&resp)); err == nil {
+	if _, _, err := k.context().CreateQP(p, respond[provider.QPParams](&resp, provider.QPResult{Cap: testCap})); err == nil {
 		t.Fatal("CreateQP succeeded without a send ring")
 	}
 	if after := memfdMappings(t); after != before {
 		t.Fatalf("%d fake-kernel mappings after the failed CreateQP, %d before: the receive ring leaked", after, before)
 	}
-	if _, err := k.context().CreateQP(p, func(in, out []byte) error { return unix.ENOMEM }); err != unix.ENOMEM {
+	if _, _, err := k.context().CreateQP(p, fail[provider.QPParams, provider.QPResult](unix.ENOMEM)); err != unix.ENOMEM {
 		t.Fatalf("CreateQP exec error = %v", err)
 	}
 }

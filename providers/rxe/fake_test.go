@@ -70,18 +70,27 @@ func (k *fakeKernel) ring(numElem, elemSize int) (abi.Mminfo, queue) {
 	return abi.Mminfo{Offset: uint64(off), Size: uint32(size)}, q
 }
 
-// respond is an Exec that checks there is no driver request and answers with resp as the driver response.
-func respond[T any](resp *T) provider.Exec {
-	return func(in, out []byte) error {
+// respond is a core command that checks there is no driver request and answers with resp as the driver
+// response and res as the kernel's result.
+func respond[Req, Res, T any](resp *T, res Res) provider.Create[Req, Res] {
+	return func(_ Req, in, out []byte) (Res, error) {
 		if len(in) != 0 {
-			return fmt.Errorf("unexpected driver request of %d bytes", len(in))
+			return res, fmt.Errorf("unexpected driver request of %d bytes", len(in))
 		}
 		want := rawcmd.Bytes(resp)
 		if len(out) != len(want) {
-			return fmt.Errorf("driver response buffer is %d bytes, want %d", len(out), len(want))
+			return res, fmt.Errorf("driver response buffer is %d bytes, want %d", len(out), len(want))
 		}
 		copy(out, want)
-		return nil
+		return res, nil
+	}
+}
+
+// fail is a core command the kernel refuses with err.
+func fail[Req, Res any](err error) provider.Create[Req, Res] {
+	return func(Req, []byte, []byte) (Res, error) {
+		var zero Res
+		return zero, err
 	}
 }
 
@@ -98,10 +107,9 @@ type fakeCQ struct {
 func (k *fakeKernel) newCQ(cqe int) fakeCQ {
 	k.t.Helper()
 	mi, kq := k.ring(cqe, abi.SizeofIbUverbsWc)
-	p := &provider.CQParams{CQE: cqe}
-	p.Out.CQE = kq.capacity()
-	p.Out.Handle = 0x77
-	c, err := k.context().CreateCQ(p, respond(&abi.RxeCreateCqResp{Mi: mi}))
+	p := provider.CQParams{CQE: cqe}
+	c, _, err := k.context().CreateCQ(p, respond[provider.CQParams](&abi.RxeCreateCqResp{Mi: mi},
+		provider.CQResult{CQE: kq.capacity(), Handle: 0x77}))
 	if err != nil {
 		k.t.Fatalf("CreateCQ: %v", err)
 	}
@@ -144,11 +152,9 @@ func (k *fakeKernel) newQP(typ verbs.QPType, c verbs.QPCap, hasSRQ bool) *fakeQP
 	if !hasSRQ {
 		resp.RqMi, f.rq = k.ring(int(c.MaxRecvWR), abi.SizeofRxeRecvWqe+int(c.MaxRecvSGE)*abi.SizeofRxeSge)
 	}
-	p := &provider.QPParams{Type: typ, Cap: c, HasSRQ: hasSRQ}
-	p.Out.Cap = granted
-	p.Out.Handle = 0x1234
-	p.Out.QPN = 0x11
-	q, err := k.context().CreateQP(p, respond(&resp))
+	p := provider.QPParams{Type: typ, Cap: c, HasSRQ: hasSRQ}
+	q, _, err := k.context().CreateQP(p, respond[provider.QPParams](&resp,
+		provider.QPResult{Cap: granted, Handle: 0x1234, QPN: 0x11}))
 	if err != nil {
 		k.t.Fatalf("CreateQP: %v", err)
 	}

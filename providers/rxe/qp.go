@@ -68,17 +68,18 @@ var _ provider.QP = (*qp)(nil)
 
 // CreateQP takes part in QP_CREATE: the driver response (struct rxe_create_qp_resp) describes the receive and
 // send rings, which are mapped from the command fd (no receive ring when the QP uses an SRQ). The send limits
-// are the capacities the kernel granted (p.Out.Cap), bounded by the send ring's element size.
-func (c *context) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.QP, error) {
+// are the capacities the kernel granted, bounded by the send ring's element size.
+func (c *context) CreateQP(p provider.QPParams, create provider.Create[provider.QPParams, provider.QPResult]) (provider.QP, provider.QPResult, error) {
 	resp := new(abi.RxeCreateQpResp)
-	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
-		return nil, err
+	res, err := create(p, nil, rawcmd.Bytes(resp))
+	if err != nil {
+		return nil, res, err
 	}
-	qp := &qp{dbFD: c.fd, db: newDoorbell(p.Out.Handle)}
+	qp := &qp{dbFD: c.fd, db: newDoorbell(res.Handle)}
 	if !p.HasSRQ {
-		rq, err := mapRecvRing(c.fd, resp.RqMi, p.Out.Cap.MaxRecvSGE)
+		rq, err := mapRecvRing(c.fd, resp.RqMi, res.Cap.MaxRecvSGE)
 		if err != nil {
-			return nil, opError("create QP", "map receive ring", err)
+			return nil, res, opError("create QP", "map receive ring", err)
 		}
 		qp.rq = rq
 	}
@@ -87,16 +88,16 @@ func (c *context) CreateQP(p *provider.QPParams, exec provider.Exec) (provider.Q
 		if qp.rq != nil {
 			qp.rq.q.unmap()
 		}
-		return nil, opError("create QP", "map send ring", err)
+		return nil, res, opError("create QP", "map send ring", err)
 	}
 	qp.sq = sq
 	area := uint32(sq.elemSize() - abi.SizeofRxeSendWqe)
 	qp.limit = sendLimits{
 		qpType:    p.Type,
-		maxSGE:    min(p.Out.Cap.MaxSendSGE, area/abi.SizeofRxeSge),
-		maxInline: min(p.Out.Cap.MaxInlineData, area),
+		maxSGE:    min(res.Cap.MaxSendSGE, area/abi.SizeofRxeSge),
+		maxInline: min(res.Cap.MaxInlineData, area),
 	}
-	return qp, nil
+	return qp, res, nil
 }
 
 // PostSend writes wrs into the send ring in order and rings the doorbell once. It returns how many were posted;

@@ -96,9 +96,9 @@ func TestPostRecvErrors(t *testing.T) {
 func (k *fakeKernel) newSRQ(maxWR, maxSGE int) (*srq, queue) {
 	k.t.Helper()
 	mi, kq := k.ring(maxWR, abi.SizeofRxeRecvWqe+maxSGE*abi.SizeofRxeSge)
-	p := &provider.SRQParams{MaxWR: uint32(maxWR), MaxSGE: uint32(maxSGE)}
-	p.Out.MaxWR, p.Out.MaxSGE = uint32(kq.capacity()), uint32(maxSGE)
-	s, err := k.context().CreateSRQ(p, respond(&abi.RxeCreateSrqResp{Mi: mi, SrqNum: 5}))
+	p := provider.SRQParams{MaxWR: uint32(maxWR), MaxSGE: uint32(maxSGE)}
+	s, _, err := k.context().CreateSRQ(p, respond[provider.SRQParams](&abi.RxeCreateSrqResp{Mi: mi, SrqNum: 5},
+		provider.SRQResult{MaxWR: uint32(kq.capacity()), MaxSGE: uint32(maxSGE), SRQN: 5}))
 	if err != nil {
 		k.t.Fatalf("CreateSRQ: %v", err)
 	}

@@ -29,16 +29,17 @@ type srqModify struct {
 var _ provider.SRQ = (*srq)(nil)
 
 // CreateSRQ takes part in SRQ_CREATE: the driver response (struct rxe_create_srq_resp) describes the ring.
-func (c *context) CreateSRQ(p *provider.SRQParams, exec provider.Exec) (provider.SRQ, error) {
+func (c *context) CreateSRQ(p provider.SRQParams, create provider.Create[provider.SRQParams, provider.SRQResult]) (provider.SRQ, provider.SRQResult, error) {
 	resp := new(abi.RxeCreateSrqResp)
-	if err := exec(nil, rawcmd.Bytes(resp)); err != nil {
-		return nil, err
-	}
-	rq, err := mapRecvRing(c.fd, resp.Mi, p.Out.MaxSGE)
+	res, err := create(p, nil, rawcmd.Bytes(resp))
 	if err != nil {
-		return nil, opError("create SRQ", "map receive ring", err)
+		return nil, res, err
 	}
-	return &srq{ctx: c, rq: rq, mod: new(srqModify)}, nil
+	rq, err := mapRecvRing(c.fd, resp.Mi, res.MaxSGE)
+	if err != nil {
+		return nil, res, opError("create SRQ", "map receive ring", err)
+	}
+	return &srq{ctx: c, rq: rq, mod: new(srqModify)}, res, nil
 }
 
 // PostRecv writes wrs into the shared receive ring.
