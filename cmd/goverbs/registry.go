@@ -7,6 +7,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
+	"github.com/goverbs/goverbs/internal/tools/ibstatus"
 	"github.com/goverbs/goverbs/internal/tools/perftest"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 	"github.com/goverbs/goverbs/internal/tools/rdmatool"
@@ -45,6 +46,7 @@ var commands = []Command{
 	{Name: "devices", Aliases: []string{"ibv_devices"}, Summary: "list RDMA devices and node GUIDs", Run: devices.Main},
 	{Name: "devinfo", Aliases: []string{"ibv_devinfo"}, Summary: "show device and port attributes", Run: devinfo.Main},
 	{Name: "ibstat", Aliases: []string{"ibstat"}, Summary: "show InfiniBand CA and port state from sysfs", Run: ibstat.Main},
+	{Name: "ibstatus", Aliases: []string{"ibstatus"}, Summary: "show port status from sysfs, same as infiniband-diags' ibstatus", Run: ibstatus.Main},
 	{Name: "pingpong", Summary: "ping-pong tests wire compatible with rdma-core's: goverbs pingpong rc|uc|ud|srq|xsrq [options] [host]",
 		Run: pingpong.Main},
 	{Name: "rc_pingpong", Aliases: []string{"ibv_rc_pingpong"}, Summary: "RC ping-pong, same as ibv_rc_pingpong",

@@ -12,6 +12,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/golden"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
+	"github.com/goverbs/goverbs/internal/tools/ibstatus"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -82,4 +83,11 @@ func DiffDevinfo(t *testing.T, src devinfo.Source) {
 func TestLabDevinfo(t *testing.T) {
 	labtest.Require(t)
 	DiffDevinfo(t, devinfo.NewUverbsSource(io.Discard))
+}
+
+// TestLabIbstatus compares ibstatus with infiniband-diags' script on the lab's real sysfs (rxe0's real GIDs,
+// state and rate).
+func TestLabIbstatus(t *testing.T) {
+	labtest.Require(t)
+	compare(t, "ibstatus", ibstatus.Main, []string{"", "DEV", "DEV:1", "DEV:2", "nosuchdev", "-h"})
 }

@@ -1,0 +1,69 @@
+package ibstatus
+
+import (
+	"bytes"
+	"flag"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goverbs/goverbs/internal/tools/golden"
+	"github.com/goverbs/goverbs/internal/tools/sysfs"
+)
+
+var update = flag.Bool("update", false, "rewrite the goldens from the real ibstatus script (needs root, unshare, infiniband-diags)")
+
+const trees = "../testdata"
+
+var cases = []struct{ tree, args string }{
+	{"rxe", ""},
+	{"rxe", "rxe0"},
+	{"rxe", "rxe0:1"},
+	{"rxe", "rxe0:2"},
+	{"rxe", "rxe0:1:1"},
+	{"rxe", "rxe0 rxe0:1"},
+	{"rxe", "foo"},
+	{"rxe", "-h"},
+	{"rxe", "-x"},
+	{"mlx5", ""},
+	{"mlx5", "mlx5_1:2"},
+	{"edge", ""},
+	{"edge", "badport"},
+	{"edge", "nopkeys:1"},
+	{"empty", ""},
+	{"empty", "rxe0"},
+}
+
+func caseName(tree, args string) string {
+	n := tree + "_" + strings.NewReplacer(" ", "_", "/", "_", ":", "-").Replace(args)
+	return strings.TrimSuffix(n, "_")
+}
+
+// TestGolden runs ibstatus and the real script (goldens made with -update inside a private mount namespace
+// where the tree is /sys/class) on the same fake trees.
+func TestGolden(t *testing.T) {
+	if *update {
+		if why := golden.CAvailable("ibstatus"); why != "" {
+			t.Fatalf("-update: %s", why)
+		}
+	}
+	for _, c := range cases {
+		name := caseName(c.tree, c.args)
+		t.Run(name, func(t *testing.T) {
+			args := strings.Fields(c.args)
+			file := filepath.Join("testdata", "golden", name+".golden")
+			if *update {
+				r, err := golden.RunC(filepath.Join(trees, c.tree), "ibstatus", args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := golden.Write(file, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out, errb bytes.Buffer
+			st := Command{FS: sysfs.Under(filepath.Join(trees, c.tree))}.Run("ibstatus", args, &out, &errb)
+			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+		})
+	}
+}
