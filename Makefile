@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 export CGO_ENABLED ?= 0
 
-.PHONY: all deps build demo test check unit lab bench clean
+.PHONY: all deps build demo test check unit lab bench fuzz clean
 
 all: build
 
@@ -47,6 +47,10 @@ bench: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./providers/... ./internal/ioctl/... ./uverbs/...
 	$(GO) run ./test/bench/cmd/ppbench
 	$(GO) run ./test/bench/cmd/bench
+
+## fuzz: every fuzz target for FUZZTIME each (default 5m); FUZZ=REGEXP narrows them (not part of `make test`)
+fuzz:
+	./scripts/fuzz.sh
 
 clean:
 	rm -rf bin .lab .scratch
