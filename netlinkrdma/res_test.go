@@ -253,4 +253,3 @@ func FuzzDecodeContext(f *testing.F)   { fuzzResDump[Context](f, ctxKind, nil) }
 func FuzzDecodeSRQ(f *testing.F)       { fuzzResDump[SRQ](f, srqKind, nil) }
 func FuzzDecodeQPCounter(f *testing.F) { fuzzResDump[QPCounter](f, qpCounterKind, nil) }
 func FuzzDecodeMRStats(f *testing.F)   { fuzzResDump[MRStats](f, mrStatKind, nil) }
-
