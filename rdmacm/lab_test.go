@@ -1,0 +1,326 @@
+package rdmacm_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/netlinkrdma"
+	"github.com/goverbs/goverbs/rdmacm"
+	"github.com/goverbs/goverbs/test/labtest"
+	"github.com/goverbs/goverbs/uverbs"
+	"golang.org/x/sys/unix"
+)
+
+// labIP is the address of the netdev carrying rxe0 in the lab (rdma_cm needs
+// it: 127.0.0.1 has no RDMA device).
+var labIP = netip.MustParseAddr("10.233.0.1")
+
+func labAddr(port uint16) netip.AddrPort { return netip.AddrPortFrom(labIP, port) }
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitWC polls cq until one completion arrives (bounded).
+func waitWC(t *testing.T, cq *uverbs.CQ) uverbs.WC {
+	t.Helper()
+	wc := make([]uverbs.WC, 1)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := cq.Poll(wc); n > 0 {
+			if wc[0].Status != uverbs.WCSuccess {
+				t.Fatalf("completion status %s", uverbs.WCStatusString(wc[0].Status))
+			}
+			return wc[0]
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("no completion in 20 s")
+	return uverbs.WC{}
+}
+
+func TestLabRCConnectSend(t *testing.T) {
+	labtest.Require(t)
+	ctx := testCtx(t)
+	l, err := rdmacm.Listen(labAddr(20101), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+
+	type result struct {
+		msg, priv []byte
+		err       error
+	}
+	done := make(chan result, 1)
+	go func() {
+		req, err := l.Accept(ctx)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		buf := make([]byte, 64)
+		var mr *uverbs.MR
+		c, err := req.Accept(ctx, &rdmacm.Options{PrivateData: []byte("welcome"), Setup: func(c *rdmacm.Conn) error {
+			var err error
+			if mr, err = c.PD().RegMR(buf, uverbs.AccessLocalWrite); err != nil {
+				return err
+			}
+			_, err = c.QP().PostRecv([]uverbs.RecvWR{{WRID: 1, SGL: []uverbs.SGE{mr.SGE(0, len(buf))}}})
+			return err
+		}})
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		wc := waitWC(t, c.RecvCQ())
+		msg := append([]byte(nil), buf[:wc.ByteLen]...)
+		mr.Close()
+		done <- result{msg: msg, priv: req.PrivateData, err: c.Close()}
+	}()
+
+	c, err := rdmacm.Dial(ctx, labAddr(20101), &rdmacm.Options{PrivateData: []byte("hello server")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(c.PrivateData(), []byte("welcome")) || len(c.PrivateData()) != rdmacm.MaxAcceptPrivateData {
+		t.Errorf("accept private data %q (%d bytes)", c.PrivateData(), len(c.PrivateData()))
+	}
+	msg := []byte("ping over rdma_cm")
+	mr, err := c.PD().RegMR(msg, uverbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.QP().PostSend([]uverbs.SendWR{{WRID: 2, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
+		SGL: []uverbs.SGE{mr.SGE(0, len(msg))}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitWC(t, c.SendCQ())
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !bytes.Equal(r.msg, msg) {
+		t.Errorf("server got %q", r.msg)
+	}
+	if !bytes.HasPrefix(r.priv, []byte("hello server")) || len(r.priv) != rdmacm.MaxConnectPrivateData {
+		t.Errorf("request private data %q (%d bytes)", r.priv, len(r.priv))
+	}
+	mr.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLabReject(t *testing.T) {
+	labtest.Require(t)
+	ctx := testCtx(t)
+	l, err := rdmacm.Listen(labAddr(20102), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		req, err := l.Accept(ctx)
+		if err == nil {
+			if err := req.Reject(bytes.Repeat([]byte("x"), rdmacm.MaxRejectPrivateData+1)); !errors.Is(err, rdmacm.ErrPrivateDataTooLong) {
+				t.Errorf("oversize reject: %v", err)
+			}
+			req.Reject([]byte("go away"))
+		}
+	}()
+	_, err = rdmacm.Dial(ctx, labAddr(20102), nil)
+	var ee *rdmacm.EventError
+	if !errors.Is(err, unix.ECONNREFUSED) || !errors.As(err, &ee) {
+		t.Fatalf("dial: %v, want ECONNREFUSED", err)
+	}
+	if ee.Event.Type != rdmacm.EventRejected || ee.Event.Status != 28 || !bytes.HasPrefix(ee.PrivateData(), []byte("go away")) {
+		t.Errorf("event %v status %d data %q", ee.Event.Type, ee.Event.Status, ee.PrivateData())
+	}
+}
+
+func TestLabNoListener(t *testing.T) {
+	labtest.Require(t)
+	_, err := rdmacm.Dial(testCtx(t), labAddr(20103), nil)
+	var ee *rdmacm.EventError
+	if !errors.Is(err, unix.ECONNREFUSED) || !errors.As(err, &ee) || ee.Event.Status != 8 {
+		t.Fatalf("dial with no listener: %v, want REJECTED status 8", err)
+	}
+}
+
+func TestLabUDResolve(t *testing.T) {
+	labtest.Require(t)
+	ctx := testCtx(t)
+	o := &rdmacm.Options{PortSpace: rdmacm.PortSpaceUDP}
+	l, err := rdmacm.Listen(labAddr(20104), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	srv := make(chan *rdmacm.Conn, 1)
+	go func() {
+		req, err := l.Accept(ctx)
+		if err != nil {
+			t.Error(err)
+			srv <- nil
+			return
+		}
+		c, err := req.Accept(ctx, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		srv <- c
+	}()
+	c, err := rdmacm.Dial(ctx, labAddr(20104), &rdmacm.Options{PortSpace: rdmacm.PortSpaceUDP, PrivateData: []byte("ud")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := <-srv
+	if s == nil {
+		t.FailNow()
+	}
+	defer s.Close()
+	ud := c.UD()
+	if ud.QPNum != s.QP().QPN() || ud.QKey != 0x01234567 || !ud.AHAttr.IsGlobal {
+		t.Errorf("UD param %+v, server QPN %#x", ud, s.QP().QPN())
+	}
+	if c.QP().State() != uverbs.QPStateRTS {
+		t.Errorf("UD QP state %v", c.QP().State())
+	}
+}
+
+func TestLabTypedErrors(t *testing.T) {
+	labtest.Require(t)
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Oversize private data: typed error, and nothing reached the kernel.
+	err = id.Connect(&rdmacm.ConnParam{PrivateData: make([]byte, rdmacm.MaxConnectPrivateData+1)})
+	if !errors.Is(err, rdmacm.ErrPrivateDataTooLong) || !errors.Is(err, unix.EINVAL) {
+		t.Errorf("connect with 57 bytes: %v", err)
+	}
+	// Wrong state: accepting an id that is no incoming connection.
+	if err := id.Accept(nil); !errors.Is(err, rdmacm.ErrState) || !errors.Is(err, unix.EINVAL) {
+		t.Errorf("accept on a fresh id: %v", err)
+	}
+	// The kernel's own state check: RESOLVE_ROUTE before RESOLVE_ADDR.
+	if err := id.ResolveRoute(time.Second); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("resolve route unresolved: %v", err)
+	}
+	var ce *rdmacm.Error
+	if err := id.ResolveRoute(time.Second); !errors.As(err, &ce) || ce.Op != "resolve route" || ce.ID != id.Num() {
+		t.Errorf("error %v does not name the command and id", err)
+	}
+	if err := id.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Listen(1); !errors.Is(err, rdmacm.ErrClosed) {
+		t.Errorf("listen after destroy: %v", err)
+	}
+}
+
+func countFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func resCounts(t *testing.T) map[string]uint64 {
+	c, err := netlinkrdma.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ss, err := c.ResourceSummaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]uint64{}
+	for _, s := range ss {
+		for _, rc := range s.Counts {
+			m[s.DevName+"/"+rc.Name] = rc.Current
+		}
+	}
+	return m
+}
+
+func TestLabConnectLoopLeaksNothing(t *testing.T) {
+	labtest.Require(t)
+	ctx := testCtx(t)
+	n := 100
+	if testing.Short() {
+		n = 10
+	}
+	l, err := rdmacm.Listen(labAddr(20105), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Warm up once so that lazily created process state (netlink sockets,
+	// runtime poller fds) is not counted as a leak.
+	loopOnce := func(i int) error {
+		errc := make(chan error, 1)
+		go func() {
+			req, err := l.Accept(ctx)
+			if err != nil {
+				errc <- err
+				return
+			}
+			c, err := req.Accept(ctx, nil)
+			if err != nil {
+				errc <- err
+				return
+			}
+			_, err = c.WaitEvent(ctx) // the client's DISCONNECT
+			errc <- errors.Join(err, c.Close())
+		}()
+		c, err := rdmacm.Dial(ctx, labAddr(20105), nil)
+		if err != nil {
+			return fmt.Errorf("dial %d: %w", i, err)
+		}
+		if err := c.Close(); err != nil {
+			return fmt.Errorf("close %d: %w", i, err)
+		}
+		if err := <-errc; err != nil {
+			return fmt.Errorf("server %d: %w", i, err)
+		}
+		return nil
+	}
+	if err := loopOnce(-1); err != nil {
+		t.Fatal(err)
+	}
+	fds, res := countFDs(t), resCounts(t)
+	for i := range n {
+		if err := loopOnce(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := countFDs(t); got != fds {
+		t.Errorf("%d fds open after %d connections, %d before", got, n, fds)
+	}
+	l.Close()
+	after := resCounts(t)
+	for k, v := range after {
+		if k[len(k)-3:] == "/pd" || k[len(k)-3:] == "/cq" || k[len(k)-3:] == "/qp" || k[len(k)-6:] == "cm_id" || k[len(k)-3:] == "/mr" {
+			if before := res[k]; v > before {
+				t.Errorf("%s: %d after, %d before", k, v, before)
+			}
+		}
+	}
+}
