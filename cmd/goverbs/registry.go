@@ -12,6 +12,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/perftest"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 	"github.com/goverbs/goverbs/internal/tools/rdmatool"
+	"github.com/goverbs/goverbs/internal/tools/rping"
 )
 
 // Command is one goverbs tool.
@@ -76,6 +77,8 @@ var commands = []Command{
 	{Name: "send_lat", Aliases: []string{"ib_send_lat"}, Summary: "send latency, same as ib_send_lat", Run: perftest.Run},
 	{Name: "atomic_bw", Aliases: []string{"ib_atomic_bw"}, Summary: "atomic bandwidth, same as ib_atomic_bw", Run: perftest.Run},
 	{Name: "atomic_lat", Aliases: []string{"ib_atomic_lat"}, Summary: "atomic latency, same as ib_atomic_lat", Run: perftest.Run},
+	{Name: "rping", Aliases: []string{"rping"}, Summary: "RDMA CM ping-pong with RDMA READ/WRITE, same as rdmacm-utils' rping",
+		Run: rping.Run},
 }
 
 // pingpongTransports maps "goverbs pingpong TRANSPORT" to the tool and the C name it reports as its program.
