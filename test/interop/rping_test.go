@@ -1,9 +1,7 @@
 package interop
 
 import (
-	"bytes"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -136,11 +134,20 @@ func TestRpingErrorsMatchC(t *testing.T) {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			c := cPP(rpingTool, args)
 			g := goPP(rpingTool, args)
-			if c.rc != g.rc || c.out != g.out || sortLines(c.err) != sortLines(g.err) {
+			if c.rc != g.rc || c.out != g.out || sortLines(dropRacy(c.err)) != sortLines(dropRacy(g.err)) {
 				t.Errorf("C: rc %d\n%s%s\nGo: rc %d\n%s%s", c.rc, c.out, c.err, g.rc, g.out, g.err)
 			}
 		})
 	}
+}
+
+// dropRacy removes the lines C's rping prints only when its main thread wins the race against the CM
+// thread's exit(-1) after an error event (both outcomes are seen with rdma-core 44).
+func dropRacy(s string) string {
+	for _, l := range []string{"wait for CONNECTED state 4\n", "connect error -1\n"} {
+		s = strings.Replace(s, l, "", 1)
+	}
+	return s
 }
 
 // sortLines ignores the order of lines written by different threads.
@@ -153,13 +160,5 @@ func sortLines(s string) string {
 			}
 		}
 	}
-	return string(bytes.Join(func() [][]byte {
-		var b [][]byte
-		for _, x := range l {
-			b = append(b, []byte(x))
-		}
-		return b
-	}(), []byte("\n")))
+	return strings.Join(l, "\n")
 }
-
-var _ = exec.Command
