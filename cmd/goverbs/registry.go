@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
+	"github.com/goverbs/goverbs/internal/tools/cmatose"
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
@@ -79,6 +80,8 @@ var commands = []Command{
 	{Name: "atomic_lat", Aliases: []string{"ib_atomic_lat"}, Summary: "atomic latency, same as ib_atomic_lat", Run: perftest.Run},
 	{Name: "rping", Aliases: []string{"rping"}, Summary: "RDMA CM ping-pong with RDMA READ/WRITE, same as rdmacm-utils' rping",
 		Run: rping.Run},
+	{Name: "ucmatose", Aliases: []string{"ucmatose"}, Summary: "RC connections through rdma_cm with SEND traffic, same as rdmacm-utils' ucmatose",
+		Run: cmatose.Run},
 }
 
 // pingpongTransports maps "goverbs pingpong TRANSPORT" to the tool and the C name it reports as its program.
