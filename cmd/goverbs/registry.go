@@ -14,6 +14,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 	"github.com/goverbs/goverbs/internal/tools/rdmatool"
 	"github.com/goverbs/goverbs/internal/tools/rping"
+	"github.com/goverbs/goverbs/internal/tools/udaddy"
 )
 
 // Command is one goverbs tool.
@@ -82,6 +83,8 @@ var commands = []Command{
 		Run: rping.Run},
 	{Name: "ucmatose", Aliases: []string{"ucmatose"}, Summary: "RC connections through rdma_cm with SEND traffic, same as rdmacm-utils' ucmatose",
 		Run: cmatose.Run},
+	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",
+		Run: udaddy.Run},
 }
 
 // pingpongTransports maps "goverbs pingpong TRANSPORT" to the tool and the C name it reports as its program.
