@@ -11,6 +11,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/devinfo/uverbssrc"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
 	"github.com/goverbs/goverbs/internal/tools/perftest"
+	"github.com/goverbs/goverbs/internal/tools/rdmaclient"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 	"github.com/goverbs/goverbs/internal/tools/rdmatool"
 	"github.com/goverbs/goverbs/internal/tools/rping"
@@ -85,6 +86,10 @@ var commands = []Command{
 		Run: cmatose.Run},
 	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",
 		Run: udaddy.Run},
+	{Name: "rdma_server", Aliases: []string{"rdma_server"}, Summary: "one 16-byte message each way over rdma_cm (server), same as rdmacm-utils' rdma_server",
+		Run: rdmaclient.RunServer},
+	{Name: "rdma_client", Aliases: []string{"rdma_client"}, Summary: "one 16-byte message each way over rdma_cm (client), same as rdmacm-utils' rdma_client",
+		Run: rdmaclient.RunClient},
 }
 
 // pingpongTransports maps "goverbs pingpong TRANSPORT" to the tool and the C name it reports as its program.
