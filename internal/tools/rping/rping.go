@@ -292,6 +292,7 @@ func (c *cb) eventHandler(ev *rdmacm.Event) int {
 			c.setState(stError)
 			c.perror("rdma_resolve_route", err)
 			c.post()
+			return -1 // the C CM thread exits with it
 		}
 	case rdmacm.EventRouteResolved:
 		c.setState(stRouteResolved)
