@@ -39,6 +39,7 @@ const ABIVersion = abi.RDMA_USER_CM_ABI_VERSION
 type Channel struct {
 	f  *os.File
 	rc syscall.RawConn
+	fd int // the number only: os.File.Fd would put the fd back into blocking mode
 
 	mu     sync.Mutex
 	ids    map[uint64]*ID // by uid
@@ -105,12 +106,13 @@ func NewChannel() (*Channel, error) {
 		f.Close()
 		return nil, &Error{Op: "create event channel", Err: err}
 	}
-	return &Channel{f: f, rc: rc, ids: map[uint64]*ID{}, mcasts: map[uint64]*Multicast{}, devs: map[uint64]*devRef{},
+	return &Channel{f: f, rc: rc, fd: fd, ids: map[uint64]*ID{}, mcasts: map[uint64]*Multicast{}, devs: map[uint64]*devRef{},
 		evBuf: new(abi.RdmaUcmEventResp)}, nil
 }
 
-// FD is the channel's file descriptor (it polls readable when an event is queued).
-func (ch *Channel) FD() int { return int(ch.f.Fd()) }
+// FD is the channel's file descriptor number (it polls readable when an
+// event is queued). It stays owned by the Channel, in non-blocking mode.
+func (ch *Channel) FD() int { return ch.fd }
 
 // Close destroys the channel's remaining ids and closes it (rdma_destroy_event_channel).
 func (ch *Channel) Close() error {
