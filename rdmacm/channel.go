@@ -134,13 +134,16 @@ func (ch *Channel) Close() error {
 	}
 	ch.mu.Lock()
 	ch.closed = true
-	devs := ch.devs
+	var idle []*devRef
+	for _, d := range ch.devs {
+		if d.refs == 0 { // ids migrated elsewhere still hold theirs; the last one closes it
+			idle = append(idle, d)
+		}
+	}
 	ch.devs = map[uint64]*devRef{}
 	ch.mu.Unlock()
-	for _, d := range devs {
-		if d.refs == 0 { // ids migrated elsewhere still hold theirs
-			errs = append(errs, d.close())
-		}
+	for _, d := range idle {
+		errs = append(errs, d.close())
 	}
 	errs = append(errs, ch.f.Close())
 	return errors.Join(errs...)

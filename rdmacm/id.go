@@ -428,13 +428,15 @@ func (ch *Channel) acquireDevice(guid uint64, index uint32) (*devRef, error) {
 	return d, nil
 }
 
+// releaseDevice drops an id's reference. The context and PD stay open for
+// the channel's other and future ids (and for what the application made on
+// the shared PD) until the channel is closed, as librdmacm keeps its device
+// contexts; only a device whose channel is already closed (an id migrated
+// away from it) is closed with its last id.
 func (ch *Channel) releaseDevice(d *devRef) error {
 	ch.mu.Lock()
 	d.refs--
-	last := d.refs == 0
-	if last && ch.devs[d.guid] == d {
-		delete(ch.devs, d.guid)
-	}
+	last := d.refs == 0 && ch.closed
 	ch.mu.Unlock()
 	if last {
 		return d.close()

@@ -340,3 +340,154 @@ func TestLabConnectLoopLeaksNothing(t *testing.T) {
 		t.Errorf("no resource counts in %v", after)
 	}
 }
+
+// Multicast: two UD ids join 239.1.1.1 (the sender send-only), the sender
+// SENDs to the group (QPN 0xFFFFFF, AH and QKey from MULTICAST_JOIN), the
+// receiver's QP, attached on MULTICAST_JOIN, gets it.
+func TestLabMulticast(t *testing.T) {
+	labtest.Require(t)
+	ctx := testCtx(t)
+	group := netip.MustParseAddrPort("239.1.1.1:0")
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	type member struct {
+		id *rdmacm.ID
+		m  *rdmacm.Multicast
+		ud rdmacm.UDParam
+	}
+	join := func(sendOnly bool) *member {
+		id, err := ch.CreateID(rdmacm.PortSpaceUDP, uverbs.QPTypeUD)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := id.ResolveAddr(labAddr(0), group, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if ev, err := ch.GetEvent(ctx); err != nil || ev.Type != rdmacm.EventAddrResolved || ev.ID != id {
+			t.Fatalf("resolve %v: %v %v", group, ev, err)
+		}
+		if _, err := id.CreateQP(nil); err != nil {
+			t.Fatal(err)
+		}
+		m, err := id.JoinMulticast(group, sendOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := ch.GetEvent(ctx)
+		if err != nil || ev.Type != rdmacm.EventMulticastJoin || ev.Multicast != m || ev.ID != id {
+			t.Fatalf("join: %v %v", ev, err)
+		}
+		return &member{id, m, ev.UD}
+	}
+	rcv := join(false)
+	snd := join(true)
+	if snd.ud.QPNum != 0xFFFFFF || snd.ud.AHAttr.GRH.DGID != uverbs.GID(netip.MustParseAddr("::ffff:239.1.1.1").As16()) {
+		t.Errorf("MULTICAST_JOIN param %+v", snd.ud)
+	}
+	_, pd, err := rcv.id.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 40+64)
+	mr, err := pd.RegMR(buf, uverbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	if _, err := rcv.id.QP().PostRecv([]uverbs.RecvWR{{SGL: []uverbs.SGE{mr.SGE(0, len(buf))}}}); err != nil {
+		t.Fatal(err)
+	}
+	ah, err := pd.CreateAH(snd.ud.AHAttr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ah.Close()
+	copy(buf[40:], "to the group")
+	if _, err := snd.id.QP().PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
+		AH: ah.Data(), RemoteQPN: snd.ud.QPNum, RemoteQKey: snd.ud.QKey, SGL: []uverbs.SGE{mr.SGE(40, 12)}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitWC(t, snd.id.SendCQ())
+	wc := waitWC(t, rcv.id.RecvCQ())
+	if wc.ByteLen != 40+12 || string(buf[40:52]) != "to the group" {
+		t.Errorf("received %d bytes %q", wc.ByteLen, buf[40:52])
+	}
+	for _, mb := range []*member{snd, rcv} {
+		if err := mb.m.Leave(); err != nil {
+			t.Error(err)
+		}
+		if err := mb.id.Destroy(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// Migrating an id moves its events: the resolve is started on one channel
+// and its ADDR_RESOLVED read from another.
+func TestLabMigrate(t *testing.T) {
+	labtest.Require(t)
+	ctx := testCtx(t)
+	ch1, err := rdmacm.NewChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch1.Close()
+	ch2, err := rdmacm.NewChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch2.Close()
+	id, err := ch1.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveAddr(netip.AddrPort{}, labAddr(20106), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Migrate(ch2); err != nil {
+		t.Fatal(err)
+	}
+	if id.Channel() != ch2 {
+		t.Fatal("id still on the old channel")
+	}
+	ev, err := ch2.GetEvent(ctx)
+	if err != nil || ev.Type != rdmacm.EventAddrResolved || ev.ID != id {
+		t.Fatalf("event on the new channel: %v %v", ev, err)
+	}
+	// The old channel must still wait in the poller (not block) and honour its context.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := ch1.GetEvent(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("old channel: %v, want deadline exceeded", err)
+	}
+	if id.LocalAddr().Addr() != labIP {
+		t.Errorf("local address %v", id.LocalAddr())
+	}
+}
+
+// GetEvent honours cancellation while it waits.
+func TestLabGetEventCancel(t *testing.T) {
+	labtest.Require(t)
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if _, err := ch.GetEvent(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	// And the channel still works afterwards.
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id.ResolveAddr(netip.AddrPort{}, labAddr(20107), 2*time.Second)
+	if ev, err := ch.GetEvent(testCtx(t)); err != nil || ev.Type != rdmacm.EventAddrResolved {
+		t.Fatalf("after cancel: %v %v", ev, err)
+	}
+}
