@@ -36,9 +36,8 @@
 // once it is bound or resolved; the channel opens one uverbs.Context and one
 // PD per device, shares them between its ids (ID.Device) and keeps them until
 // it is closed (objects the application makes on that PD must be closed
-// first). QPs are created
-// with package uverbs and taken through their states exactly in librdmacm's
-// order, with the attributes the kernel computes.
+// first). QPs are created with package uverbs and taken through their states
+// exactly in librdmacm's order, with the attributes the kernel computes.
 //
 // # Addresses
 //
