@@ -591,3 +591,44 @@ func waitDAD(t *testing.T, netdev string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// SET_OPTION and NOTIFY reach the kernel with the right sizes: every option
+// librdmacm sets is accepted, and NOTIFY without a device is EINVAL.
+func TestLabOptionsAndNotify(t *testing.T) {
+	labtest.Require(t)
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Notify(3); !errors.Is(err, unix.EINVAL) { // IB_EVENT_COMM_EST on an id without a device
+		t.Errorf("notify: %v, want EINVAL", err)
+	}
+	for name, set := range map[string]func() error{
+		"reuseaddr":   func() error { return id.SetReuseAddr(true) },
+		"afonly":      func() error { return id.SetAFOnly(true) },
+		"tos":         func() error { return id.SetTOS(32) },
+		"ack timeout": func() error { return id.SetAckTimeout(14) },
+	} {
+		if err := set(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := id.SetOption(0, 1, []byte{1}); !errors.Is(err, unix.EINVAL) { // REUSEADDR with optlen 1
+		t.Errorf("reuseaddr with 1 byte: %v, want EINVAL", err)
+	}
+	if err := id.SetOption(0, 99, []byte{1, 0, 0, 0}); !errors.Is(err, unix.ENOSYS) {
+		t.Errorf("unknown option: %v, want ENOSYS", err)
+	}
+	// Bound to the device but with no IB CM id yet (no connection): still EINVAL.
+	if err := id.Bind(labAddr(20109)); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Notify(3); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("notify on a bound id: %v, want EINVAL", err)
+	}
+}

@@ -51,7 +51,7 @@ func TestCmatoseInterop(t *testing.T) {
 	labtest.Require(t)
 	NeedTool(t, "ucmatose", "rdmacm-utils")
 	port := Port(740)
-	for _, extra := range [][]string{nil, {"-c", "2", "-C", "3"}, {"-P", "ib"}, {"-S", "4096", "-C", "5"}, {"-m"}} {
+	for _, extra := range [][]string{nil, {"-c", "2", "-C", "3"}, {"-P", "ib"}, {"-S", "4096", "-C", "5"}, {"-m"}, {"-t", "32", "-a", "14"}} {
 		for _, goServer := range []bool{false, true} {
 			port++
 			p := port
