@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -163,5 +166,32 @@ func TestEventErrorErrno(t *testing.T) {
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%v: %v does not match %v", tc.ev.Type, err, tc.want)
 		}
+	}
+}
+
+// The sysfs fallback of the device lookup (used when RDMA netlink does not
+// answer GET_CHARDEV "rdma_cm"), and the ABI version check.
+func TestDevicePathSysfs(t *testing.T) {
+	if p, err := devicePath(); err == nil && !strings.HasPrefix(p, DevDir) {
+		t.Fatalf("path %q", p)
+	}
+	if _, err := os.Stat("/sys/class/misc/rdma_cm"); err == nil {
+		t.Skip("rdma_cm is loaded here: netlink answers first")
+	}
+	oldSys, oldDev := SysfsRoot, DevDir
+	defer func() { SysfsRoot, DevDir = oldSys, oldDev }()
+	SysfsRoot, DevDir = t.TempDir(), "/dev/test"
+	if _, err := devicePath(); !errors.Is(err, unix.ENODEV) {
+		t.Errorf("no rdma_cm: %v, want ENODEV", err)
+	}
+	dir := filepath.Join(SysfsRoot, "class/misc/rdma_cm")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "abi_version"), []byte("3\n"), 0o644)
+	if _, err := devicePath(); !errors.Is(err, unix.EPROTONOSUPPORT) {
+		t.Errorf("ABI 3: %v, want EPROTONOSUPPORT", err)
+	}
+	os.WriteFile(filepath.Join(dir, "abi_version"), []byte("4\n"), 0o644)
+	if p, err := devicePath(); err != nil || p != "/dev/test/rdma_cm" {
+		t.Errorf("ABI 4: %q %v", p, err)
 	}
 }
