@@ -169,8 +169,10 @@ func (c *Conn) PrivateData() []byte { return c.priv }
 func (c *Conn) RemoteAddr() netip.AddrPort { return c.id.RemoteAddr() }
 func (c *Conn) LocalAddr() netip.AddrPort  { return c.id.LocalAddr() }
 
-// UD is the remote side of a UD Dial: its QPN, QKey and address (make an
-// AH from AHAttr). Zero for RC.
+// UD is the remote side of a UD connection. After Dial: the server's QPN,
+// QKey and address (make an AH from AHAttr). After Request.Accept: the
+// client's QPN and QKey only; its address comes with its first message (the
+// GRH in front of the receive buffer), as with ibv_create_ah_from_wc. Zero for RC.
 func (c *Conn) UD() UDParam { return c.ud }
 
 // WaitEvent waits for the connection's next CM event (DISCONNECTED when the
