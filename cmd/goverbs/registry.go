@@ -81,15 +81,15 @@ var commands = []Command{
 	{Name: "atomic_bw", Aliases: []string{"ib_atomic_bw"}, Summary: "atomic bandwidth, same as ib_atomic_bw", Run: perftest.Run},
 	{Name: "atomic_lat", Aliases: []string{"ib_atomic_lat"}, Summary: "atomic latency, same as ib_atomic_lat", Run: perftest.Run},
 	{Name: "rping", Aliases: []string{"rping"}, Summary: "RDMA CM ping-pong with RDMA READ/WRITE, same as rdmacm-utils' rping",
-		Run: rping.Run},
+		Run: rping.Main},
 	{Name: "ucmatose", Aliases: []string{"ucmatose"}, Summary: "RC connections through rdma_cm with SEND traffic, same as rdmacm-utils' ucmatose",
-		Run: cmatose.Run},
+		Run: cmatose.Main},
 	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",
-		Run: udaddy.Run},
+		Run: udaddy.Main},
 	{Name: "rdma_server", Aliases: []string{"rdma_server"}, Summary: "one 16-byte message each way over rdma_cm (server), same as rdmacm-utils' rdma_server",
-		Run: rdmaclient.RunServer},
+		Run: rdmaclient.MainServer},
 	{Name: "rdma_client", Aliases: []string{"rdma_client"}, Summary: "one 16-byte message each way over rdma_cm (client), same as rdmacm-utils' rdma_client",
-		Run: rdmaclient.RunClient},
+		Run: rdmaclient.MainClient},
 }
 
 // pingpongTransports maps "goverbs pingpong TRANSPORT" to the tool and the C name it reports as its program.

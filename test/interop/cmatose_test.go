@@ -10,7 +10,7 @@ import (
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
-var cmatoseTool = ppTool{"ucmatose", cmatose.Run}
+var cmatoseTool = ppTool{"ucmatose", cmatose.Main}
 
 const (
 	cmatoseServerOut = "cmatose: starting server\ninitiating data transfers\ncompleting sends\n" +

@@ -9,8 +9,8 @@ import (
 )
 
 var (
-	rdmaServerTool = ppTool{"rdma_server", rdmaclient.RunServer}
-	rdmaClientTool = ppTool{"rdma_client", rdmaclient.RunClient}
+	rdmaServerTool = ppTool{"rdma_server", rdmaclient.MainServer}
+	rdmaClientTool = ppTool{"rdma_client", rdmaclient.MainClient}
 )
 
 func TestRdmaServerClientInterop(t *testing.T) {

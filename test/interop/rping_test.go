@@ -13,7 +13,7 @@ import (
 // rdma_cm on rxe needs the address of the netdev carrying the device (127.0.0.1 has no RDMA device).
 const labIP = "10.233.0.1"
 
-var rpingTool = ppTool{"rping", rping.Run}
+var rpingTool = ppTool{"rping", rping.Main}
 
 // rpingLines is what `rping -c -v -C n` prints for the default size 64.
 func rpingLines(prefix string, n, size int) string {

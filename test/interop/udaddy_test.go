@@ -8,7 +8,7 @@ import (
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
-var udaddyTool = ppTool{"udaddy", udaddy.Run}
+var udaddyTool = ppTool{"udaddy", udaddy.Main}
 
 const (
 	udaddyServerOut = "udaddy: starting server\nreceiving data transfers\nsending replies\n" +

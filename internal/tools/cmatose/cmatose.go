@@ -75,8 +75,8 @@ func (t *test) usage() {
 	}
 }
 
-// Run is ucmatose's main; prog is argv[0] as the usage prints it.
-func Run(prog string, args []string, stdout, stderr io.Writer) int {
+// Main is ucmatose's main; prog is argv[0] as the usage prints it.
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	t := &test{stdout: stdout, stderr: stderr, prog: prog, connections: 1, messageSize: 100, messageCount: 10,
 		port: "7471", ps: rdmacm.PortSpaceTCP}
 	numeric := false

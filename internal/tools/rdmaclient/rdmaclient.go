@@ -154,8 +154,8 @@ func waitComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ) error {
 	}
 }
 
-// RunServer is rdma_server's main.
-func RunServer(prog string, args []string, stdout, stderr io.Writer) int {
+// MainServer is rdma_server's main.
+func MainServer(prog string, args []string, stdout, stderr io.Writer) int {
 	t, rc := parse("rdma_server", prog, args, stdout, stderr, "0.0.0.0")
 	if t == nil {
 		return rc
@@ -217,8 +217,8 @@ func (t *tool) runServer() int {
 	return 0
 }
 
-// RunClient is rdma_client's main.
-func RunClient(prog string, args []string, stdout, stderr io.Writer) int {
+// MainClient is rdma_client's main.
+func MainClient(prog string, args []string, stdout, stderr io.Writer) int {
 	t, rc := parse("rdma_client", prog, args, stdout, stderr, "127.0.0.1")
 	if t == nil {
 		return rc

@@ -152,9 +152,9 @@ func getAddr(c *cb, s string) (netip.Addr, int) {
 	return a.Unmap(), 0
 }
 
-// Run is rping's main: prog is ignored (usage always says "rping", as rping.c
+// Main is rping's main: prog is ignored (usage always says "rping", as rping.c
 // passes that literal); the result is the exit status.
-func Run(prog string, args []string, stdout, stderr io.Writer) int {
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	c := &cb{stdout: stdout, stderr: stderr, state: stIdle, size: 64, port: defaultPort,
 		addr: netip.IPv4Unspecified(), sem: make(chan struct{}, 1024)}
 	server := -1

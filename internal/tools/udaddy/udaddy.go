@@ -72,8 +72,8 @@ func (t *test) usage() {
 		uint16(rdmacm.PortSpaceIPoIB))
 }
 
-// Run is udaddy's main; prog is argv[0] as the usage prints it.
-func Run(prog string, args []string, stdout, stderr io.Writer) int {
+// Main is udaddy's main; prog is argv[0] as the usage prints it.
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	t := &test{stdout: stdout, stderr: stderr, prog: prog, connections: 1, messageSize: 100, messageCount: 10,
 		port: "7174", ps: rdmacm.PortSpaceUDP}
 	numeric := false
