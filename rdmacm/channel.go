@@ -296,7 +296,7 @@ func (ch *Channel) process(r rawEvent) *Event {
 				err = id.establishLocked()
 			}
 			if err != nil {
-				id.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState)
+				toErr(id.qp)
 				ev.Type, ev.Status = EventConnectError, -errnoOf(err)
 			} else {
 				ev.Type = EventEstablished

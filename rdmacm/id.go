@@ -520,10 +520,10 @@ func (id *ID) initQPLocked() error {
 	if id.qpType != uverbs.QPTypeUD {
 		return nil
 	}
-	if err := id.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState); err != nil {
+	if err := modifyQP(id.qp, &uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState); err != nil {
 		return err
 	}
-	return id.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: 0}, uverbs.QPAttrState|uverbs.QPAttrSQPSN)
+	return modifyQP(id.qp, &uverbs.QPAttr{State: uverbs.QPStateRTS, SQPSN: 0}, uverbs.QPAttrState|uverbs.QPAttrSQPSN)
 }
 
 // modifyLocked moves the QP to state with the kernel's attributes,
@@ -539,7 +539,7 @@ func (id *ID) modifyLocked(state uverbs.QPState) error {
 	if state == uverbs.QPStateRTS && id.initDepth != MaxResources {
 		a.MaxRdAtomic = id.initDepth
 	}
-	return id.qp.Modify(a, mask)
+	return modifyQP(id.qp, a, mask)
 }
 
 // DestroyQP destroys the id's QP and the CQs and completion channel
@@ -583,7 +583,7 @@ func (id *ID) initQPAttrLocked(state uverbs.QPState) (*uverbs.QPAttr, uverbs.QPA
 	resp := new(abi.IbUverbsQpAttr)
 	req := abi.RdmaUcmInitQpAttr{Response: ptr(unsafe.Pointer(resp)), Id: id.kid, QpState: uint32(state)}
 	if err := exec(id.ch, abi.RDMA_USER_CM_CMD_INIT_QP_ATTR, &req, unsafe.Pointer(resp), unsafe.Sizeof(*resp)); err != nil {
-		return nil, 0, opErr("init QP attr ("+uverbs.QPStateName(state)+")", id.kid, err)
+		return nil, 0, opErr("init QP attr ("+stateName(state)+")", id.kid, err)
 	}
 	a, m := qpAttr(resp)
 	return a, m, nil
@@ -704,7 +704,7 @@ func (id *ID) Accept(p *ConnParam) error {
 	req := abi.RdmaUcmAccept{Uid: id.uid, ConnParam: k, Id: id.kid}
 	if err := exec(id.ch, abi.RDMA_USER_CM_CMD_ACCEPT, &req, nil, 0); err != nil {
 		if id.qp != nil {
-			id.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState)
+			toErr(id.qp)
 		}
 		return opErr("accept", id.kid, err)
 	}
@@ -771,7 +771,7 @@ func (id *ID) Disconnect() error {
 		return err
 	}
 	if id.qp != nil {
-		if err := id.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState); err != nil {
+		if err := toErr(id.qp); err != nil {
 			return opErr("disconnect", id.kid, err)
 		}
 	}

@@ -39,9 +39,9 @@ func waitWC(t *testing.T, cq *uverbs.CQ) uverbs.WC {
 	wc := make([]uverbs.WC, 1)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if n := cq.Poll(wc); n > 0 {
+		if n := cq.Poll(wc); n > 0 { // the test's only Poll
 			if wc[0].Status != uverbs.WCSuccess {
-				t.Fatalf("completion status %s", uverbs.WCStatusString(wc[0].Status))
+				t.Fatalf("completion status %d", wc[0].Status)
 			}
 			return wc[0]
 		}

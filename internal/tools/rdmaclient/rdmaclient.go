@@ -127,24 +127,29 @@ func (t *tool) postSend(c *rdmacm.Conn, m *msgs) error {
 	return err
 }
 
+// pollOne is the package's one CQ.Poll: done reports a completion, err its failure.
+func pollOne(cq *uverbs.CQ, wc []uverbs.WC) (done bool, err error) {
+	if cq.Poll(wc[:1]) == 0 {
+		return false, nil
+	}
+	if wc[0].Status != uverbs.WCSuccess {
+		return true, fmt.Errorf("completion status %d: %w", wc[0].Status, unix.EIO)
+	}
+	return true, nil
+}
+
 // waitComp is rdma_get_{send,recv}_comp: poll, arm, wait on the channel.
 func waitComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ) error {
 	wc := make([]uverbs.WC, 1)
 	for {
-		if cq.Poll(wc) > 0 {
-			if wc[0].Status != uverbs.WCSuccess {
-				return fmt.Errorf("completion %s: %w", uverbs.WCStatusString(wc[0].Status), unix.EIO)
-			}
-			return nil
+		if done, err := pollOne(cq, wc); done {
+			return err
 		}
 		if err := cq.ReqNotify(false); err != nil {
 			return err
 		}
-		if cq.Poll(wc) > 0 {
-			if wc[0].Status != uverbs.WCSuccess {
-				return fmt.Errorf("completion %s: %w", uverbs.WCStatusString(wc[0].Status), unix.EIO)
-			}
-			return nil
+		if done, err := pollOne(cq, wc); done {
+			return err
 		}
 		got, err := c.CompChannel().GetEvent(ctx)
 		if err != nil {

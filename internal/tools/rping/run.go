@@ -43,7 +43,7 @@ func (c *cb) setupQP(id *rdmacm.ID) error {
 			c.perror("ibv_create_qp", err)
 			return err
 		}
-		err = c.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateInit, PortNum: id.PortNum()},
+		err = c.modify(&uverbs.QPAttr{State: uverbs.QPStateInit, PortNum: id.PortNum()},
 			uverbs.QPAttrState|uverbs.QPAttrPKeyIndex|uverbs.QPAttrPort|uverbs.QPAttrAccessFlags)
 		if err != nil {
 			c.perror("ibv_modify_qp", err)
@@ -130,6 +130,9 @@ func (c *cb) freeBuffers() {
 
 // poll takes at most one completion (the one place that calls CQ.Poll).
 func (c *cb) poll(wc []uverbs.WC) int { return c.cq.Poll(wc) }
+
+// modify is the one place that calls QP.Modify.
+func (c *cb) modify(a *uverbs.QPAttr, m uverbs.QPAttrMask) error { return c.qp.Modify(a, m) }
 
 // cqHandler is rping_cq_event_handler: 0 to go on, non-zero to stop the CQ thread.
 func (c *cb) cqHandler(wc []uverbs.WC) int {
@@ -411,7 +414,7 @@ func (c *cb) selfModify(id *rdmacm.ID) error {
 		if err != nil {
 			return err
 		}
-		if err := c.qp.Modify(a, m); err != nil {
+		if err := c.modify(a, m); err != nil {
 			return err
 		}
 	}
@@ -443,7 +446,7 @@ func (c *cb) accept(id *rdmacm.ID) int {
 
 func (c *cb) disconnect(id *rdmacm.ID) {
 	if c.selfQP && c.qp != nil {
-		c.qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState)
+		c.modify(&uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState)
 	}
 	id.Disconnect()
 }
