@@ -13,7 +13,7 @@ var (
 	rdmaClientTool = ppTool{"rdma_client", rdmaclient.MainClient}
 )
 
-func TestRdmaServerClientInterop(t *testing.T) {
+func TestLabRdmaServerClientInterop(t *testing.T) {
 	labtest.Require(t)
 	NeedTool(t, "rdma_server", "rdmacm-utils")
 	port := Port(800)
@@ -40,7 +40,7 @@ func TestRdmaServerClientInterop(t *testing.T) {
 	}
 }
 
-func TestRdmaClientErrorsMatchC(t *testing.T) {
+func TestLabRdmaClientErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
 	NeedTool(t, "rdma_client", "rdmacm-utils")
 	for _, args := range [][]string{

@@ -17,7 +17,7 @@ const (
 		"receiving data transfers\ndata transfers complete\ntest complete\nreturn status 0\n"
 )
 
-func TestUdaddyInterop(t *testing.T) {
+func TestLabUdaddyInterop(t *testing.T) {
 	labtest.Require(t)
 	NeedTool(t, "udaddy", "rdmacm-utils")
 	for _, extra := range [][]string{nil, {"-C", "3", "-S", "1024"}, {"-c", "2"}} {
@@ -32,7 +32,7 @@ func TestUdaddyInterop(t *testing.T) {
 	}
 }
 
-func TestUdaddyErrorsMatchC(t *testing.T) {
+func TestLabUdaddyErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
 	NeedTool(t, "udaddy", "rdmacm-utils")
 	for _, args := range [][]string{

@@ -47,7 +47,7 @@ func pairTool(t *testing.T, tool ppTool, port int, sArgs, cArgs []string, goServ
 	}
 }
 
-func TestCmatoseInterop(t *testing.T) {
+func TestLabCmatoseInterop(t *testing.T) {
 	labtest.Require(t)
 	NeedTool(t, "ucmatose", "rdmacm-utils")
 	port := Port(740)
@@ -69,7 +69,7 @@ func TestCmatoseInterop(t *testing.T) {
 	}
 }
 
-func TestCmatoseErrorsMatchC(t *testing.T) {
+func TestLabCmatoseErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
 	NeedTool(t, "ucmatose", "rdmacm-utils")
 	for _, args := range [][]string{

@@ -77,7 +77,7 @@ func pairRping(t *testing.T, port int, extra []string, goServer bool, count, siz
 	}
 }
 
-func TestRpingInterop(t *testing.T) {
+func TestLabRpingInterop(t *testing.T) {
 	labtest.Require(t)
 	NeedTool(t, "rping", "rdmacm-utils")
 	port := Port(700)
@@ -103,7 +103,7 @@ func TestRpingInterop(t *testing.T) {
 }
 
 // Go vs Go (both in-process), so a failure can be told apart from an interop one.
-func TestRpingGoGo(t *testing.T) {
+func TestLabRpingGoGo(t *testing.T) {
 	labtest.Require(t)
 	port := Port(720)
 	done := make(chan ppResult, 1)
@@ -119,7 +119,7 @@ func TestRpingGoGo(t *testing.T) {
 }
 
 // Runs that end before or at connection time: same stdout, stderr and status as rdma-core's rping.
-func TestRpingErrorsMatchC(t *testing.T) {
+func TestLabRpingErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
 	NeedTool(t, "rping", "rdmacm-utils")
 	for _, args := range [][]string{
