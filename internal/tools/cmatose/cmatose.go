@@ -462,9 +462,13 @@ func (t *test) runServer(numeric bool) int {
 			}
 		}
 		t.printf("completing sends\n")
-		t.pollCQs(sendCQ)
+		if ret := t.pollCQs(sendCQ); ret != 0 {
+			return ret
+		}
 		t.printf("receiving data transfers\n")
-		t.pollCQs(recvCQ)
+		if ret := t.pollCQs(recvCQ); ret != 0 {
+			return ret
+		}
 		t.printf("data transfers complete\n")
 	}
 	if t.migrate {
@@ -511,7 +515,9 @@ func (t *test) runClient(numeric bool) int {
 	if ret == 0 {
 		if t.messageCount > 0 {
 			t.printf("receiving data transfers\n")
-			t.pollCQs(recvCQ)
+			ret = t.pollCQs(recvCQ)
+		}
+		if ret == 0 && t.messageCount > 0 {
 			t.printf("sending replies\n")
 			for i := range t.nodes {
 				if ret = t.postSends(&t.nodes[i]); ret != 0 {
