@@ -1,5 +1,7 @@
 package netlinkrdma
 
+import "github.com/goverbs/goverbs/uverbs/abi"
+
 // QPType is a QP's transport type as RDMA netlink reports it (kernel enum
 // ib_qp_type, reserved types excluded).
 type QPType uint8
@@ -77,14 +79,13 @@ func (s CMState) String() string {
 // PortSpace is an rdma_cm port space (enum rdma_port_space).
 type PortSpace uint32
 
-// Port spaces of <rdma/rdma_user_cm.h>. uverbs/abi does not generate that
-// header yet, so the values are written here and TestPortSpaceMatchesHeader
-// checks them against the installed header.
+// Port spaces of <rdma/rdma_user_cm.h> (enum rdma_ucm_port_space), from the
+// generated uverbs/abi.
 const (
-	PortSpaceIPoIB PortSpace = 0x0002 // RDMA_PS_IPOIB
-	PortSpaceIB    PortSpace = 0x013F // RDMA_PS_IB
-	PortSpaceTCP   PortSpace = 0x0106 // RDMA_PS_TCP
-	PortSpaceUDP   PortSpace = 0x0111 // RDMA_PS_UDP
+	PortSpaceIPoIB PortSpace = abi.RDMA_PS_IPOIB
+	PortSpaceIB    PortSpace = abi.RDMA_PS_IB
+	PortSpaceTCP   PortSpace = abi.RDMA_PS_TCP
+	PortSpaceUDP   PortSpace = abi.RDMA_PS_UDP
 )
 
 // String returns iproute2's name: "IPoIB" (for both IPoIB and IB, as

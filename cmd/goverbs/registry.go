@@ -4,13 +4,17 @@ import (
 	"io"
 
 	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
+	"github.com/goverbs/goverbs/internal/tools/cmatose"
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
 	"github.com/goverbs/goverbs/internal/tools/ibstatus"
 	"github.com/goverbs/goverbs/internal/tools/perftest"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
+	"github.com/goverbs/goverbs/internal/tools/rdmaclient"
 	"github.com/goverbs/goverbs/internal/tools/rdmatool"
+	"github.com/goverbs/goverbs/internal/tools/rping"
+	"github.com/goverbs/goverbs/internal/tools/udaddy"
 )
 
 // Main is the one shape of a tool: prog is argv[0] as the tool should print
@@ -72,4 +76,14 @@ var commands = []Command{
 	{Name: "send_lat", Aliases: []string{"ib_send_lat"}, Summary: "send latency, same as ib_send_lat", Run: perftest.MainProg},
 	{Name: "atomic_bw", Aliases: []string{"ib_atomic_bw"}, Summary: "atomic bandwidth, same as ib_atomic_bw", Run: perftest.MainProg},
 	{Name: "atomic_lat", Aliases: []string{"ib_atomic_lat"}, Summary: "atomic latency, same as ib_atomic_lat", Run: perftest.MainProg},
+	{Name: "rping", Aliases: []string{"rping"}, Summary: "RDMA CM ping-pong with RDMA READ/WRITE, same as rdmacm-utils' rping",
+		Run: rping.Main},
+	{Name: "ucmatose", Aliases: []string{"ucmatose"}, Summary: "RC connections through rdma_cm with SEND traffic, same as rdmacm-utils' ucmatose",
+		Run: cmatose.Main},
+	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",
+		Run: udaddy.Main},
+	{Name: "rdma_server", Aliases: []string{"rdma_server"}, Summary: "one 16-byte message each way over rdma_cm (server), same as rdmacm-utils' rdma_server",
+		Run: rdmaclient.MainServer},
+	{Name: "rdma_client", Aliases: []string{"rdma_client"}, Summary: "one 16-byte message each way over rdma_cm (client), same as rdmacm-utils' rdma_client",
+		Run: rdmaclient.MainClient},
 }

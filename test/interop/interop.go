@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/goverbs/goverbs/netlinkrdma"
 )
 
 // WaitListening waits until a TCP socket listens on port (read from /proc/net/tcp and tcp6, so the single
@@ -52,3 +54,34 @@ func Port(n int) int { return 19000 + n }
 
 // Itoa is strconv.Itoa, for building argument lists.
 func Itoa(n int) string { return strconv.Itoa(n) }
+
+// WaitCMListening waits until an rdma_cm id listens on port of the lab device (read from the kernel's
+// resource tracker, `rdma resource show cm_id`): rdma_cm has no TCP port to watch, and probing with a
+// connection would consume the single connection rping-like servers accept.
+func WaitCMListening(dev string, port uint16, timeout time.Duration) error {
+	c, err := netlinkrdma.Dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	d, err := c.Device(dev)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		ids, err := c.CMIDs(netlinkrdma.ResQuery{DevIndex: d.Index})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if id.State.String() == "LISTEN" && id.SrcAddr.Port() == port {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no rdma_cm id listens on port %d of %s after %v", port, dev, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -43,6 +43,9 @@ func TestLabMultiCall(t *testing.T) {
 		{"ibv_ud_pingpong", "ud_pingpong", "ibverbs-utils", []string{"-d", labtest.Device(), "-s", "4096"}},
 		{"ibv_srq_pingpong", "srq_pingpong", "ibverbs-utils", []string{"-q", "300"}},
 		{"ibv_xsrq_pingpong", "xsrq_pingpong", "ibverbs-utils", []string{"-d", labtest.Device()}},
+		{"rping", "rping", "rdmacm-utils", []string{"-x"}},
+		{"rping", "rping", "rdmacm-utils", []string{"-c", "-S", "5"}},
+		{"rping", "rping", "rdmacm-utils", []string{"-c", "-a", "127.0.0.1"}},
 	}
 	for _, c := range cases {
 		NeedTool(t, c.ctool, c.pkg)

@@ -36,6 +36,10 @@ var headers = []headerSpec{
 	}},
 	{name: "mlx5_user_ioctl_cmds.h", prefixes: []string{"MLX5_"}},
 	{name: "mlx5_user_ioctl_verbs.h", prefixes: []string{"MLX5_"}},
+	{name: "ib_user_sa.h", prefixes: []string{"IB_PATH_"}},
+	{name: "rdma_user_cm.h", prefixes: []string{
+		"RDMA_USER_CM_", "RDMA_MAX_PRIVATE_DATA", "RDMA_PS_", "RDMA_MC_JOIN_FLAG_", "RDMA_OPTION_",
+	}},
 }
 
 // unionMember exposes one member of a C union as an accessor method on the
@@ -88,6 +92,13 @@ var unions = []unionMember{
 	{parent: "mlx5_ib_create_qp", field: "SqBufAddr", method: "AccessKey", member: "access_key", goType: "uint64",
 		doc: "the anonymous {sq_buf_addr, access_key} union as access_key (DCI streams / DCT access key)"},
 
+	// rdma_user_cm.h: the event's param union is conn for connected ids, ud
+	// for UD ids (the union is only 4-byte aligned, at offset 20).
+	{parent: "rdma_ucm_event_resp", field: "Param", method: "Conn", member: "param.conn", goType: "RdmaUcmConnParam",
+		doc: "the param union as conn (events of RC ids: connection parameters and private data)"},
+	{parent: "rdma_ucm_event_resp", field: "Param", method: "Ud", member: "param.ud", goType: "RdmaUcmUdParam",
+		doc: "the param union as ud (events of UD ids and multicast events: QPN, QKey, address handle)"},
+
 	// rdma_user_rxe.h
 	{parent: "rxe_send_wr", field: "Ex", method: "ImmData", member: "ex.imm_data", goType: "uint32",
 		doc: "the ex union as imm_data (big-endian immediate data)"},
@@ -109,4 +120,16 @@ var unions = []unionMember{
 		doc: "the sgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4)"},
 	{parent: "rxe_av", field: "DgidAddr", method: "DgidAddrIn", member: "dgid_addr._sockaddr_in", goType: "unix.RawSockaddrInet4",
 		doc: "the dgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4)"},
+}
+
+// foreignTypes maps C struct tags that are not declared by any generated
+// header to the Go type used for them. The layouts are the same on every
+// Linux target (checked by the compile-time size assertions of the files that
+// use them and by uverbs/abi/layout_test.go).
+var foreignTypes = map[string]string{
+	"sockaddr_in":  "unix.RawSockaddrInet4",
+	"sockaddr_in6": "unix.RawSockaddrInet6",
+	// x/sys/unix has no 128-byte sockaddr_storage (RawSockaddrAny is 112
+	// bytes); KernelSockaddrStorage is hand-written in uverbs/abi/sockaddr_linux.go.
+	"__kernel_sockaddr_storage": "KernelSockaddrStorage",
 }

@@ -76,7 +76,7 @@ func parseGodefs(src []byte) (*godefsOut, error) {
 }
 
 var (
-	ctypeRe      = regexp.MustCompile(`_Ctype_(struct|union)_([A-Za-z]\w*)`)
+	ctypeRe      = regexp.MustCompile(`_Ctype_(struct|union)_(\w+)`)
 	int8ArrRe    = regexp.MustCompile(`^((?:\[\d+\])+)int8$`)
 	anonStructRe = regexp.MustCompile(`_Ctype_struct___\d+`)
 	cPadRe       = regexp.MustCompile(`^(pad(_?\d+)?|padding)$`)
@@ -133,9 +133,16 @@ func godefsRenders(c, g string) bool {
 //     package under the DESIGN.md name, so use that name.
 //   - C char arrays come out as [N]int8; byte is what every user wants
 //     (names, MACs) and what x/sys does (golang.org/issue/20753).
+//   - Socket address types (rdma_user_cm.h) are not RDMA types: they map to
+//     the Go types in foreignTypes (x/sys/unix, or a hand-written type of
+//     this package when x/sys has no type of the same layout).
 func fieldType(t string) string {
 	t = ctypeRe.ReplaceAllStringFunc(t, func(m string) string {
-		return camel(ctypeRe.FindStringSubmatch(m)[2])
+		c := ctypeRe.FindStringSubmatch(m)[2]
+		if f, ok := foreignTypes[c]; ok {
+			return f
+		}
+		return camel(c)
 	})
 	if m := int8ArrRe.FindStringSubmatch(t); m != nil {
 		t = m[1] + "byte"
@@ -283,6 +290,9 @@ func (r *renderer) structType(t goType, body, prefix string) error {
 			return "_Ctype_unknown_anonymous_struct"
 		})
 		ft = fieldType(ft)
+		if strings.Contains(ft, "unix.") {
+			r.imports["golang.org/x/sys/unix"] = true
+		}
 		if strings.Contains(ft, "_Ctype_") {
 			return fmt.Errorf("%s.%s: unhandled C type %s", t.name, n, ft)
 		}

@@ -1,0 +1,279 @@
+// Package rdmaclient is rdmacm-utils 44's rdma_server and rdma_client
+// (examples/rdma_server.c, rdma_client.c) on goverbs' high-level rdma_cm API
+// (Listen/Accept and Dial): one 16-byte message each way over an RC QP of one
+// send and one receive WR, sent INLINE. Same options, output and exit status.
+package rdmaclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/rdmacm"
+	"github.com/goverbs/goverbs/uverbs"
+	"golang.org/x/sys/unix"
+)
+
+type tool struct {
+	name           string // "rdma_server" or "rdma_client"
+	stdout, stderr io.Writer
+	server, port   string
+}
+
+func (t *tool) perror(what string, err error) {
+	fmt.Fprintf(t.stderr, "%s: %s\n", what, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
+}
+
+func parse(name, prog string, args []string, stdout, stderr io.Writer, defServer string) (*tool, int) {
+	t := &tool{name: name, stdout: stdout, stderr: stderr, server: defServer, port: "7471"}
+	p := getopt.New(prog, args, "s:p:", nil, stderr, false)
+	for {
+		o, ok := p.Next()
+		if !ok {
+			break
+		}
+		switch o.Val {
+		case 's':
+			t.server = o.Arg
+		case 'p':
+			t.port = o.Arg
+		default:
+			fmt.Fprintf(stdout, "usage: %s\n\t[-s server_address]\n\t[-p port_number]\n", prog)
+			return nil, 1
+		}
+	}
+	return t, 0
+}
+
+// getaddrinfo is rdma_getaddrinfo for IP names; the error is gai_strerror's text and code.
+func (t *tool) getaddrinfo() (netip.AddrPort, string, int) {
+	port, err := net.LookupPort("tcp", t.port)
+	if err != nil {
+		return netip.AddrPort{}, "Servname not supported for ai_socktype", -8
+	}
+	if a, err := netip.ParseAddr(t.server); err == nil {
+		return netip.AddrPortFrom(a, uint16(port)), "", 0
+	}
+	ips, err := net.LookupIP(t.server)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, "Name or service not known", -2
+	}
+	a, _ := netip.AddrFromSlice(ips[0])
+	return netip.AddrPortFrom(a.Unmap(), uint16(port)), "", 0
+}
+
+var epOptions = rdmacm.Options{
+	Cap:    uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 16},
+	SigAll: true,
+}
+
+// msgs are the two 16-byte messages, registered like rdma_reg_msgs.
+type msgs struct {
+	buf        *uverbs.Buffer // recv at 0, send at 16
+	recv, send *uverbs.MR
+	flags      uverbs.SendFlags
+}
+
+func (t *tool) setup(c *rdmacm.Conn, m *msgs) error {
+	var err error
+	if m.buf, err = uverbs.AllocBuffer(32); err != nil {
+		return err
+	}
+	if c.QP().Cap().MaxInlineData >= 16 {
+		m.flags = uverbs.SendInline
+	} else {
+		fmt.Fprintf(t.stdout, "%s: device doesn't support IBV_SEND_INLINE, using sge sends\n", t.name)
+	}
+	// One registration covers both messages: the inline send's SGE only needs the address.
+	if m.recv, err = c.PD().RegMR(m.buf.Bytes(), uverbs.AccessLocalWrite); err != nil {
+		t.perror("rdma_reg_msgs for recv_msg", err)
+		return err
+	}
+	if m.flags == 0 {
+		if m.send, err = c.PD().RegMR(m.buf.Bytes()[16:32], uverbs.AccessLocalWrite); err != nil {
+			t.perror("rdma_reg_msgs for send_msg", err)
+			return err
+		}
+	}
+	if _, err := c.QP().PostRecv([]uverbs.RecvWR{{SGL: []uverbs.SGE{m.recv.SGE(0, 16)}}}); err != nil {
+		t.perror("rdma_post_recv", err)
+		return err
+	}
+	return nil
+}
+
+func (m *msgs) close() {
+	if m.send != nil {
+		m.send.Close()
+	}
+	if m.recv != nil {
+		m.recv.Close()
+	}
+	m.buf.Close()
+}
+
+func (t *tool) postSend(c *rdmacm.Conn, m *msgs) error {
+	sge := m.recv.SGE(16, 16)
+	if m.send != nil {
+		sge = m.send.SGE(0, 16)
+	}
+	_, err := c.QP().PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend, Flags: m.flags, SGL: []uverbs.SGE{sge}}})
+	return err
+}
+
+// pollOne is the package's one CQ.Poll: done reports a completion, err its failure.
+func pollOne(cq *uverbs.CQ, wc []uverbs.WC) (done bool, err error) {
+	n, err := cq.Poll(wc[:1])
+	if err != nil {
+		return false, err
+	}
+	if n == 0 {
+		return false, nil
+	}
+	if wc[0].Status != uverbs.WCSuccess {
+		return true, fmt.Errorf("completion status %d: %w", wc[0].Status, unix.EIO)
+	}
+	return true, nil
+}
+
+// waitComp is rdma_get_{send,recv}_comp: poll, arm, wait on the channel.
+func waitComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ) error {
+	wc := make([]uverbs.WC, 1)
+	for {
+		if done, err := pollOne(cq, wc); done {
+			return err
+		}
+		if err := cq.ReqNotify(false); err != nil {
+			return err
+		}
+		if done, err := pollOne(cq, wc); done {
+			return err
+		}
+		got, err := c.CompChannel().GetEvent(ctx)
+		if err != nil {
+			return err
+		}
+		got.AckEvents(1)
+	}
+}
+
+// MainServer is rdma_server's main.
+func MainServer(prog string, args []string, stdout, stderr io.Writer) int {
+	t, rc := parse("rdma_server", prog, args, stdout, stderr, "0.0.0.0")
+	if t == nil {
+		return rc
+	}
+	fmt.Fprintf(stdout, "rdma_server: start\n")
+	ret := t.runServer()
+	fmt.Fprintf(stdout, "rdma_server: end %d\n", ret)
+	return ret & 0xff
+}
+
+func (t *tool) runServer() int {
+	ap, gai, code := t.getaddrinfo()
+	if gai != "" {
+		fmt.Fprintf(t.stdout, "rdma_getaddrinfo: %s\n", gai)
+		return code
+	}
+	ctx := context.Background()
+	o := epOptions
+	l, err := rdmacm.Listen(ap, &o)
+	if err != nil {
+		var ce *rdmacm.Error
+		if errors.As(err, &ce) && ce.Op == "listen" {
+			t.perror("rdma_listen", err)
+		} else {
+			t.perror("rdma_create_ep", err)
+		}
+		return -1
+	}
+	defer l.Close()
+	req, err := l.Accept(ctx)
+	if err != nil {
+		t.perror("rdma_get_request", err)
+		return -1
+	}
+	var m msgs
+	o.Setup = func(c *rdmacm.Conn) error { return t.setup(c, &m) }
+	c, err := req.Accept(ctx, &o)
+	defer m.close()
+	if err != nil {
+		var ce *rdmacm.Error
+		if errors.As(err, &ce) && strings.HasPrefix(ce.Op, "accept") {
+			t.perror("rdma_accept", err)
+		}
+		return -1
+	}
+	defer c.Close()
+	if err := waitComp(ctx, c, c.RecvCQ()); err != nil {
+		t.perror("rdma_get_recv_comp", err)
+		return -1
+	}
+	if err := t.postSend(c, &m); err != nil {
+		t.perror("rdma_post_send", err)
+		return -1
+	}
+	if err := waitComp(ctx, c, c.SendCQ()); err != nil {
+		t.perror("rdma_get_send_comp", err)
+		return -1
+	}
+	return 0
+}
+
+// MainClient is rdma_client's main.
+func MainClient(prog string, args []string, stdout, stderr io.Writer) int {
+	t, rc := parse("rdma_client", prog, args, stdout, stderr, "127.0.0.1")
+	if t == nil {
+		return rc
+	}
+	fmt.Fprintf(stdout, "rdma_client: start\n")
+	ret := t.runClient()
+	fmt.Fprintf(stdout, "rdma_client: end %d\n", ret)
+	return ret & 0xff
+}
+
+func (t *tool) runClient() int {
+	ap, gai, code := t.getaddrinfo()
+	if gai != "" {
+		fmt.Fprintf(t.stdout, "rdma_getaddrinfo: %s\n", gai)
+		return code
+	}
+	ctx := context.Background()
+	var m msgs
+	o := epOptions
+	o.Setup = func(c *rdmacm.Conn) error { return t.setup(c, &m) }
+	c, err := rdmacm.Dial(ctx, ap, &o)
+	defer m.close()
+	if err != nil {
+		var ce *rdmacm.Error
+		switch {
+		case errors.As(err, &ce) && strings.HasPrefix(ce.Op, "connect"):
+			t.perror("rdma_connect", err)
+		case errors.As(err, &ce) && strings.HasPrefix(ce.Op, "dial setup"):
+			// setup printed its own message
+		default:
+			t.perror("rdma_create_ep", err)
+		}
+		return -1
+	}
+	defer c.Close()
+	if err := t.postSend(c, &m); err != nil {
+		t.perror("rdma_post_send", err)
+		return -1
+	}
+	if err := waitComp(ctx, c, c.SendCQ()); err != nil {
+		t.perror("rdma_get_send_comp", err)
+		return -1
+	}
+	if err := waitComp(ctx, c, c.RecvCQ()); err != nil {
+		t.perror("rdma_get_recv_comp", err)
+		return -1
+	}
+	return 0
+}

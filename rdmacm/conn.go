@@ -1,0 +1,426 @@
+package rdmacm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/goverbs/goverbs/uverbs"
+	"golang.org/x/sys/unix"
+)
+
+// Options configure Dial, Listen and Request.Accept. A nil *Options means
+// the defaults documented on each field.
+type Options struct {
+	// PortSpace: PortSpaceTCP (RC, the default), PortSpaceUDP (UD), or
+	// PortSpaceIB with QPType.
+	PortSpace PortSpace
+	QPType    uverbs.QPType // only for PortSpaceIB; default RC
+	// Source is Dial's source address (default: from the routing table).
+	Source netip.AddrPort
+	// ResolveTimeout bounds address and route resolution (default 2 s, as rdma_getaddrinfo users).
+	ResolveTimeout time.Duration
+	// Cap sizes the QP; CQs of MaxSendWR and MaxRecvWR entries are made
+	// with it (default 16 send and 16 receive WRs, 1 SGE each).
+	Cap    uverbs.QPCap
+	SigAll bool
+	// PrivateData goes with CONNECT (at most 56 bytes for RC, 180 for UD)
+	// or ACCEPT (196 RC, 136 UD).
+	PrivateData []byte
+	// ResponderResources and InitiatorDepth (default: MaxResources, the
+	// device's maximum; on accept min(request, maximum)).
+	ResponderResources, InitiatorDepth *uint8
+	// RetryCount and RNRRetryCount (default 7 and 7, 7 meaning infinite RNR retries).
+	RetryCount, RNRRetryCount *uint8
+	// Setup runs once the QP exists and before CONNECT or ACCEPT is sent:
+	// the place to register memory and post the first receives.
+	Setup func(c *Conn) error
+	// Backlog for Listen (default 0 = the kernel's maximum).
+	Backlog int
+	// DisconnectTimeout bounds how long Close waits for DISCONNECTED (default 3 s).
+	DisconnectTimeout time.Duration
+}
+
+func (o *Options) orDefault() *Options {
+	var d Options
+	if o != nil {
+		d = *o
+	}
+	if d.PortSpace == 0 {
+		d.PortSpace = PortSpaceTCP
+	}
+	if d.QPType == 0 {
+		d.QPType = uverbs.QPTypeRC
+	}
+	if d.ResolveTimeout == 0 {
+		d.ResolveTimeout = 2 * time.Second
+	}
+	if d.DisconnectTimeout == 0 {
+		d.DisconnectTimeout = 3 * time.Second
+	}
+	return &d
+}
+
+func u8(p *uint8, def uint8) uint8 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func (o *Options) connParam() *ConnParam {
+	return &ConnParam{PrivateData: o.PrivateData, ResponderResources: u8(o.ResponderResources, MaxResources),
+		InitiatorDepth: u8(o.InitiatorDepth, MaxResources), RetryCount: u8(o.RetryCount, 7),
+		RNRRetryCount: u8(o.RNRRetryCount, 7)}
+}
+
+// EventError is the error of a connection attempt that ended with an event
+// other than the expected one: REJECTED, UNREACHABLE, ADDR_ERROR, ... It
+// unwraps to an errno: REJECTED -> ECONNREFUSED, UNREACHABLE -> EHOSTUNREACH
+// (or ETIMEDOUT), *_ERROR -> the negative status as an errno.
+type EventError struct {
+	Event *Event
+}
+
+func (e *EventError) Error() string {
+	return fmt.Sprintf("%v, status %d", e.Event.Type, e.Event.Status)
+}
+
+func (e *EventError) Unwrap() error {
+	switch e.Event.Type {
+	case EventRejected:
+		return unix.ECONNREFUSED
+	case EventUnreachable:
+		if e.Event.Status == -int32(unix.ETIMEDOUT) {
+			return unix.ETIMEDOUT
+		}
+		return unix.EHOSTUNREACH
+	case EventDisconnected:
+		return unix.ECONNRESET
+	case EventDeviceRemoval:
+		return unix.ENODEV
+	}
+	if e.Event.Status < 0 {
+		return unix.Errno(-e.Event.Status)
+	}
+	return unix.EPROTO
+}
+
+// PrivateData is the peer's private data (a reject's reason, for instance).
+func (e *EventError) PrivateData() []byte { return e.Event.PrivateData() }
+
+// await waits for the id's next event and requires it to be want.
+func await(ctx context.Context, id *ID, op string, want EventType) (*Event, error) {
+	for {
+		ev, err := id.ch.GetEvent(ctx)
+		if err != nil {
+			return nil, opErr(op, id.kid, err)
+		}
+		if ev.ID != id {
+			continue // an id of this private channel that is already gone
+		}
+		if ev.Type != want {
+			return ev, opErr(op, id.kid, &EventError{Event: ev})
+		}
+		return ev, nil
+	}
+}
+
+// Conn is a connected (RC) or resolved (UD) QP made by Dial or Request.Accept,
+// with its own event channel, id, device context, PD, CQs and QP; Close
+// releases all of them.
+type Conn struct {
+	ch   *Channel
+	id   *ID
+	opts *Options
+
+	priv   []byte
+	ud     UDParam
+	remote netip.AddrPort
+
+	mu           sync.Mutex
+	disconnected bool
+	closed       bool
+}
+
+// ID is the connection's rdma_cm id.
+func (c *Conn) ID() *ID { return c.id }
+
+// QP, SendCQ, RecvCQ and CompChannel are the connection's (the CQs share the channel).
+func (c *Conn) QP() *uverbs.QP                   { return c.id.QP() }
+func (c *Conn) SendCQ() *uverbs.CQ               { return c.id.SendCQ() }
+func (c *Conn) RecvCQ() *uverbs.CQ               { return c.id.RecvCQ() }
+func (c *Conn) CompChannel() *uverbs.CompChannel { return c.id.CompChannel() }
+
+// PD is the protection domain of the QP (register memory with it).
+func (c *Conn) PD() *uverbs.PD { _, pd, _ := c.id.Device(); return pd }
+
+// Context is the device context.
+func (c *Conn) Context() *uverbs.Context { ctx, _, _ := c.id.Device(); return ctx }
+
+// PrivateData is what the peer sent: the accept's data for Dial (as the CM
+// delivers it, zero-padded to the message's field size), the request's for Accept.
+func (c *Conn) PrivateData() []byte { return c.priv }
+
+// RemoteAddr and LocalAddr are the connection's IP addresses.
+func (c *Conn) RemoteAddr() netip.AddrPort { return c.id.RemoteAddr() }
+func (c *Conn) LocalAddr() netip.AddrPort  { return c.id.LocalAddr() }
+
+// UD is the remote side of a UD connection. After Dial: the server's QPN,
+// QKey and address (make an AH from AHAttr). After Request.Accept: the
+// client's QPN and QKey only; its address comes with its first message (the
+// GRH in front of the receive buffer), as with ibv_create_ah_from_wc. Zero for RC.
+func (c *Conn) UD() UDParam { return c.ud }
+
+// WaitEvent waits for the connection's next CM event (DISCONNECTED when the
+// peer disconnects). Close must not run concurrently with it.
+func (c *Conn) WaitEvent(ctx context.Context) (*Event, error) {
+	ev, err := c.ch.GetEvent(ctx)
+	if err == nil && ev.Type == EventDisconnected {
+		c.mu.Lock()
+		c.disconnected = true
+		c.mu.Unlock()
+	}
+	return ev, err
+}
+
+// Close disconnects (RC: QP to ERR, DISCONNECT, then waits up to
+// Options.DisconnectTimeout for DISCONNECTED), destroys the id, QP and CQs
+// and closes the channel and device context.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	disc := c.disconnected
+	c.mu.Unlock()
+	var errs []error
+	if c.id.QPType() != uverbs.QPTypeUD {
+		if err := c.id.Disconnect(); err != nil && !disc {
+			// EINVAL: the connection is already gone (peer's DREQ raced us).
+			if !errors.Is(err, unix.EINVAL) {
+				errs = append(errs, err)
+			}
+			disc = true
+		}
+		// The peer answers our DREQ with a DREP when it disconnects too; a
+		// peer that does not (yet) leaves the kernel to retry and time out
+		// the DREQ after the id is gone, so the bound is not an error.
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.DisconnectTimeout)
+		for !disc {
+			ev, err := c.ch.GetEvent(ctx)
+			if err != nil {
+				if !errors.Is(err, context.DeadlineExceeded) {
+					errs = append(errs, fmt.Errorf("waiting for DISCONNECTED: %w", err))
+				}
+				break
+			}
+			disc = ev.ID == c.id && ev.Type == EventDisconnected
+		}
+		cancel()
+	}
+	errs = append(errs, c.id.Destroy(), c.ch.Close())
+	return errors.Join(errs...)
+}
+
+// Dial connects to addr (RC by default, UD with PortSpaceUDP) and returns
+// the connection with its QP in RTS. For UD, "connected" means the remote
+// QPN/QKey/address are known (Conn.UD).
+func Dial(ctx context.Context, addr netip.AddrPort, opts *Options) (c *Conn, err error) {
+	o := opts.orDefault()
+	if max := map[bool]int{false: MaxConnectPrivateData, true: MaxUDConnectPrivateData}[o.PortSpace == PortSpaceUDP ||
+		o.PortSpace == PortSpaceIPoIB || (o.PortSpace == PortSpaceIB && o.QPType == uverbs.QPTypeUD)]; len(o.PrivateData) > max {
+		return nil, &Error{Op: "dial " + addr.String(), Err: privErr(len(o.PrivateData), max)}
+	}
+	ch, err := NewChannel()
+	if err != nil {
+		return nil, err
+	}
+	id, err := ch.CreateID(o.PortSpace, o.QPType)
+	if err != nil {
+		ch.Close()
+		return nil, err
+	}
+	c = &Conn{ch: ch, id: id, opts: o}
+	defer func() {
+		if err != nil {
+			id.Destroy()
+			ch.Close()
+			c = nil
+		}
+	}()
+	if err := id.ResolveAddr(o.Source, addr, o.ResolveTimeout); err != nil {
+		return nil, err
+	}
+	if _, err := await(ctx, id, "resolve addr "+addr.String(), EventAddrResolved); err != nil {
+		return nil, err
+	}
+	if err := id.ResolveRoute(o.ResolveTimeout); err != nil {
+		return nil, err
+	}
+	if _, err := await(ctx, id, "resolve route "+addr.String(), EventRouteResolved); err != nil {
+		return nil, err
+	}
+	if _, err := id.CreateQP(&QPInitAttr{Cap: o.Cap, SigAll: o.SigAll}); err != nil {
+		return nil, err
+	}
+	if o.Setup != nil {
+		if err := o.Setup(c); err != nil {
+			return nil, opErr("dial setup", id.kid, err)
+		}
+	}
+	if err := id.Connect(o.connParam()); err != nil {
+		return nil, err
+	}
+	ev, err := await(ctx, id, "connect "+addr.String(), EventEstablished)
+	if err != nil {
+		return nil, err
+	}
+	c.priv, c.ud = ev.PrivateData(), ev.UD
+	return c, nil
+}
+
+// Listener waits for connection requests on an address.
+type Listener struct {
+	ch   *Channel
+	id   *ID
+	opts *Options
+}
+
+// Listen binds addr (0.0.0.0 or :: with a port listens on every device)
+// and listens on it.
+func Listen(addr netip.AddrPort, opts *Options) (*Listener, error) {
+	o := opts.orDefault()
+	ch, err := NewChannel()
+	if err != nil {
+		return nil, err
+	}
+	id, err := ch.CreateID(o.PortSpace, o.QPType)
+	if err == nil {
+		err = id.Bind(addr)
+		if err == nil {
+			err = id.Listen(o.Backlog)
+		}
+	}
+	if err != nil {
+		ch.Close()
+		return nil, err
+	}
+	return &Listener{ch: ch, id: id, opts: o}, nil
+}
+
+// Addr is the bound address (with the port the kernel chose for port 0).
+func (l *Listener) Addr() netip.AddrPort { return l.id.LocalAddr() }
+
+// ID is the listening id.
+func (l *Listener) ID() *ID { return l.id }
+
+// Close stops listening; requests not yet accepted are refused by the kernel.
+func (l *Listener) Close() error {
+	return errors.Join(l.id.Destroy(), l.ch.Close())
+}
+
+// Request is an incoming connection: Accept or Reject it.
+type Request struct {
+	l     *Listener
+	ch    *Channel
+	id    *ID
+	Param ConnParam // the requester's parameters (RC) as the passive side sees them
+	UD    UDParam   // the requester's QPN/QKey (UD)
+	// PrivateData is the requester's (zero-padded to 56 bytes for RC, 180 for UD).
+	PrivateData []byte
+	// Remote is the requester's address.
+	Remote netip.AddrPort
+	done   bool
+}
+
+// Accept waits for the next connection request.
+func (l *Listener) Accept(ctx context.Context) (*Request, error) {
+	for {
+		ev, err := l.ch.GetEvent(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ev.Type != EventConnectRequest {
+			continue
+		}
+		ch, err := NewChannel()
+		if err != nil {
+			ev.ID.Reject(nil)
+			ev.ID.Destroy()
+			return nil, err
+		}
+		if err := ev.ID.Migrate(ch); err != nil {
+			ev.ID.Reject(nil)
+			ev.ID.Destroy()
+			ch.Close()
+			return nil, err
+		}
+		return &Request{l: l, ch: ch, id: ev.ID, Param: ev.Conn, UD: ev.UD, PrivateData: ev.PrivateData(),
+			Remote: ev.ID.RemoteAddr()}, nil
+	}
+}
+
+// ID is the request's id.
+func (r *Request) ID() *ID { return r.id }
+
+// Reject refuses the request with private data (at most 148 bytes) and releases it.
+func (r *Request) Reject(privateData []byte) error {
+	if r.done {
+		return opErr("reject", r.id.kid, errState("request already answered"))
+	}
+	if err := r.id.Reject(privateData); err != nil {
+		return err // nothing sent: the caller may still accept
+	}
+	r.done = true
+	return errors.Join(r.id.Destroy(), r.ch.Close())
+}
+
+// Accept makes the QP, runs opts.Setup, accepts and (RC) waits for
+// ESTABLISHED. opts == nil takes the Listener's options.
+func (r *Request) Accept(ctx context.Context, opts *Options) (c *Conn, err error) {
+	if r.done {
+		return nil, opErr("accept", r.id.kid, errState("request already answered"))
+	}
+	o := r.l.opts
+	if opts != nil {
+		o = opts.orDefault()
+	}
+	id := r.id
+	if len(o.PrivateData) > id.maxAcceptData() {
+		return nil, opErr("accept", id.kid, privErr(len(o.PrivateData), id.maxAcceptData()))
+	}
+	r.done = true
+	c = &Conn{ch: r.ch, id: id, opts: o, priv: r.PrivateData, ud: r.UD}
+	defer func() {
+		if err != nil {
+			id.Reject(nil)
+			id.Destroy()
+			r.ch.Close()
+			c = nil
+		}
+	}()
+	if _, err := id.CreateQP(&QPInitAttr{Cap: o.Cap, SigAll: o.SigAll}); err != nil {
+		return nil, err
+	}
+	if o.Setup != nil {
+		if err := o.Setup(c); err != nil {
+			return nil, opErr("accept setup", id.kid, err)
+		}
+	}
+	if err := id.Accept(o.connParam()); err != nil {
+		return nil, err
+	}
+	if id.QPType() == uverbs.QPTypeUD {
+		return c, nil
+	}
+	if _, err := await(ctx, id, "accept", EventEstablished); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,0 +1,104 @@
+package rdmacm_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/goverbs/goverbs/rdmacm"
+	"github.com/goverbs/goverbs/uverbs"
+)
+
+// Dial connects an RC QP to a server; Setup posts the first receive before
+// the connection request leaves, so the peer's first send finds it.
+func ExampleDial() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	buf := make([]byte, 4096)
+	var mr *uverbs.MR
+	c, err := rdmacm.Dial(ctx, netip.MustParseAddrPort("10.233.0.1:7471"), &rdmacm.Options{
+		PrivateData: []byte("hello"),
+		Setup: func(c *rdmacm.Conn) (err error) {
+			if mr, err = c.PD().RegMR(buf, uverbs.AccessLocalWrite); err != nil {
+				return err
+			}
+			_, err = c.QP().PostRecv([]uverbs.RecvWR{{WRID: 1, SGL: []uverbs.SGE{mr.SGE(0, len(buf))}}})
+			return err
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	defer mr.Close()
+	fmt.Printf("connected to %v, QPN %#x\n", c.RemoteAddr(), c.QP().QPN())
+}
+
+// Listen, look at a request, and accept it (or reject it with a reason).
+func ExampleListen() {
+	l, err := rdmacm.Listen(netip.MustParseAddrPort("0.0.0.0:7471"), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	ctx := context.Background()
+	req, err := l.Accept(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if req.Remote.Addr().IsLoopback() {
+		req.Reject([]byte("no loopback"))
+		return
+	}
+	c, err := req.Accept(ctx, &rdmacm.Options{PrivateData: []byte("welcome")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	ev, _ := c.WaitEvent(ctx) // RDMA_CM_EVENT_DISCONNECTED when the client closes
+	fmt.Println(ev.Type)
+}
+
+// The low-level API mirrors librdmacm call for call.
+func ExampleChannel() {
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ch.Close()
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	id.ResolveAddr(netip.AddrPort{}, netip.MustParseAddrPort("10.233.0.1:7174"), 2*time.Second)
+	ev, err := ch.GetEvent(ctx) // ADDR_RESOLVED
+	if err != nil || ev.Type != rdmacm.EventAddrResolved {
+		fmt.Println(ev, err)
+		return
+	}
+	id.ResolveRoute(2 * time.Second)
+	if ev, err = ch.GetEvent(ctx); err != nil || ev.Type != rdmacm.EventRouteResolved {
+		fmt.Println(ev, err)
+		return
+	}
+	id.CreateQP(&rdmacm.QPInitAttr{Cap: uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	id.Connect(&rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7})
+	ev, err = ch.GetEvent(ctx) // ESTABLISHED: the QP is in RTS
+	fmt.Println(ev, err)
+}
+
+func ExampleEventType_String() {
+	fmt.Println(rdmacm.EventEstablished)
+	fmt.Println(rdmacm.EventType(99))
+	// Output:
+	// RDMA_CM_EVENT_ESTABLISHED
+	// UNKNOWN EVENT
+}

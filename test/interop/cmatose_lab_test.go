@@ -1,0 +1,87 @@
+package interop
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/tools/cmatose"
+	"github.com/goverbs/goverbs/test/labtest"
+)
+
+var cmatoseTool = ppTool{"ucmatose", cmatose.Main}
+
+const (
+	cmatoseServerOut = "cmatose: starting server\ninitiating data transfers\ncompleting sends\n" +
+		"receiving data transfers\ndata transfers complete\ncmatose: disconnecting\ndisconnected\n" +
+		"test complete\nreturn status 0\n"
+	cmatoseClientOut = "cmatose: starting client\ncmatose: connecting\nreceiving data transfers\n" +
+		"sending replies\ndata transfers complete\ntest complete\nreturn status 0\n"
+)
+
+// pairTool runs a server and a client of tool, one goverbs' (in-process) and one rdma-core's, and requires
+// exit status 0 and the given stdout from each.
+func pairTool(t *testing.T, tool ppTool, port int, sArgs, cArgs []string, goServer bool, sOut, cOut string) {
+	t.Helper()
+	serve, connect := cPP, goPP
+	sName, cName := "C server", "Go client"
+	if goServer {
+		serve, connect = goPP, cPP
+		sName, cName = "Go server", "C client"
+	}
+	done := make(chan ppResult, 1)
+	go func() { done <- serve(tool, sArgs) }()
+	if err := WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
+		t.Fatalf("%s: %v", sName, err)
+	}
+	c := connect(tool, cArgs)
+	var s ppResult
+	select {
+	case s = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not exit after the client (%+v)", sName, c)
+	}
+	if c.rc != 0 || s.rc != 0 || c.out != cOut || s.out != sOut {
+		t.Fatalf("%s: rc %d\n%s%s\n%s: rc %d\n%s%s", cName, c.rc, c.out, c.err, sName, s.rc, s.out, s.err)
+	}
+}
+
+func TestLabCmatoseInterop(t *testing.T) {
+	labtest.Require(t)
+	NeedTool(t, "ucmatose", "rdmacm-utils")
+	port := Port(740)
+	for _, extra := range [][]string{nil, {"-c", "2", "-C", "3"}, {"-P", "ib"}, {"-S", "4096", "-C", "5"}, {"-m"}, {"-t", "32", "-a", "14"}} {
+		for _, goServer := range []bool{false, true} {
+			port++
+			p := port
+			t.Run(fmt.Sprintf("%v/goServer=%v", extra, goServer), func(t *testing.T) {
+				sArgs := append([]string{"-b", labIP, "-p", Itoa(p)}, extra...)
+				cArgs := append([]string{"-s", labIP, "-p", Itoa(p)}, extra...)
+				sOut, cOut := cmatoseServerOut, cmatoseClientOut
+				if len(extra) == 1 && extra[0] == "-m" {
+					sOut = strings.Replace(sOut, "cmatose: disconnecting", "migrating to new event channel\ncmatose: disconnecting", 1)
+					cOut = strings.Replace(cOut, "test complete", "migrating to new event channel\ntest complete", 1)
+				}
+				pairTool(t, cmatoseTool, p, sArgs, cArgs, goServer, sOut, cOut)
+			})
+		}
+	}
+}
+
+func TestLabCmatoseErrorsMatchC(t *testing.T) {
+	labtest.Require(t)
+	NeedTool(t, "ucmatose", "rdmacm-utils")
+	for _, args := range [][]string{
+		{"-x"},
+		{"-s", labIP, "-p", Itoa(Port(760))}, // no listener: REJECTED 8, exit 8
+	} {
+		t.Run(fmt.Sprint(args), func(t *testing.T) {
+			c := cPP(cmatoseTool, args)
+			g := goPP(cmatoseTool, args)
+			if c.rc != g.rc || c.out != g.out || c.err != g.err {
+				t.Errorf("C: rc %d\n%s%s\nGo: rc %d\n%s%s", c.rc, c.out, c.err, g.rc, g.out, g.err)
+			}
+		})
+	}
+}
