@@ -81,7 +81,8 @@ func runCmd(t *testing.T, cmd *exec.Cmd) ppResult {
 
 // TestLabFromScratch proves the container story: goverbs runs its tools in a root that holds only the static
 // binary and the kernel's /dev, /sys and /proc. devinfo, ibstat and rdma print what rdma-core's and iproute2's
-// tools print outside it, and a chrooted pingpong talks to rdma-core's ibv_rc_pingpong both ways.
+// tools print outside it, and a chrooted pingpong and rping talk to rdma-core's ibv_rc_pingpong and
+// rdmacm-utils' rping both ways.
 func TestLabFromScratch(t *testing.T) {
 	labtest.Require(t)
 	labtest.RequireRoot(t)
@@ -148,6 +149,51 @@ func TestLabFromScratch(t *testing.T) {
 			}
 			checkPPOutput(t, "client", c.out, ppLines)
 			checkPPOutput(t, "server", so.String(), ppLines)
+		})
+	}
+	// rping: rdma_cm from the scratch root (its /dev/infiniband/rdma_cm and netlink), both ways.
+	NeedTool(t, "rping", "rdmacm-utils")
+	for i, goServer := range []bool{true, false} {
+		port := Port(910 + i)
+		sArgs := []string{"-s", "-a", labIP, "-p", Itoa(port), "-v"}
+		cArgs := []string{"-c", "-a", labIP, "-p", Itoa(port), "-C", "5", "-v"}
+		name := map[bool]string{true: "rping/scratch_server", false: "rping/scratch_client"}[goServer]
+		t.Run(name, func(t *testing.T) {
+			var server, client *exec.Cmd
+			if goServer {
+				server, client = inScratch(root, append([]string{"rping"}, sArgs...)...), exec.Command("rping", cArgs...)
+			} else {
+				server, client = exec.Command("rping", sArgs...), inScratch(root, append([]string{"rping"}, cArgs...)...)
+			}
+			var so, se bytes.Buffer
+			server.Stdout, server.Stderr = &so, &se
+			if err := server.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- server.Wait() }()
+			if err := WaitCMListening(dev, uint16(port), 60*time.Second); err != nil {
+				server.Process.Kill()
+				<-done
+				t.Fatalf("%v; server said %s%s", err, so.String(), se.String())
+			}
+			c := runCmd(t, client)
+			var serr error
+			select {
+			case serr = <-done:
+			case <-time.After(60 * time.Second):
+				server.Process.Kill()
+				serr = <-done
+			}
+			if c.rc != 0 || serr != nil {
+				t.Fatalf("client rc %d\n%s%s\nserver %v\n%s%s", c.rc, c.out, c.err, serr, so.String(), se.String())
+			}
+			if want := rpingLines("ping data: ", 5, 64); c.out != want {
+				t.Errorf("client stdout:\n%s\nwant:\n%s", c.out, want)
+			}
+			if want := rpingLines("server ping data: ", 5, 64); so.String() != want {
+				t.Errorf("server stdout:\n%s\nwant:\n%s", so.String(), want)
+			}
 		})
 	}
 }
