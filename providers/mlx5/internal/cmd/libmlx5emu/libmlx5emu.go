@@ -27,8 +27,9 @@ func Source() []byte { return source }
 // ErrUnavailable is returned (wrapped) when the C compiler, the rdma-core headers or libmlx5 are missing.
 var ErrUnavailable = errors.New("libmlx5 harness unavailable")
 
-// Provider is where libibverbs loads rdma-core's mlx5 provider from (Debian: ibverbs-providers).
-const Provider = "/usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so"
+// ProviderGlob is where libibverbs loads rdma-core's mlx5 provider from (Debian: ibverbs-providers, e.g.
+// /usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so).
+const ProviderGlob = "/usr/lib/*/libibverbs/libmlx5-rdmav*.so"
 
 // Env is the environment the harness runs with, besides the caller's: libmlx5 without its locks
 // (MLX5_SINGLE_THREADED=1), the configuration that matches goverbs' hw queues, which leave serialisation to the
@@ -40,11 +41,13 @@ func Available() error {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		return fmt.Errorf("%w: gcc not found (install gcc)", ErrUnavailable)
 	}
-	for _, f := range []string{"/usr/include/infiniband/mlx5dv.h", "/usr/include/rdma/mlx5-abi.h", Provider} {
+	for _, f := range []string{"/usr/include/infiniband/mlx5dv.h", "/usr/include/rdma/mlx5-abi.h"} {
 		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("%w: %v (install libibverbs-dev, linux-libc-dev and ibverbs-providers)",
-				ErrUnavailable, err)
+			return fmt.Errorf("%w: %v (install libibverbs-dev and linux-libc-dev)", ErrUnavailable, err)
 		}
+	}
+	if m, _ := filepath.Glob(ProviderGlob); len(m) == 0 {
+		return fmt.Errorf("%w: no %s (install ibverbs-providers)", ErrUnavailable, ProviderGlob)
 	}
 	return nil
 }

@@ -372,6 +372,7 @@ static struct ibv_cq *cq;
 static struct ibv_qp *rc, *ud;
 static struct ibv_ah *ah;
 static struct mlx5dv_qp drc, dud;
+static struct ibv_qp_cap caprc, capud; /* the capabilities libmlx5 reported back */
 static struct mlx5dv_cq dcq;
 static uint32_t cq_n; /* CQEs written (= consumed) so far */
 static unsigned char payload[256];
@@ -384,7 +385,7 @@ static void die(const char *what)
 	exit(1);
 }
 
-static struct ibv_qp *make_qp(enum ibv_qp_type type, struct mlx5dv_qp *dv)
+static struct ibv_qp *make_qp(enum ibv_qp_type type, struct mlx5dv_qp *dv, struct ibv_qp_cap *cap)
 {
 	struct ibv_qp_init_attr ia = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = type,
@@ -397,6 +398,7 @@ static struct ibv_qp *make_qp(enum ibv_qp_type type, struct mlx5dv_qp *dv)
 
 	if (!qp)
 		die("ibv_create_qp");
+	*cap = ia.cap;
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	if (type == IBV_QPT_RC) {
@@ -487,8 +489,8 @@ static void setup(void)
 			CQ_SIZE);
 		exit(1);
 	}
-	rc = make_qp(IBV_QPT_RC, &drc);
-	ud = make_qp(IBV_QPT_UD, &dud);
+	rc = make_qp(IBV_QPT_RC, &drc, &caprc);
+	ud = make_qp(IBV_QPT_UD, &dud, &capud);
 	struct ibv_ah_attr aa = {.dlid = 0x1234, .sl = 3, .src_path_bits = 0, .port_num = 1};
 	ah = ibv_create_ah(pd, &aa);
 	if (!ah)
@@ -629,6 +631,9 @@ static void dump(void)
 	printf("rc.qpn %u\nrc.sq_wqe_cnt %u\nrc.rq_wqe_cnt %u\nrc.rq_stride %u\nrc.bf_size %u\n", rc->qp_num,
 	       drc.sq.wqe_cnt, drc.rq.wqe_cnt, drc.rq.stride, drc.bf.size);
 	printf("ud.qpn %u\nud.sq_wqe_cnt %u\nud.bf_size %u\n", ud->qp_num, dud.sq.wqe_cnt, dud.bf.size);
+	printf("rc.cap %u %u %u %u %u\nud.cap %u %u %u %u %u\n", caprc.max_send_wr, caprc.max_recv_wr,
+	       caprc.max_send_sge, caprc.max_recv_sge, caprc.max_inline_data, capud.max_send_wr, capud.max_recv_wr,
+	       capud.max_send_sge, capud.max_recv_sge, capud.max_inline_data);
 	printf("lkey %u\npayload %lu\n", mr->lkey, (unsigned long)(uintptr_t)payload);
 	dump_send("inline", rc, &drc, &wr_inline);
 	dump_send("doorbell", rc, &drc, &wr_db);
