@@ -3,6 +3,7 @@ package hw
 import (
 	"github.com/goverbs/goverbs/internal/provider"
 
+	"runtime"
 	"testing"
 	"time"
 
@@ -93,6 +94,8 @@ func benchLibmlx5(b *testing.B, op string) {
 	var ns time.Duration
 	n, units := b.N, b.N
 	b.ReportAllocs()
+	runtime.LockOSThread() // one thread: mlx5bench sums callgrind's profiles of the threads that ran the ops
+	defer runtime.UnlockOSThread()
 	b.ResetTimer()
 	switch op {
 	case "inline", "doorbell", "list16":

@@ -196,32 +196,60 @@ func perUnit(o op, count func(n int) (float64, error)) (float64, error) {
 	return (b - a) / float64(o.n*o.unit), nil
 }
 
-var collected = regexp.MustCompile(`Collected : (\d+)`)
-
-func callgrind(dir string, env []string, args ...string) (float64, error) {
+// callgrind runs args under callgrind with one profile per thread and returns the instructions collected in the
+// threads whose profile names fn (the measured call): other threads (the Go runtime's GC workers, sysmon) are left
+// out even when they run while collection is switched on.
+func callgrind(dir string, env []string, fn string, args ...string) (float64, error) {
 	out := filepath.Join(dir, "callgrind.out")
-	c := exec.Command("valgrind", append([]string{"--tool=callgrind", "--callgrind-out-file=" + out}, args...)...)
+	old, _ := filepath.Glob(out + "*")
+	for _, f := range old {
+		os.Remove(f)
+	}
+	c := exec.Command("valgrind", append([]string{"--tool=callgrind", "--separate-threads=yes",
+		"--callgrind-out-file=" + out, "--toggle-collect=" + fn}, args...)...)
 	c.Env = append(os.Environ(), env...)
 	b, err := c.CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, b)
 	}
-	m := collected.FindSubmatch(b)
-	if m == nil {
-		return 0, fmt.Errorf("%s: no callgrind total in\n%s", strings.Join(args, " "), b)
+	files, _ := filepath.Glob(out + "*")
+	name := strings.Trim(fn[strings.LastIndex(fn, ".")+1:], "*")
+	total, found := 0.0, false
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return 0, err
+		}
+		if !bytes.Contains(data, []byte(name)) {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "totals: "); ok {
+				n, err := strconv.ParseFloat(strings.Fields(v)[0], 64)
+				if err != nil {
+					return 0, err
+				}
+				total += n
+				found = true
+			}
+		}
 	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	if !found {
+		return 0, fmt.Errorf("%s: no callgrind profile names %s", strings.Join(args, " "), name)
+	}
+	return total, nil
 }
 
 func goInstr(dir, goBin string, o op, n int) (float64, error) {
-	// GOGC=off: callgrind's collection is on while any thread runs during the measured call, so a concurrent GC
-	// mark worker would be counted (it was, in a first version: 95-203 instructions for the same receive post).
-	return callgrind(dir, []string{"GODEBUG=asyncpreemptoff=1", "GOGC=off"}, "--toggle-collect="+o.goFn, goBin, "-test.run", "^$",
+	// Callgrind's collection is on while any thread runs during the measured call, so a concurrent GC mark worker
+	// was counted in a first version (95-2623 instructions for the same receive post): GOGC=off, the benchmark
+	// locked to its thread and only the profiles of threads that ran the measured call are summed.
+	return callgrind(dir, []string{"GODEBUG=asyncpreemptoff=1", "GOGC=off"}, o.goFn, goBin, "-test.run", "^$",
 		"-test.bench", "Libmlx5/"+o.name+"$", "-test.benchtime", fmt.Sprintf("%dx", n))
 }
 
 func cInstr(dir, cBin string, o op, n int, env []string) (float64, error) {
-	return callgrind(dir, env, "--toggle-collect="+o.cFn, cBin, "count", o.name, strconv.Itoa(n))
+	return callgrind(dir, env, o.cFn, cBin, "count", o.name, strconv.Itoa(n))
 }
 
 var nsUnit = regexp.MustCompile(`([0-9.]+) ns/unit`)
