@@ -294,13 +294,15 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, provider.Status) {
 		if bad != provider.OK {
 			break
 		}
-		inl = inl || w.Flags&verbs.SendInline != 0 && len(w.SGL) > 0 // as rdma-core: inline with an SGE
 		ds, ctrlPos = n, uintptr(curPost&sq.mask)*SendWQEBB
 		curPost += (n*16 + SendWQEBB - 1) / SendWQEBB
 		head++
 		nreq++
 	}
 	if nreq > 0 {
+		if nreq == 1 { // only a single WQE can go by BlueFlame: as rdma-core, inline means inline with an SGE
+			inl = wrs[0].Flags&verbs.SendInline != 0 && len(wrs[0].SGL) > 0
+		}
 		sq.fmCache = 0
 		sq.curPost = curPost
 		sq.ring(head, nreq, inl, ds, ctrlPos)
@@ -410,6 +412,13 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, provider.St
 				return 0, provider.InlineTooLong
 			}
 			n += sz
+		}
+	} else if len(w.SGL) == 1 && op.kind != kindAtomic {
+		// One SGE, the common case, without the general loop: p is inside the ring (the first block's segments
+		// end before qend, or wrapped to 0 above).
+		if s := &w.SGL[0]; s.Length != 0 {
+			PutDataSeg((*[DataSegSize]byte)(unsafe.Add(base, p))[:], s.Length, s.LKey, s.Addr)
+			n++
 		}
 	} else {
 		for j := range w.SGL {
