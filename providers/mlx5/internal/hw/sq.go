@@ -312,6 +312,12 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, provider.Status) {
 
 // postOne is PostSend for a single work request, the latency-critical case: the same steps without the batch
 // loop's bookkeeping.
+//
+// nosplit: a short straight-line function on the post path; without the stack-bound check each call saves 3-4
+// instructions (mlx5bench: inline SEND 318 -> 312, 16 RDMA writes 178 -> 174 per WR). The linker verifies that
+// the nosplit frames fit the stack guard; the callees it may reach are ordinary functions with their own checks.
+//
+//go:nosplit
 func (sq *SendQueue) postOne(w *SendWR) (int, provider.Status) {
 	head, curPost := sq.head, sq.curPost
 	if head-sq.tail >= sq.maxPost {
@@ -339,6 +345,12 @@ func (sq *SendQueue) postOne(w *SendWR) (int, provider.Status) {
 // build writes the WQE for w at WQE index curPost (its bookkeeping entry records head) and returns its size in
 // 16-byte units and provider.OK, or why w cannot be posted, with nothing posted. It is kept out of PostSend's
 // loop so that the loop's few batch variables stay in registers.
+//
+// nosplit: a short straight-line function on the post path; without the stack-bound check each call saves 3-4
+// instructions (mlx5bench: inline SEND 318 -> 312, 16 RDMA writes 178 -> 174 per WR). The linker verifies that
+// the nosplit frames fit the stack guard; the callees it may reach are ordinary functions with their own checks.
+//
+//go:nosplit
 func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, provider.Status) {
 	if w.Opcode >= 16 {
 		return 0, provider.BadOpcode
