@@ -306,12 +306,29 @@ ssize_t write(int fd, const void *buf, size_t len)
 
 /* ---------------------------------------------------------------- the fake sysfs tree */
 
+/* Every file and directory made, removed in reverse order at exit. */
+static char made[32][512];
+static int nmade;
+
+static void remember(const char *p)
+{
+	if (nmade < 32)
+		snprintf(made[nmade++], sizeof(made[0]), "%s", p);
+}
+
+static void cleanup(void)
+{
+	while (nmade > 0)
+		remove(made[--nmade]);
+}
+
 static void wfile(const char *dir, const char *name, const char *text)
 {
 	char p[512];
 	FILE *f;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	remember(p);
 	f = fopen(p, "w");
 	if (!f) {
 		perror(p);
@@ -329,10 +346,12 @@ static void mkdirs(const char *path)
 	for (char *s = p + 1; *s; s++)
 		if (*s == '/') {
 			*s = 0;
-			mkdir(p, 0755);
+			if (!mkdir(p, 0755))
+				remember(p);
 			*s = '/';
 		}
-	mkdir(p, 0755);
+	if (!mkdir(p, 0755))
+		remember(p);
 }
 
 static void make_sysfs(void)
@@ -344,6 +363,8 @@ static void make_sysfs(void)
 		perror("mkdtemp");
 		exit(2);
 	}
+	remember(root);
+	atexit(cleanup);
 	snprintf(d, sizeof(d), "%s/class/infiniband_verbs", root);
 	mkdirs(d);
 	wfile(d, "abi_version", "6\n");
