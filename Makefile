@@ -34,17 +34,21 @@ check:
 	GOARCH=arm64 $(GO) build ./...
 	GOARCH=arm64 $(GO) vet ./mmio/... ./uverbs/abi/... ./providers/...
 
-## unit: host tests with the race detector (lab tests skip here and run in `lab`)
+## unit: host tests with the race detector (lab tests skip here and run in `lab`). GOVERBS_REQUIRE_GOLDEN=1: the
+## comparisons with rdma-core (mlx5 golden regeneration, WQE bytes against libmlx5) fail instead of skipping
+## when gcc, the headers or libmlx5 are missing (`deps` installs them).
 unit:
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	GOVERBS_REQUIRE_GOLDEN=1 CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 ## lab: the packages with kernel-facing tests, all in one lab VM boot (a missing device fails, never skips)
 lab:
 	$(GO) run ./test/lab/cmd/labsuite
 
-## bench: data-path microbenchmarks on the host, then the Go-vs-C tables in the lab (ping-pong, perftest)
+## bench: data-path microbenchmarks on the host, goverbs' mlx5 path against libmlx5 (callgrind + ns), then the
+## Go-vs-C tables in the lab (ping-pong, perftest)
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./providers/... ./internal/ioctl/... ./uverbs/...
+	$(GO) run ./providers/mlx5/internal/cmd/mlx5bench
 	$(GO) run ./test/bench/cmd/ppbench
 	$(GO) run ./test/bench/cmd/bench
 

@@ -65,6 +65,12 @@ func (bf *BFReg) Offset() int { return int(bf.offset) }
 // or the 8-byte doorbell with the first 8 bytes of the ctrl segment, flush, toggle the half, unlock. pos is a
 // multiple of 64 inside the ring. An unshared register's single-store cases (the doorbell, a one-block
 // BlueFlame write) use mmio's combined WCStart+store+FlushWrites primitives: the same instructions in one call.
+//
+// nosplit: a short straight-line function on the post path; without the stack-bound check each call saves 3-4
+// instructions (mlx5bench: inline SEND 318 -> 312, 16 RDMA writes 178 -> 174 per WR). The linker verifies that
+// the nosplit frames fit the stack guard; the callees it may reach are ordinary functions with their own checks.
+//
+//go:nosplit
 func (bf *BFReg) ring(base unsafe.Pointer, qend, pos uintptr, n64 int) {
 	if !bf.shared && n64 <= 1 {
 		half := bf.offset

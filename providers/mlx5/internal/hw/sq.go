@@ -294,13 +294,15 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, provider.Status) {
 		if bad != provider.OK {
 			break
 		}
-		inl = inl || w.Flags&verbs.SendInline != 0 && len(w.SGL) > 0 // as rdma-core: inline with an SGE
 		ds, ctrlPos = n, uintptr(curPost&sq.mask)*SendWQEBB
 		curPost += (n*16 + SendWQEBB - 1) / SendWQEBB
 		head++
 		nreq++
 	}
 	if nreq > 0 {
+		if nreq == 1 { // only a single WQE can go by BlueFlame: as rdma-core, inline means inline with an SGE
+			inl = wrs[0].Flags&verbs.SendInline != 0 && len(wrs[0].SGL) > 0
+		}
 		sq.fmCache = 0
 		sq.curPost = curPost
 		sq.ring(head, nreq, inl, ds, ctrlPos)
@@ -310,6 +312,12 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, provider.Status) {
 
 // postOne is PostSend for a single work request, the latency-critical case: the same steps without the batch
 // loop's bookkeeping.
+//
+// nosplit: a short straight-line function on the post path; without the stack-bound check each call saves 3-4
+// instructions (mlx5bench: inline SEND 318 -> 312, 16 RDMA writes 178 -> 174 per WR). The linker verifies that
+// the nosplit frames fit the stack guard; the callees it may reach are ordinary functions with their own checks.
+//
+//go:nosplit
 func (sq *SendQueue) postOne(w *SendWR) (int, provider.Status) {
 	head, curPost := sq.head, sq.curPost
 	if head-sq.tail >= sq.maxPost {
@@ -337,6 +345,12 @@ func (sq *SendQueue) postOne(w *SendWR) (int, provider.Status) {
 // build writes the WQE for w at WQE index curPost (its bookkeeping entry records head) and returns its size in
 // 16-byte units and provider.OK, or why w cannot be posted, with nothing posted. It is kept out of PostSend's
 // loop so that the loop's few batch variables stay in registers.
+//
+// nosplit: a short straight-line function on the post path; without the stack-bound check each call saves 3-4
+// instructions (mlx5bench: inline SEND 318 -> 312, 16 RDMA writes 178 -> 174 per WR). The linker verifies that
+// the nosplit frames fit the stack guard; the callees it may reach are ordinary functions with their own checks.
+//
+//go:nosplit
 func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, provider.Status) {
 	if w.Opcode >= 16 {
 		return 0, provider.BadOpcode
@@ -410,6 +424,13 @@ func (sq *SendQueue) build(w *SendWR, curPost, head uint32) (uint32, provider.St
 				return 0, provider.InlineTooLong
 			}
 			n += sz
+		}
+	} else if len(w.SGL) == 1 && op.kind != kindAtomic {
+		// One SGE, the common case, without the general loop: p is inside the ring (the first block's segments
+		// end before qend, or wrapped to 0 above).
+		if s := &w.SGL[0]; s.Length != 0 {
+			PutDataSeg((*[DataSegSize]byte)(unsafe.Add(base, p))[:], s.Length, s.LKey, s.Addr)
+			n++
 		}
 	} else {
 		for j := range w.SGL {

@@ -1,0 +1,787 @@
+/*
+ * Test-only harness: runs Debian's installed libibverbs + rdma-core's libmlx5 (ibverbs-providers 44) against an
+ * emulated kernel, so that libmlx5 builds its WQEs into ordinary memory and rings its doorbells there. It is
+ * built with cc by the hw package's tests and by test/bench/cmd/mlx5bench; no Go package links it, and it
+ * contains no rdma-core code: it calls the public verbs/mlx5dv API and fakes the kernel underneath.
+ *
+ * The kernel is faked by symbol interposition in this executable (linked with -rdynamic, so the shared libraries'
+ * calls bind here first):
+ *   - socket(AF_NETLINK) fails, so libibverbs falls back to sysfs discovery; SYSFS_PATH points at a fake tree
+ *     (made by main) with class/infiniband_verbs/uverbs0 naming mlx5_0, a Mellanox ConnectX-5 PCI modalias and
+ *     dev 1:3;
+ *   - stat("/dev/infiniband/uverbs0") answers for /dev/null, and open of it opens /dev/null (a character device 1:3, so libibverbs' fstat check
+ *     passes) and remembers the descriptor;
+ *   - ioctl on it fails with ENOTTY ("no ioctl framework"), so libibverbs uses the legacy write() commands;
+ *   - write on it answers those commands (GET_CONTEXT with the mlx5 ALLOC_UCONTEXT response, QUERY_PORT,
+ *     ALLOC_PD, REG_MR, CREATE_CQ, CREATE_QP with QPN and bfreg index, MODIFY_QP, ...);
+ *   - mmap on it (UAR and BlueFlame pages) returns ordinary anonymous memory.
+ *
+ * Modes:
+ *   harness dump          the WQE bytes, doorbell records and BlueFlame register contents of each work-request
+ *                         stream, as "name hex" lines, plus the queue geometry ("name value" lines)
+ *   harness count OP N    N operations (callgrind: --toggle-collect=op_*)
+ *   harness time OP N     N operations; prints "ns/op X" per unit (WR, CQE): CLOCK_MONOTONIC around batches of
+ *                         operations only, less the cost of the clock reads
+ * OP: inline, doorbell, list16, recv, pollsend, pollrecv.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+#include <infiniband/mlx5dv.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/mlx5-abi.h>
+
+/* ---------------------------------------------------------------- the emulated kernel */
+
+#define QPN_BASE 0xabc123
+#define CQN_BASE 0x000456
+#define LKEY 0x11223344
+#define BFREG_INDEX 1
+
+static int ufd = -1;
+static int nqp, ncq, nmr, npd;
+static uint32_t qp_uidx[8]; /* uidx libmlx5 gave each QP (cqe_version 1), by creation order */
+static int trace;
+
+static int (*real_open)(const char *, int, ...);
+static ssize_t (*real_write)(int, const void *, size_t);
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_socket)(int, int, int);
+
+static void resolve(void)
+{
+	if (real_open)
+		return;
+	real_open = dlsym(RTLD_NEXT, "open");
+	real_write = dlsym(RTLD_NEXT, "write");
+	real_mmap = dlsym(RTLD_NEXT, "mmap");
+	real_socket = dlsym(RTLD_NEXT, "socket");
+}
+
+int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	va_list ap;
+
+	resolve();
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if (!strncmp(path, "/dev/infiniband/uverbs", 22)) {
+		ufd = real_open("/dev/null", O_RDWR | O_CLOEXEC);
+		return ufd;
+	}
+	return real_open(path, flags, mode);
+}
+int open64(const char *path, int flags, ...) __attribute__((alias("open")));
+
+int stat(const char *path, struct stat *st)
+{
+	static int (*real_stat)(const char *, struct stat *);
+
+	if (!real_stat)
+		real_stat = dlsym(RTLD_NEXT, "stat");
+	if (!strncmp(path, "/dev/infiniband/uverbs", 22)) /* libibverbs checks the node exists */
+		return real_stat("/dev/null", st);
+	return real_stat(path, st);
+}
+int stat64(const char *path, struct stat64 *st) __attribute__((alias("stat")));
+
+int socket(int domain, int type, int protocol)
+{
+	resolve();
+	if (domain == AF_NETLINK) {
+		errno = EAFNOSUPPORT;
+		return -1;
+	}
+	return real_socket(domain, type, protocol);
+}
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	/* Only the fake device is ever asked here: answer "no ioctl framework" (ENOTTY), which makes libibverbs
+	 * use the write() ABI for every command. Other descriptors go to the kernel. */
+	if (fd == ufd) {
+		errno = ENOTTY;
+		return -1;
+	}
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	static int (*real_ioctl)(int, unsigned long, void *);
+	if (!real_ioctl)
+		real_ioctl = dlsym(RTLD_NEXT, "ioctl");
+	return real_ioctl(fd, req, arg);
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	resolve();
+	if (fd == ufd && fd >= 0) /* UAR, BlueFlame, clock pages: ordinary memory */
+		return real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return real_mmap(addr, len, prot, flags, fd, off);
+}
+void *mmap64(void *, size_t, int, int, int, off_t) __attribute__((alias("mmap")));
+
+static void put(uint64_t addr, const void *p, size_t n) { memcpy((void *)(uintptr_t)addr, p, n); }
+
+static ssize_t command(const void *buf, size_t len)
+{
+	const struct ib_uverbs_cmd_hdr *h = buf;
+	uint32_t cmd = h->command & ~IB_USER_VERBS_CMD_FLAG_EXTENDED;
+	int ex = !!(h->command & IB_USER_VERBS_CMD_FLAG_EXTENDED);
+	const char *body = (const char *)(h + 1);
+	uint64_t resp;
+
+	if (ex) {
+		const struct ib_uverbs_ex_cmd_hdr *xh = (const void *)body;
+		resp = xh->response;
+		body = (const char *)(xh + 1);
+	} else {
+		resp = *(const uint64_t *)body;
+	}
+	if (trace)
+		fprintf(stderr, "fakekernel: cmd %u%s in %u out %u\n", cmd, ex ? " (ex)" : "", h->in_words, h->out_words);
+	switch (cmd) {
+	case IB_USER_VERBS_CMD_GET_CONTEXT: {
+		const struct mlx5_ib_alloc_ucontext_req_v2 *rq = (const void *)(body + sizeof(struct ib_uverbs_get_context));
+		struct {
+			struct ib_uverbs_get_context_resp c;
+			struct mlx5_ib_alloc_ucontext_resp d;
+		} r = {0};
+		r.c.async_fd = real_open("/dev/null", O_RDONLY | O_CLOEXEC);
+		r.c.num_comp_vectors = 1;
+		r.d.qp_tab_size = 1 << 18;
+		r.d.bf_reg_size = 512;
+		r.d.tot_bfregs = rq->total_num_bfregs;
+		r.d.cache_line_size = 64;
+		r.d.max_sq_desc_sz = 512;
+		r.d.max_rq_desc_sz = 512;
+		r.d.max_send_wqebb = 32768;
+		r.d.max_recv_wr = 32768;
+		r.d.max_srq_recv_wr = 32767;
+		r.d.num_ports = 1;
+		r.d.cqe_version = rq->max_cqe_version >= 1 ? 1 : 0;
+		r.d.eth_min_inline = 0;
+		r.d.log_uar_size = 12;
+		r.d.num_uars_per_page = 1;
+		r.d.response_length = sizeof(r.d);
+		put(resp, &r, sizeof(r));
+		break;
+	}
+	case IB_USER_VERBS_CMD_QUERY_PORT: {
+		struct ib_uverbs_query_port_resp r = {0};
+		r.state = IBV_PORT_ACTIVE;
+		r.max_mtu = r.active_mtu = IBV_MTU_4096;
+		r.gid_tbl_len = 1;
+		r.pkey_tbl_len = 1;
+		r.lid = 1;
+		r.sm_lid = 1;
+		r.max_msg_sz = 1u << 30;
+		r.link_layer = IBV_LINK_LAYER_INFINIBAND;
+		r.phys_state = 5;
+		r.active_width = 2;
+		r.active_speed = 32;
+		put(resp, &r, sizeof(r));
+		break;
+	}
+	case IB_USER_VERBS_CMD_ALLOC_PD: {
+		struct {
+			struct ib_uverbs_alloc_pd_resp c;
+			struct mlx5_ib_alloc_pd_resp d;
+		} r = {{npd + 1}, {0x10 + npd}};
+		npd++;
+		put(resp, &r, sizeof(r));
+		break;
+	}
+	case IB_USER_VERBS_CMD_REG_MR: {
+		struct ib_uverbs_reg_mr_resp r = {nmr + 1, LKEY + nmr, LKEY + nmr};
+		nmr++;
+		put(resp, &r, sizeof(r));
+		break;
+	}
+	case IB_USER_VERBS_CMD_CREATE_CQ: {
+		const struct ib_uverbs_create_cq *c = (const void *)body;
+		uint32_t cqe = ex ? ((const struct ib_uverbs_ex_create_cq *)body)->cqe : c->cqe;
+		struct {
+			struct ib_uverbs_ex_create_cq_resp c;
+			struct mlx5_ib_create_cq_resp d;
+		} r = {0};
+		r.c.base.cq_handle = ncq + 1;
+		r.c.base.cqe = cqe;
+		r.c.response_length = sizeof(r.c);
+		r.d.cqn = CQN_BASE + ncq;
+		ncq++;
+		if (ex) {
+			put(resp, &r.c, sizeof(r.c));
+			put(resp + h->out_words * 8, &r.d, sizeof(r.d));
+		} else {
+			put(resp, &r.c.base, sizeof(r.c.base));
+			put(resp + sizeof(r.c.base), &r.d, sizeof(r.d));
+		}
+		break;
+	}
+	case IB_USER_VERBS_CMD_CREATE_QP: {
+		const struct mlx5_ib_create_qp *d;
+		struct ib_uverbs_ex_create_qp_resp rc = {0};
+		struct mlx5_ib_create_qp_resp rd = {0};
+		uint32_t msw, mrw, mss, mrs, mid;
+
+		if (ex) {
+			const struct ib_uverbs_ex_create_qp *q = (const void *)body;
+			d = (const void *)(body + h->in_words * 8);
+			msw = q->max_send_wr; mrw = q->max_recv_wr; mss = q->max_send_sge; mrs = q->max_recv_sge;
+			mid = q->max_inline_data;
+		} else {
+			const struct ib_uverbs_create_qp *q = (const void *)body;
+			d = (const void *)(q + 1);
+			msw = q->max_send_wr; mrw = q->max_recv_wr; mss = q->max_send_sge; mrs = q->max_recv_sge;
+			mid = q->max_inline_data;
+		}
+		if (nqp < 8)
+			qp_uidx[nqp] = d->uidx;
+		rc.base.qp_handle = nqp + 1;
+		rc.base.qpn = QPN_BASE + nqp;
+		rc.base.max_send_wr = msw;
+		rc.base.max_recv_wr = mrw;
+		rc.base.max_send_sge = mss;
+		rc.base.max_recv_sge = mrs;
+		rc.base.max_inline_data = mid;
+		rc.response_length = sizeof(rc);
+		rd.bfreg_index = BFREG_INDEX;
+		nqp++;
+		if (ex) {
+			put(resp, &rc, sizeof(rc));
+			put(resp + h->out_words * 8, &rd, sizeof(rd));
+		} else {
+			put(resp, &rc.base, sizeof(rc.base));
+			put(resp + sizeof(rc.base), &rd, sizeof(rd));
+		}
+		break;
+	}
+	case IB_USER_VERBS_CMD_MODIFY_QP:
+		if (ex) {
+			struct ib_uverbs_ex_modify_qp_resp r = {0, sizeof(r)};
+			if (h->out_words)
+				put(resp, &r, sizeof(r));
+		}
+		break;
+	case IB_USER_VERBS_CMD_DESTROY_QP:
+	case IB_USER_VERBS_CMD_DESTROY_CQ:
+	case IB_USER_VERBS_CMD_DEREG_MR:
+	case IB_USER_VERBS_CMD_DEALLOC_PD:
+		break; /* responses of the destroys are only event counts: zero */
+	default:
+		if (trace)
+			fprintf(stderr, "fakekernel: command %u not emulated\n", cmd);
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return len;
+}
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+	resolve();
+	if (fd == ufd && fd >= 0)
+		return command(buf, len);
+	return real_write(fd, buf, len);
+}
+
+/* ---------------------------------------------------------------- the fake sysfs tree */
+
+/* Every file and directory made, removed in reverse order at exit. */
+static char made[32][512];
+static int nmade;
+
+static void remember(const char *p)
+{
+	if (nmade < 32)
+		snprintf(made[nmade++], sizeof(made[0]), "%s", p);
+}
+
+static void cleanup(void)
+{
+	while (nmade > 0)
+		remove(made[--nmade]);
+}
+
+static void wfile(const char *dir, const char *name, const char *text)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	remember(p);
+	f = fopen(p, "w");
+	if (!f) {
+		perror(p);
+		exit(2);
+	}
+	fputs(text, f);
+	fclose(f);
+}
+
+static void mkdirs(const char *path)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = 0;
+			if (!mkdir(p, 0755))
+				remember(p);
+			*s = '/';
+		}
+	if (!mkdir(p, 0755))
+		remember(p);
+}
+
+static void make_sysfs(void)
+{
+	static char root[] = "/tmp/libmlx5emu-XXXXXX";
+	char d[512];
+
+	if (!mkdtemp(root)) {
+		perror("mkdtemp");
+		exit(2);
+	}
+	remember(root);
+	atexit(cleanup);
+	snprintf(d, sizeof(d), "%s/class/infiniband_verbs", root);
+	mkdirs(d);
+	wfile(d, "abi_version", "6\n");
+	snprintf(d, sizeof(d), "%s/class/infiniband_verbs/uverbs0/device", root);
+	mkdirs(d);
+	wfile(d, "modalias", "pci:v000015B3d00001017sv000015B3sd00000008bc02sc00i00\n");
+	snprintf(d, sizeof(d), "%s/class/infiniband_verbs/uverbs0", root);
+	wfile(d, "ibdev", "mlx5_0\n");
+	wfile(d, "abi_version", "1\n");
+	wfile(d, "dev", "1:3\n"); /* /dev/null's numbers: open() hands out /dev/null */
+	snprintf(d, sizeof(d), "%s/class/infiniband/mlx5_0/device", root);
+	mkdirs(d);
+	wfile(d, "modalias", "pci:v000015B3d00001017sv000015B3sd00000008bc02sc00i00\n");
+	snprintf(d, sizeof(d), "%s/class/infiniband/mlx5_0", root);
+	wfile(d, "node_type", "1: CA\n");
+	wfile(d, "node_guid", "0002:c903:0000:0001\n");
+	wfile(d, "fw_ver", "16.35.1012\n");
+	setenv("SYSFS_PATH", root, 1);
+}
+
+/* ---------------------------------------------------------------- the verbs objects */
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_mr *mr;
+static struct ibv_cq *cq;
+static struct ibv_qp *rc, *ud;
+static struct ibv_ah *ah;
+static struct mlx5dv_qp drc, dud;
+static struct ibv_qp_cap caprc, capud; /* the capabilities libmlx5 reported back */
+static struct mlx5dv_cq dcq;
+static uint32_t cq_n; /* CQEs written (= consumed) so far */
+static unsigned char payload[256];
+
+#define CQ_SIZE 256
+
+static void die(const char *what)
+{
+	fprintf(stderr, "libmlx5emu: %s failed: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static struct ibv_qp *make_qp(enum ibv_qp_type type, struct mlx5dv_qp *dv, struct ibv_qp_cap *cap)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = type,
+		.cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 1,
+			.max_inline_data = 128},
+	};
+	struct ibv_qp_attr a = {0};
+	struct mlx5dv_obj o = {0};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	if (!qp)
+		die("ibv_create_qp");
+	*cap = ia.cap;
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	if (type == IBV_QPT_RC) {
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+			die("modify INIT");
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = IBV_MTU_4096;
+		a.dest_qp_num = 0x4567;
+		a.rq_psn = 1;
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 12;
+		a.ah_attr.dlid = 2;
+		a.ah_attr.port_num = 1;
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+			die("modify RTR");
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.sq_psn = 1;
+		a.max_rd_atomic = 1;
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+			die("modify RTS");
+	} else {
+		a.qkey = 0x11111111;
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+			die("modify INIT");
+		a.qp_state = IBV_QPS_RTR;
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+			die("modify RTR");
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 1;
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+			die("modify RTS");
+	}
+	o.qp.in = qp;
+	o.qp.out = dv;
+	if (mlx5dv_init_obj(&o, MLX5DV_OBJ_QP))
+		die("mlx5dv_init_obj(QP)");
+	/* A clean ring, so that bytes libmlx5 does not write compare as zero on both sides. */
+	memset(dv->sq.buf, 0, dv->sq.wqe_cnt * dv->sq.stride);
+	memset(dv->rq.buf, 0, dv->rq.wqe_cnt * dv->rq.stride);
+	return qp;
+}
+
+static void setup(void)
+{
+	struct ibv_device **list;
+	struct mlx5dv_obj o = {0};
+	int n;
+
+	make_sysfs();
+	list = ibv_get_device_list(&n);
+	if (!list || n < 1) {
+		fprintf(stderr, "libmlx5emu: libibverbs found no device in the fake sysfs (is ibverbs-providers' "
+				"libmlx5 installed?)\n");
+		exit(3);
+	}
+	ctx = ibv_open_device(list[0]);
+	if (!ctx)
+		die("ibv_open_device");
+	if (!mlx5dv_is_supported(list[0])) {
+		fprintf(stderr, "libmlx5emu: the device is not driven by libmlx5\n");
+		exit(3);
+	}
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		die("ibv_alloc_pd");
+	for (int i = 0; i < 256; i++)
+		payload[i] = i * 7 + 3;
+	mr = ibv_reg_mr(pd, payload, sizeof(payload), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		die("ibv_reg_mr");
+	cq = ibv_create_cq(ctx, CQ_SIZE - 1, NULL, NULL, 0);
+	if (!cq)
+		die("ibv_create_cq");
+	o.cq.in = cq;
+	o.cq.out = &dcq;
+	if (mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ))
+		die("mlx5dv_init_obj(CQ)");
+	if (dcq.cqe_cnt != CQ_SIZE || dcq.cqe_size != 64) {
+		fprintf(stderr, "libmlx5emu: CQ of %u CQEs of %u bytes, want %u of 64\n", dcq.cqe_cnt, dcq.cqe_size,
+			CQ_SIZE);
+		exit(1);
+	}
+	rc = make_qp(IBV_QPT_RC, &drc, &caprc);
+	ud = make_qp(IBV_QPT_UD, &dud, &capud);
+	struct ibv_ah_attr aa = {.dlid = 0x1234, .sl = 3, .src_path_bits = 0, .port_num = 1};
+	ah = ibv_create_ah(pd, &aa);
+	if (!ah)
+		die("ibv_create_ah");
+}
+
+/* put_cqe writes the next CQE the way the device would: into slot cq_n % CQ_SIZE with the owner bit of pass
+ * cq_n / CQ_SIZE (the format of the hw package's putCQE). */
+static void put_cqe(uint32_t n, uint8_t opcode, uint8_t wqe_opcode, uint32_t qpn, uint32_t uidx,
+		    uint16_t wqe_counter, uint32_t byte_cnt)
+{
+	struct mlx5_cqe64 *e = (void *)((char *)dcq.buf + (n % CQ_SIZE) * 64);
+
+	memset(e, 0, 64);
+	e->srqn_uidx = htobe32(uidx);
+	e->byte_cnt = htobe32(byte_cnt);
+	e->sop_drop_qpn = htobe32((uint32_t)wqe_opcode << 24 | qpn);
+	e->wqe_counter = htobe16(wqe_counter);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	e->op_own = opcode << 4 | ((n / CQ_SIZE) & 1);
+}
+
+static void consume(int want)
+{
+	struct ibv_wc wc[16];
+	int got = 0;
+
+	while (got < want) {
+		int n = ibv_poll_cq(cq, want - got > 16 ? 16 : want - got, wc);
+		if (n <= 0) {
+			fprintf(stderr, "libmlx5emu: poll returned %d after %d of %d CQEs\n", n, got, want);
+			exit(1);
+		}
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "libmlx5emu: completion status %d\n", wc[i].status);
+				exit(1);
+			}
+		got += n;
+	}
+}
+
+/* retire_sq completes the send queue up to WQE index idx with one requester CQE (libmlx5 retires every WQE up to
+ * the one a CQE names). */
+static void retire_sq(uint16_t idx)
+{
+	put_cqe(cq_n++, MLX5_CQE_REQ, MLX5_OPCODE_SEND, rc->qp_num, qp_uidx[0], idx, 0);
+	consume(1);
+}
+
+static void retire_rq(int k)
+{
+	for (int i = 0; i < k; i++)
+		put_cqe(cq_n++, MLX5_CQE_RESP_SEND, 0, rc->qp_num, qp_uidx[0], 0, 64);
+	consume(k);
+}
+
+/* ---------------------------------------------------------------- the work-request streams */
+
+static struct ibv_sge sge_inline, sge1;
+static struct ibv_send_wr wr_inline, wr_db, wr_list[16], wr_ud;
+static struct ibv_recv_wr wr_recv;
+static struct ibv_sge sge_recv;
+
+static void make_wrs(void)
+{
+	sge_inline = (struct ibv_sge){.addr = (uintptr_t)payload, .length = 32, .lkey = mr->lkey};
+	sge1 = (struct ibv_sge){.addr = 0x00007f0011223340, .length = 0x1000, .lkey = 0x11223344};
+	wr_inline = (struct ibv_send_wr){.wr_id = 1, .sg_list = &sge_inline, .num_sge = 1, .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE};
+	wr_db = (struct ibv_send_wr){.wr_id = 1, .sg_list = &sge1, .num_sge = 1, .opcode = IBV_WR_SEND,
+				     .send_flags = IBV_SEND_SIGNALED};
+	for (int i = 0; i < 16; i++) {
+		wr_list[i] = (struct ibv_send_wr){.wr_id = i, .sg_list = &sge1, .num_sge = 1,
+						  .opcode = IBV_WR_RDMA_WRITE, .next = i < 15 ? &wr_list[i + 1] : NULL};
+		wr_list[i].wr.rdma.remote_addr = 0x1000;
+		wr_list[i].wr.rdma.rkey = 7;
+	}
+	wr_list[15].send_flags = IBV_SEND_SIGNALED;
+	wr_ud = (struct ibv_send_wr){.wr_id = 2, .sg_list = &sge_inline, .num_sge = 1, .opcode = IBV_WR_SEND,
+				     .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE};
+	wr_ud.wr.ud.ah = ah;
+	wr_ud.wr.ud.remote_qpn = 0x4567;
+	wr_ud.wr.ud.remote_qkey = 0x11111111;
+	sge_recv = (struct ibv_sge){.addr = 0x00007f0011223340, .length = 0x1000, .lkey = 0x11223344};
+	wr_recv = (struct ibv_recv_wr){.wr_id = 1, .sg_list = &sge_recv, .num_sge = 1};
+}
+
+/* The measured operations: callgrind collects inside op_* only (--toggle-collect=op_*). */
+__attribute__((noinline)) int op_post(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	return ibv_post_send(qp, wr, &bad);
+}
+
+__attribute__((noinline)) int op_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)
+{
+	struct ibv_recv_wr *bad;
+	return ibv_post_recv(qp, wr, &bad);
+}
+
+__attribute__((noinline)) int op_poll(struct ibv_cq *c, int n, struct ibv_wc *wc) { return ibv_poll_cq(c, n, wc); }
+
+/* ---------------------------------------------------------------- dump mode */
+
+static void hex(const char *name, const void *p, size_t n)
+{
+	printf("%s ", name);
+	for (size_t i = 0; i < n; i++)
+		printf("%02x", ((const unsigned char *)p)[i]);
+	printf("\n");
+}
+
+static uint32_t sq_pi(struct mlx5dv_qp *d) { return be32toh(d->dbrec[MLX5_SND_DBR]); }
+
+static void dump_send(const char *name, struct ibv_qp *qp, struct mlx5dv_qp *d, struct ibv_send_wr *wr)
+{
+	char n[128];
+	uint32_t from = sq_pi(d), to;
+
+	memset(d->bf.reg, 0, 2 * d->bf.size);
+	if (op_post(qp, wr)) {
+		fprintf(stderr, "libmlx5emu: ibv_post_send(%s) failed\n", name);
+		exit(1);
+	}
+	to = sq_pi(d);
+	snprintf(n, sizeof(n), "%s.wqe", name);
+	/* the stream's WQE blocks, unwrapped (no stream here wraps the ring) */
+	hex(n, (char *)d->sq.buf + (from % d->sq.wqe_cnt) * 64, (to - from) * 64);
+	snprintf(n, sizeof(n), "%s.dbr", name);
+	hex(n, d->dbrec, 8);
+	snprintf(n, sizeof(n), "%s.bf", name);
+	hex(n, d->bf.reg, 2 * d->bf.size);
+}
+
+static void dump(void)
+{
+	printf("rc.qpn %u\nrc.sq_wqe_cnt %u\nrc.rq_wqe_cnt %u\nrc.rq_stride %u\nrc.bf_size %u\n", rc->qp_num,
+	       drc.sq.wqe_cnt, drc.rq.wqe_cnt, drc.rq.stride, drc.bf.size);
+	printf("ud.qpn %u\nud.sq_wqe_cnt %u\nud.bf_size %u\n", ud->qp_num, dud.sq.wqe_cnt, dud.bf.size);
+	printf("rc.cap %u %u %u %u %u\nud.cap %u %u %u %u %u\n", caprc.max_send_wr, caprc.max_recv_wr,
+	       caprc.max_send_sge, caprc.max_recv_sge, caprc.max_inline_data, capud.max_send_wr, capud.max_recv_wr,
+	       capud.max_send_sge, capud.max_recv_sge, capud.max_inline_data);
+	printf("lkey %u\npayload %lu\n", mr->lkey, (unsigned long)(uintptr_t)payload);
+	dump_send("inline", rc, &drc, &wr_inline);
+	dump_send("doorbell", rc, &drc, &wr_db);
+	dump_send("list16", rc, &drc, wr_list);
+	dump_send("ud_inline", ud, &dud, &wr_ud);
+	if (op_recv(rc, &wr_recv)) {
+		fprintf(stderr, "libmlx5emu: ibv_post_recv failed\n");
+		exit(1);
+	}
+	hex("recv.wqe", drc.rq.buf, drc.rq.stride);
+	hex("recv.dbr", drc.dbrec, 8);
+}
+
+/* ---------------------------------------------------------------- count and time modes */
+
+/* The loops are those of the hw package's BenchmarkLibmlx5 (libmlx5_bench_test.go): the operations are timed in
+ * batches (32 posts, 4 lists of 16, 16 polls = one pass over the CQ) with CLOCK_MONOTONIC, minus the cost of an
+ * empty timed batch; retiring the posted WQEs (a CQE written and polled) and the device's owner-bit flips happen
+ * between batches, outside the timing and outside callgrind's collection (op_* only). */
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static double timer_cost(void)
+{
+	double t, sum = 0;
+	for (int i = 0; i < 10000; i++) {
+		t = now();
+		sum += now() - t;
+	}
+	return sum / 10000;
+}
+
+#define BATCH 32 /* posts between retirements (the queues hold 64 and more) */
+#define LISTS 4  /* lists of 16 between retirements */
+
+static double run(const char *op, long n, double tc)
+{
+	double ns = 0, t;
+	uint16_t idx = sq_pi(&drc);
+	long done = 0;
+
+	if (!strcmp(op, "inline") || !strcmp(op, "doorbell") || !strcmp(op, "list16")) {
+		struct ibv_send_wr *w = op[0] == 'i' ? &wr_inline : op[0] == 'd' ? &wr_db : wr_list;
+		long per = op[0] == 'l' ? 16 : 1, batch = op[0] == 'l' ? LISTS : BATCH;
+		while (done < n) {
+			long k = n - done < batch ? n - done : batch;
+			t = now();
+			for (long i = 0; i < k; i++)
+				if (op_post(rc, w))
+					die("ibv_post_send");
+			ns += now() - t - tc;
+			idx += k * per;
+			done += k;
+			retire_sq(idx - 1);
+		}
+		return ns / (n * per);
+	}
+	if (!strcmp(op, "recv")) {
+		while (done < n) {
+			long k = n - done < BATCH ? n - done : BATCH;
+			t = now();
+			for (long i = 0; i < k; i++)
+				if (op_recv(rc, &wr_recv))
+					die("ibv_post_recv");
+			ns += now() - t - tc;
+			done += k;
+			retire_rq(k);
+		}
+		return ns / n;
+	}
+	if (!strcmp(op, "pollsend") || !strcmp(op, "pollrecv")) { /* n polls of 16: ns per CQE */
+		int recv = op[4] == 'r';
+		struct ibv_wc wc[16];
+		for (uint32_t i = 0; i < CQ_SIZE; i++) {
+			if (recv)
+				put_cqe(i, MLX5_CQE_RESP_SEND, 0, rc->qp_num, qp_uidx[0], i, 64);
+			else
+				put_cqe(i, MLX5_CQE_REQ, MLX5_OPCODE_SEND, rc->qp_num, qp_uidx[0], i, 0);
+		}
+		while (done < n) {
+			long k = n - done < CQ_SIZE / 16 ? n - done : CQ_SIZE / 16;
+			int bad = 0;
+			t = now();
+			for (long i = 0; i < k; i++)
+				bad |= op_poll(cq, 16, wc) != 16;
+			ns += now() - t - tc;
+			if (bad || wc[0].status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "libmlx5emu: poll returned fewer than 16 CQEs\n");
+				exit(1);
+			}
+			done += k;
+			cq_n += 16 * k;
+			if (cq_n % CQ_SIZE == 0) /* the device wrote the next pass */
+				for (uint32_t j = 63; j < CQ_SIZE * 64; j += 64)
+					((unsigned char *)dcq.buf)[j] ^= 1;
+		}
+		return ns / (16.0 * n);
+	}
+	fprintf(stderr, "libmlx5emu: unknown operation %s\n", op);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	trace = getenv("LIBMLX5EMU_TRACE") != NULL;
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s dump | count OP N | time OP N\n", argv[0]);
+		return 2;
+	}
+	setup();
+	make_wrs();
+	if (!strcmp(argv[1], "dump")) {
+		dump();
+		return 0;
+	}
+	if (argc == 4 && (!strcmp(argv[1], "count") || !strcmp(argv[1], "time"))) {
+		double ns = run(argv[2], atol(argv[3]), argv[1][0] == 't' ? timer_cost() : 0);
+		if (argv[1][0] == 't')
+			printf("ns/op %.3f\n", ns);
+		return 0;
+	}
+	fprintf(stderr, "usage: %s dump | count OP N | time OP N\n", argv[0]);
+	return 2;
+}

@@ -1,0 +1,237 @@
+package hw
+
+import (
+	"github.com/goverbs/goverbs/internal/provider"
+
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"math/bits"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/goverbs/goverbs/mmio"
+	"github.com/goverbs/goverbs/providers/mlx5/internal/cmd/libmlx5emu"
+	"github.com/goverbs/goverbs/verbs"
+)
+
+// The libmlx5 comparison: providers/mlx5/internal/cmd/libmlx5emu runs Debian's libibverbs + rdma-core's libmlx5
+// against an emulated kernel and dumps the bytes libmlx5 writes for each work-request stream. The same streams go
+// through goverbs' SendQueue/RecvQueue here and must produce the same bytes: the real provider decides, not a
+// header-derived vector.
+
+// libmlx5Streams are the work-request streams of the comparison, in the order the harness posts them. They match
+// csrc/harness.c's make_wrs (payload, SGE, remote address, keys, flags).
+type libmlx5Streams struct {
+	inline, doorbell, list16, ud []SendWR
+	recv                         []RecvWR
+}
+
+var lS1 = SGE{Addr: 0x00007f0011223340, Length: 0x1000, LKey: 0x11223344}
+
+func newLibmlx5Streams(pl []byte, lkey uint32) *libmlx5Streams {
+	s := &libmlx5Streams{}
+	inl := []SGE{{Addr: addrOf(pl), Length: 32, LKey: lkey}}
+	s.inline = []SendWR{{WRID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline, SGL: inl}}
+	s.doorbell = []SendWR{{WRID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []SGE{lS1}}}
+	s.list16 = make([]SendWR, 16)
+	for i := range s.list16 {
+		s.list16[i] = SendWR{WRID: uint64(i), Opcode: verbs.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGL: []SGE{lS1}}
+	}
+	s.list16[15].Flags = verbs.SendSignaled
+	ah := NewIBAH(AHAttr{DLID: 0x1234, SL: 3})
+	s.ud = []SendWR{{WRID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline, SGL: inl, AH: ah,
+		RemoteQPN: 0x4567, RemoteQKey: 0x11111111}}
+	s.recv = []RecvWR{{WRID: 1, SGL: []SGE{lS1}}}
+	return s
+}
+
+// libmlx5Harness builds the C harness, or skips (fails under GOVERBS_REQUIRE_GOLDEN=1) when the C toolchain,
+// the rdma-core headers or libmlx5 are missing.
+func libmlx5Harness(t testing.TB) string {
+	t.Helper()
+	if err := libmlx5emu.Available(); err != nil {
+		if os.Getenv("GOVERBS_REQUIRE_GOLDEN") == "1" {
+			t.Fatalf("GOVERBS_REQUIRE_GOLDEN=1 but %v", err)
+		}
+		t.Skipf("cannot compare with libmlx5 (%v)", err)
+	}
+	bin, err := libmlx5emu.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// libmlx5Dump runs the harness's dump mode: "name value" lines, the value hex bytes or decimal numbers.
+func libmlx5Dump(t *testing.T, bin string, env ...string) map[string]string {
+	t.Helper()
+	var stderr bytes.Buffer
+	c := libmlx5emu.Command(bin, "dump")
+	c.Env = append(c.Env, env...)
+	c.Stderr = &stderr
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("libmlx5 harness: %v\n%s", err, stderr.Bytes())
+	}
+	m := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func dumpInt(t *testing.T, m map[string]string, k string) int {
+	t.Helper()
+	v, err := strconv.ParseUint(m[k], 10, 64)
+	if err != nil {
+		t.Fatalf("harness output %s = %q: %v", k, m[k], err)
+	}
+	return int(v)
+}
+
+func dumpHex(t *testing.T, m map[string]string, k string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(m[k])
+	if err != nil || m[k] == "" {
+		t.Fatalf("harness output %s = %q: %v", k, m[k], err)
+	}
+	return b
+}
+
+// diffBytes describes where got and want differ, 16-byte rows.
+func diffBytes(got, want []byte) string {
+	var b strings.Builder
+	if len(got) != len(want) {
+		fmt.Fprintf(&b, "length %d, libmlx5 %d\n", len(got), len(want))
+	}
+	for off := 0; off < max(len(got), len(want)); off += 16 {
+		g, w := got[min(off, len(got)):min(off+16, len(got))], want[min(off, len(want)):min(off+16, len(want))]
+		if !bytes.Equal(g, w) {
+			fmt.Fprintf(&b, "  +%#04x goverbs %x\n         libmlx5 %x\n", off, g, w)
+		}
+	}
+	return b.String()
+}
+
+// TestLibmlx5WQEs posts each stream through goverbs with libmlx5's queue geometry and compares the WQE blocks,
+// the doorbell record and the BlueFlame/doorbell register contents with the bytes libmlx5 wrote: once with
+// libmlx5's default (MLX5_POST_SEND_PREFER_BF unset: BlueFlame for every single-WQE post that fits) against
+// goverbs' default, once with MLX5_POST_SEND_PREFER_BF=0 (BlueFlame for inline WQEs only, the 8-byte doorbell
+// otherwise) against SendQueueConfig.BlueFlameInlineOnly.
+func TestLibmlx5WQEs(t *testing.T) {
+	bin := libmlx5Harness(t)
+	t.Run("prefer_bf=default", func(t *testing.T) { compareLibmlx5(t, libmlx5Dump(t, bin), false) })
+	t.Run("prefer_bf=0", func(t *testing.T) {
+		compareLibmlx5(t, libmlx5Dump(t, bin, "MLX5_POST_SEND_PREFER_BF=0"), true)
+	})
+}
+
+func compareLibmlx5(t *testing.T, m map[string]string, inlineOnly bool) {
+
+	// The geometry goverbs computes for the harness's caps must be libmlx5's.
+	lim := QueueLimits{MaxSQDescSz: 512, MaxRQDescSz: 512, MaxSendWQEBB: 32768, MaxRecvWR: 32768}
+	caps := QPCaps{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 4, MaxRecvSGE: 1, MaxInlineData: 128}
+	for _, q := range []struct {
+		name string
+		typ  QPType
+	}{{"rc", QPTypeRC}, {"ud", QPTypeUD}} {
+		l, err := SizeQP(q.typ, caps, false, lim, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := l.SQWQECount, dumpInt(t, m, q.name+".sq_wqe_cnt"); got != want {
+			t.Errorf("%s: SizeQP sq_wqe_cnt = %d, libmlx5 %d", q.name, got, want)
+		}
+		c := l.Caps
+		if got, want := fmt.Sprint(c.MaxSendWR, c.MaxRecvWR, c.MaxSendSGE, c.MaxRecvSGE, c.MaxInlineData),
+			m[q.name+".cap"]; got != want {
+			t.Errorf("%s: SizeQP caps (send WR, recv WR, send SGE, recv SGE, inline) = %s, libmlx5 %s", q.name, got, want)
+		}
+		if q.typ == QPTypeRC {
+			if l.RQWQECount != dumpInt(t, m, "rc.rq_wqe_cnt") || 1<<l.RQWQEShift != dumpInt(t, m, "rc.rq_stride") {
+				t.Errorf("rc: SizeQP RQ %d x %d bytes, libmlx5 %s x %s", l.RQWQECount, 1<<l.RQWQEShift,
+					m["rc.rq_wqe_cnt"], m["rc.rq_stride"])
+			}
+		}
+	}
+
+	// One BlueFlame register: the harness's kernel gives both QPs bfreg 1, so they share its offset.
+	bfSize := dumpInt(t, m, "rc.bf_size")
+	regBytes := aligned(2 * bfSize)
+	reg, err := mmio.RegFromBytes(regBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := NewBFReg(reg, bfSize, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSQ := func(name string, typ QPType) (*SendQueue, []byte, []byte) {
+		n := dumpInt(t, m, name+".sq_wqe_cnt")
+		ring, dbr := aligned(n*64), aligned(8)
+		d, _ := NewDoorbellRecord(dbr)
+		var c [5]int
+		fmt.Sscan(m[name+".cap"], &c[0], &c[1], &c[2], &c[3], &c[4])
+		sq, err := NewSendQueue(SendQueueConfig{Buf: ring, WQECount: n, MaxPost: c[0], MaxSGE: c[2], MaxInline: c[4],
+			QPN: uint32(dumpInt(t, m, name+".qpn")), Type: typ, DBR: d, BF: bf, BlueFlameInlineOnly: inlineOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sq, ring, dbr
+	}
+	rcSQ, rcRing, rcDBR := newSQ("rc", QPTypeRC)
+	udSQ, udRing, udDBR := newSQ("ud", QPTypeUD)
+	pl := payload()
+	s := newLibmlx5Streams(pl, uint32(dumpInt(t, m, "lkey")))
+
+	check := func(name string, got []byte) {
+		t.Helper()
+		if want := dumpHex(t, m, name); !bytes.Equal(got, want) {
+			t.Errorf("%s differs from libmlx5:\n%s", name, diffBytes(got, want))
+		}
+	}
+	for _, st := range []struct {
+		name string
+		sq   *SendQueue
+		ring []byte
+		dbr  []byte
+		wrs  []SendWR
+	}{
+		{"inline", rcSQ, rcRing, rcDBR, s.inline},
+		{"doorbell", rcSQ, rcRing, rcDBR, s.doorbell},
+		{"list16", rcSQ, rcRing, rcDBR, s.list16},
+		{"ud_inline", udSQ, udRing, udDBR, s.ud},
+	} {
+		clear(regBytes)
+		from := st.sq.curPost
+		if _, status := st.sq.PostSend(st.wrs); status != provider.OK {
+			t.Fatalf("%s: PostSend: %v", st.name, status)
+		}
+		check(st.name+".wqe", st.ring[from*64:st.sq.curPost*64])
+		check(st.name+".dbr", st.dbr)
+		check(st.name+".bf", regBytes)
+	}
+
+	rqN, rqStride := dumpInt(t, m, "rc.rq_wqe_cnt"), dumpInt(t, m, "rc.rq_stride")
+	rqRing := aligned(rqN * rqStride)
+	d, _ := NewDoorbellRecord(rcDBR) // the QP's record: receive counter in word 0
+	rq, err := NewRecvQueue(RecvQueueConfig{Buf: rqRing, WQECount: rqN, WQEShift: bits.TrailingZeros(uint(rqStride)),
+		DBR: d, QPN: uint32(dumpInt(t, m, "rc.qpn"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, status := rq.PostRecv(s.recv); status != provider.OK {
+		t.Fatalf("PostRecv: %v", status)
+	}
+	check("recv.wqe", rqRing[:rqStride])
+	check("recv.dbr", rcDBR)
+}
