@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -144,7 +145,7 @@ func TestInitramfs(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	k := anyCachedKernel(cache)
+	k := cachedKernel(cache, "")
 	if k == nil {
 		t.Skip("no unpacked kernel in " + cache)
 	}
@@ -284,5 +285,35 @@ func TestSameWriter(t *testing.T) {
 		if got := sameWriter(tt.a, tt.b); got != tt.want {
 			t.Errorf("%s: sameWriter = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestDecompressKernel extracts vmlinux from every kernel unpacked in the
+// cache (xz on 6.1, zstd on 6.12 and 7.x), when there is one.
+func TestDecompressKernel(t *testing.T) {
+	cache, err := CacheDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(cache, "kernels", "linux-*"))
+	if len(dirs) == 0 {
+		t.Skip("no unpacked kernel in " + cache)
+	}
+	for _, d := range dirs {
+		k, err := loadKernel([]string{filepath.Base(d)}, d)
+		if err != nil {
+			t.Errorf("%s: %v", d, err)
+			continue
+		}
+		img, err := os.ReadFile(k.Vmlinuz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		elf, err := decompressKernel(context.Background(), img)
+		if err != nil {
+			t.Errorf("%s: %v", k.Vmlinuz, err)
+			continue
+		}
+		t.Logf("%s: %d-byte vmlinux", k.Version, len(elf))
 	}
 }
