@@ -6,10 +6,14 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
-# The lab boots a Debian 6.1 kernel under QEMU and runs rdma-core's C tools beside ours (they are the peers our
-# tools must match), so the host needs QEMU, the C tools and the uAPI headers the ABI generator reads.
+# The lab boots Debian kernels (6.1, 6.12 and the newest: the matrix of `make test`) under QEMU and runs
+# rdma-core's C tools beside ours (they are the peers our tools must match), so the host needs QEMU, the C tools
+# and the uAPI headers the ABI generator reads. xz and zstd unpack the kernels (6.1 is xz, 6.12 and 7.x zstd);
+# debian-archive-keyring signs trixie, trixie-backports and sid, which the lab reaches through an apt
+# configuration of its own in its cache (the system's apt sources are never changed).
 pkgs=(qemu-system-x86 ibverbs-utils ibverbs-providers infiniband-diags perftest rdma-core rdmacm-utils
-      iproute2 libibverbs-dev linux-libc-dev gcc make dpkg cpio kmod xz-utils ca-certificates)
+      iproute2 libibverbs-dev linux-libc-dev gcc make dpkg cpio kmod xz-utils zstd debian-archive-keyring
+      ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
