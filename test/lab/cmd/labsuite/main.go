@@ -288,14 +288,25 @@ type Summary struct {
 
 type skip struct{ Test, Reason string }
 
-// countTests reads go test -v output: every "--- PASS/FAIL/SKIP: name" line at any depth, and for a skip
-// the first line of its message (indented below it).
+// countTests reads go test -v output: every "--- PASS/FAIL/SKIP: name" line at any depth, and for a skip the
+// last line its test logged (go test -v streams a test's log lines under "=== RUN/CONT/NAME name" before its
+// "--- SKIP" line).
 func countTests(s *Summary, importPath string, out []byte) {
-	lines := strings.Split(string(out), "\n")
-	for i, line := range lines {
+	current := ""
+	last := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
 		trimmed := strings.TrimLeft(line, " ")
+		if h, ok := strings.CutPrefix(trimmed, "=== "); ok {
+			if f := strings.Fields(h); len(f) == 2 && (f[0] == "RUN" || f[0] == "CONT" || f[0] == "NAME") {
+				current = f[1]
+			}
+			continue
+		}
 		verdict, rest, ok := strings.Cut(trimmed, ": ")
-		if !ok {
+		if !ok || !strings.HasPrefix(verdict, "--- ") {
+			if trimmed != "" && line != trimmed && current != "" {
+				last[current] = trimmed
+			}
 			continue
 		}
 		name, _, _ := strings.Cut(rest, " (")
@@ -306,13 +317,9 @@ func countTests(s *Summary, importPath string, out []byte) {
 			s.Failed++
 			s.Fails = append(s.Fails, importPath+": "+name)
 		case "--- SKIP":
-			reason := "(no reason printed)"
-			indent := len(line) - len(trimmed)
-			if i+1 < len(lines) {
-				next := lines[i+1]
-				if t := strings.TrimLeft(next, " "); len(next)-len(t) > indent && t != "" {
-					reason = t
-				}
+			reason := last[name]
+			if reason == "" {
+				reason = "(no reason printed)"
 			}
 			s.Skips = append(s.Skips, skip{importPath + ": " + name, reason})
 		default:
@@ -327,7 +334,8 @@ func quiet(out []byte) []byte {
 	var b bytes.Buffer
 	for _, line := range strings.SplitAfter(string(out), "\n") {
 		t := strings.TrimLeft(line, " ")
-		if strings.HasPrefix(t, "=== ") || strings.HasPrefix(t, "--- PASS") {
+		if strings.HasPrefix(t, "=== RUN") || strings.HasPrefix(t, "=== PAUSE") || strings.HasPrefix(t, "=== CONT") ||
+			strings.HasPrefix(t, "=== NAME") || strings.HasPrefix(t, "--- PASS") {
 			continue
 		}
 		b.WriteString(line)
