@@ -145,16 +145,22 @@ func testFiles(t *testing.T, h *cgroup.Hierarchy) {
 		return older
 	}
 	maxFile := filepath.Join(c.Dir(), cgroup.MaxFile)
-	for line, want := range map[string]error{
-		labDevice() + " hca_handle=-1":    unix.EINVAL,
-		labDevice() + " hca_thing=1":      unix.EINVAL,
-		labDevice() + "  hca_handle=1":    ifTokens(nil, unix.EINVAL),
-		labDevice() + " hca_handle=ma":    ifTokens(unix.EINVAL, nil),
-		labDevice():                       nil,
-		"nosuchdev0 hca_object=1":         unix.ENODEV,
-		labDevice() + " hca_object=3\n":   nil,
-		labDevice() + " hca_handle=max\n": nil,
+	// In order: the last two lines set the state checked below (a line the
+	// kernel accepts on one kernel and not on another must come before them).
+	for _, w := range []struct {
+		line string
+		want error
+	}{
+		{labDevice() + " hca_handle=-1", unix.EINVAL},
+		{labDevice() + " hca_thing=1", unix.EINVAL},
+		{labDevice() + "  hca_handle=1", ifTokens(nil, unix.EINVAL)},
+		{labDevice() + " hca_handle=ma", ifTokens(unix.EINVAL, nil)},
+		{labDevice(), nil},
+		{"nosuchdev0 hca_object=1", unix.ENODEV},
+		{labDevice() + " hca_object=3\n", nil},
+		{labDevice() + " hca_handle=max\n", nil},
 	} {
+		line, want := w.line, w.want
 		err := os.WriteFile(maxFile, []byte(line), 0)
 		if (want == nil) != (err == nil) || (want != nil && !errors.Is(err, want)) {
 			t.Errorf("write %q to rdma.max: %v, want %v", line, err, want)
