@@ -96,11 +96,24 @@ func (a *PrivateApt) ensure(ctx context.Context, force bool, log io.Writer) erro
 		}
 	}
 	stamp := filepath.Join(a.Dir, "updated")
-	if fi, err := os.Stat(stamp); err == nil && !force && time.Since(fi.ModTime()) < resolveMaxAge {
+	fresh := func() bool {
+		fi, err := os.Stat(stamp)
+		return err == nil && !force && time.Since(fi.ModTime()) < resolveMaxAge
+	}
+	if fresh() {
 		return nil
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return missingTool("apt-get", "apt")
+	}
+	// One apt-get update at a time (the configuration runs apt without its own locks).
+	unlock, err := lockCache(filepath.Dir(a.Dir))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if fi, err := os.Stat(stamp); err == nil && time.Since(fi.ModTime()) < time.Minute {
+		return nil // another process just updated
 	}
 	fmt.Fprintf(log, "lab: apt-get update for %s (private configuration in %s)\n", strings.Join(privateSuites, ", "), a.Dir)
 	out, err := exec.CommandContext(ctx, "apt-get", append(a.args(), "update")...).CombinedOutput()
