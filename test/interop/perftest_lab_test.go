@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 const serverAddr = "10.233.0.1"
 
 type side struct {
-	impl string // "go" or "c"
+	impl string // "go", "c" or "c@ERA" (another Debian release's C tool, run from its root: peers_lab_test.go)
 	out  bytes.Buffer
 	err  bytes.Buffer
 	rc   int
@@ -42,6 +43,12 @@ func command(ctx context.Context, t *testing.T, impl, tool string, args []string
 	t.Helper()
 	if impl == "c" {
 		return exec.CommandContext(ctx, tool, args...)
+	}
+	if era, ok := strings.CutPrefix(impl, "c@"); ok { // another Debian release's C tool, from its root
+		cmd := exec.CommandContext(ctx, "/usr/bin/"+tool, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: peerRoot(t, era)}
+		cmd.Dir = "/"
+		return cmd
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -123,13 +123,26 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
 		return 2
 	}
+	// Other Debian releases' C tools, for the interop tests that run goverbs against them (test/interop,
+	// impl "c@trixie"): a root per era in the lab cache, passed as GOVERBS_LAB_PEER_<ERA>.
+	peers := map[string]string{}
+	if cache, err := lab.CacheDir(); err == nil {
+		for era := range lab.PeerEras {
+			root, err := lab.EnsurePeerRoot(context.Background(), cache, era, os.Stderr)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "labsuite: %v (the tests against %s's tools will fail)\n", err, era)
+				continue
+			}
+			peers["GOVERBS_LAB_PEER_"+strings.ToUpper(era)] = root
+		}
+	}
 	var results []kernelResult
 	code := 0
 	for _, k := range kernels {
 		if len(kernels) > 1 {
 			fmt.Printf("=== kernel %s\n", k)
 		}
-		r := runKernel(k, len(pkgs), work, root, manifest, bin, self, *timeout)
+		r := runKernel(k, len(pkgs), work, root, manifest, bin, self, *timeout, peers)
 		if r.ExitCode != 0 {
 			code = 1
 		}
@@ -185,7 +198,7 @@ type kernelResult struct {
 }
 
 // runKernel boots the lab once on kernel sel and runs the manifest inside.
-func runKernel(sel string, npkgs int, work, root, manifest, bin, self string, timeout time.Duration) kernelResult {
+func runKernel(sel string, npkgs int, work, root, manifest, bin, self string, timeout time.Duration, extraEnv map[string]string) kernelResult {
 	start := time.Now()
 	r := kernelResult{Selector: sel, ExitCode: 1, Packages: npkgs}
 	out := filepath.Join(work, "out-"+sel)
@@ -195,6 +208,9 @@ func runKernel(sel string, npkgs int, work, root, manifest, bin, self string, ti
 	env := lab.HostEnv()
 	env["GOVERBS_LAB_REQUIRED"] = "1"
 	env["GOVERBS_BIN"] = bin
+	for k, v := range extraEnv {
+		env[k] = v
+	}
 	res, err := lab.RunResult(context.Background(), lab.Config{Timeout: timeout, Env: env, Workdir: root, OutDir: out},
 		[]string{self, "-inner", manifest})
 	r.Total = time.Since(start)
