@@ -87,7 +87,8 @@ func TestLabPerftestPeers(t *testing.T) {
 					for i, s := range runs[dir] {
 						role := [2]string{"server", "client"}[i]
 						want := len(resultLines(ref[i].out.String(), kind))
-						if got := resultLines(s.out.String(), kind); len(got) != want || want == 0 {
+						// (A latency server of read and write prints no results, in every release.)
+						if got := resultLines(s.out.String(), kind); len(got) != want || (role == "client" && want == 0) {
 							t.Errorf("%s: %s %s printed %d result lines, %s's C tool prints %d\n%s", dir, s.impl, role, len(got), era, want, s.out.String())
 						}
 					}
