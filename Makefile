@@ -40,9 +40,12 @@ check:
 unit:
 	GOVERBS_REQUIRE_GOLDEN=1 CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
-## lab: the packages with kernel-facing tests, all in one lab VM boot (a missing device fails, never skips)
+## lab: the packages with kernel-facing tests on every kernel of the matrix (6.1, 6.12, newest Debian kernel),
+## one lab VM boot per kernel, then a per-kernel summary (a missing device fails, never skips).
+## LAB_KERNELS=6.12 (or a comma list) narrows the matrix.
+LAB_KERNELS ?= all
 lab:
-	$(GO) run ./test/lab/cmd/labsuite
+	$(GO) run ./test/lab/cmd/labsuite -kernels $(LAB_KERNELS)
 
 ## bench: data-path microbenchmarks on the host, goverbs' mlx5 path against libmlx5 (callgrind + ns), then the
 ## Go-vs-C tables in the lab (ping-pong, perftest)

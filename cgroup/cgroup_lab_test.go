@@ -127,18 +127,40 @@ func testFiles(t *testing.T, h *cgroup.Hierarchy) {
 		t.Fatalf("SetLimit on an unknown device: %v, want *cgroup.Error with ENODEV", err)
 	}
 	// The kernel's own parsing rules, written raw: negative and unknown
-	// resources are EINVAL; a prefix of "max" is max.
+	// resources are EINVAL. Before "cgroup/rdma: refactor resource parsing
+	// with match_table_t/match_token()" (cuitao, posted 2026-04-20; in
+	// Debian's 7.2.13 and 7.3.4, not in 6.12.117) it was strsep on single
+	// blanks, then match_int or a prefix of "max": an empty token between two
+	// blanks is EINVAL and a prefix of "max" is max. Since then runs of blanks
+	// are skipped and only "max" itself is max.
+	k := labtest.Kernel()
+	tokens := k.AtLeast(7, 2)
+	if tokens {
+		t.Logf("Linux %s: rdma.max is parsed with match_token (7.2+)", k)
+	}
+	ifTokens := func(newer, older error) error {
+		if tokens {
+			return newer
+		}
+		return older
+	}
 	maxFile := filepath.Join(c.Dir(), cgroup.MaxFile)
-	for line, want := range map[string]error{
-		labDevice() + " hca_handle=-1":    unix.EINVAL,
-		labDevice() + " hca_thing=1":      unix.EINVAL,
-		labDevice() + "  hca_handle=1":    unix.EINVAL,
-		labDevice() + " hca_handle=ma":    nil,
-		labDevice():                       nil,
-		"nosuchdev0 hca_object=1":         unix.ENODEV,
-		labDevice() + " hca_object=3\n":   nil,
-		labDevice() + " hca_handle=max\n": nil,
+	// In order: the last two lines set the state checked below (a line the
+	// kernel accepts on one kernel and not on another must come before them).
+	for _, w := range []struct {
+		line string
+		want error
+	}{
+		{labDevice() + " hca_handle=-1", unix.EINVAL},
+		{labDevice() + " hca_thing=1", unix.EINVAL},
+		{labDevice() + "  hca_handle=1", ifTokens(nil, unix.EINVAL)},
+		{labDevice() + " hca_handle=ma", ifTokens(unix.EINVAL, nil)},
+		{labDevice(), nil},
+		{"nosuchdev0 hca_object=1", unix.ENODEV},
+		{labDevice() + " hca_object=3\n", nil},
+		{labDevice() + " hca_handle=max\n", nil},
 	} {
+		line, want := w.line, w.want
 		err := os.WriteFile(maxFile, []byte(line), 0)
 		if (want == nil) != (err == nil) || (want != nil && !errors.Is(err, want)) {
 			t.Errorf("write %q to rdma.max: %v, want %v", line, err, want)
@@ -147,13 +169,23 @@ func testFiles(t *testing.T, h *cgroup.Hierarchy) {
 	if l, err = c.DeviceLimit(labDevice()); err != nil || l.HCAHandle != cgroup.Max || l.HCAObject != 3 {
 		t.Fatalf("after raw writes: %+v, %v", l, err)
 	}
-	// Values go through the kernel's match_int (simple_strtol, base 0): hex,
-	// octal and trailing garbage are taken; the file always prints decimal.
+	// Values go through the kernel's simple_strtol, base 0: hex and octal are
+	// taken; the file always prints decimal. Before the match_token parser
+	// trailing garbage is ignored and "" or "m" (prefixes of "max") are max;
+	// with it %d must take the whole value, so those are EINVAL.
 	for _, w := range []struct {
 		value string
 		want  cgroup.Value
-	}{{"0x10", 16}, {"010", 8}, {"5abc", 5}, {"", cgroup.Max}, {"2", 2}, {"m", cgroup.Max}} {
-		if err := os.WriteFile(maxFile, []byte(labDevice()+" hca_object="+w.value), 0); err != nil {
+		bad   bool // EINVAL
+	}{{"0x10", 16, false}, {"010", 8, false}, {"5abc", 5, tokens}, {"", cgroup.Max, tokens}, {"2", 2, false}, {"m", cgroup.Max, tokens}} {
+		err := os.WriteFile(maxFile, []byte(labDevice()+" hca_object="+w.value), 0)
+		if w.bad {
+			if !errors.Is(err, unix.EINVAL) {
+				t.Fatalf("write hca_object=%q: %v, want EINVAL on Linux %s", w.value, err, k)
+			}
+			continue
+		}
+		if err != nil {
 			t.Fatalf("write hca_object=%q: %v", w.value, err)
 		}
 		if l, err = c.DeviceLimit(labDevice()); err != nil || l.HCAObject != w.want {

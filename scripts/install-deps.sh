@@ -6,12 +6,16 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
-# The lab boots a Debian 6.1 kernel under QEMU and runs rdma-core's C tools beside ours (they are the peers our
-# tools must match), so the host needs QEMU, the C tools and the uAPI headers the ABI generator reads. The mlx5
-# comparison with libmlx5 (tests and `make bench`) builds a C harness against libibverbs-dev and
-# ibverbs-providers' libmlx5, and `make bench` counts instructions with valgrind (callgrind).
+# The lab boots Debian kernels (6.1, 6.12 and the newest: the matrix of `make test`) under QEMU and runs
+# rdma-core's C tools beside ours (they are the peers our tools must match), so the host needs QEMU, the C tools
+# and the uAPI headers the ABI generator reads. xz and zstd unpack the kernels (6.1 is xz, 6.12 and 7.x zstd);
+# debian-archive-keyring signs trixie, trixie-backports and sid, which the lab reaches through an apt
+# configuration of its own in its cache (the system's apt sources are never changed). The mlx5 comparison with
+# libmlx5 (tests and `make bench`) builds a C harness against libibverbs-dev and ibverbs-providers' libmlx5, and
+# `make bench` counts instructions with valgrind (callgrind).
 pkgs=(qemu-system-x86 ibverbs-utils ibverbs-providers infiniband-diags perftest rdma-core rdmacm-utils
-      iproute2 libibverbs-dev linux-libc-dev gcc make dpkg cpio kmod xz-utils ca-certificates valgrind)
+      iproute2 libibverbs-dev linux-libc-dev gcc make dpkg cpio kmod xz-utils zstd debian-archive-keyring
+      ca-certificates valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

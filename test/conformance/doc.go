@@ -172,7 +172,7 @@
 //	33  TestNegTooManySGEs (recv)                    max_recv_sge+1 SGEs: EINVAL
 //	34  TestNegTooManySGEs (send)                    max_send_sge+1 SGEs: EINVAL
 //	35  TestNegInlineTooLong                         inline max_inline_data+1 bytes: EINVAL
-//	36  TestNegCompletionStatus/send_with_wrong_lkey                  LOC_PROT_ERR (rxe: LOC_QP_OP_ERR)
+//	36  TestNegCompletionStatus/send_with_wrong_lkey                  LOC_PROT_ERR (rxe: LOC_QP_OP_ERR; rxe 6.4+: WR_FLUSH_ERR)
 //	37  TestNegCompletionStatus/RDMA_write_with_wrong_rkey            REM_ACCESS_ERR
 //	38  TestNegCompletionStatus/RDMA_write_beyond_the_MR              REM_ACCESS_ERR
 //	39  TestNegCompletionStatus/RDMA_write_to_MR_without_remote_write REM_ACCESS_ERR
@@ -192,7 +192,7 @@
 //	52  TestNegRegMRBadFlags (remote atomic)         REMOTE_ATOMIC without LOCAL_WRITE: EINVAL
 //	53  TestNegAllocMWWrongType                      MW type 3: EINVAL/EOPNOTSUPP
 //	54  TestNegMWBoundWithoutRemoteWrite             write through a window bound without remote write: REM_ACCESS_ERR
-//	55  TestNegMWBindWithoutMWBindAccess             bind to an MR without MW_BIND: MW_BIND_ERR
+//	55  TestNegMWBindWithoutMWBindAccess             bind to an MR without MW_BIND: MW_BIND_ERR (rxe 6.4+: WR_FLUSH_ERR)
 //	56  TestMW/type1/invalidate_rebind               write after zero-length rebind: REM_ACCESS_ERR
 //	57  TestMW/type2/invalidate_local                write after LOCAL_INV: REM_ACCESS_ERR
 //	58  TestMW/type2/invalidate_remote               write after SEND_WITH_INV: REM_ACCESS_ERR

@@ -1,6 +1,8 @@
 // Package lab runs commands in the goverbs lab: a QEMU virtual machine that
-// boots Debian's 6.1 kernel with rdma_rxe, so that tests and tools can talk
-// to a real kernel RDMA stack on a host without RDMA hardware.
+// boots a Debian kernel with rdma_rxe, so that tests and tools can talk to a
+// real kernel RDMA stack on a host without RDMA hardware. GOVERBS_LAB_KERNEL
+// picks the kernel: 6.1 (bookworm, the default), 6.12 (trixie) or newest
+// (trixie-backports or sid, 7.x today); see EnsureKernel and Matrix.
 //
 // # What the command sees
 //
@@ -50,9 +52,12 @@
 // # How it works
 //
 // The first run resolves the kernel package (the "-unsigned" variant of
-// linux-image-amd64's dependency, via apt-cache), downloads it with
+// linux-image-amd64's dependency, via apt-cache; for 6.12 and newest through
+// an apt configuration of the lab's own in CacheDir/apt that lists trixie,
+// trixie-backports and sid; from 6.19 Debian splits a kernel into
+// linux-binary-unsigned, linux-modules and linux-base), downloads it with
 // apt-get download, unpacks it with dpkg -x and extracts the uncompressed
-// vmlinux, which QEMU boots through the PVH entry point. It builds the guest
+// vmlinux (xz or zstd), which QEMU boots through the PVH entry point. It builds the guest
 // init (test/lab/internal/labinit, a static Go program, CGO_ENABLED=0) with
 // the host's Go toolchain, and packs it with the needed kernel modules
 // (dependencies read from each module's .modinfo; signatures stripped) into
@@ -73,12 +78,14 @@
 // under HOME (go build's GOCACHE, for one) needs them pointed into /tmp.
 //
 // Prerequisites: qemu-system-x86_64 (apt-get install qemu-system-x86), apt
-// and dpkg for the first download, xz for the vmlinux extraction (without
-// it the compressed image is booted), and the Go toolchain.
+// and dpkg for the first download, xz and zstd for the vmlinux extraction and
+// the modules (without them the compressed image is booted),
+// debian-archive-keyring for the private apt suites, and the Go toolchain.
 //
 // Environment knobs: GOVERBS_LAB_CACHE, GOVERBS_LAB_DEBUG=1,
-// GOVERBS_LAB_NO_RXE=1, GOVERBS_LAB_ACCEL, GOVERBS_LAB_KERNEL_PACKAGE (boot
-// another Debian kernel package), GOVERBS_LAB_KERNEL_ARGS (extra kernel
+// GOVERBS_LAB_NO_RXE=1, GOVERBS_LAB_ACCEL, GOVERBS_LAB_KERNEL (6.1, 6.12,
+// newest or another major.minor), GOVERBS_LAB_KERNEL_PACKAGE (boot another
+// Debian kernel package), GOVERBS_LAB_KERNEL_ARGS (extra kernel
 // command line), GOVERBS_LAB_SRC (the source tree to build init from, when
 // not run from inside it), GOVERBS_LAB_QUIET=1 (no TCG note).
 package lab

@@ -30,9 +30,8 @@ const modulePath = "github.com/goverbs/goverbs"
 const initPackage = "./test/lab/internal/labinit/cmd/labinit"
 
 // Modules are the kernel modules the VM loads (their dependencies are added
-// from modinfo), in the order they are wanted. crc32_generic must be loaded
-// before rdma_rxe: rxe asks the crypto API for "crc32", and with no modprobe
-// in the VM, "rdma link add" would fail with ENOENT.
+// from modinfo), in the order they are wanted. Those in OptionalModules are
+// loaded only when the kernel has them.
 var Modules = []string{
 	"virtio_pci", "virtio_console",
 	"9pnet_virtio", "9p",
@@ -41,6 +40,28 @@ var Modules = []string{
 	"ib_core", "ib_uverbs", "ib_umad",
 	"udp_tunnel", "ip6_udp_tunnel", "rdma_rxe",
 	"configfs", "iw_cm", "ib_cm", "rdma_cm", "rdma_ucm",
+}
+
+// OptionalModules are wanted where they exist. crc32_generic: up to 6.14 rxe
+// asks the crypto API for "crc32" (a soft dependency modinfo does not list),
+// so it must be loaded before rdma_rxe, or "rdma link add" fails with ENOENT
+// (there is no modprobe in the VM). 6.15 switched rxe to the crc32 library
+// ("RDMA/rxe: switch to using the crc32 library"), and 7.x has no
+// crc32_generic at all (crc32 is lib/crc/crc32.ko, which rdma_rxe's depends=
+// names, or built in).
+var OptionalModules = map[string]bool{"crc32_generic": true}
+
+// kernelModules is Modules less the optional ones tree has neither as a
+// module nor built in.
+func kernelModules(tree *kmod.Tree) []string {
+	var mods []string
+	for _, m := range Modules {
+		if _, ok := tree.Path(m); OptionalModules[m] && !ok && !tree.Builtin(m) {
+			continue
+		}
+		mods = append(mods, m)
+	}
+	return mods
 }
 
 // moduleRoot finds the goverbs source tree: $GOVERBS_LAB_SRC, the current
@@ -222,7 +243,7 @@ func buildInitramfs(k *Kernel, initPath string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: build initramfs: %w", err)
 	}
-	mods, err := tree.Closure(Modules)
+	mods, err := tree.Closure(kernelModules(tree))
 	if err != nil {
 		return nil, fmt.Errorf("lab: build initramfs for kernel %s: %w", k.Version, err)
 	}

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -144,7 +145,7 @@ func TestInitramfs(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	k := anyCachedKernel(cache)
+	k := cachedKernel(cache, "")
 	if k == nil {
 		t.Skip("no unpacked kernel in " + cache)
 	}
@@ -284,5 +285,70 @@ func TestSameWriter(t *testing.T) {
 		if got := sameWriter(tt.a, tt.b); got != tt.want {
 			t.Errorf("%s: sameWriter = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestDecompressKernel extracts vmlinux from every kernel unpacked in the
+// cache (xz on 6.1, zstd on 6.12 and 7.x), when there is one.
+func TestDecompressKernel(t *testing.T) {
+	cache, err := CacheDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(cache, "kernels", "linux-*"))
+	if len(dirs) == 0 {
+		t.Skip("no unpacked kernel in " + cache)
+	}
+	for _, d := range dirs {
+		k, err := loadKernel([]string{filepath.Base(d)}, d)
+		if err != nil {
+			t.Errorf("%s: %v", d, err)
+			continue
+		}
+		img, err := os.ReadFile(k.Vmlinuz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		elf, err := decompressKernel(context.Background(), img)
+		if err != nil {
+			t.Errorf("%s: %v", k.Vmlinuz, err)
+			continue
+		}
+		t.Logf("%s: %d-byte vmlinux", k.Version, len(elf))
+	}
+}
+
+// TestPickKernel resolves selectors against "apt-cache show linux-image-amd64" as the private suites answer it.
+func TestPickKernel(t *testing.T) {
+	out := []byte(`Package: linux-image-amd64
+Version: 7.3.4-1~bpo13+1
+Depends: linux-base-amd64 (= 7.3.4-1~bpo13+1), linux-image-7.3.4+deb13-amd64 (= 7.3.4-1~bpo13+1), linux-modules-amd64 (= 7.3.4-1~bpo13+1)
+
+Package: linux-image-amd64
+Version: 7.2.13-1
+Depends: linux-base-amd64 (= 7.2.13-1), linux-image-7.2.13+deb14-amd64 (= 7.2.13-1)
+
+Package: linux-image-amd64
+Version: 6.12.117-1
+Depends: linux-image-6.12.117+deb13-amd64 (= 6.12.117-1)
+`)
+	recs := parseAptShow(out)
+	if len(recs) != 3 {
+		t.Fatalf("parseAptShow: %+v", recs)
+	}
+	ctx := context.Background()
+	for sel, want := range map[string]string{
+		"newest": "linux-image-7.3.4+deb13-amd64", "6.12": "linux-image-6.12.117+deb13-amd64", "7.2": "linux-image-7.2.13+deb14-amd64",
+	} {
+		r, err := pickKernel(ctx, recs, sel)
+		if err != nil || r.image != want {
+			t.Errorf("pickKernel(%s) = %+v, %v; want %s", sel, r, err, want)
+		}
+	}
+	if _, err := pickKernel(ctx, recs, "6.6"); err == nil || !strings.Contains(err.Error(), "7.3.4-1~bpo13+1, 7.2.13-1, 6.12.117-1") {
+		t.Errorf("pickKernel(6.6) = %v; want an error listing the versions", err)
+	}
+	if got := splitPackages("7.3.4+deb13-amd64"); strings.Join(got, " ") != "linux-binary-unsigned-7.3.4+deb13-amd64 linux-modules-7.3.4+deb13-amd64 linux-base-7.3.4+deb13-amd64" {
+		t.Errorf("splitPackages = %q", got)
 	}
 }

@@ -44,3 +44,21 @@ func TestRequireInLab(t *testing.T) {
 		t.Errorf("working directory %q is not the package directory", wd)
 	}
 }
+
+func TestParseRelease(t *testing.T) {
+	for _, tc := range []struct {
+		rel          string
+		major, minor int
+	}{{"6.1.0-56-amd64", 6, 1}, {"6.12.117+deb13-amd64", 6, 12}, {"7.3.4+deb13-amd64", 7, 3}} {
+		k := parseRelease(tc.rel)
+		if k.Major != tc.major || k.Minor != tc.minor {
+			t.Errorf("parseRelease(%q) = %d.%d, want %d.%d", tc.rel, k.Major, k.Minor, tc.major, tc.minor)
+		}
+	}
+	if k := parseRelease("6.12.117"); !k.AtLeast(6, 4) || k.AtLeast(6, 13) || !k.AtLeast(6, 12) || k.AtLeast(7, 0) {
+		t.Errorf("AtLeast wrong for %+v", k)
+	}
+	if k := Kernel(); k.Major == 0 {
+		t.Errorf("Kernel() = %+v", k)
+	}
+}

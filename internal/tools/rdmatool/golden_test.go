@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/netlinkrdma"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -234,4 +236,22 @@ func FuzzMakeArgs(f *testing.F) {
 func FuzzParseOpts(f *testing.F) {
 	f.Add("-jp\x00dev\x00--batch=x")
 	f.Fuzz(func(t *testing.T, s string) { parseOpts(strings.Split(s, "\x00")) })
+}
+
+// TestStaleErrnoFromNewAttrs: from Linux 6.11 the device dump carries RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE (101),
+// beyond iproute2 6.1's headers; libmnl then leaves errno at EOPNOTSUPP, and the errors iproute2 reports with
+// that stale errno say "Operation not supported" instead of "Success" (seen on 6.12 and 7.3 in the lab).
+func TestStaleErrnoFromNewAttrs(t *testing.T) {
+	saved := fakeDevices
+	t.Cleanup(func() { fakeDevices = saved })
+	fakeDevices = append([]netlinkrdma.Device(nil), saved...)
+	fakeDevices[0].Present = fakeDevices[0].Present.With(101)
+	r := runFake(&fakeBackend{}, "stat", "set", "link", "rxe0/1")
+	if !strings.HasSuffix(r.stderr, "error: Operation not supported\n") {
+		t.Errorf("stderr %q, want it to end in error: Operation not supported", r.stderr)
+	}
+	fakeDevices = saved
+	if r := runFake(&fakeBackend{}, "stat", "set", "link", "rxe0/1"); !strings.HasSuffix(r.stderr, "error: Success\n") {
+		t.Errorf("stderr %q without new attributes, want it to end in error: Success", r.stderr)
+	}
 }

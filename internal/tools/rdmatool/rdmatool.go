@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/goverbs/netlinkrdma"
+	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // progName is the name the usage texts give the tool.
@@ -96,6 +97,13 @@ type tool struct {
 
 	filters        []filter
 	suppressErrors bool
+
+	// errno is what the C tool's errno holds after its successful calls, for the errors it reports with
+	// perror while errno was never set by the failure itself: libmnl's mnl_attr_type_valid() sets EOPNOTSUPP
+	// whenever iproute2's rd_attr_cb meets an attribute newer than iproute2's own headers, and the reply to
+	// rd_init's device dump carries one from Linux 6.11 on (RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE, 101, always
+	// sent), so on those kernels iproute2 6.1 says "error: Operation not supported" where 6.1 says "Success".
+	errno unix.Errno
 
 	linkName, linkType string
 
@@ -302,6 +310,11 @@ func (t *tool) init() int {
 			return t.nlError(unix.EINVAL)
 		}
 		t.devs = append(t.devs, devMap{name: d.Name, idx: d.Index, numPorts: d.NumPorts})
+		for a := uint16(abi.RDMA_NLDEV_ATTR_MAX); a < 128; a++ {
+			if d.Present.Has(a) {
+				t.errno = unix.EOPNOTSUPP // mnl_attr_type_valid(attr, RDMA_NLDEV_ATTR_MAX - 1)
+			}
+		}
 	}
 	return 0
 }

@@ -482,8 +482,8 @@ func (t *tool) statSet() int {
 				return t.nlError(err)
 			} else if ret != 0 {
 				// The callback's own failures are reported with perror
-				// while errno is still 0.
-				return t.nlError(unix.Errno(0))
+				// and whatever errno holds (see tool.errno).
+				return t.nlError(t.errno)
 			}
 			return 0
 		}, true)

@@ -1,6 +1,6 @@
-// Command lab runs one command in the goverbs lab VM (Debian's 6.1 kernel
-// with rdma_rxe under QEMU; the host's root visible read-only) and exits
-// with the command's status.
+// Command lab runs one command in the goverbs lab VM (a Debian kernel,
+// GOVERBS_LAB_KERNEL=6.1|6.12|newest, with rdma_rxe under QEMU; the host's
+// root visible read-only) and exits with the command's status.
 //
 //	go run ./test/lab/cmd/lab [flags] -- CMD [ARGS...]
 //	go run ./test/lab/cmd/lab -sh 'ibv_devices; rdma link'

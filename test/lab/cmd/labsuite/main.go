@@ -11,7 +11,12 @@
 //     results,
 //  4. exits non-zero if any package failed, or if the lab itself failed.
 //
-// Usage: go run ./test/lab/cmd/labsuite [-run REGEXP] [-v] [-timeout 20m] [packages...]
+// With -kernels it does this once per kernel of a list (one boot each: "all" is lab.Matrix, 6.1, 6.12 and
+// the newest Debian kernel; default: $GOVERBS_LAB_KERNEL, else 6.1) and ends with a per-kernel summary:
+// kernel version, packages ok/failed, tests run, passed, failed and skipped, each skip with its reason, and
+// the time the kernel took. `make test` runs -kernels all.
+//
+// Usage: go run ./test/lab/cmd/labsuite [-kernels all|6.1,6.12,newest] [-run REGEXP] [-v] [-timeout 20m] [packages...]
 package main
 
 import (
@@ -46,8 +51,9 @@ func run(args []string) int {
 	inner := fs.String("inner", "", "run the manifest FILE inside the lab (internal)")
 	runRE := fs.String("run", "", "run only tests matching REGEXP (passed as -test.run)")
 	verbose := fs.Bool("v", false, "verbose test output")
-	timeout := fs.Duration("timeout", 30*time.Minute, "limit for the whole lab run")
+	timeout := fs.Duration("timeout", 30*time.Minute, "limit for each kernel's lab run")
 	pkgTimeout := fs.Duration("pkgtimeout", 15*time.Minute, "per-package test timeout inside the lab")
+	kernelsFlag := fs.String("kernels", "", "kernels to run on, one boot each: all (= "+strings.Join(lab.Matrix, ",")+") or a comma list (default $"+lab.KernelEnv+", else 6.1)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -106,30 +112,157 @@ func run(args []string) int {
 		return 1
 	}
 	manifest := filepath.Join(work, "manifest.json")
-	m := struct {
-		Pkgs       []pkg
-		Run        string
-		Verbose    bool
-		PkgTimeout string
-	}{pkgs, *runRE, *verbose, pkgTimeout.String()}
+	m := manifestT{pkgs, *runRE, *verbose, pkgTimeout.String()}
 	b, _ := json.Marshal(m)
 	if err := os.WriteFile(manifest, b, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
 		return 1
 	}
+	kernels, err := kernelList(*kernelsFlag)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "labsuite:", err)
+		return 2
+	}
+	// Other Debian releases' C tools, for the interop tests that run goverbs against them (test/interop,
+	// impl "c@trixie"): a root per era in the lab cache, passed as GOVERBS_LAB_PEER_<ERA>.
+	peers := map[string]string{}
+	if cache, err := lab.CacheDir(); err == nil {
+		for era := range lab.PeerEras {
+			root, err := lab.EnsurePeerRoot(context.Background(), cache, era, os.Stderr)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "labsuite: %v (the tests against %s's tools will fail)\n", err, era)
+				continue
+			}
+			peers["GOVERBS_LAB_PEER_"+strings.ToUpper(era)] = root
+		}
+	}
+	var results []kernelResult
+	code := 0
+	for _, k := range kernels {
+		if len(kernels) > 1 {
+			fmt.Printf("=== kernel %s\n", k)
+		}
+		r := runKernel(k, len(pkgs), work, root, manifest, bin, self, *timeout, peers)
+		if r.ExitCode != 0 {
+			code = 1
+		}
+		results = append(results, r)
+	}
+	printSummary(os.Stdout, results)
+	return code
+}
+
+// manifestT is what the host tells the inner labsuite to run.
+type manifestT struct {
+	Pkgs       []pkg
+	Run        string
+	Verbose    bool
+	PkgTimeout string
+}
+
+// kernelList expands -kernels: "" is $GOVERBS_LAB_KERNEL (else 6.1), "all" is lab.Matrix.
+func kernelList(flagValue string) ([]string, error) {
+	v := strings.TrimSpace(flagValue)
+	if v == "" {
+		sel, err := lab.KernelSelector()
+		if err != nil {
+			return nil, err
+		}
+		if sel == "" {
+			sel = "6.1"
+		}
+		return []string{sel}, nil
+	}
+	if v == "all" {
+		return lab.Matrix, nil
+	}
+	var ks []string
+	for _, k := range strings.Split(v, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			ks = append(ks, k)
+		}
+	}
+	return ks, nil
+}
+
+// kernelResult is one kernel's run, from the host's side plus the inner summary.
+type kernelResult struct {
+	Selector string
+	Summary
+	Packages int
+	ExitCode int
+	LabErr   string
+	Boot     time.Duration
+	Tests    time.Duration
+	Total    time.Duration // wall time for this kernel, preparation (downloads, vmlinux, initramfs) included
+}
+
+// runKernel boots the lab once on kernel sel and runs the manifest inside.
+func runKernel(sel string, npkgs int, work, root, manifest, bin, self string, timeout time.Duration, extraEnv map[string]string) kernelResult {
+	start := time.Now()
+	r := kernelResult{Selector: sel, ExitCode: 1, Packages: npkgs}
+	out := filepath.Join(work, "out-"+sel)
+	os.RemoveAll(out)
+	// The host side of the lab (EnsureKernel) reads the selector from the environment.
+	os.Setenv(lab.KernelEnv, sel)
 	env := lab.HostEnv()
 	env["GOVERBS_LAB_REQUIRED"] = "1"
 	env["GOVERBS_BIN"] = bin
-	res, err := lab.RunResult(context.Background(), lab.Config{Timeout: *timeout, Env: env, Workdir: root},
+	for k, v := range extraEnv {
+		env[k] = v
+	}
+	res, err := lab.RunResult(context.Background(), lab.Config{Timeout: timeout, Env: env, Workdir: root, OutDir: out},
 		[]string{self, "-inner", manifest})
+	r.Total = time.Since(start)
+	if b, rerr := os.ReadFile(filepath.Join(out, "summary.json")); rerr == nil {
+		_ = json.Unmarshal(b, &r.Summary)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
-		fmt.Println("FAIL\tlab [the lab VM failed]")
-		return 1
+		fmt.Printf("FAIL\tlab [the lab VM failed on kernel %s]\n", sel)
+		r.LabErr = err.Error()
+		return r
 	}
-	fmt.Fprintf(os.Stderr, "labsuite: %d packages in one lab boot (%s): boot %.1fs, tests %.1fs\n",
-		len(pkgs), res.Accel, res.Boot.Seconds(), res.Command.Seconds())
-	return res.ExitCode
+	r.ExitCode, r.Boot, r.Tests = res.ExitCode, res.Boot, res.Command
+	fmt.Fprintf(os.Stderr, "labsuite: kernel %s (%s): %d packages in one lab boot (%s): boot %.1fs, tests %.1fs, total %.1fs\n",
+		sel, r.Release, r.Packages, res.Accel, res.Boot.Seconds(), res.Command.Seconds(), r.Total.Seconds())
+	return r
+}
+
+// printSummary prints the per-kernel table and every skip with its reason.
+func printSummary(w io.Writer, results []kernelResult) {
+	fmt.Fprintf(w, "\nlabsuite summary (one lab boot per kernel)\n")
+	fmt.Fprintf(w, "%-8s %-40s %-14s %6s %6s %6s %7s %8s\n", "kernel", "version", "packages", "tests", "passed", "failed", "skipped", "time")
+	var total time.Duration
+	for _, r := range results {
+		total += r.Total
+		version := r.Release
+		if r.Upstream != "" {
+			version += " (" + r.Upstream + ")"
+		}
+		if version == "" {
+			version = "? (" + r.LabErr + ")"
+			if len(version) > 40 {
+				version = version[:39] + "…"
+			}
+		}
+		pk := fmt.Sprintf("%d ok", r.PkgOK)
+		if r.PkgFailed > 0 || r.PkgOK+r.PkgFailed < r.Packages {
+			pk = fmt.Sprintf("%d ok %d FAIL", r.PkgOK, r.Packages-r.PkgOK)
+		}
+		fmt.Fprintf(w, "%-8s %-40s %-14s %6d %6d %6d %7d %7.0fs\n", r.Selector, version, pk, r.Run, r.Passed, r.Failed, len(r.Skips), r.Total.Seconds())
+	}
+	fmt.Fprintf(w, "total %.0fs\n", total.Seconds())
+	for _, r := range results {
+		for _, f := range r.Fails {
+			fmt.Fprintf(w, "  %s FAIL %s\n", r.Selector, f)
+		}
+	}
+	for _, r := range results {
+		for _, s := range r.Skips {
+			fmt.Fprintf(w, "  %s skip %s: %s\n", r.Selector, s.Test, s.Reason)
+		}
+	}
 }
 
 // labPackages lists the packages among patterns whose tests import test/labtest.
@@ -156,6 +289,76 @@ func labPackages(patterns []string) ([]pkg, error) {
 	return pkgs, sc.Err()
 }
 
+// Summary is what the inner labsuite reports for one kernel ($GOVERBS_LAB_OUT/summary.json).
+type Summary struct {
+	Release   string // uname -r
+	Upstream  string // the kernel version from /proc/version ("Debian 6.1.192-2" -> 6.1.192-2)
+	PkgOK     int
+	PkgFailed int
+	Run       int // tests and subtests that finished: passed + failed + skipped
+	Passed    int
+	Failed    int
+	Fails     []string // package: test
+	Skips     []skip
+}
+
+type skip struct{ Test, Reason string }
+
+// countTests reads go test -v output: every "--- PASS/FAIL/SKIP: name" line at any depth, and for a skip the
+// last line its test logged (go test -v streams a test's log lines under "=== RUN/CONT/NAME name" before its
+// "--- SKIP" line).
+func countTests(s *Summary, importPath string, out []byte) {
+	current := ""
+	last := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		if h, ok := strings.CutPrefix(trimmed, "=== "); ok {
+			if f := strings.Fields(h); len(f) == 2 && (f[0] == "RUN" || f[0] == "CONT" || f[0] == "NAME") {
+				current = f[1]
+			}
+			continue
+		}
+		verdict, rest, ok := strings.Cut(trimmed, ": ")
+		if !ok || !strings.HasPrefix(verdict, "--- ") {
+			if trimmed != "" && line != trimmed && current != "" {
+				last[current] = trimmed
+			}
+			continue
+		}
+		name, _, _ := strings.Cut(rest, " (")
+		switch verdict {
+		case "--- PASS":
+			s.Passed++
+		case "--- FAIL":
+			s.Failed++
+			s.Fails = append(s.Fails, importPath+": "+name)
+		case "--- SKIP":
+			reason := last[name]
+			if reason == "" {
+				reason = "(no reason printed)"
+			}
+			s.Skips = append(s.Skips, skip{importPath + ": " + name, reason})
+		default:
+			continue
+		}
+		s.Run++
+	}
+}
+
+// quiet drops the progress lines of go test -v, for output shown on failure.
+func quiet(out []byte) []byte {
+	var b bytes.Buffer
+	for _, line := range strings.SplitAfter(string(out), "\n") {
+		t := strings.TrimLeft(line, " ")
+		if strings.HasPrefix(t, "=== RUN") || strings.HasPrefix(t, "=== PAUSE") || strings.HasPrefix(t, "=== CONT") ||
+			strings.HasPrefix(t, "=== NAME") || strings.HasPrefix(t, "--- PASS") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.Bytes()
+}
+
 // runInner runs inside the VM: every test binary in its package directory, with go test's summary lines.
 func runInner(manifest string) int {
 	b, err := os.ReadFile(manifest)
@@ -163,24 +366,27 @@ func runInner(manifest string) int {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
 		return 1
 	}
-	var m struct {
-		Pkgs       []pkg
-		Run        string
-		Verbose    bool
-		PkgTimeout string
-	}
+	var m manifestT
 	if err := json.Unmarshal(b, &m); err != nil {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
 		return 1
 	}
+	var sum Summary
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		sum.Release = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/version"); err == nil {
+		// "Linux version 6.1.0-56-amd64 (...) #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-2 (2026-...)"
+		if _, after, ok := strings.Cut(string(b), " Debian "); ok {
+			sum.Upstream, _, _ = strings.Cut(after, " ")
+		}
+	}
+	fmt.Printf("kernel %s (%s)\n", sum.Release, sum.Upstream)
 	failed := 0
 	for _, p := range m.Pkgs {
-		args := []string{"-test.timeout=" + m.PkgTimeout}
+		args := []string{"-test.timeout=" + m.PkgTimeout, "-test.v"}
 		if m.Run != "" {
 			args = append(args, "-test.run="+m.Run)
-		}
-		if m.Verbose {
-			args = append(args, "-test.v")
 		}
 		cmd := exec.Command(p.Binary, args...)
 		cmd.Dir = p.Dir
@@ -193,15 +399,24 @@ func runInner(manifest string) int {
 		start := time.Now()
 		err := cmd.Run()
 		el := time.Since(start).Seconds()
+		countTests(&sum, p.ImportPath, buf.Bytes())
 		if err != nil {
 			failed++
+			sum.PkgFailed++
 			if !m.Verbose {
-				os.Stdout.Write(buf.Bytes())
+				os.Stdout.Write(quiet(buf.Bytes()))
 			}
 			fmt.Printf("FAIL\t%s\t%.3fs\n", p.ImportPath, el)
 			continue
 		}
+		sum.PkgOK++
 		fmt.Printf("ok  \t%s\t%.3fs\n", p.ImportPath, el)
+	}
+	if out := os.Getenv(lab.OutDirEnv); out != "" {
+		b, _ := json.Marshal(sum)
+		if err := os.WriteFile(filepath.Join(out, "summary.json"), b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "labsuite:", err)
+		}
 	}
 	if failed > 0 {
 		fmt.Printf("FAIL: %d of %d lab packages failed\n", failed, len(m.Pkgs))
