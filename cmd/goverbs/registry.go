@@ -9,6 +9,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
 	"github.com/goverbs/goverbs/internal/tools/ibstatus"
+	"github.com/goverbs/goverbs/internal/tools/mckey"
 	"github.com/goverbs/goverbs/internal/tools/perftest"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 	"github.com/goverbs/goverbs/internal/tools/rdmaclient"
@@ -82,6 +83,8 @@ var commands = []Command{
 		Run: cmatose.Main},
 	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",
 		Run: udaddy.Main},
+	{Name: "mckey", Aliases: []string{"mckey"}, Summary: "UD multicast joined through rdma_cm with SEND traffic, same as rdmacm-utils' mckey",
+		Run: mckey.Main},
 	{Name: "rdma_server", Aliases: []string{"rdma_server"}, Summary: "one 16-byte message each way over rdma_cm (server), same as rdmacm-utils' rdma_server",
 		Run: rdmaclient.MainServer},
 	{Name: "rdma_client", Aliases: []string{"rdma_client"}, Summary: "one 16-byte message each way over rdma_cm (client), same as rdmacm-utils' rdma_client",
