@@ -169,8 +169,10 @@ type Params struct {
 	PerformWarmUp    bool
 	IPv6             bool
 	SourceIP         string
-	FlowLabel        int
-	NoProgress       bool // goverbs: no per-second progress lines on stderr in -D runs
+	// UseRDMACM (-z): the out-of-band exchange runs over an RC QP connected with rdma_cm.
+	UseRDMACM  bool
+	FlowLabel  int
+	NoProgress bool // goverbs: no per-second progress lines on stderr in -D runs
 
 	// Filled once the device is open.
 	LinkLayer  uint8
@@ -606,8 +608,10 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 			p.NoProgress = true
 		case 'g', 'M':
 			return unsupported("Multicast (-g/-M)")
-		case 'z', 'R':
-			return unsupported("rdma_cm (-R/-z)")
+		case 'z':
+			p.UseRDMACM = true
+		case 'R':
+			return unsupported("rdma_cm QPs (-R)")
 		case 'O':
 			return unsupported("Dual-port mode (-O)")
 		case 0xa0:

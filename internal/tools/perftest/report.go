@@ -161,7 +161,7 @@ func printTestInfo(w io.Writer, p *Params, ti *testInfo) {
 		fmt.Fprintf(w, " Outstand reads  : %d\n", p.OutReads)
 	}
 	fmt.Fprintf(w, " rdma_cm QPs\t : %s\n", "OFF")
-	fmt.Fprintf(w, " Data ex. method : %s", "Ethernet")
+	fmt.Fprintf(w, " Data ex. method : %s", exchangeMethod(p))
 	io.WriteString(w, "\n")
 	io.WriteString(w, resultLine)
 }
@@ -302,7 +302,7 @@ func writeTestInfoJSON(b *strings.Builder, p *Params, ti *testInfo) {
 		fmt.Fprintf(b, "Outstand_reads: %d,\n", p.OutReads)
 	}
 	fmt.Fprintf(b, "rdma_cm_QPs: %s,\n", "OFF")
-	fmt.Fprintf(b, "Data_ex_method: %s,\n", "Ethernet")
+	fmt.Fprintf(b, "Data_ex_method: %s,\n", exchangeMethod(p))
 	b.WriteString("},\n")
 }
 
@@ -376,4 +376,12 @@ func cG(v float64) string {
 	s := strconv.FormatFloat(v, 'g', 6, 64)
 	// C prints exponents with at least two digits (1e-05); Go prints 1e-05 too, so they agree.
 	return s
+}
+
+// exchangeMethod names the out-of-band channel (exchange_state).
+func exchangeMethod(p *Params) string {
+	if p.UseRDMACM {
+		return "rdma_cm"
+	}
+	return "Ethernet"
 }
