@@ -14,6 +14,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 	"github.com/goverbs/goverbs/internal/tools/rdmaclient"
 	"github.com/goverbs/goverbs/internal/tools/rdmatool"
+	"github.com/goverbs/goverbs/internal/tools/rdmax"
 	"github.com/goverbs/goverbs/internal/tools/rping"
 	"github.com/goverbs/goverbs/internal/tools/udaddy"
 )
@@ -89,4 +90,8 @@ var commands = []Command{
 		Run: rdmaclient.MainServer},
 	{Name: "rdma_client", Aliases: []string{"rdma_client"}, Summary: "one 16-byte message each way over rdma_cm (client), same as rdmacm-utils' rdma_client",
 		Run: rdmaclient.MainClient},
+	{Name: "rdma_xserver", Aliases: []string{"rdma_xserver"}, Summary: "receive one 16-byte message over rdma_cm, RC mode (XRC is not supported), same as rdmacm-utils' rdma_xserver",
+		Run: rdmax.MainServer},
+	{Name: "rdma_xclient", Aliases: []string{"rdma_xclient"}, Summary: "send one 16-byte INLINE message over rdma_cm, RC mode (XRC is not supported), same as rdmacm-utils' rdma_xclient",
+		Run: rdmax.MainClient},
 }

@@ -182,7 +182,11 @@ func printDest(w io.Writer, p *Params, d *Dest, side string) {
 		return
 	}
 	fmt.Fprintf(w, " %s address: LID %s QPN %s PSN %s", side, cAltHex(uint64(d.LID), 4), cAltHex(uint64(d.QPN), 6), cAltHex(uint64(d.PSN), 6))
-	switch p.Verb {
+	verb := p.Verb
+	if p.UseRDMACM {
+		verb = VerbSend // perftest prints with its -z channel's parameters, whose verb is SEND
+	}
+	switch verb {
 	case VerbRead:
 		fmt.Fprintf(w, " OUT %s", cAltHex(uint64(uint32(d.OutReads)), 4))
 		fallthrough

@@ -1,0 +1,76 @@
+package interop
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/tools/rdmax"
+	"github.com/goverbs/goverbs/test/labtest"
+)
+
+var (
+	rdmaXServerTool = ppTool{"rdma_xserver", rdmax.MainServer}
+	rdmaXClientTool = ppTool{"rdma_xclient", rdmax.MainClient}
+)
+
+// TestLabRdmaXServerClientInterop pairs goverbs' rdma_xserver/rdma_xclient (RC) with rdmacm-utils' both ways.
+func TestLabRdmaXServerClientInterop(t *testing.T) {
+	labtest.Require(t)
+	NeedTool(t, "rdma_xserver", "rdmacm-utils")
+	port := Port(820)
+	for _, mode := range [][]string{nil, {"-c", "r"}} {
+		for _, goServer := range []bool{false, true} {
+			port++
+			p := port
+			t.Run(fmt.Sprintf("%v/goServer=%v", mode, goServer), func(t *testing.T) {
+				serve, connect := cPP, goPP
+				if goServer {
+					serve, connect = goPP, cPP
+				}
+				done := make(chan ppResult, 1)
+				go func() { done <- serve(rdmaXServerTool, append([]string{"-p", Itoa(p)}, mode...)) }()
+				if err := WaitCMListening(labtest.Device(), uint16(p), 60*time.Second); err != nil {
+					t.Fatal(err)
+				}
+				c := connect(rdmaXClientTool, append([]string{"-s", labIP, "-p", Itoa(p)}, mode...))
+				var s ppResult
+				select {
+				case s = <-done:
+				case <-time.After(60 * time.Second):
+					t.Fatalf("server did not exit after the client (%+v)", c)
+				}
+				if c.rc != 0 || s.rc != 0 || c.out != "rdma_xclient: start\nrdma_xclient: end 0\n" ||
+					s.out != "rdma_xserver: start\nrdma_xserver: end 0\n" || c.err != "" || s.err != "" {
+					t.Fatalf("client rc %d %q %q\nserver rc %d %q %q", c.rc, c.out, c.err, s.rc, s.out, s.err)
+				}
+			})
+		}
+	}
+}
+
+// Early exits and failures, XRC included (rxe has none): byte-identical to rdmacm-utils'.
+func TestLabRdmaXErrorsMatchC(t *testing.T) {
+	labtest.Require(t)
+	NeedTool(t, "rdma_xclient", "rdmacm-utils")
+	for _, c := range []struct {
+		tool ppTool
+		args []string
+	}{
+		{rdmaXClientTool, []string{"-x"}},
+		{rdmaXClientTool, []string{"-c", "q"}},
+		{rdmaXClientTool, []string{"-s", labIP, "-p", Itoa(Port(830))}}, // no listener
+		{rdmaXClientTool, []string{}},                                   // 127.0.0.1: no RDMA device
+		{rdmaXClientTool, []string{"-s", labIP, "-p", Itoa(Port(831)), "-c", "x"}},
+		{rdmaXServerTool, []string{"-s", labIP}},
+		{rdmaXServerTool, []string{"-p", Itoa(Port(832)), "-c", "x"}},
+	} {
+		t.Run(fmt.Sprint(c.tool.ctool, c.args), func(t *testing.T) {
+			cr := cPP(c.tool, c.args)
+			g := goPP(c.tool, c.args)
+			if cr.rc != g.rc || cr.out != g.out || cr.err != g.err {
+				t.Errorf("C: rc %d\n%s%s\nGo: rc %d\n%s%s", cr.rc, cr.out, cr.err, g.rc, g.out, g.err)
+			}
+		})
+	}
+}
