@@ -1,7 +1,11 @@
 package interop
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -66,11 +70,32 @@ func TestLabRdmaXErrorsMatchC(t *testing.T) {
 		{rdmaXServerTool, []string{"-p", Itoa(Port(832)), "-c", "x"}},
 	} {
 		t.Run(fmt.Sprint(c.tool.ctool, c.args), func(t *testing.T) {
-			cr := cPP(c.tool, c.args)
+			cr := cPPTimeout(c.tool, c.args, 20*time.Second)
 			g := goPP(c.tool, c.args)
 			if cr.rc != g.rc || cr.out != g.out || cr.err != g.err {
 				t.Errorf("C: rc %d\n%s%s\nGo: rc %d\n%s%s", cr.rc, cr.out, cr.err, g.rc, g.out, g.err)
 			}
 		})
 	}
+}
+
+// cPPTimeout is cPP with a deadline: a C tool still running then is killed and reported (rc -1).
+func cPPTimeout(tool ppTool, args []string, d time.Duration) ppResult {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tool.ctool, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return ppResult{-1, o.String(), e.String() + fmt.Sprintf("(still running after %v, killed)", d)}
+	}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ppResult{ee.ExitCode(), o.String(), e.String()}
+	case err != nil:
+		return ppResult{-1, o.String(), e.String() + err.Error()}
+	}
+	return ppResult{0, o.String(), e.String()}
 }
