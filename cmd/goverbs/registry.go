@@ -5,6 +5,7 @@ import (
 
 	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
 	"github.com/goverbs/goverbs/internal/tools/cmatose"
+	"github.com/goverbs/goverbs/internal/tools/cmtime"
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
@@ -94,4 +95,6 @@ var commands = []Command{
 		Run: rdmax.MainServer},
 	{Name: "rdma_xclient", Aliases: []string{"rdma_xclient"}, Summary: "send one 16-byte INLINE message over rdma_cm, RC mode (XRC is not supported), same as rdmacm-utils' rdma_xclient",
 		Run: rdmax.MainClient},
+	{Name: "cmtime", Aliases: []string{"cmtime"}, Summary: "time the rdma_cm steps of many connections, same as rdmacm-utils' cmtime",
+		Run: cmtime.Main},
 }
