@@ -4,9 +4,14 @@
 // the server's accept carries 4 bytes of private data (its SRQ number, big
 // endian; 0 in RC mode). Same options, output and exit status as the C tools.
 //
-// Only RC (-c r, the default) is implemented. XRC (-c x) fails the way the C
-// tools fail on a device without XRC (rxe): "rdma_create_ep: Operation not
-// supported" and status -1; goverbs' rdma_cm has no XRC endpoints.
+// Only RC (-c r, the default) is implemented; goverbs' rdma_cm has no XRC
+// endpoints. rdma_xclient -c x fails the way the C tool fails on a device
+// without XRC (rxe, measured): "rdma_create_ep: Operation not supported",
+// status -1. The C rdma_xserver -c x does not fail on rxe: it listens and
+// waits for a request (measured); ours listens (PS_IB port space, IPv4) and
+// waits too, and refuses a request that arrives with "rdma_get_request:
+// Operation not supported" and status -1 (what the C server prints then is
+// not measured: the C client cannot reach it on rxe).
 package rdmax
 
 import (
@@ -147,11 +152,16 @@ func run(t *tool, body func() int) int {
 
 // MainServer is rdma_xserver's main.
 func MainServer(prog string, args []string, stdout, stderr io.Writer) int {
+	return MainServerContext(context.Background(), prog, args, stdout, stderr)
+}
+
+// MainServerContext is MainServer whose wait for a connection request ends with ctx (status 0 then).
+func MainServerContext(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	t, rc := parse(prog, args, stdout, stderr, false)
 	if t == nil {
 		return rc
 	}
-	return run(t, t.runServer)
+	return run(t, func() int { return t.runServer(ctx) })
 }
 
 // MainClient is rdma_xclient's main.
@@ -163,17 +173,15 @@ func MainClient(prog string, args []string, stdout, stderr io.Writer) int {
 	return run(t, t.runClient)
 }
 
-func (t *tool) runServer() int {
+func (t *tool) runServer(ctx context.Context) int {
 	ap, gai, code := t.getaddrinfo("")
 	if gai != "" {
 		fmt.Fprintf(t.stdout, "rdma_getaddrinfo: %s\n", gai)
 		return code
 	}
 	if t.xrc {
-		t.perror("rdma_create_ep", unix.EOPNOTSUPP)
-		return -1
+		return t.xrcServer(ctx, ap)
 	}
-	ctx := context.Background()
 	var zero uint8
 	o := rdmacm.Options{Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1},
 		ResponderResources: &zero, InitiatorDepth: &zero, RetryCount: &zero, RNRRetryCount: &zero,
@@ -295,4 +303,43 @@ func (t *tool) runClient() int {
 		return -1
 	}
 	return 0
+}
+
+// xrcServer listens like the C server in XRC mode and refuses the first request (see the package doc).
+func (t *tool) xrcServer(ctx context.Context, ap netip.AddrPort) int {
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		t.perror("rdma_create_ep", err)
+		return -1
+	}
+	defer ch.Close()
+	id, err := ch.CreateID(rdmacm.PortSpaceIB, uverbs.QPTypeRC)
+	if err == nil {
+		defer id.Destroy()
+		err = id.Bind(ap)
+	}
+	if err != nil {
+		t.perror("rdma_create_ep", err)
+		return -1
+	}
+	if err := id.Listen(0); err != nil {
+		t.perror("rdma_listen", err)
+		return -1
+	}
+	for {
+		ev, err := ch.GetEvent(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0
+			}
+			t.perror("rdma_get_request", err)
+			return -1
+		}
+		if ev.Type == rdmacm.EventConnectRequest {
+			ev.ID.Reject(nil)
+			ev.ID.Destroy()
+			t.perror("rdma_get_request", unix.EOPNOTSUPP)
+			return -1
+		}
+	}
 }
