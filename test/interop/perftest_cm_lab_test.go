@@ -74,7 +74,8 @@ func runCMPair(t *testing.T, tool, srvImpl, cliImpl string, port int, args []str
 }
 
 // TestLabPerftestRDMACMInterop runs goverbs' perftest with -z (the out-of-band exchange over an rdma_cm RC
-// QP) against Debian's perftest both ways, with the C pair as the reference for the output's shape.
+// QP) and -R (the test QPs connected through rdma_cm as well) against Debian's perftest both ways, with the C
+// pair as the reference for the output's shape.
 func TestLabPerftestRDMACMInterop(t *testing.T) {
 	labtest.Require(t)
 	if _, err := exec.LookPath("ib_write_bw"); err != nil {
@@ -87,6 +88,10 @@ func TestLabPerftestRDMACMInterop(t *testing.T) {
 		{"ib_read_bw", "RC", []string{"-z"}},
 		{"ib_send_bw", "UD", []string{"-z"}},
 		{"ib_write_lat", "RC", []string{"-z"}},
+		{"ib_write_bw", "RC", []string{"-R"}},
+		{"ib_read_bw", "RC", []string{"-R"}},
+		{"ib_send_bw", "RC", []string{"-R"}},
+		{"ib_write_bw", "RC", []string{"-R", "-q", "2"}},
 	} {
 		t.Run(strings.Join(append([]string{pc.tool, pc.conn}, pc.args...), "/"), func(t *testing.T) {
 			kind := "bw"

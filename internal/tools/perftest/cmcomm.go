@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"time"
 
 	"github.com/goverbs/goverbs/rdmacm"
 	"github.com/goverbs/goverbs/uverbs"
@@ -241,4 +242,146 @@ func decodeDest(b []byte) Dest {
 	return Dest{LID: uint16(binary.BigEndian.Uint32(b[0:])), OutReads: int(int32(binary.BigEndian.Uint32(b[4:]))),
 		QPN: binary.BigEndian.Uint32(b[8:]), PSN: binary.BigEndian.Uint32(b[12:]), RKey: binary.BigEndian.Uint32(b[16:]),
 		VAddr: binary.BigEndian.Uint64(b[24:]), GID: [16]byte(b[32:48])}
+}
+
+// cmConnectQPs is create_rdma_cm_connection (-R): a handshake, the test QPs made on rdma_cm ids with the
+// session's PD and CQs and connected through rdma_cm on the perftest port (the server accepts -q requests and
+// sets min_rnr_timer on RC QPs afterwards, as perftest), then another handshake.
+func (r *runner) cmConnectQPs() error {
+	p, s := r.p, r.sess
+	if _, err := r.conn.Keys(&Dest{}, p.GIDIndex != -1); err != nil {
+		return err
+	}
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		return err
+	}
+	var ids []*rdmacm.ID
+	s.cmClose = func() {
+		if !p.Server {
+			for _, id := range ids {
+				id.Disconnect()
+			}
+			for left := len(ids); left > 0; {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				ev, err := ch.GetEvent(ctx)
+				cancel()
+				if err != nil {
+					break
+				}
+				if ev.Type == rdmacm.EventDisconnected {
+					left--
+				}
+			}
+		}
+		for _, id := range ids {
+			id.DestroyQP()
+			id.Destroy()
+		}
+		s.qps = nil
+		ch.Close()
+	}
+	var zero uint8
+	rr := zero
+	if p.Verb == VerbRead || p.Verb == VerbAtomic {
+		rr = uint8(p.OutReads)
+	}
+	param := &rdmacm.ConnParam{ResponderResources: rr, InitiatorDepth: rr, RetryCount: uint8(p.RetryCount),
+		RNRRetryCount: uint8(p.RetryCount)}
+	attr := &rdmacm.QPInitAttr{PD: s.pd, SendCQ: s.sendCQ, RecvCQ: s.recvCQ, Cap: uverbs.QPCap{
+		MaxSendWR: uint32(p.TxDepth), MaxSendSGE: 1, MaxRecvWR: uint32(p.RxDepth), MaxRecvSGE: 1,
+		MaxInlineData: uint32(p.InlineSize)}}
+	wait := func(want rdmacm.EventType) (*rdmacm.Event, error) {
+		ev, err := ch.GetEvent(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		if ev.Type != want {
+			return ev, fmt.Errorf("RDMA CM event error:\nEvent: %s; error: %d.", ev.Type, ev.Status)
+		}
+		return ev, nil
+	}
+	if p.Server {
+		host := "0.0.0.0"
+		if p.SourceIP != "" {
+			host = p.SourceIP
+		}
+		addr, err := cmAddr(host, p.Port)
+		if err != nil {
+			return err
+		}
+		l, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+		if err != nil {
+			return err
+		}
+		defer l.Destroy()
+		if err := l.Bind(addr); err != nil {
+			return err
+		}
+		if err := l.Listen(p.NumQPs); err != nil {
+			return err
+		}
+		for len(ids) < p.NumQPs {
+			ev, err := wait(rdmacm.EventConnectRequest)
+			if err != nil {
+				return err
+			}
+			id := ev.ID
+			ids = append(ids, id)
+			qp, err := id.CreateQP(attr)
+			if err != nil {
+				return err
+			}
+			if err := id.Accept(param); err != nil {
+				return err
+			}
+			if err := qp.Modify(uverbs.QPAttr{MinRNRTimer: minRNRTimer}, uverbs.QPAttrMinRNRTimer); err != nil {
+				return err
+			}
+			s.qps = append(s.qps, qp)
+		}
+	} else {
+		dst, err := cmAddr(p.Servername, p.Port)
+		if err != nil {
+			return err
+		}
+		var src netip.AddrPort
+		if p.SourceIP != "" {
+			if src, err = cmAddr(p.SourceIP, 0); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < p.NumQPs; i++ {
+			id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			if err := id.ResolveAddr(src, dst, 2000*time.Millisecond); err != nil {
+				return err
+			}
+			if _, err := wait(rdmacm.EventAddrResolved); err != nil {
+				return err
+			}
+			if err := id.ResolveRoute(2000 * time.Millisecond); err != nil {
+				return err
+			}
+			if _, err := wait(rdmacm.EventRouteResolved); err != nil {
+				return err
+			}
+			qp, err := id.CreateQP(attr)
+			if err != nil {
+				return err
+			}
+			if err := id.Connect(param); err != nil {
+				return err
+			}
+			if _, err := wait(rdmacm.EventEstablished); err != nil {
+				return err
+			}
+			s.qps = append(s.qps, qp)
+		}
+	}
+	_, err = r.conn.Keys(&Dest{}, p.GIDIndex != -1)
+	return err
 }

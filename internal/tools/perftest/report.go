@@ -160,8 +160,14 @@ func printTestInfo(w io.Writer, p *Params, ti *testInfo) {
 	} else {
 		fmt.Fprintf(w, " Outstand reads  : %d\n", p.OutReads)
 	}
-	fmt.Fprintf(w, " rdma_cm QPs\t : %s\n", "OFF")
+	fmt.Fprintf(w, " rdma_cm QPs\t : %s\n", onOff(p.WorkRDMACM))
 	fmt.Fprintf(w, " Data ex. method : %s", exchangeMethod(p))
+	if p.WorkRDMACM && p.Server {
+		io.WriteString(w, "\n")
+		io.WriteString(w, resultLine)
+		fmt.Fprintf(w, " Waiting for client rdma_cm QP to connect\n")
+		fmt.Fprintf(w, " Please run the same command with the IB/RoCE interface IP")
+	}
 	io.WriteString(w, "\n")
 	io.WriteString(w, resultLine)
 }
@@ -305,7 +311,7 @@ func writeTestInfoJSON(b *strings.Builder, p *Params, ti *testInfo) {
 	} else {
 		fmt.Fprintf(b, "Outstand_reads: %d,\n", p.OutReads)
 	}
-	fmt.Fprintf(b, "rdma_cm_QPs: %s,\n", "OFF")
+	fmt.Fprintf(b, "rdma_cm_QPs: %s,\n", onOff(p.WorkRDMACM))
 	fmt.Fprintf(b, "Data_ex_method: %s,\n", exchangeMethod(p))
 	b.WriteString("},\n")
 }

@@ -230,6 +230,12 @@ func (r *runner) run() int {
 	if err := r.sess.initResources(stderr); err != nil {
 		return r.errf(" Couldn't create IB resources\n")
 	}
+	if p.WorkRDMACM {
+		if err := r.cmConnectQPs(); err != nil {
+			fmt.Fprintf(stderr, "%v\n", err)
+			return r.errf("Failed to create RDMA CM connection with resources.\n")
+		}
+	}
 	if err := r.sess.setUpConnection(pa); err != nil {
 		return r.errf(" Unable to set up socket connection\n")
 	}
