@@ -5,14 +5,17 @@ import (
 
 	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
 	"github.com/goverbs/goverbs/internal/tools/cmatose"
+	"github.com/goverbs/goverbs/internal/tools/cmtime"
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
 	"github.com/goverbs/goverbs/internal/tools/ibstatus"
+	"github.com/goverbs/goverbs/internal/tools/mckey"
 	"github.com/goverbs/goverbs/internal/tools/perftest"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 	"github.com/goverbs/goverbs/internal/tools/rdmaclient"
 	"github.com/goverbs/goverbs/internal/tools/rdmatool"
+	"github.com/goverbs/goverbs/internal/tools/rdmax"
 	"github.com/goverbs/goverbs/internal/tools/rping"
 	"github.com/goverbs/goverbs/internal/tools/udaddy"
 )
@@ -82,8 +85,16 @@ var commands = []Command{
 		Run: cmatose.Main},
 	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",
 		Run: udaddy.Main},
+	{Name: "mckey", Aliases: []string{"mckey"}, Summary: "UD multicast joined through rdma_cm with SEND traffic, same as rdmacm-utils' mckey",
+		Run: mckey.Main},
 	{Name: "rdma_server", Aliases: []string{"rdma_server"}, Summary: "one 16-byte message each way over rdma_cm (server), same as rdmacm-utils' rdma_server",
 		Run: rdmaclient.MainServer},
 	{Name: "rdma_client", Aliases: []string{"rdma_client"}, Summary: "one 16-byte message each way over rdma_cm (client), same as rdmacm-utils' rdma_client",
 		Run: rdmaclient.MainClient},
+	{Name: "rdma_xserver", Aliases: []string{"rdma_xserver"}, Summary: "receive one 16-byte message over rdma_cm, RC mode (XRC is not supported), same as rdmacm-utils' rdma_xserver",
+		Run: rdmax.MainServer},
+	{Name: "rdma_xclient", Aliases: []string{"rdma_xclient"}, Summary: "send one 16-byte INLINE message over rdma_cm, RC mode (XRC is not supported), same as rdmacm-utils' rdma_xclient",
+		Run: rdmax.MainClient},
+	{Name: "cmtime", Aliases: []string{"cmtime"}, Summary: "time the rdma_cm steps of many connections, same as rdmacm-utils' cmtime",
+		Run: cmtime.Main},
 }

@@ -160,8 +160,14 @@ func printTestInfo(w io.Writer, p *Params, ti *testInfo) {
 	} else {
 		fmt.Fprintf(w, " Outstand reads  : %d\n", p.OutReads)
 	}
-	fmt.Fprintf(w, " rdma_cm QPs\t : %s\n", "OFF")
-	fmt.Fprintf(w, " Data ex. method : %s", "Ethernet")
+	fmt.Fprintf(w, " rdma_cm QPs\t : %s\n", onOff(p.WorkRDMACM))
+	fmt.Fprintf(w, " Data ex. method : %s", exchangeMethod(p))
+	if p.WorkRDMACM && p.Server {
+		io.WriteString(w, "\n")
+		io.WriteString(w, resultLine)
+		fmt.Fprintf(w, " Waiting for client rdma_cm QP to connect\n")
+		fmt.Fprintf(w, " Please run the same command with the IB/RoCE interface IP")
+	}
 	io.WriteString(w, "\n")
 	io.WriteString(w, resultLine)
 }
@@ -182,7 +188,11 @@ func printDest(w io.Writer, p *Params, d *Dest, side string) {
 		return
 	}
 	fmt.Fprintf(w, " %s address: LID %s QPN %s PSN %s", side, cAltHex(uint64(d.LID), 4), cAltHex(uint64(d.QPN), 6), cAltHex(uint64(d.PSN), 6))
-	switch p.Verb {
+	verb := p.Verb
+	if p.UseRDMACM {
+		verb = VerbSend // perftest prints with its -z channel's parameters, whose verb is SEND
+	}
+	switch verb {
 	case VerbRead:
 		fmt.Fprintf(w, " OUT %s", cAltHex(uint64(uint32(d.OutReads)), 4))
 		fallthrough
@@ -301,8 +311,8 @@ func writeTestInfoJSON(b *strings.Builder, p *Params, ti *testInfo) {
 	} else {
 		fmt.Fprintf(b, "Outstand_reads: %d,\n", p.OutReads)
 	}
-	fmt.Fprintf(b, "rdma_cm_QPs: %s,\n", "OFF")
-	fmt.Fprintf(b, "Data_ex_method: %s,\n", "Ethernet")
+	fmt.Fprintf(b, "rdma_cm_QPs: %s,\n", onOff(p.WorkRDMACM))
+	fmt.Fprintf(b, "Data_ex_method: %s,\n", exchangeMethod(p))
 	b.WriteString("},\n")
 }
 
@@ -376,4 +386,12 @@ func cG(v float64) string {
 	s := strconv.FormatFloat(v, 'g', 6, 64)
 	// C prints exponents with at least two digits (1e-05); Go prints 1e-05 too, so they agree.
 	return s
+}
+
+// exchangeMethod names the out-of-band channel (exchange_state).
+func exchangeMethod(p *Params) string {
+	if p.UseRDMACM {
+		return "rdma_cm"
+	}
+	return "Ethernet"
 }

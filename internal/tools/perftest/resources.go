@@ -34,6 +34,8 @@ type session struct {
 
 	my, rem []Dest
 
+	cmClose func() // -R: disconnects and destroys the rdma_cm ids and their QPs
+
 	sge   []uverbs.SGE // num_qps * post_list
 	wr    []uverbs.SendWR
 	rsge  []uverbs.SGE
@@ -53,6 +55,9 @@ type session struct {
 }
 
 func (s *session) close() {
+	if s.cmClose != nil {
+		s.cmClose()
+	}
 	for _, ah := range s.ahs {
 		ah.Close()
 	}
@@ -215,7 +220,7 @@ func (s *session) initResources(stderr io.Writer) error {
 		}
 	}
 	typ := map[int]uverbs.QPType{ConnRC: uverbs.QPTypeRC, ConnUC: uverbs.QPTypeUC, ConnUD: uverbs.QPTypeUD}[p.Conn]
-	for i := 0; i < nq; i++ {
+	for i := 0; i < nq && !p.WorkRDMACM; i++ { // with -R the QPs are made on the rdma_cm ids (cmConnectQPs)
 		qp, err := s.pd.CreateQP(uverbs.QPInitAttr{Type: typ, SendCQ: s.sendCQ, RecvCQ: s.recvCQ,
 			Cap: uverbs.QPCap{MaxSendWR: uint32(p.TxDepth), MaxSendSGE: 1, MaxRecvWR: uint32(p.RxDepth), MaxRecvSGE: 1,
 				MaxInlineData: uint32(p.InlineSize)}})
@@ -323,6 +328,9 @@ func (s *session) setUpConnection(pa *uverbs.PortAttr) error {
 // connect is ctx_connect: RTR (and RTS where this side sends), and the UD address handles.
 func (s *session) connect(stderr io.Writer) error {
 	p := s.p
+	if p.WorkRDMACM {
+		return nil // rdma_cm connected the QPs
+	}
 	for i, qp := range s.qps {
 		d := &s.rem[i]
 		a := &uverbs.QPAttr{State: uverbs.QPStateRTR}

@@ -101,8 +101,8 @@ type runner struct {
 	stdout io.Writer
 	stderr io.Writer
 	sess   *session
-	conn   *Conn    // the out-of-band protocol over sock
-	sock   net.Conn // TCP to the peer
+	conn   *Conn     // the out-of-band protocol over sock
+	sock   io.Closer // TCP to the peer, or the -z rdma_cm channel
 	info   testInfo
 	port   *uverbs.PortAttr // the IB port under test
 
@@ -218,7 +218,6 @@ func (r *runner) run() int {
 		flusher.Sync()
 	}
 	if err := r.establish(); err != nil {
-		fmt.Fprintf(stderr, "Unable to open file descriptor for socket connection")
 		return r.errf(" Unable to init the socket connection\n")
 	}
 	defer r.sock.Close()
@@ -230,6 +229,12 @@ func (r *runner) run() int {
 	}
 	if err := r.sess.initResources(stderr); err != nil {
 		return r.errf(" Couldn't create IB resources\n")
+	}
+	if p.WorkRDMACM {
+		if err := r.cmConnectQPs(); err != nil {
+			fmt.Fprintf(stderr, "%v\n", err)
+			return r.errf("Failed to create RDMA CM connection with resources.\n")
+		}
 	}
 	if err := r.sess.setUpConnection(pa); err != nil {
 		return r.errf(" Unable to set up socket connection\n")
@@ -249,6 +254,36 @@ func (r *runner) run() int {
 
 // establish opens the out-of-band TCP connection (the server accepts one client on the port).
 func (r *runner) establish() error {
+	p := r.p
+	if p.UseRDMACM {
+		var c *cmComm
+		var err error
+		if p.Server {
+			c, err = listenCM(context.Background(), p)
+		} else {
+			c, err = dialCM(context.Background(), p)
+		}
+		if err != nil {
+			if p.Server {
+				fmt.Fprintf(r.stderr, " Unable to perform rdma_server function\n")
+			} else {
+				fmt.Fprintf(r.stderr, " Unable to perform rdma_client function\n")
+			}
+			return err
+		}
+		r.sock = c
+		r.conn = &Conn{RW: c, Client: !p.Server, RDMACM: true, GIDIndex: p.GIDIndex}
+		return nil
+	}
+	if err := r.establishTCP(); err != nil {
+		fmt.Fprintf(r.stderr, "Unable to open file descriptor for socket connection")
+		return err
+	}
+	return nil
+}
+
+// establishTCP opens the out-of-band TCP connection.
+func (r *runner) establishTCP() error {
 	p := r.p
 	addr := net.JoinHostPort(p.Servername, strconv.Itoa(p.Port))
 	if !p.Server {
@@ -283,7 +318,7 @@ func (r *runner) establish() error {
 	if tc, ok := r.sock.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	r.conn = &Conn{RW: r.sock, Client: !p.Server}
+	r.conn = &Conn{RW: r.sock.(net.Conn), Client: !p.Server}
 	return nil
 }
 

@@ -125,6 +125,10 @@ type BWReport struct {
 type Conn struct {
 	RW     io.ReadWriter
 	Client bool
+	// RDMACM is the -z channel: keys travel as the binary struct pingpong_dest (with GIDIndex, the sender's
+	// GID index) and there is no final "done".
+	RDMACM   bool
+	GIDIndex int
 }
 
 // Exchange sends mine and receives the peer's record of the same size.
@@ -225,6 +229,13 @@ func Atof(s string) float64 {
 
 // Keys swaps one per-QP key record.
 func (c *Conn) Keys(mine *Dest, withGID bool) (Dest, error) {
+	if c.RDMACM {
+		t := make([]byte, destSize)
+		if err := c.Exchange(encodeDest(mine, c.GIDIndex), t); err != nil {
+			return Dest{}, fmt.Errorf("exchange QP keys: %w", err)
+		}
+		return decodeDest(t), nil
+	}
 	m := EncodeKey(mine, withGID)
 	t := make([]byte, len(m))
 	if err := c.Exchange(m, t); err != nil {
@@ -279,6 +290,9 @@ func (c *Conn) BWReports(mine *BWReport, perPort bool) (BWReport, error) {
 // Done is the final record ctx_close_connection writes after its last key exchange ("done" with its NUL).
 // Both sides write it; neither reads it.
 func (c *Conn) Done() error {
+	if c.RDMACM {
+		return nil // ctx_close_connection ends with the handshake on rdma_cm
+	}
 	if _, err := c.RW.Write([]byte("done\x00")); err != nil {
 		return fmt.Errorf("send done: %w", err)
 	}

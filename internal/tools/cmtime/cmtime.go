@@ -1,0 +1,543 @@
+// Package cmtime is rdmacm-utils 44's cmtime on goverbs' pure-Go rdma_cm:
+// the client times each rdma_cm step (create id, bind, resolve address,
+// resolve route, create QP, connect, disconnect, destroy) over -c
+// connections and prints the C tool's table; the server accepts and
+// disconnects connections until it is stopped. Same options, messages and
+// exit status as the C tool (v44, not the rewritten HEAD one); the numbers
+// differ by nature.
+package cmtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/rdmacm"
+	"github.com/goverbs/goverbs/uverbs"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	stepCreateID = iota
+	stepBind
+	stepResolveAddr
+	stepResolveRoute
+	stepCreateQP
+	stepConnect
+	stepDisconnect
+	stepDestroy
+	stepCnt
+)
+
+var stepStr = [stepCnt]string{"create id", "bind addr", "resolve addr", "resolve route", "create qp", "connect",
+	"disconnect", "destroy"}
+
+var qpCap = uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}
+
+type node struct {
+	id      *rdmacm.ID
+	times   [stepCnt][2]time.Time
+	err     bool
+	retries int
+}
+
+type test struct {
+	stdout, stderr io.Writer
+	port           string
+	dst, src       string
+	haveSrc        bool
+	connections    int
+	retries        int
+	timeout        int
+
+	ch    *rdmacm.Channel
+	nodes []node
+	byID  map[*rdmacm.ID]*node
+	times [stepCnt][2]time.Time
+	srcAP netip.AddrPort
+	dstAP netip.AddrPort
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	started   [stepCnt]int
+	completed [stepCnt]int
+	outMu     sync.Mutex
+}
+
+func (t *test) printf(format string, args ...any) {
+	t.outMu.Lock()
+	fmt.Fprintf(t.stdout, format, args...)
+	t.outMu.Unlock()
+}
+
+func (t *test) perror(what string, err error) {
+	fmt.Fprintf(t.stderr, "%s: %s\n", what, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
+}
+
+// Main is cmtime's main; prog is argv[0] as the usage prints it. The server runs until the process ends.
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
+	return MainContext(context.Background(), prog, args, stdout, stderr)
+}
+
+// MainContext is Main with a context that stops the server (the C server never returns; tests stop ours).
+func MainContext(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	t := &test{stdout: stdout, stderr: stderr, port: "7471", connections: 100, retries: 2, timeout: 2000}
+	t.cond = sync.NewCond(&t.mu)
+	p := getopt.New(prog, args, "s:b:c:p:r:t:", nil, stderr, false)
+	for {
+		o, ok := p.Next()
+		if !ok {
+			break
+		}
+		switch o.Val {
+		case 's':
+			t.dst = o.Arg
+		case 'b':
+			t.src, t.haveSrc = o.Arg, true
+		case 'c':
+			t.connections = int(cstd.Atoi(o.Arg))
+		case 'p':
+			t.port = o.Arg
+		case 'r':
+			t.retries = int(cstd.Atoi(o.Arg))
+		case 't':
+			t.timeout = int(cstd.Atoi(o.Arg))
+		default:
+			fmt.Fprintf(stdout, "usage: %s\n", prog)
+			for _, l := range []string{"[-s server_address]", "[-b bind_address]", "[-c connections]",
+				"[-p port_number]", "[-r retries]", "[-t timeout_ms]"} {
+				fmt.Fprintf(stdout, "\t%s\n", l)
+			}
+			return 1
+		}
+	}
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		if cstd.ErrnoOf(err, 0) == unix.ENODEV {
+			fmt.Fprintf(stderr, "No RDMA devices were detected\n")
+		} else {
+			t.perror("failed to create RDMA CM event channel", err)
+		}
+		return 1
+	}
+	t.ch = ch
+	var ret int
+	if t.dst != "" {
+		t.allocNodes()
+		ret = t.runClient()
+	} else {
+		ret = t.runServer(ctx)
+	}
+	t.cleanupNodes()
+	ch.Close()
+	t.showPerf()
+	return ret & 0xff
+}
+
+// getAddr is rdma_getaddrinfo for IP names; port "" means none.
+func getAddr(host, port string, passive bool) (netip.AddrPort, string, int) {
+	var pn int
+	if port != "" {
+		n, err := net.LookupPort("tcp", port)
+		if err != nil {
+			return netip.AddrPort{}, "Servname not supported for ai_socktype", -8
+		}
+		pn = n
+	}
+	if host == "" {
+		if passive {
+			return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(pn)), "", 0
+		}
+		return netip.AddrPort{}, "Name or service not known", -2
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return netip.AddrPortFrom(a, uint16(pn)), "", 0
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, "Name or service not known", -2
+	}
+	a, _ := netip.AddrFromSlice(ips[0])
+	return netip.AddrPortFrom(a.Unmap(), uint16(pn)), "", 0
+}
+
+func (t *test) allocNodes() {
+	t.nodes = make([]node, max(t.connections, 0))
+	t.byID = map[*rdmacm.ID]*node{}
+	t.printf("creating id\n")
+	t.times[stepCreateID][0] = time.Now()
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		n.times[stepCreateID][0] = time.Now()
+		id, err := t.ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+		if err != nil {
+			for j := 0; j < i; j++ {
+				t.nodes[j].id.Destroy()
+				t.nodes[j].id = nil
+			}
+			t.nodes = nil
+			return
+		}
+		n.id = id
+		t.byID[id] = n
+		n.times[stepCreateID][1] = time.Now()
+	}
+	t.times[stepCreateID][1] = time.Now()
+}
+
+func (t *test) cleanupNodes() {
+	t.printf("destroying id\n")
+	t.times[stepDestroy][0] = time.Now()
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		n.times[stepDestroy][0] = time.Now()
+		if n.id != nil {
+			n.id.Destroy()
+			n.id = nil
+		}
+		n.times[stepDestroy][1] = time.Now()
+	}
+	t.times[stepDestroy][1] = time.Now()
+}
+
+// diffUS is the C tool's float microseconds between two gettimeofday values.
+func diffUS(end, start time.Time) float32 {
+	return float32(float64(end.UnixMicro() - start.UnixMicro()))
+}
+
+func (t *test) showPerf() {
+	var maxs, mins [stepCnt]float32
+	for i := 0; i < stepCnt; i++ {
+		maxs[i], mins[i] = 0, 999999999.
+		for c := range t.nodes {
+			tm := &t.nodes[c].times[i]
+			if !tm[0].IsZero() && !tm[1].IsZero() {
+				us := diffUS(tm[1], tm[0])
+				if us > maxs[i] {
+					maxs[i] = us
+				}
+				if us < mins[i] {
+					mins[i] = us
+				}
+			}
+		}
+	}
+	t.printf("step              total ms     max ms     min us  us / conn\n")
+	for i := 0; i < stepCnt; i++ {
+		if i == stepBind && !t.haveSrc {
+			continue
+		}
+		us := diffUS(t.times[i][1], t.times[i][0])
+		t.printf("%-13s: %11.2f%11.2f%11.2f%11.2f\n", stepStr[i], float64(us/1000.), float64(maxs[i]/1000.),
+			float64(mins[i]), float64(us/float32(t.connections)))
+	}
+}
+
+func (t *test) complete(n *node, step int) {
+	t.mu.Lock()
+	n.times[step][1] = time.Now()
+	t.completed[step]++
+	t.mu.Unlock()
+	t.cond.Broadcast()
+}
+
+func (t *test) failed(n *node) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return n.err
+}
+
+func (t *test) markErr(n *node) {
+	t.mu.Lock()
+	n.err = true
+	t.mu.Unlock()
+}
+
+func (t *test) start(step int) {
+	t.mu.Lock()
+	t.started[step]++
+	t.mu.Unlock()
+}
+
+func (t *test) waitStep(step int) {
+	t.mu.Lock()
+	for t.started[step] != t.completed[step] {
+		t.cond.Wait()
+	}
+	t.mu.Unlock()
+}
+
+func (t *test) clientEvent(ev *rdmacm.Event) {
+	n := t.byID[ev.ID]
+	if n == nil {
+		return
+	}
+	timeout := time.Duration(t.timeout) * time.Millisecond
+	switch ev.Type {
+	case rdmacm.EventAddrResolved:
+		t.complete(n, stepResolveAddr)
+	case rdmacm.EventRouteResolved:
+		t.complete(n, stepResolveRoute)
+	case rdmacm.EventEstablished:
+		t.complete(n, stepConnect)
+	case rdmacm.EventAddrError:
+		if n.retries != 0 {
+			n.retries--
+			if n.id.ResolveAddr(t.srcAP, t.dstAP, timeout) == nil {
+				return
+			}
+		} else {
+			n.retries--
+		}
+		t.printf("RDMA_CM_EVENT_ADDR_ERROR, error: %d\n", ev.Status)
+		t.markErr(n)
+		t.complete(n, stepResolveAddr)
+	case rdmacm.EventRouteError:
+		if n.retries != 0 {
+			n.retries--
+			if n.id.ResolveRoute(timeout) == nil {
+				return
+			}
+		} else {
+			n.retries--
+		}
+		t.printf("RDMA_CM_EVENT_ROUTE_ERROR, error: %d\n", ev.Status)
+		t.markErr(n)
+		t.complete(n, stepResolveRoute)
+	case rdmacm.EventConnectError, rdmacm.EventUnreachable, rdmacm.EventRejected:
+		t.printf("event: %s, error: %d\n", ev.Type, ev.Status)
+		t.markErr(n)
+		t.complete(n, stepConnect)
+	case rdmacm.EventDisconnected:
+		t.complete(n, stepDisconnect)
+	}
+}
+
+func (t *test) runClient() int {
+	src := netip.AddrPort{}
+	if t.haveSrc {
+		a, msg, code := getAddr(t.src, "", true)
+		if msg != "" {
+			t.printf("getaddrinfo error: %s\n", msg)
+			return code
+		}
+		src = netip.AddrPortFrom(a.Addr(), 0)
+	}
+	dst, msg, code := getAddr(t.dst, t.port, false)
+	if msg != "" {
+		t.printf("getaddrinfo error: %s\n", msg)
+		return code
+	}
+	t.srcAP, t.dstAP = src, dst
+	param := &rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: uint8(t.retries)}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			ev, err := t.ch.GetEvent(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.perror("failure in rdma_get_cm_event in process_server_events", err)
+				}
+				return
+			}
+			t.clientEvent(ev)
+		}
+	}()
+	defer func() { cancel(); <-done }()
+
+	ret := 0
+	timeout := time.Duration(t.timeout) * time.Millisecond
+	if t.haveSrc {
+		t.printf("binding source address\n")
+		t.times[stepBind][0] = time.Now()
+		for i := range t.nodes {
+			n := &t.nodes[i]
+			n.times[stepBind][0] = time.Now()
+			if err := n.id.Bind(src); err != nil {
+				ret = -1
+				t.perror("failure bind addr", err)
+				t.markErr(n)
+				continue
+			}
+			ret = 0
+			n.times[stepBind][1] = time.Now()
+		}
+		t.times[stepBind][1] = time.Now()
+	}
+	steps := []struct {
+		step  int
+		msg   string
+		fail  string
+		start func(n *node) error
+	}{
+		{stepResolveAddr, "resolving address\n", "failure getting addr", func(n *node) error {
+			n.retries = t.retries
+			return n.id.ResolveAddr(src, dst, timeout)
+		}},
+		{stepResolveRoute, "resolving route\n", "failure resolving route", func(n *node) error {
+			n.retries = t.retries
+			return n.id.ResolveRoute(timeout)
+		}},
+	}
+	for _, s := range steps {
+		t.printf("%s", s.msg)
+		t.times[s.step][0] = time.Now()
+		for i := range t.nodes {
+			n := &t.nodes[i]
+			if t.failed(n) {
+				continue
+			}
+			t.mu.Lock()
+			n.times[s.step][0] = time.Now()
+			t.mu.Unlock()
+			t.start(s.step)
+			if err := s.start(n); err != nil {
+				t.mu.Lock()
+				t.started[s.step]--
+				t.mu.Unlock()
+				ret = -1
+				t.perror(s.fail, err)
+				t.markErr(n)
+				continue
+			}
+			ret = 0
+		}
+		t.waitStep(s.step)
+		t.times[s.step][1] = time.Now()
+	}
+
+	t.printf("creating qp\n")
+	t.times[stepCreateQP][0] = time.Now()
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if t.failed(n) {
+			continue
+		}
+		n.times[stepCreateQP][0] = time.Now()
+		if _, err := n.id.CreateQP(&rdmacm.QPInitAttr{Cap: qpCap}); err != nil {
+			ret = -1
+			t.perror("failure creating qp", err)
+			t.markErr(n)
+			continue
+		}
+		ret = 0
+		n.times[stepCreateQP][1] = time.Now()
+	}
+	t.times[stepCreateQP][1] = time.Now()
+
+	t.printf("connecting\n")
+	t.times[stepConnect][0] = time.Now()
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if t.failed(n) {
+			continue
+		}
+		t.mu.Lock()
+		n.times[stepConnect][0] = time.Now()
+		t.mu.Unlock()
+		t.start(stepConnect)
+		if err := n.id.Connect(param); err != nil {
+			t.mu.Lock()
+			t.started[stepConnect]--
+			t.mu.Unlock()
+			ret = -1
+			t.perror("failure rconnecting", err)
+			t.markErr(n)
+			continue
+		}
+		ret = 0
+	}
+	t.waitStep(stepConnect)
+	t.times[stepConnect][1] = time.Now()
+
+	t.printf("disconnecting\n")
+	t.times[stepDisconnect][0] = time.Now()
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if t.failed(n) {
+			continue
+		}
+		t.mu.Lock()
+		n.times[stepDisconnect][0] = time.Now()
+		t.mu.Unlock()
+		t.start(stepDisconnect)
+		n.id.Disconnect()
+		n.id.DestroyQP()
+	}
+	t.waitStep(stepDisconnect)
+	t.times[stepDisconnect][1] = time.Now()
+	return ret
+}
+
+// runServer accepts every connection with a QP of one WR each way and tears it down when the client
+// disconnects, until ctx ends (the C server runs until it is killed).
+func (t *test) runServer(ctx context.Context) int {
+	listen, err := t.ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+	if err != nil {
+		t.perror("listen request failed", err)
+		return -1
+	}
+	defer listen.Destroy()
+	src, msg, code := getAddr(t.src, t.port, true)
+	if msg != "" {
+		t.printf("getrdmaaddr error: %s\n", msg)
+		return code
+	}
+	if err := listen.Bind(src); err != nil {
+		t.perror("bind address failed", err)
+		return -1
+	}
+	if err := listen.Listen(0); err != nil {
+		t.perror("failure trying to listen", err)
+		return -1
+	}
+	children := map[*rdmacm.ID]bool{}
+	defer func() {
+		for id := range children {
+			id.Destroy()
+		}
+	}()
+	for {
+		ev, err := t.ch.GetEvent(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.perror("failure in rdma_get_cm_event in process_server_events", err)
+				return int(cstd.ErrnoOf(err, unix.EIO))
+			}
+			return 0
+		}
+		switch ev.Type {
+		case rdmacm.EventConnectRequest:
+			id := ev.ID
+			children[id] = true
+			if _, err := id.CreateQP(&rdmacm.QPInitAttr{Cap: qpCap}); err != nil {
+				t.perror("failure creating qp", err)
+			} else if err := id.Accept(nil); err != nil {
+				t.perror("failure accepting", err)
+				id.DestroyQP()
+			} else {
+				continue
+			}
+			t.printf("failing connection request\n")
+			id.Reject(nil)
+			id.Destroy()
+			delete(children, id)
+		case rdmacm.EventDisconnected:
+			if id := ev.ID; children[id] {
+				id.Disconnect()
+				id.DestroyQP()
+				id.Destroy()
+				delete(children, id)
+			}
+		}
+	}
+}

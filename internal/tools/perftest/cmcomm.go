@@ -1,0 +1,387 @@
+package perftest
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/goverbs/goverbs/rdmacm"
+	"github.com/goverbs/goverbs/uverbs"
+)
+
+// destSize is sizeof(struct pingpong_dest) on x86-64: the size of perftest's rdma_cm key record and of the
+// one receive its out-of-band QP keeps posted.
+const destSize = 56
+
+// cmComm is perftest's -z out-of-band channel: an RC QP connected with rdma_cm on the perftest port. Every
+// record the TCP channel would carry goes as one SEND; the peer has exactly one 56-byte receive posted and
+// re-posts it after each message, as perftest does.
+type cmComm struct {
+	conn    *rdmacm.Conn
+	mem     *uverbs.Buffer
+	mr      *uverbs.MR
+	pending []byte
+	wc      [4]uverbs.WC
+}
+
+const (
+	cmRecvOff = 0
+	cmSendOff = 64
+	cmBufSize = 128
+	cmWRID    = 1
+)
+
+func (c *cmComm) setup(conn *rdmacm.Conn) error {
+	var err error
+	if c.mem, err = uverbs.AllocBuffer(cmBufSize); err != nil {
+		return err
+	}
+	if c.mr, err = conn.PD().RegMR(c.mem.Bytes(), uverbs.AccessLocalWrite); err != nil {
+		return err
+	}
+	c.conn = conn
+	return c.postRecv()
+}
+
+func (c *cmComm) postRecv() error {
+	_, err := c.conn.QP().PostRecv([]uverbs.RecvWR{{WRID: cmWRID, SGL: []uverbs.SGE{c.mr.SGE(cmRecvOff, destSize)}}})
+	return err
+}
+
+func (c *cmComm) opts(p *Params) *rdmacm.Options {
+	var zero, rnr uint8 = 0, 7
+	rr := zero
+	if p.Verb == VerbRead || p.Verb == VerbAtomic {
+		rr = uint8(p.OutReads)
+	}
+	retry := uint8(p.RetryCount)
+	return &rdmacm.Options{
+		Cap:                uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1},
+		ResponderResources: &rr, InitiatorDepth: &rr, RetryCount: &retry, RNRRetryCount: &rnr,
+		Backlog: p.NumQPs,
+		Setup:   c.setup,
+	}
+}
+
+// dialCM connects the client's channel to servername:port.
+func dialCM(ctx context.Context, p *Params) (*cmComm, error) {
+	addr, err := cmAddr(p.Servername, p.Port)
+	if err != nil {
+		return nil, err
+	}
+	c := &cmComm{}
+	o := c.opts(p)
+	if p.SourceIP != "" {
+		if o.Source, err = cmAddr(p.SourceIP, 0); err != nil {
+			return nil, err
+		}
+	}
+	conn, err := rdmacm.Dial(ctx, addr, o)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.conn = conn
+	return c, nil
+}
+
+// listenCM accepts the client's channel on 0.0.0.0 (or --source_ip):port; the listener is closed once the
+// connection is accepted, as perftest destroys its listening id.
+func listenCM(ctx context.Context, p *Params) (*cmComm, error) {
+	host := "0.0.0.0"
+	if p.SourceIP != "" {
+		host = p.SourceIP
+	}
+	addr, err := cmAddr(host, p.Port)
+	if err != nil {
+		return nil, err
+	}
+	c := &cmComm{}
+	l, err := rdmacm.Listen(addr, c.opts(p))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	req, err := l.Accept(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := req.Accept(ctx, c.opts(p))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.conn = conn
+	return c, nil
+}
+
+func cmAddr(host string, port int) (netip.AddrPort, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	for _, ip := range ips {
+		if v4 := ip.To4(); v4 != nil {
+			a, _ := netip.AddrFromSlice(v4)
+			return netip.AddrPortFrom(a, uint16(port)), nil
+		}
+	}
+	return netip.AddrPort{}, fmt.Errorf("%s has no IPv4 address", net.JoinHostPort(host, strconv.Itoa(port)))
+}
+
+var errCMComm = errors.New("rdma_cm channel")
+
+// wait polls cq until it yields one completion, sleeping on the connection's completion channel in between.
+func (c *cmComm) wait(cq *uverbs.CQ) (uverbs.WC, error) {
+	armed := false
+	for {
+		n, err := cq.Poll(c.wc[:1])
+		if err != nil {
+			return uverbs.WC{}, err
+		}
+		if n == 1 {
+			if c.wc[0].Status != 0 || c.wc[0].WRID != cmWRID {
+				return c.wc[0], fmt.Errorf("%w: bad completion status %d wr_id %d", errCMComm, c.wc[0].Status, c.wc[0].WRID)
+			}
+			return c.wc[0], nil
+		}
+		if !armed {
+			if err := cq.ReqNotify(false); err != nil {
+				return uverbs.WC{}, err
+			}
+			armed = true
+			continue
+		}
+		got, err := c.conn.CompChannel().GetEvent(context.Background())
+		if err != nil {
+			return uverbs.WC{}, err
+		}
+		got.AckEvents(1)
+		armed = false
+	}
+}
+
+// Write sends p as one message.
+func (c *cmComm) Write(p []byte) (int, error) {
+	if len(p) > cmBufSize-cmSendOff {
+		return 0, fmt.Errorf("%w: %d-byte record", errCMComm, len(p))
+	}
+	copy(c.mem.Bytes()[cmSendOff:], p)
+	wr := []uverbs.SendWR{{WRID: cmWRID, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
+		SGL: []uverbs.SGE{c.mr.SGE(cmSendOff, len(p))}}}
+	if _, err := c.conn.QP().PostSend(wr); err != nil {
+		return 0, err
+	}
+	if _, err := c.wait(c.conn.SendCQ()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Read returns the bytes of the next message (what is left of it when p is shorter).
+func (c *cmComm) Read(p []byte) (int, error) {
+	if len(c.pending) == 0 {
+		wc, err := c.wait(c.conn.RecvCQ())
+		if err != nil {
+			return 0, err
+		}
+		c.pending = append(c.pending[:0], c.mem.Bytes()[cmRecvOff:cmRecvOff+int(wc.ByteLen)]...)
+		if err := c.postRecv(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, c.pending)
+	c.pending = c.pending[n:]
+	return n, nil
+}
+
+// Close disconnects and releases the channel.
+func (c *cmComm) Close() error {
+	var err error
+	if c.mr != nil {
+		c.mr.Close()
+		c.mr = nil
+	}
+	if c.conn != nil {
+		err = c.conn.Close()
+		c.conn = nil
+	}
+	if c.mem != nil {
+		c.mem.Close()
+		c.mem = nil
+	}
+	return err
+}
+
+// encodeDest is rdma_write_keys' record: struct pingpong_dest with every field big-endian (perftest is built
+// with HAVE_ENDIAN) and the padding after rkey zero.
+func encodeDest(d *Dest, gidIndex int) []byte {
+	b := make([]byte, destSize)
+	binary.BigEndian.PutUint32(b[0:], uint32(d.LID))
+	binary.BigEndian.PutUint32(b[4:], uint32(int32(d.OutReads)))
+	binary.BigEndian.PutUint32(b[8:], d.QPN)
+	binary.BigEndian.PutUint32(b[12:], d.PSN)
+	binary.BigEndian.PutUint32(b[16:], d.RKey)
+	binary.BigEndian.PutUint64(b[24:], d.VAddr)
+	copy(b[32:48], d.GID[:])
+	binary.BigEndian.PutUint32(b[48:], d.SRQN)
+	binary.BigEndian.PutUint32(b[52:], uint32(int32(gidIndex)))
+	return b
+}
+
+// decodeDest is rdma_read_keys: it takes everything but the SRQ number and GID index, which perftest ignores.
+func decodeDest(b []byte) Dest {
+	return Dest{LID: uint16(binary.BigEndian.Uint32(b[0:])), OutReads: int(int32(binary.BigEndian.Uint32(b[4:]))),
+		QPN: binary.BigEndian.Uint32(b[8:]), PSN: binary.BigEndian.Uint32(b[12:]), RKey: binary.BigEndian.Uint32(b[16:]),
+		VAddr: binary.BigEndian.Uint64(b[24:]), GID: [16]byte(b[32:48])}
+}
+
+// cmConnectQPs is create_rdma_cm_connection (-R): a handshake, the test QPs made on rdma_cm ids with the
+// session's PD and CQs and connected through rdma_cm on the perftest port (the server accepts -q requests and
+// sets min_rnr_timer on RC QPs afterwards, as perftest), then another handshake.
+func (r *runner) cmConnectQPs() error {
+	p, s := r.p, r.sess
+	if _, err := r.conn.Keys(&Dest{}, p.GIDIndex != -1); err != nil {
+		return err
+	}
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		return err
+	}
+	var ids []*rdmacm.ID
+	s.cmClose = func() {
+		if !p.Server {
+			for _, id := range ids {
+				id.Disconnect()
+			}
+			for left := len(ids); left > 0; {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				ev, err := ch.GetEvent(ctx)
+				cancel()
+				if err != nil {
+					break
+				}
+				if ev.Type == rdmacm.EventDisconnected {
+					left--
+				}
+			}
+		}
+		for _, id := range ids {
+			id.DestroyQP()
+			id.Destroy()
+		}
+		s.qps = nil
+		ch.Close()
+	}
+	var zero uint8
+	rr := zero
+	if p.Verb == VerbRead || p.Verb == VerbAtomic {
+		rr = uint8(p.OutReads)
+	}
+	param := &rdmacm.ConnParam{ResponderResources: rr, InitiatorDepth: rr, RetryCount: uint8(p.RetryCount),
+		RNRRetryCount: uint8(p.RetryCount)}
+	attr := &rdmacm.QPInitAttr{PD: s.pd, SendCQ: s.sendCQ, RecvCQ: s.recvCQ, Cap: uverbs.QPCap{
+		MaxSendWR: uint32(p.TxDepth), MaxSendSGE: 1, MaxRecvWR: uint32(p.RxDepth), MaxRecvSGE: 1,
+		MaxInlineData: uint32(p.InlineSize)}}
+	wait := func(want rdmacm.EventType) (*rdmacm.Event, error) {
+		ev, err := ch.GetEvent(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		if ev.Type != want {
+			return ev, fmt.Errorf("RDMA CM event error:\nEvent: %s; error: %d.", ev.Type, ev.Status)
+		}
+		return ev, nil
+	}
+	if p.Server {
+		host := "0.0.0.0"
+		if p.SourceIP != "" {
+			host = p.SourceIP
+		}
+		addr, err := cmAddr(host, p.Port)
+		if err != nil {
+			return err
+		}
+		l, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+		if err != nil {
+			return err
+		}
+		defer l.Destroy()
+		if err := l.Bind(addr); err != nil {
+			return err
+		}
+		if err := l.Listen(p.NumQPs); err != nil {
+			return err
+		}
+		for len(ids) < p.NumQPs {
+			ev, err := wait(rdmacm.EventConnectRequest)
+			if err != nil {
+				return err
+			}
+			id := ev.ID
+			ids = append(ids, id)
+			qp, err := id.CreateQP(attr)
+			if err != nil {
+				return err
+			}
+			if err := id.Accept(param); err != nil {
+				return err
+			}
+			if err := qp.Modify(uverbs.QPAttr{MinRNRTimer: minRNRTimer}, uverbs.QPAttrMinRNRTimer); err != nil {
+				return err
+			}
+			s.qps = append(s.qps, qp)
+		}
+	} else {
+		dst, err := cmAddr(p.Servername, p.Port)
+		if err != nil {
+			return err
+		}
+		var src netip.AddrPort
+		if p.SourceIP != "" {
+			if src, err = cmAddr(p.SourceIP, 0); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < p.NumQPs; i++ {
+			id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			if err := id.ResolveAddr(src, dst, 2000*time.Millisecond); err != nil {
+				return err
+			}
+			if _, err := wait(rdmacm.EventAddrResolved); err != nil {
+				return err
+			}
+			if err := id.ResolveRoute(2000 * time.Millisecond); err != nil {
+				return err
+			}
+			if _, err := wait(rdmacm.EventRouteResolved); err != nil {
+				return err
+			}
+			qp, err := id.CreateQP(attr)
+			if err != nil {
+				return err
+			}
+			if err := id.Connect(param); err != nil {
+				return err
+			}
+			if _, err := wait(rdmacm.EventEstablished); err != nil {
+				return err
+			}
+			s.qps = append(s.qps, qp)
+		}
+	}
+	_, err = r.conn.Keys(&Dest{}, p.GIDIndex != -1)
+	return err
+}

@@ -1,0 +1,345 @@
+// Package rdmax is rdmacm-utils 44's rdma_xserver and rdma_xclient
+// (examples/rdma_xserver.c, rdma_xclient.c) on goverbs' high-level rdma_cm
+// API: the client sends one 16-byte INLINE message, the server receives it;
+// the server's accept carries 4 bytes of private data (its SRQ number, big
+// endian; 0 in RC mode). Same options, output and exit status as the C tools.
+//
+// Only RC (-c r, the default) is implemented; goverbs' rdma_cm has no XRC
+// endpoints. rdma_xclient -c x fails the way the C tool fails on a device
+// without XRC (rxe, measured): "rdma_create_ep: Operation not supported",
+// status -1. The C rdma_xserver -c x does not fail on rxe: it listens and
+// waits for a request (measured); ours listens (PS_IB port space, IPv4) and
+// waits too, and refuses a request that arrives with "rdma_get_request:
+// Operation not supported" and status -1 (what the C server prints then is
+// not measured: the C client cannot reach it on rxe).
+package rdmax
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/rdmacm"
+	"github.com/goverbs/goverbs/uverbs"
+	"golang.org/x/sys/unix"
+)
+
+type tool struct {
+	prog           string
+	stdout, stderr io.Writer
+	server, port   string
+	xrc            bool
+}
+
+func (t *tool) perror(what string, err error) {
+	fmt.Fprintf(t.stderr, "%s: %s\n", what, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
+}
+
+func parse(prog string, args []string, stdout, stderr io.Writer, client bool) (*tool, int) {
+	t := &tool{prog: prog, stdout: stdout, stderr: stderr, port: "7471"}
+	optstring := "p:c:"
+	if client {
+		optstring = "s:p:c:"
+		t.server = "127.0.0.1"
+	}
+	p := getopt.New(prog, args, optstring, nil, stderr, false)
+	bad := false
+	for !bad {
+		o, ok := p.Next()
+		if !ok {
+			break
+		}
+		switch o.Val {
+		case 's':
+			t.server = o.Arg
+		case 'p':
+			t.port = o.Arg
+			if client && len(t.port) > 5 {
+				t.port = t.port[:5] // strncpy into char[6]
+			}
+		case 'c':
+			c := byte(0)
+			if o.Arg != "" {
+				c = o.Arg[0] | 0x20
+			}
+			switch c {
+			case 'r':
+			case 'x':
+				t.xrc = true
+			default:
+				bad = true
+			}
+		default:
+			bad = true
+		}
+	}
+	if bad {
+		fmt.Fprintf(stdout, "usage: %s\n", prog)
+		if client {
+			fmt.Fprintf(stdout, "\t[-s server]\n")
+		}
+		fmt.Fprintf(stdout, "\t[-p port_number]\n\t[-c communication type]\n")
+		fmt.Fprintf(stdout, "\t    r - RC: reliable-connected (default)\n\t    x - XRC: extended-reliable-connected\n")
+		return nil, 1
+	}
+	return t, 0
+}
+
+// getaddrinfo is rdma_getaddrinfo for IP names (host "" = passive 0.0.0.0); the error is gai_strerror's
+// text and code.
+func (t *tool) getaddrinfo(host string) (netip.AddrPort, string, int) {
+	port, err := net.LookupPort("tcp", t.port)
+	if err != nil {
+		return netip.AddrPort{}, "Servname not supported for ai_socktype", -8
+	}
+	if host == "" {
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(port)), "", 0
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return netip.AddrPortFrom(a, uint16(port)), "", 0
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, "Name or service not known", -2
+	}
+	a, _ := netip.AddrFromSlice(ips[0])
+	return netip.AddrPortFrom(a.Unmap(), uint16(port)), "", 0
+}
+
+// waitComp is rdma_get_{send,recv}_comp: poll, arm, poll, wait on the channel.
+func waitComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ) error {
+	wc := make([]uverbs.WC, 1)
+	poll := func() (bool, error) {
+		n, err := cq.Poll(wc)
+		if err != nil || n == 0 {
+			return false, err
+		}
+		if wc[0].Status != uverbs.WCSuccess {
+			return true, fmt.Errorf("completion status %d: %w", wc[0].Status, unix.EIO)
+		}
+		return true, nil
+	}
+	for {
+		if done, err := poll(); done || err != nil {
+			return err
+		}
+		if err := cq.ReqNotify(false); err != nil {
+			return err
+		}
+		if done, err := poll(); done || err != nil {
+			return err
+		}
+		got, err := c.CompChannel().GetEvent(ctx)
+		if err != nil {
+			return err
+		}
+		got.AckEvents(1)
+	}
+}
+
+func run(t *tool, body func() int) int {
+	fmt.Fprintf(t.stdout, "%s: start\n", t.prog)
+	ret := body()
+	fmt.Fprintf(t.stdout, "%s: end %d\n", t.prog, ret)
+	return ret & 0xff
+}
+
+// MainServer is rdma_xserver's main.
+func MainServer(prog string, args []string, stdout, stderr io.Writer) int {
+	return MainServerContext(context.Background(), prog, args, stdout, stderr)
+}
+
+// MainServerContext is MainServer whose wait for a connection request ends with ctx (status 0 then).
+func MainServerContext(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	t, rc := parse(prog, args, stdout, stderr, false)
+	if t == nil {
+		return rc
+	}
+	return run(t, func() int { return t.runServer(ctx) })
+}
+
+// MainClient is rdma_xclient's main.
+func MainClient(prog string, args []string, stdout, stderr io.Writer) int {
+	t, rc := parse(prog, args, stdout, stderr, true)
+	if t == nil {
+		return rc
+	}
+	return run(t, t.runClient)
+}
+
+func (t *tool) runServer(ctx context.Context) int {
+	ap, gai, code := t.getaddrinfo("")
+	if gai != "" {
+		fmt.Fprintf(t.stdout, "rdma_getaddrinfo: %s\n", gai)
+		return code
+	}
+	if t.xrc {
+		return t.xrcServer(ctx, ap)
+	}
+	var zero uint8
+	o := rdmacm.Options{Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1},
+		ResponderResources: &zero, InitiatorDepth: &zero, RetryCount: &zero, RNRRetryCount: &zero,
+		PrivateData: make([]byte, 4)} // the SRQ number, 0 without XRC
+	l, err := rdmacm.Listen(ap, &o)
+	if err != nil {
+		var ce *rdmacm.Error
+		if errors.As(err, &ce) && ce.Op == "listen" {
+			t.perror("rdma_listen", err)
+		} else {
+			t.perror("rdma_create_ep", err)
+		}
+		return -1
+	}
+	defer l.Close()
+	req, err := l.Accept(ctx)
+	if err != nil {
+		t.perror("rdma_get_request", err)
+		return -1
+	}
+	var buf *uverbs.Buffer
+	var mr *uverbs.MR
+	defer func() {
+		if mr != nil {
+			mr.Close()
+		}
+		if buf != nil {
+			buf.Close()
+		}
+	}()
+	o.Setup = func(c *rdmacm.Conn) error {
+		var err error
+		if buf, err = uverbs.AllocBuffer(16); err != nil {
+			return err
+		}
+		if mr, err = c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite); err != nil {
+			t.perror("rdma_reg_msgs", err)
+			return err
+		}
+		if _, err := c.QP().PostRecv([]uverbs.RecvWR{{SGL: []uverbs.SGE{mr.SGE(0, 16)}}}); err != nil {
+			t.perror("rdma_post_recv", err)
+			return err
+		}
+		return nil
+	}
+	c, err := req.Accept(ctx, &o)
+	if err != nil {
+		var ce *rdmacm.Error
+		if errors.As(err, &ce) && strings.HasPrefix(ce.Op, "accept") {
+			t.perror("rdma_accept", err)
+		}
+		return -1
+	}
+	defer c.Close()
+	if err := waitComp(ctx, c, c.RecvCQ()); err != nil {
+		t.perror("rdma_get_recv_comp", err)
+		return -1
+	}
+	return 0
+}
+
+func (t *tool) runClient() int {
+	ap, gai, code := t.getaddrinfo(t.server)
+	if gai != "" {
+		fmt.Fprintf(t.stdout, "rdma_getaddrinfo: %s\n", gai)
+		return code
+	}
+	if t.xrc {
+		t.perror("rdma_create_ep", unix.EOPNOTSUPP)
+		return -1
+	}
+	ctx := context.Background()
+	var buf *uverbs.Buffer
+	var mr *uverbs.MR
+	defer func() {
+		if mr != nil {
+			mr.Close()
+		}
+		if buf != nil {
+			buf.Close()
+		}
+	}()
+	o := rdmacm.Options{Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1},
+		SigAll: true,
+		Setup: func(c *rdmacm.Conn) error {
+			var err error
+			if buf, err = uverbs.AllocBuffer(16); err != nil {
+				return err
+			}
+			if mr, err = c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite); err != nil {
+				t.perror("rdma_reg_msgs", err)
+				return err
+			}
+			return nil
+		}}
+	c, err := rdmacm.Dial(ctx, ap, &o)
+	if err != nil {
+		var ce *rdmacm.Error
+		switch {
+		case errors.As(err, &ce) && strings.HasPrefix(ce.Op, "connect"):
+			t.perror("rdma_connect", err)
+		case errors.As(err, &ce) && strings.HasPrefix(ce.Op, "dial setup"):
+			// setup printed its own message
+		default:
+			t.perror("rdma_create_ep", err)
+		}
+		return -1
+	}
+	defer c.Close()
+	// 16 zero bytes, INLINE (the C tool gives lkey 0: an inline SGE needs no key).
+	if _, err := c.QP().PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend, Flags: uverbs.SendInline,
+		SGL: []uverbs.SGE{{Addr: mr.SGE(0, 16).Addr, Length: 16}}}}); err != nil {
+		t.perror("rdma_post_send", err)
+		t.perror("post_send", err)
+		return -1
+	}
+	if err := waitComp(ctx, c, c.SendCQ()); err != nil {
+		t.perror("rdma_get_recv_comp", err)
+		return -1
+	}
+	return 0
+}
+
+// xrcServer listens like the C server in XRC mode and refuses the first request (see the package doc).
+func (t *tool) xrcServer(ctx context.Context, ap netip.AddrPort) int {
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		t.perror("rdma_create_ep", err)
+		return -1
+	}
+	defer ch.Close()
+	id, err := ch.CreateID(rdmacm.PortSpaceIB, uverbs.QPTypeRC)
+	if err == nil {
+		defer id.Destroy()
+		err = id.Bind(ap)
+	}
+	if err != nil {
+		t.perror("rdma_create_ep", err)
+		return -1
+	}
+	if err := id.Listen(0); err != nil {
+		t.perror("rdma_listen", err)
+		return -1
+	}
+	for {
+		ev, err := ch.GetEvent(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0
+			}
+			t.perror("rdma_get_request", err)
+			return -1
+		}
+		if ev.Type == rdmacm.EventConnectRequest {
+			ev.ID.Reject(nil)
+			ev.ID.Destroy()
+			t.perror("rdma_get_request", unix.EOPNOTSUPP)
+			return -1
+		}
+	}
+}

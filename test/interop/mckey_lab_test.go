@@ -1,0 +1,168 @@
+package interop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/tools/mckey"
+	"github.com/goverbs/goverbs/test/labtest"
+)
+
+var mckeyTool = ppTool{"mckey", mckey.Main}
+
+// joinWatch is a stdout that records everything and closes joined when the
+// "mckey: joined" line has been written: the receiver must be in the group
+// before the sender starts.
+type joinWatch struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	joined chan struct{}
+	seen   bool
+}
+
+func newJoinWatch() *joinWatch { return &joinWatch{joined: make(chan struct{})} }
+
+func (w *joinWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.seen && strings.Contains(w.buf.String(), "mckey: joined ") {
+		w.seen = true
+		close(w.joined)
+	}
+	return len(p), nil
+}
+
+func (w *joinWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// runMckey runs one mckey (goverbs' in-process or rdma-core's, line-buffered through stdbuf so the joined
+// line can be seen while it runs) and sends its result on the returned channel.
+func runMckey(ctx context.Context, goSide bool, args []string, w *joinWatch) <-chan ppResult {
+	res := make(chan ppResult, 1)
+	go func() {
+		var e bytes.Buffer
+		if goSide {
+			rc := mckey.Main("mckey", args, w, &e)
+			res <- ppResult{rc, w.String(), e.String()}
+			return
+		}
+		cmd := exec.CommandContext(ctx, "stdbuf", append([]string{"-oL", "mckey"}, args...)...)
+		cmd.Stdout, cmd.Stderr = w, &e
+		err := cmd.Run()
+		rc := 0
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			rc = ee.ExitCode()
+		case err != nil:
+			rc = -1
+			e.WriteString(err.Error())
+		}
+		res <- ppResult{rc, w.String(), e.String()}
+	}()
+	return res
+}
+
+func mckeyOut(role, group string, transfers bool) string {
+	s := "mckey: starting " + role + "\nmckey: joining\nmckey: joined dgid: ::ffff:" + group + " mlid 0x0 sl 0\n"
+	if transfers {
+		if role == "client" {
+			s += "initiating data transfers\n"
+		} else {
+			s += "receiving data transfers\n"
+		}
+		s += "data transfers complete\n"
+	}
+	return s + "test complete\nreturn status 0\n"
+}
+
+// TestLabMckeyInterop: a receiver joins, then a sender of the other implementation joins the same group and
+// sends; the receiver must get every message (it polls until it has them) and both print the C tool's lines.
+func TestLabMckeyInterop(t *testing.T) {
+	labtest.Require(t)
+	NeedTool(t, "mckey", "rdmacm-utils")
+	NeedTool(t, "stdbuf", "coreutils")
+	for i, c := range []struct{ common, sender []string }{
+		{nil, nil},
+		{[]string{"-C", "3", "-S", "1024"}, nil},
+		{nil, []string{"-o"}},
+		{[]string{"-c", "2", "-C", "4"}, nil},
+	} {
+		for _, goRecv := range []bool{false, true} {
+			group := fmt.Sprintf("239.1.1.%d", 10+i)
+			t.Run(fmt.Sprintf("%v+%v/goReceiver=%v", c.common, c.sender, goRecv), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+				defer cancel()
+				rArgs := append([]string{"-m", group, "-b", labIP}, c.common...)
+				sArgs := append(append([]string{"-m", group, "-b", labIP, "-s"}, c.common...), c.sender...)
+				rw := newJoinWatch()
+				recv := runMckey(ctx, goRecv, rArgs, rw)
+				var r, s ppResult
+				select {
+				case <-rw.joined:
+				case r = <-recv:
+					t.Fatalf("receiver exited before joining: rc %d\n%s%s", r.rc, r.out, r.err)
+				case <-ctx.Done():
+					t.Fatalf("receiver did not join:\n%s", rw.String())
+				}
+				sw := newJoinWatch()
+				select {
+				case s = <-runMckey(ctx, !goRecv, sArgs, sw):
+				case <-ctx.Done():
+					t.Fatalf("sender did not finish:\n%s", sw.String())
+				}
+				select {
+				case r = <-recv:
+				case <-ctx.Done():
+					t.Fatalf("receiver did not finish after the sender (rc %d\n%s%s):\n%s", s.rc, s.out, s.err, rw.String())
+				}
+				joins := 1
+				if len(c.common) > 0 && c.common[0] == "-c" {
+					joins = 2
+				}
+				wantR := strings.Replace(mckeyOut("server", group, true), "\nreceiving", strings.Repeat(
+					"\nmckey: joined dgid: ::ffff:"+group+" mlid 0x0 sl 0", joins-1)+"\nreceiving", 1)
+				wantS := strings.Replace(mckeyOut("client", group, true), "\ninitiating", strings.Repeat(
+					"\nmckey: joined dgid: ::ffff:"+group+" mlid 0x0 sl 0", joins-1)+"\ninitiating", 1)
+				if r.rc != 0 || s.rc != 0 || r.out != wantR || s.out != wantS || r.err != "" || s.err != "" {
+					t.Fatalf("receiver: rc %d\n%s%s\nsender: rc %d\n%s%s", r.rc, r.out, r.err, s.rc, s.out, s.err)
+				}
+			})
+		}
+	}
+}
+
+// Runs that end before any data: same stdout, stderr and status as rdma-core's mckey.
+func TestLabMckeyErrorsMatchC(t *testing.T) {
+	labtest.Require(t)
+	NeedTool(t, "mckey", "rdmacm-utils")
+	for _, args := range [][]string{
+		{"-x"},
+		{},                // no group: getaddrinfo fails
+		{"-M", "ff0e::1"}, // -M needs -b
+		{"-m", "239.1.2.1", "-b", labIP, "-S", "2048"}, // larger than the active MTU
+		{"-m", "239.1.2.2", "-b", "10.233.0.2"},        // a netdev without an RDMA device
+		{"-m", "239.1.2.3", "-b", labIP, "-l"},         // no loopback: rxe refuses the QP create flag
+		{"-m", "239.1.2.4", "-b", labIP, "-C", "0"},    // join and leave, no data
+		{"-m", "239.1.2.5", "-b", labIP, "-s", "-S", "0"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			c := cPP(mckeyTool, args)
+			g := goPP(mckeyTool, args)
+			if c.rc != g.rc || c.out != g.out || c.err != g.err {
+				t.Errorf("C: rc %d\n%s%s\nGo: rc %d\n%s%s", c.rc, c.out, c.err, g.rc, g.out, g.err)
+			}
+		})
+	}
+}

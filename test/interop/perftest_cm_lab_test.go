@@ -1,0 +1,128 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/test/labtest"
+)
+
+// runCMPairOnce is runPairOnce for perftest's rdma_cm modes: the server listens on an rdma_cm id, not on a
+// TCP port, so readiness is read from the kernel's cm_id table.
+func runCMPairOnce(t *testing.T, tool, srvImpl, cliImpl string, port int, args []string) (*side, *side) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	common := append([]string{"-d", labtest.Device(), "-p", fmt.Sprint(port)}, args...)
+	srv, cli := &side{impl: srvImpl}, &side{impl: cliImpl}
+	sc := command(ctx, t, srvImpl, tool, common)
+	sc.Stdout, sc.Stderr = &srv.out, &srv.err
+	if err := sc.Start(); err != nil {
+		t.Fatalf("start %s server: %v", srvImpl, err)
+	}
+	exited := make(chan struct{})
+	go func() { sc.Wait(); close(exited) }()
+	listening := make(chan error, 1)
+	go func() { listening <- WaitCMListening(labtest.Device(), uint16(port), 60*time.Second) }()
+	select {
+	case err := <-listening:
+		if err != nil {
+			t.Fatalf("%s server: %v", srvImpl, err)
+		}
+	case <-exited:
+		t.Fatalf("%s server exited before listening:\n%s%s", srvImpl, srv.out.String(), srv.err.String())
+	}
+	cc := command(ctx, t, cliImpl, tool, append(common, serverAddr))
+	cc.Stdout, cc.Stderr = &cli.out, &cli.err
+	cc.Run()
+	<-exited
+	srv.rc, cli.rc = sc.ProcessState.ExitCode(), cc.ProcessState.ExitCode()
+	return srv, cli
+}
+
+// cmBWLine is a bandwidth result row (perftest pads the average with blanks before its tabs).
+var cmBWLine = regexp.MustCompile(`^ \d+ +\d+ +\d+\.\d+ +\d+\.\d+[ \t]+\d+\.\d{6}$`)
+
+// cmResultLines are the result rows of out; each run must print at least one.
+func cmResultLines(out, kind string) []string {
+	if kind == "lat" {
+		return resultLines(out, kind)
+	}
+	var r []string
+	for _, l := range strings.Split(out, "\n") {
+		if cmBWLine.MatchString(l) {
+			r = append(r, l)
+		}
+	}
+	return r
+}
+
+func runCMPair(t *testing.T, tool, srvImpl, cliImpl string, port int, args []string) (*side, *side) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		srv, cli := runCMPairOnce(t, tool, srvImpl, cliImpl, port+attempt*1000, args)
+		if attempt == 3 || !strings.Contains(srv.err.String()+cli.err.String(), cClockFlake) {
+			return srv, cli
+		}
+		t.Logf("%s-server/%s-client: C clock sampling failed, running the pair again", srvImpl, cliImpl)
+	}
+}
+
+// TestLabPerftestRDMACMInterop runs goverbs' perftest with -z (the out-of-band exchange over an rdma_cm RC
+// QP) and -R (the test QPs connected through rdma_cm as well) against Debian's perftest both ways, with the C
+// pair as the reference for the output's shape.
+func TestLabPerftestRDMACMInterop(t *testing.T) {
+	labtest.Require(t)
+	if _, err := exec.LookPath("ib_write_bw"); err != nil {
+		t.Fatalf("perftest's C binaries are not installed: %v", err)
+	}
+	port := 21600
+	for _, pc := range []pcase{
+		{"ib_write_bw", "RC", []string{"-z"}},
+		{"ib_send_lat", "RC", []string{"-z"}},
+		{"ib_read_bw", "RC", []string{"-z"}},
+		{"ib_send_bw", "UD", []string{"-z"}},
+		{"ib_write_lat", "RC", []string{"-z"}},
+		{"ib_write_bw", "RC", []string{"-R"}},
+		{"ib_read_bw", "RC", []string{"-R"}},
+		{"ib_send_bw", "RC", []string{"-R"}},
+		{"ib_write_bw", "RC", []string{"-R", "-q", "2"}},
+	} {
+		t.Run(strings.Join(append([]string{pc.tool, pc.conn}, pc.args...), "/"), func(t *testing.T) {
+			kind := "bw"
+			if strings.HasSuffix(pc.tool, "_lat") {
+				kind = "lat"
+			}
+			args := append([]string{"-n", "20", "-c", pc.conn}, pc.args...)
+			runs := map[string][2]*side{}
+			for _, dir := range [][2]string{{"go", "c"}, {"c", "go"}, {"c", "c"}} {
+				port++
+				srv, cli := runCMPair(t, pc.tool, dir[0], dir[1], port, args)
+				runs[dir[0]+"-"+dir[1]] = [2]*side{srv, cli}
+				for _, s := range []*side{srv, cli} {
+					if s.rc != 0 {
+						t.Fatalf("%s-server/%s-client: %s side exited %d\nstdout:\n%s\nstderr:\n%s", dir[0], dir[1], s.impl, s.rc, s.out.String(), s.err.String())
+					}
+				}
+			}
+			ref := runs["c-c"]
+			for _, dir := range []string{"go-c", "c-go"} {
+				for i, s := range runs[dir] {
+					role := [2]string{"server", "client"}[i]
+					want := len(cmResultLines(ref[i].out.String(), kind))
+					if got := cmResultLines(s.out.String(), kind); len(got) != want || want == 0 {
+						t.Errorf("%s: %s %s printed %d result lines, C prints %d\n%s", dir, s.impl, role, len(got), want, s.out.String())
+					}
+					if s.impl == "go" && shape(s.out.String()) != shape(ref[i].out.String()) {
+						t.Errorf("%s: goverbs %s output differs in shape from C's\ngoverbs:\n%s\nC:\n%s", dir, role, s.out.String(), ref[i].out.String())
+					}
+				}
+			}
+		})
+	}
+}
