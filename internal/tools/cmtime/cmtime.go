@@ -76,9 +76,7 @@ func (t *test) printf(format string, args ...any) {
 	t.outMu.Unlock()
 }
 
-func (t *test) perror(what string, err error) {
-	fmt.Fprintf(t.stderr, "%s: %s\n", what, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
-}
+func (t *test) perror(what string, err error) { cstd.Perror(t.stderr, what, err) }
 
 // Main is cmtime's main; prog is argv[0] as the usage prints it. The server runs until the process ends.
 func Main(prog string, args []string, stdout, stderr io.Writer) int {

@@ -8,6 +8,8 @@ package cstd
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -162,4 +164,9 @@ func ErrnoOf(err error, fallback unix.Errno) unix.Errno {
 		return e
 	}
 	return fallback
+}
+
+// Perror writes what perror(3) writes for the errno err carries (EIO if none): "what: strerror\n".
+func Perror(w io.Writer, what string, err error) {
+	fmt.Fprintf(w, "%s: %s\n", what, Strerror(ErrnoOf(err, unix.EIO)))
 }

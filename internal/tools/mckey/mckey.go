@@ -77,9 +77,7 @@ func (t *test) printf(format string, args ...any) {
 	t.outMu.Unlock()
 }
 
-func (t *test) perror(what string, err error) {
-	fmt.Fprintf(t.stderr, "%s: %s\n", what, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
-}
+func (t *test) perror(what string, err error) { cstd.Perror(t.stderr, what, err) }
 
 func (t *test) usage() {
 	t.printf("usage: %s\n", t.prog)

@@ -9,10 +9,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/goverbs/goverbs/internal/tools/cmcommon"
 
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/internal/tools/getopt"
@@ -57,9 +58,7 @@ type test struct {
 
 func (t *test) printf(format string, args ...any) { fmt.Fprintf(t.stdout, format, args...) }
 
-func (t *test) perror(what string, err error) {
-	fmt.Fprintf(t.stderr, "%s: %s\n", what, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
-}
+func (t *test) perror(what string, err error) { cstd.Perror(t.stderr, what, err) }
 
 func (t *test) usage() {
 	t.printf("usage: %s\n", t.prog)
@@ -166,28 +165,7 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 }
 
 func (t *test) getAddr(host string, numeric, passive bool) (netip.AddrPort, string) {
-	port, err := net.LookupPort("udp", t.port)
-	if err != nil {
-		return netip.AddrPort{}, "Servname not supported for ai_socktype"
-	}
-	if host == "" {
-		if passive {
-			return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(port)), ""
-		}
-		return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), ""
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		return netip.AddrPortFrom(a, uint16(port)), ""
-	}
-	if numeric {
-		return netip.AddrPort{}, "Name or service not known"
-	}
-	ips, err := net.LookupIP(host)
-	if err != nil || len(ips) == 0 {
-		return netip.AddrPort{}, "Name or service not known"
-	}
-	a, _ := netip.AddrFromSlice(ips[0])
-	return netip.AddrPortFrom(a.Unmap(), uint16(port)), ""
+	return cmcommon.GetAddr("udp", t.port, host, numeric, passive)
 }
 
 func (t *test) verifyParams(n *node) int {

@@ -1,0 +1,36 @@
+// Package cmcommon is what librdmacm's example programs share (their common.c): address lookup as
+// get_rdma_addr does it. The tool clones cmatose and udaddy use it.
+package cmcommon
+
+import (
+	"net"
+	"net/netip"
+)
+
+// GetAddr is get_rdma_addr: host (or, with none, the wildcard for a passive lookup and 127.0.0.1 for an active
+// one) and the service port looked up for network ("tcp" for RC tools, "udp" for UD ones). On failure it returns
+// getaddrinfo's gai_strerror text, which the tools print.
+func GetAddr(network, service, host string, numeric, passive bool) (netip.AddrPort, string) {
+	port, err := net.LookupPort(network, service)
+	if err != nil {
+		return netip.AddrPort{}, "Servname not supported for ai_socktype"
+	}
+	if host == "" {
+		if passive {
+			return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(port)), ""
+		}
+		return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), ""
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return netip.AddrPortFrom(a, uint16(port)), ""
+	}
+	if numeric {
+		return netip.AddrPort{}, "Name or service not known"
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, "Name or service not known"
+	}
+	a, _ := netip.AddrFromSlice(ips[0])
+	return netip.AddrPortFrom(a.Unmap(), uint16(port)), ""
+}
