@@ -110,7 +110,7 @@ func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (c *Conn, err error) {
 	c.writeReady = func() bool { return c.canSend() || !c.writable || c.err != nil }
 	defer func() {
 		if err != nil {
-			c.release()
+			c.releaseLocal()
 			c = nil
 		}
 	}()
@@ -695,16 +695,25 @@ func (c *Conn) Close() error {
 	return c.opErr("close", c.closeErr)
 }
 
-// release frees everything setup made, children first.
+// release frees everything: the connection's own objects, then the id
+// (which sends DREQ if still connected) and its event channel. The id must go
+// last: destroying a channel's last id releases the channel's PD and context.
 func (c *Conn) release() error {
+	err := c.releaseLocal()
+	return errors.Join(err, c.id.Destroy(), c.ch.Close())
+}
+
+// releaseLocal frees what setup made (QP, MRs, CQ, completion channel,
+// buffers), children first.
+func (c *Conn) releaseLocal() error {
 	var errs []error
 	add := func(err error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if c.id != nil {
-		add(c.id.Destroy()) // sends DREQ if still connected; destroys the QP
+	if c.qp != nil {
+		add(c.id.DestroyQP())
 	}
 	add(c.smr.Close())
 	add(c.rmr.Close())
@@ -715,9 +724,6 @@ func (c *Conn) release() error {
 		if b != nil {
 			add(b.Close())
 		}
-	}
-	if c.ch != nil {
-		add(c.ch.Close())
 	}
 	return errors.Join(errs...)
 }

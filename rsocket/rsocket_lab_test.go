@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -17,9 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/goverbs/rdmacm"
 	"github.com/goverbs/goverbs/rsocket"
 	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/labtest"
+	"github.com/goverbs/goverbs/uverbs"
+	"golang.org/x/sys/unix"
 )
 
 // labIP is the address of the netdev carrying rxe0 in the lab.
@@ -54,7 +59,13 @@ func pair(t *testing.T, port int) (net.Conn, net.Conn, net.Listener) {
 	if s.err != nil {
 		t.Fatal(s.err)
 	}
-	t.Cleanup(func() { c.Close(); s.c.Close() })
+	t.Cleanup(func() {
+		for _, x := range []net.Conn{c, s.c} {
+			if err := x.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+				t.Errorf("close: %v", err)
+			}
+		}
+	})
 	return c, s.c, ln
 }
 
@@ -433,5 +444,124 @@ func TestLabNoLeak(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// hostileDial connects to an rsocket listener with a raw rdma_cm RC
+// connection that presents valid rsockets connection data, and returns it
+// with a function that sends one zero-length WRITE WITH IMM.
+func hostileDial(t *testing.T, port int) func(imm uint32) {
+	t.Helper()
+	var mr *uverbs.MR
+	buf, err := uverbs.AllocBuffer(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv := make([]byte, 40)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := rdmacm.Dial(ctx, netip.MustParseAddrPort(hostPort(port)), &rdmacm.Options{
+		Cap:         uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1},
+		PrivateData: priv,
+		Setup: func(c *rdmacm.Conn) error {
+			var err error
+			if mr, err = c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite); err != nil {
+				return err
+			}
+			// version 1, flags IOMAP, 64 credits; target SGL = 2 entries at the buffer; data buffer = 2 KiB after it.
+			priv[0], priv[1] = 1, 2
+			binary.BigEndian.PutUint16(priv[2:], 64)
+			binary.BigEndian.PutUint64(priv[8:], mr.Addr())
+			binary.BigEndian.PutUint32(priv[16:], mr.RKey())
+			binary.BigEndian.PutUint32(priv[20:], 2)
+			binary.BigEndian.PutUint64(priv[24:], mr.Addr()+2048)
+			binary.BigEndian.PutUint32(priv[32:], mr.RKey())
+			binary.BigEndian.PutUint32(priv[36:], 1024)
+			wrs := make([]uverbs.RecvWR, 64)
+			_, err = c.QP().PostRecv(wrs)
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		mr.Close()
+		buf.Close()
+	})
+	wr := []uverbs.SendWR{{Opcode: uverbs.WRRDMAWriteWithImm, Flags: uverbs.SendSignaled}}
+	wc := make([]uverbs.WC, 16)
+	return func(imm uint32) {
+		wr[0].Imm = imm
+		if _, err := c.QP().PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			for i := range c.SendCQ().Poll(wc) {
+				if wc[i].Status != uverbs.WCSuccess {
+					t.Logf("hostile send: %s", uverbs.WCStatusString(wc[i].Status))
+				}
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		t.Fatal("hostile send did not complete")
+	}
+}
+
+// TestLabHostile: a peer sending garbage or exceeding what it was given gets
+// its connection failed with ErrProtocol (EPROTO), never a panic or a hang.
+func TestLabHostile(t *testing.T) {
+	labtest.Require(t)
+	for i, tc := range []struct {
+		name string
+		imms []uint32
+	}{
+		{"reserved opcode", []uint32{5 << 29}},
+		{"opcode WRITE", []uint32{2<<29 | 100}},
+		{"data beyond the buffer", []uint32{0x1FFFFFFF}},
+		{"credits exceeded", func() []uint32 {
+			m := make([]uint32, 400) // 1-byte messages: more than rq_size (384) outstanding
+			for i := range m {
+				m[i] = 1
+			}
+			return m
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := 20440 + i
+			ln, err := rsocket.Listen("rdma", fmt.Sprintf(":%d", port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			acc := make(chan net.Conn, 1)
+			go func() {
+				c, _ := ln.Accept()
+				acc <- c
+			}()
+			send := hostileDial(t, port)
+			c := <-acc
+			if c == nil {
+				t.Fatal("no connection accepted")
+			}
+			defer c.Close()
+			for _, imm := range tc.imms {
+				send(imm)
+			}
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			var err2 error
+			for err2 == nil {
+				_, err2 = c.Read(make([]byte, 1<<20))
+			}
+			if !errors.Is(err2, rsocket.ErrProtocol) || !errors.Is(err2, unix.EPROTO) {
+				t.Fatalf("read: %v, want ErrProtocol", err2)
+			}
+			t.Logf("read: %v", err2)
+			if _, err := c.Write([]byte("x")); err == nil {
+				t.Error("write on a failed connection succeeded")
+			}
+		})
 	}
 }
