@@ -550,11 +550,16 @@ func TestLabHostile(t *testing.T) {
 			for _, imm := range tc.imms {
 				send(imm)
 			}
+			t.Logf("after sending: %s", rsocket.DebugState(c))
 			c.SetReadDeadline(time.Now().Add(20 * time.Second))
 			var err2 error
+			total := 0
 			for err2 == nil {
-				_, err2 = c.Read(make([]byte, 1<<20))
+				var n int
+				n, err2 = c.Read(make([]byte, 1<<20))
+				total += n
 			}
+			t.Logf("read %d bytes, then %v; %s", total, err2, rsocket.DebugState(c))
 			if !errors.Is(err2, rsocket.ErrProtocol) || !errors.Is(err2, unix.EPROTO) {
 				t.Fatalf("read: %v, want ErrProtocol", err2)
 			}

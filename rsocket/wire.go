@@ -140,6 +140,8 @@ type rx struct {
 
 	rseqNo, rseqComp uint16
 	sseqComp         uint16 // the peer's credit limit for our sends (from its SGL messages)
+	recvSeq          uint16 // credit-consuming messages received (DATA and IOMAP_SGL, as the sender counts them)
+	granted          uint16 // the credit limit we last gave the peer
 
 	ctrlSeqno, ctrlMaxSeqno uint32
 	remoteSGE               int // entry of the peer's target SGL array we publish into next
@@ -152,7 +154,7 @@ type rx struct {
 
 func newRx(rbufSize int, rqSize uint16) rx {
 	return rx{rbufSize: rbufSize, rqSize: rqSize, bytesAvail: rbufSize / 2, freeOffset: rbufSize / 2,
-		ring: make([]uint32, int(rqSize)+1), rseqComp: rqSize / 2, ctrlMaxSeqno: ctrlSlots, remoteSGE: 1,
+		ring: make([]uint32, int(rqSize)+1), rseqComp: rqSize / 2, granted: rqSize, ctrlMaxSeqno: ctrlSlots, remoteSGE: 1,
 		remoteSGLLen: sglSize}
 }
 
@@ -164,7 +166,11 @@ func (r *rx) published() int { return r.rbufSize - r.bytesAvail }
 // onRecv handles the immediate data of one receive completion. A message that
 // breaks the protocol returns an error matching ErrProtocol and changes nothing.
 func (r *rx) onRecv(imm uint32) error {
-	switch op, data := msgOp(imm), msgData(imm); op {
+	op, data := msgOp(imm), msgData(imm)
+	if (op == opData || op == opIOMapSGL) && int16(r.recvSeq-r.granted) >= 0 {
+		return fmt.Errorf("message %d beyond the credit limit %d: %w", r.recvSeq, r.granted, ErrProtocol)
+	}
+	switch op {
 	case opData:
 		n := int(data)
 		if r.unread+n > r.published() {
@@ -180,10 +186,12 @@ func (r *rx) onRecv(imm uint32) error {
 		r.ring[r.tail] = data
 		r.tail = next
 		r.unread += n
+		r.recvSeq++
 	case opSGL:
 		r.sseqComp = uint16(data)
 	case opIOMapSGL:
 		r.iomapUpdates++
+		r.recvSeq++
 	case opCtrl:
 		switch data {
 		case ctrlDisc:
@@ -251,6 +259,7 @@ func (r *rx) takeCredit() credit {
 	c := credit{slot: int(r.ctrlSeqno & (ctrlSlots - 1))}
 	r.ctrlSeqno++
 	r.rseqComp = r.rseqNo + r.rqSize/2
+	r.granted = r.rseqNo + r.rqSize
 	c.imm = msg(opSGL, uint32(r.rseqNo)+uint32(r.rqSize))
 	if r.bytesAvail >= r.rbufSize/2 {
 		c.publish, c.offset, c.sgeIndex = true, r.freeOffset, r.remoteSGE

@@ -118,13 +118,31 @@ func TestRxMessages(t *testing.T) {
 	if !r.shutReceived || !r.discReceived {
 		t.Error("control messages not seen")
 	}
-	// More messages than the ring holds is a credit violation.
+	// More messages than the credits given is a violation, even when they are read in between.
+	p := make([]byte, 1)
 	var err error
-	for i := 0; i < 17 && err == nil; i++ {
-		err = r.onRecv(msg(opData, 1))
+	i := 0
+	for ; i < 40 && err == nil; i++ {
+		if err = r.onRecv(msg(opData, 1)); err == nil {
+			r.read(p, make([]byte, 1<<16))
+		}
 	}
-	if !errors.Is(err, ErrProtocol) {
-		t.Fatalf("17 messages with 16 credits: %v", err)
+	if !errors.Is(err, ErrProtocol) || i != 17 {
+		t.Fatalf("message %d with 16 credits: %v", i, err)
+	}
+	// A new grant allows rseqNo + rqSize.
+	r.ctrlMaxSeqno++
+	r.takeCredit()
+	if r.granted != 16+16 {
+		t.Fatalf("granted %d", r.granted)
+	}
+	for i := 16; i < 32; i++ {
+		if err := r.onRecv(msg(opData, 1)); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	if err := r.onRecv(msg(opIOMapSGL, 0)); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("IOMAP_SGL beyond credits: %v", err)
 	}
 }
 
