@@ -53,6 +53,7 @@ type Conn struct {
 	connected, readable, writable bool
 	err                           error // sticky connection error
 	closed                        bool
+	tearing                       bool // Close is destroying the QP and CQ: cqLoop must not touch them
 
 	wc   [32]uverbs.WC
 	swr  [1]uverbs.SendWR
@@ -201,24 +202,31 @@ func (c *Conn) start() {
 	c.process()
 	c.mu.Unlock()
 	c.workers.Add(2)
-	go c.cqLoop(ctx)
+	go c.cqLoop()
 	go c.cmLoop(ctx)
 }
 
-func (c *Conn) cqLoop(ctx context.Context) {
+// cqLoop waits for completion events. It waits with context.Background (so
+// waiting allocates nothing) and ends when Close closes the completion channel.
+func (c *Conn) cqLoop() {
 	defer c.workers.Done()
 	for {
-		cq, err := c.cc.GetEvent(ctx)
+		cq, err := c.cc.GetEvent(context.Background())
 		if err != nil {
-			if ctx.Err() == nil {
-				c.mu.Lock()
+			c.mu.Lock()
+			if !c.tearing {
 				c.fail(err)
-				c.mu.Unlock()
 			}
+			c.mu.Unlock()
+			c.wakeAll()
 			return
 		}
 		cq.AckEvents(1)
 		c.mu.Lock()
+		if c.tearing {
+			c.mu.Unlock()
+			return
+		}
 		if err := c.cq.ReqNotify(false); err != nil {
 			c.fail(err)
 		}
@@ -682,10 +690,12 @@ func (c *Conn) Close() error {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = nil // the peer is gone or stuck: tear down anyway
 		}
+		c.tearing = true
 		c.mu.Unlock()
-		c.stop()
-		c.workers.Wait()
+		c.stop() // the CM loop
+		// Closing the completion channel (in release, after the CQ) ends cqLoop's wait.
 		c.closeErr = errors.Join(err, c.release())
+		c.workers.Wait()
 		c.wmu.Unlock()
 		c.rmu.Unlock()
 	})
