@@ -46,6 +46,8 @@ func TestMultiCall(t *testing.T) {
 		{"rping", "rping", "rdmacm-utils", []string{"-x"}},
 		{"rping", "rping", "rdmacm-utils", []string{"-c", "-S", "5"}},
 		{"rping", "rping", "rdmacm-utils", []string{"-c", "-a", "127.0.0.1"}},
+		{"rstream", "rstream", "rdmacm-utils", []string{"-x"}},
+		{"rstream", "rstream", "rdmacm-utils", []string{"-T", "q"}},
 	}
 	for _, c := range cases {
 		NeedTool(t, c.ctool, c.pkg)
