@@ -14,3 +14,11 @@ func DebugState(nc net.Conn) string {
 		c.rx.head, c.rx.tail, c.rx.unread, c.rx.rseqNo, c.rx.rseqComp, c.rx.ctrlSeqno, c.rx.ctrlMaxSeqno,
 		c.connected, c.readable, c.writable, c.err)
 }
+
+// DebugErr is a Conn's sticky error (tests only).
+func DebugErr(nc net.Conn) error {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}

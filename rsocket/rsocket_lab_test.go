@@ -557,6 +557,11 @@ func TestLabHostile(t *testing.T) {
 					break
 				}
 			}
+			// Wait for the connection to have processed everything (without reading, so it
+			// grants no further credits), i.e. until it failed.
+			for deadline := time.Now().Add(20 * time.Second); rsocket.DebugErr(c) == nil && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
 			t.Logf("after sending: %s", rsocket.DebugState(c))
 			c.SetReadDeadline(time.Now().Add(20 * time.Second))
 			var err2 error
