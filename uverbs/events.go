@@ -32,8 +32,12 @@ func (p *pollFile) read(ctx context.Context, b []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { p.f.SetReadDeadline(time.Now()) })
-	defer stop()
+	// A context that can never end (context.Background) needs no watcher, and
+	// then waiting allocates nothing: event-driven data paths stay allocation-free.
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { p.f.SetReadDeadline(time.Now()) })
+		defer stop()
+	}
 	n, err := p.f.Read(b)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/rdmatool"
 	"github.com/goverbs/goverbs/internal/tools/rdmax"
 	"github.com/goverbs/goverbs/internal/tools/rping"
+	"github.com/goverbs/goverbs/internal/tools/rstream"
 	"github.com/goverbs/goverbs/internal/tools/udaddy"
 )
 
@@ -81,6 +82,8 @@ var commands = []Command{
 	{Name: "atomic_lat", Aliases: []string{"ib_atomic_lat"}, Summary: "atomic latency, same as ib_atomic_lat", Run: perftest.MainProg},
 	{Name: "rping", Aliases: []string{"rping"}, Summary: "RDMA CM ping-pong with RDMA READ/WRITE, same as rdmacm-utils' rping",
 		Run: rping.Main},
+	{Name: "rstream", Aliases: []string{"rstream"}, Summary: "rsockets stream benchmark over package rsocket, same as rdmacm-utils' rstream",
+		Run: rstream.Main},
 	{Name: "ucmatose", Aliases: []string{"ucmatose"}, Summary: "RC connections through rdma_cm with SEND traffic, same as rdmacm-utils' ucmatose",
 		Run: cmatose.Main},
 	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",

@@ -1,0 +1,463 @@
+// Package rstream is rdmacm-utils' rstream (librdmacm/examples/rstream.c, v44)
+// over package rsocket: the same options, test sequence, data pattern (-T v)
+// and result lines, wire-compatible with the C tool in both roles.
+package rstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/rsocket"
+	"golang.org/x/sys/unix"
+)
+
+// testSizes is rstream's size table: {size, option}; option 1 sizes run only with -S all.
+var testSizes = [][2]int{
+	{1 << 6, 0},
+	{1 << 7, 1}, {1<<7 + 1<<6, 1},
+	{1 << 8, 1}, {1<<8 + 1<<7, 1},
+	{1 << 9, 1}, {1<<9 + 1<<8, 1},
+	{1 << 10, 1}, {1<<10 + 1<<9, 1},
+	{1 << 11, 1}, {1<<11 + 1<<10, 1},
+	{1 << 12, 0}, {1<<12 + 1<<11, 1},
+	{1 << 13, 1}, {1<<13 + 1<<12, 1},
+	{1 << 14, 1}, {1<<14 + 1<<13, 1},
+	{1 << 15, 1}, {1<<15 + 1<<14, 1},
+	{1 << 16, 0}, {1<<16 + 1<<15, 1},
+	{1 << 17, 1}, {1<<17 + 1<<16, 1},
+	{1 << 18, 1}, {1<<18 + 1<<17, 1},
+	{1 << 19, 1}, {1<<19 + 1<<18, 1},
+	{1 << 20, 0}, {1<<20 + 1<<19, 1},
+	{1 << 21, 1}, {1<<21 + 1<<20, 1},
+	{1 << 22, 1}, {1<<22 + 1<<21, 1},
+}
+
+type optimization int
+
+const (
+	optMixed optimization = iota
+	optLatency
+	optBandwidth
+)
+
+type state struct {
+	stdout, stderr io.Writer
+
+	dst, src   string
+	port       string
+	useRS      bool
+	verify     bool
+	custom     bool
+	sizeOption int
+	iterations int
+	size       int
+	count      int
+	bufferSize int
+	inline     int
+	keepalive  int
+	testName   string
+	opt        optimization
+
+	ln   net.Listener
+	conn net.Conn
+	buf  []byte
+
+	formatData, verifyData byte
+	verifyTotal            int64
+}
+
+// sizeStr is common.c's size_str.
+func sizeStr(size int64) string {
+	var base int64 = 1
+	mag := ""
+	switch {
+	case size >= 1<<30:
+		base, mag = 1<<30, "g"
+	case size >= 1<<20:
+		base, mag = 1<<20, "m"
+	case size >= 1<<10:
+		base, mag = 1<<10, "k"
+	}
+	var fraction int64
+	if size/base < 10 {
+		fraction = (size % base) * 10 / base
+	}
+	if fraction != 0 {
+		return fmt.Sprintf("%d.%d%s", size/base, fraction, mag)
+	}
+	return fmt.Sprintf("%d%s", size/base, mag)
+}
+
+// cntStr is common.c's cnt_str.
+func cntStr(cnt int64) string {
+	switch {
+	case cnt >= 1000000000:
+		return fmt.Sprintf("%db", cnt/1000000000)
+	case cnt >= 1000000:
+		return fmt.Sprintf("%dm", cnt/1000000)
+	case cnt >= 1000:
+		return fmt.Sprintf("%dk", cnt/1000)
+	}
+	return fmt.Sprintf("%d", cnt)
+}
+
+// sizeToCount is common.c's size_to_count.
+func sizeToCount(size int) int {
+	switch {
+	case size >= 1<<20:
+		return 100
+	case size >= 1<<16:
+		return 1000
+	case size >= 1<<10:
+		return 10000
+	}
+	return 100000
+}
+
+func (s *state) showPerf(elapsed time.Duration) {
+	usec := float32(elapsed.Microseconds())
+	bytes := int64(s.iterations) * int64(s.count) * int64(s.size) * 2
+	fmt.Fprintf(s.stdout, "%-10s%-8s%-8s%-8s%-8s%8.2fs%10.2f%11.2f\n", s.testName, sizeStr(int64(s.size)),
+		cntStr(int64(s.count)), cntStr(int64(s.iterations)), sizeStr(bytes), float64(usec/1000000.),
+		float64(bytes*8)/(1000.*float64(usec)), float64((usec/float32(s.iterations))/float32(s.count*2)))
+}
+
+func (s *state) perror(what string, err error) {
+	fmt.Fprintf(s.stderr, "%s: %s\n", what, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
+}
+
+func (s *state) sendXfer(size int) error {
+	b := s.buf[:size]
+	if s.verify {
+		for i := range b {
+			b[i] = s.formatData
+			s.formatData++
+		}
+	}
+	if _, err := s.conn.Write(b); err != nil {
+		s.perror("rsend", err)
+		return err
+	}
+	return nil
+}
+
+func (s *state) recvXfer(size int) error {
+	b := s.buf[:size]
+	if _, err := io.ReadFull(s.conn, b); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			err = unix.ECONNRESET
+		}
+		s.perror("rrecv", err)
+		return err
+	}
+	if s.verify {
+		for _, c := range b {
+			if c != s.verifyData {
+				fmt.Fprintf(s.stdout, "data verification failed byte %d\n", s.verifyTotal)
+				return errors.New("verification failed")
+			}
+			s.verifyData++
+			s.verifyTotal++
+		}
+	}
+	return nil
+}
+
+func (s *state) runTest() error {
+	client := s.dst != ""
+	first, second := s.recvXfer, s.sendXfer
+	if client {
+		first, second = s.sendXfer, s.recvXfer
+	}
+	if err := first(16); err != nil {
+		return err
+	}
+	if err := second(16); err != nil {
+		return err
+	}
+	start := time.Now()
+	for range s.iterations {
+		for range s.count {
+			if err := first(s.size); err != nil {
+				return err
+			}
+		}
+		for range s.count {
+			if err := second(s.size); err != nil {
+				return err
+			}
+		}
+	}
+	s.showPerf(time.Since(start))
+	return nil
+}
+
+// options are set_options: SO_SNDBUF/SO_RCVBUF (doubled by rsockets), and the
+// inline size by optimization.
+func (s *state) options() rsocket.Options {
+	b := s.bufferSize
+	if b == 0 {
+		b = 1 << 19
+	}
+	o := rsocket.Options{SendBuffer: 2 * b, RecvBuffer: 2 * b}
+	switch s.opt {
+	case optLatency:
+		o.InlineSize = s.inline
+		if o.InlineSize == 0 {
+			o.InlineSize = -1
+		}
+	case optBandwidth:
+		o.InlineSize = -1
+	}
+	return o
+}
+
+func (s *state) keepaliveLines() {
+	if s.keepalive != 0 {
+		fmt.Fprintf(s.stdout, "Keepalive: ON\n  time: %d\n", s.keepalive)
+	}
+}
+
+func (s *state) serverListen() error {
+	addr := net.JoinHostPort(s.src, s.port)
+	var err error
+	if s.useRS {
+		network := "rdma4"
+		if strings.Contains(s.src, ":") {
+			network = "rdma6"
+		}
+		lc := rsocket.ListenConfig{Options: s.options(), Backlog: 1}
+		s.ln, err = lc.Listen(context.Background(), network, addr)
+	} else {
+		s.ln, err = net.Listen("tcp", addr)
+	}
+	if err != nil {
+		var dns *net.DNSError
+		if errors.As(err, &dns) {
+			fmt.Fprintf(s.stdout, "getaddrinfo: %s\n", "Name or service not known")
+		} else {
+			s.perror("rbind", err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *state) serverConnect() error {
+	s.keepaliveLines()
+	c, err := s.ln.Accept()
+	if err != nil {
+		s.perror("raccept", err)
+		return err
+	}
+	s.conn = c
+	s.keepaliveLines()
+	return nil
+}
+
+func (s *state) clientConnect() error {
+	s.keepaliveLines()
+	addr := net.JoinHostPort(s.dst, s.port)
+	var err error
+	if s.useRS {
+		d := rsocket.Dialer{Options: s.options()}
+		if s.src != "" {
+			ip, perr := net.ResolveIPAddr("ip", s.src)
+			if perr != nil {
+				fmt.Fprintf(s.stdout, "getaddrinfo src_addr: %s\n", "Name or service not known")
+				return perr
+			}
+			if a, ok := netip.AddrFromSlice(ip.IP); ok {
+				d.LocalAddr = a.Unmap()
+			}
+		}
+		s.conn, err = d.DialContext(context.Background(), "rdma", addr)
+	} else {
+		s.conn, err = net.Dial("tcp", addr)
+	}
+	if err != nil {
+		var dns *net.DNSError
+		if errors.As(err, &dns) {
+			fmt.Fprintf(s.stdout, "getaddrinfo: %s\n", "Name or service not known")
+		} else {
+			s.perror("rconnect", err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *state) closeConn() {
+	if s.conn != nil {
+		s.conn.Close()
+		s.conn = nil
+	}
+}
+
+func (s *state) run() int {
+	if s.custom {
+		s.buf = make([]byte, max(s.size, 16))
+	} else {
+		s.buf = make([]byte, testSizes[len(testSizes)-1][0])
+	}
+	if s.dst == "" {
+		if err := s.serverListen(); err != nil {
+			return 255
+		}
+		defer s.ln.Close()
+	}
+	fmt.Fprintf(s.stdout, "%-10s%-8s%-8s%-8s%-8s%8s %10s%13s\n", "name", "bytes", "xfers", "iters", "total", "time", "Gb/sec", "usec/xfer")
+	connect := s.clientConnect
+	if s.dst == "" {
+		connect = s.serverConnect
+	}
+	if !s.custom {
+		s.opt = optLatency
+		if connect() != nil {
+			return 255
+		}
+		for _, ts := range testSizes {
+			if ts[1] > s.sizeOption {
+				continue
+			}
+			s.testName = sizeStr(int64(ts[0])) + "_lat"
+			s.count, s.size, s.iterations = 1, ts[0], sizeToCount(ts[0])
+			s.runTest()
+		}
+		s.closeConn()
+		s.opt = optBandwidth
+		if connect() != nil {
+			return 255
+		}
+		for _, ts := range testSizes {
+			if ts[1] > s.sizeOption {
+				continue
+			}
+			s.testName = sizeStr(int64(ts[0])) + "_bw"
+			s.iterations, s.size, s.count = 1, ts[0], sizeToCount(ts[0])
+			s.runTest()
+		}
+		s.closeConn()
+		return 0
+	}
+	if connect() != nil {
+		return 255
+	}
+	err := s.runTest()
+	s.closeConn()
+	if err != nil {
+		return 255
+	}
+	return 0
+}
+
+func (s *state) usage(prog string) int {
+	for _, l := range []string{"usage: " + prog, "\t[-s server_address]", "\t[-b bind_address]", "\t[-f address_format]",
+		"\t    name, ip, ipv6, or gid", "\t[-B buffer_size]", "\t[-i inline_size]", "\t[-I iterations]",
+		"\t[-C transfer_count]", "\t[-S transfer_size or all]", "\t[-p port_number]", "\t[-k keepalive_time]",
+		"\t[-T test_option]", "\t    s|sockets - use standard tcp/ip sockets", "\t    a|async - asynchronous operation (use poll)",
+		"\t    b|blocking - use blocking calls", "\t    f|fork - fork server processing",
+		"\t    n|nonblocking - use nonblocking calls", "\t    r|resolve - use rdma cm to resolve address",
+		"\t    v|verify - verify data"} {
+		fmt.Fprintln(s.stdout, l)
+	}
+	return 1
+}
+
+// setTestOpt is set_test_opt. Blocking, non-blocking and async (rpoll) modes
+// behave alike here (Go's runtime does the waiting); fork serves with plain
+// sockets as the C tool does, without forking.
+func (s *state) setTestOpt(arg string) bool {
+	prefix := func(word string) bool {
+		return len(arg) >= len(word) && strings.EqualFold(arg[:len(word)], word)
+	}
+	if len(arg) == 1 {
+		switch arg[0] {
+		case 's', 'f':
+			s.useRS = false
+		case 'a', 'b', 'n', 'r':
+		case 'v':
+			s.verify = true
+		default:
+			return false
+		}
+		return true
+	}
+	switch {
+	case prefix("socket"), prefix("fork"):
+		s.useRS = false
+	case prefix("async"), prefix("block"), prefix("nonblock"), prefix("resolve"):
+	case prefix("verify"):
+		s.verify = true
+	default:
+		return false
+	}
+	return true
+}
+
+// Run runs rstream: prog is argv[0], args the rest; the result is the exit status.
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
+	s := &state{stdout: stdout, stderr: stderr, port: "7471", useRS: true, iterations: 1, size: 1000, count: 1000,
+		inline: 64, testName: "custom"}
+	p := getopt.New(prog, args, "s:b:f:B:i:I:C:S:p:k:T:", nil, stderr, false)
+	for {
+		o, ok := p.Next()
+		if !ok {
+			break
+		}
+		switch o.Val {
+		case 's':
+			s.dst = o.Arg
+		case 'b':
+			s.src = o.Arg
+		case 'f':
+			switch {
+			case len(o.Arg) >= 2 && strings.EqualFold(o.Arg[:2], "ip"):
+			case len(o.Arg) >= 3 && strings.EqualFold(o.Arg[:3], "gid"):
+				fmt.Fprintf(stderr, "%s: AF_IB (gid) addresses are not supported\n", prog)
+				return 1
+			default:
+				fmt.Fprintf(stderr, "Warning: unknown address format\n")
+			}
+		case 'B':
+			s.bufferSize = int(cstd.Atoi(o.Arg))
+		case 'i':
+			s.inline = int(cstd.Atoi(o.Arg))
+		case 'I':
+			s.custom = true
+			s.iterations = int(cstd.Atoi(o.Arg))
+		case 'C':
+			s.custom = true
+			s.count = int(cstd.Atoi(o.Arg))
+		case 'S':
+			if len(o.Arg) >= 3 && strings.EqualFold(o.Arg[:3], "all") {
+				s.sizeOption = 1
+			} else {
+				s.custom = true
+				s.size = int(cstd.Atoi(o.Arg))
+			}
+		case 'p':
+			s.port = o.Arg
+		case 'k':
+			s.keepalive = int(cstd.Atoi(o.Arg))
+		case 'T':
+			if !s.setTestOpt(o.Arg) {
+				return s.usage(prog)
+			}
+		default:
+			return s.usage(prog)
+		}
+	}
+	if s.size < 0 || s.count < 0 || s.iterations < 0 {
+		return s.usage(prog)
+	}
+	return s.run()
+}

@@ -1,0 +1,778 @@
+package rsocket
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goverbs/goverbs/rdmacm"
+	"github.com/goverbs/goverbs/uverbs"
+	"golang.org/x/sys/unix"
+)
+
+// Conn is a stream rsocket: a net.Conn over an RC QP that speaks librdmacm's
+// rsockets protocol. Read and Write may run concurrently (one reader and one
+// writer; further callers queue); Close wakes both.
+type Conn struct {
+	ch *rdmacm.Channel
+	id *rdmacm.ID
+	qp *uverbs.QP
+	cq *uverbs.CQ
+	cc *uverbs.CompChannel
+
+	sbuf, rbuf, tbuf *uverbs.Buffer
+	smr, rmr, tmr    *uverbs.MR
+	sb, rb, tl       []byte // send ring (+ control slots), receive buffer, target SGL array (+ iomap table)
+
+	sqSize, rqSize uint16
+	inline         int
+	sbufSize       int
+	pollTime       time.Duration
+
+	local, remote *Addr
+
+	mu sync.Mutex // everything below, the QP and the CQ
+	rx rx
+
+	sqeAvail  int
+	sbufAvail int
+	soff      int // next free byte of the send ring
+	sseqNo    uint16
+	targetSGE int
+	remoteSGL sge
+	peerBE    bool // the peer is big-endian: what we write into its memory is big-endian
+
+	connected, readable, writable bool
+	err                           error // sticky connection error
+	closed                        bool
+	tearing                       bool // Close is destroying the QP and CQ: cqLoop must not touch them
+
+	wc   [32]uverbs.WC
+	swr  [1]uverbs.SendWR
+	ssge [2]uverbs.SGE
+	rwr  []uverbs.RecvWR
+
+	rmu, wmu     sync.Mutex // one reader, one writer at a time
+	rwake, wwake chan struct{}
+	cwake        chan struct{}
+	done         chan struct{}
+	rdl, wdl     atomic.Int64 // deadlines (UnixNano, 0 = none)
+	rtimer       *time.Timer
+	wtimer       *time.Timer
+
+	readReady, writeReady func() bool // for spin, made once (no allocation per call)
+
+	stop     context.CancelFunc
+	workers  sync.WaitGroup
+	closeErr error
+	once     sync.Once
+}
+
+// Addr is the address of an rsocket endpoint (network "rdma").
+type Addr struct {
+	netip.AddrPort
+}
+
+// Network is "rdma".
+func (a *Addr) Network() string { return "rdma" }
+
+var _ net.Conn = (*Conn)(nil)
+
+func newWake() chan struct{} { return make(chan struct{}, 1) }
+
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
+
+// setup makes the CQ, QP and buffers of a new connection and posts the receives
+// (rs_create_ep). id must be resolved (active) or a connection request (passive).
+func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (c *Conn, err error) {
+	c = &Conn{ch: ch, id: id, sqSize: o.sqSize(), rqSize: o.rqSize(), sbufSize: o.sendBuffer(), pollTime: o.pollTime(),
+		rwake: newWake(), wwake: newWake(), cwake: newWake(), done: make(chan struct{}),
+		rtimer: stoppedTimer(), wtimer: stoppedTimer()}
+	c.readReady = func() bool { return c.rx.haveData() || !c.readable || c.err != nil }
+	c.writeReady = func() bool { return c.canSend() || !c.writable || c.err != nil }
+	defer func() {
+		if err != nil {
+			c.releaseLocal()
+			c = nil
+		}
+	}()
+	ctx, pd, err := id.Device()
+	if err != nil {
+		return nil, err
+	}
+	if c.cc, err = ctx.CreateCompChannel(); err != nil {
+		return nil, err
+	}
+	if c.cq, err = ctx.CreateCQ(uverbs.CQAttr{CQE: int(c.sqSize) + int(c.rqSize), Channel: c.cc}); err != nil {
+		return nil, err
+	}
+	if c.qp, err = id.CreateQP(&rdmacm.QPInitAttr{SendCQ: c.cq, RecvCQ: c.cq, SigAll: true, Cap: uverbs.QPCap{
+		MaxSendWR: uint32(c.sqSize), MaxRecvWR: uint32(c.rqSize), MaxSendSGE: 2, MaxRecvSGE: 1,
+		MaxInlineData: uint32(o.inlineSize())}}); err != nil {
+		return nil, err
+	}
+	c.inline = int(c.qp.Cap().MaxInlineData)
+	rbufSize := o.recvBuffer()
+	// The send ring, then the four 16-byte control slots (SGEs sent by credit messages).
+	if c.sbuf, err = uverbs.AllocBuffer(c.sbufSize + ctrlSlots*sgeLen); err != nil {
+		return nil, fmt.Errorf("rsocket: send buffer: %w", err)
+	}
+	c.sb = c.sbuf.Bytes()[:c.sbufSize+ctrlSlots*sgeLen]
+	if c.rbuf, err = uverbs.AllocBuffer(rbufSize); err != nil {
+		return nil, fmt.Errorf("rsocket: receive buffer: %w", err)
+	}
+	c.rb = c.rbuf.Bytes()[:rbufSize]
+	tlLen := sglSize*sgeLen + o.IOMapSize*iomapLen
+	if c.tbuf, err = uverbs.AllocBuffer(tlLen); err != nil {
+		return nil, fmt.Errorf("rsocket: target SGL: %w", err)
+	}
+	c.tl = c.tbuf.Bytes()[:tlLen]
+	if c.smr, err = pd.RegMR(c.sb, uverbs.AccessLocalWrite); err != nil {
+		return nil, err
+	}
+	remote := uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite
+	if c.rmr, err = pd.RegMR(c.rb, remote); err != nil {
+		return nil, err
+	}
+	if c.tmr, err = pd.RegMR(c.tl, remote); err != nil {
+		return nil, err
+	}
+	c.rx = newRx(rbufSize, c.rqSize)
+	c.sqeAvail = int(c.sqSize) - ctrlSlots
+	c.sbufAvail = c.sbufSize
+	c.rwr = make([]uverbs.RecvWR, c.rqSize)
+	for i := range c.rwr {
+		c.rwr[i].WRID = recvWRIDFlag
+	}
+	if _, err := c.qp.PostRecv(c.rwr); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// localData is our rs_conn_data.
+func (c *Conn) localData(iomapSize int) []byte {
+	d := connData{Version: connVersion, Flags: flagIOMap, Credits: c.rqSize, IOMapSize: valueToScale(iomapSize),
+		TargetSGL: sge{Addr: c.tmr.Addr(), Key: c.tmr.RKey(), Length: sglSize},
+		DataBuf:   sge{Addr: c.rmr.Addr(), Key: c.rmr.RKey(), Length: uint32(len(c.rb) / 2)}}
+	if hostBigEndian {
+		d.Flags |= flagNet
+	}
+	b := make([]byte, connDataLen)
+	d.marshal(b)
+	return b
+}
+
+// saveData takes the peer's rs_conn_data (rs_save_conn_data).
+func (c *Conn) saveData(d connData) {
+	c.remoteSGL = d.TargetSGL
+	c.rx.remoteSGLLen = int(max(1, min(d.TargetSGL.Length, 1<<16)))
+	c.peerBE = d.Flags&flagNet != 0
+	putSGE(c.tl[0:], d.DataBuf, binary.NativeEndian) // the peer's first receive half is our target SGE 0
+	c.rx.sseqComp = d.Credits
+}
+
+// start runs the connection: the first credits, the CQ event loop and the
+// CM event loop.
+func (c *Conn) start() {
+	var ctx context.Context
+	ctx, c.stop = context.WithCancel(context.Background())
+	c.mu.Lock()
+	c.connected, c.readable, c.writable = true, true, true
+	c.cq.ReqNotify(false)
+	c.process()
+	c.mu.Unlock()
+	c.workers.Add(2)
+	go c.cqLoop()
+	go c.cmLoop(ctx)
+}
+
+// cqLoop waits for completion events. It waits with context.Background (so
+// waiting allocates nothing) and ends when Close closes the completion channel.
+func (c *Conn) cqLoop() {
+	defer c.workers.Done()
+	for {
+		cq, err := c.cc.GetEvent(context.Background())
+		if err != nil {
+			c.mu.Lock()
+			if !c.tearing {
+				c.fail(err)
+			}
+			c.mu.Unlock()
+			c.wakeAll()
+			return
+		}
+		cq.AckEvents(1)
+		c.mu.Lock()
+		if c.tearing {
+			c.mu.Unlock()
+			return
+		}
+		if err := c.cq.ReqNotify(false); err != nil {
+			c.fail(err)
+		}
+		c.process()
+		c.mu.Unlock()
+		c.wakeAll()
+	}
+}
+
+func (c *Conn) cmLoop(ctx context.Context) {
+	defer c.workers.Done()
+	for {
+		ev, err := c.ch.GetEvent(ctx)
+		if err != nil {
+			return
+		}
+		if ev.ID != c.id {
+			continue
+		}
+		switch ev.Type {
+		case rdmacm.EventDisconnected, rdmacm.EventDeviceRemoval:
+			c.mu.Lock()
+			c.process() // a CTRL DISCONNECT may be waiting in the CQ
+			if c.connected {
+				c.connected = false
+				if !c.rx.discReceived && c.err == nil && (c.readable || c.writable) {
+					c.err = unix.ECONNRESET
+				}
+				c.readable, c.writable = false, false
+			}
+			c.mu.Unlock()
+			c.wakeAll()
+		}
+	}
+}
+
+func (c *Conn) wakeAll() {
+	poke(c.rwake)
+	poke(c.wwake)
+	poke(c.cwake)
+}
+
+// fail makes err the connection's error and stops the QP. c.mu is held.
+func (c *Conn) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+	if c.connected {
+		c.connected, c.readable, c.writable = false, false, false
+		c.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState)
+	}
+}
+
+// process polls the CQ dry (rs_poll_cq), reposts receives and sends credits
+// when due. c.mu is held.
+func (c *Conn) process() {
+	c.updateCredits()
+	for {
+		n, err := c.cq.Poll(c.wc[:])
+		if err != nil {
+			c.fail(fmt.Errorf("rsocket: %w", err))
+		}
+		if n == 0 {
+			break
+		}
+		recvs := 0
+		for i := range c.wc[:n] {
+			wc := &c.wc[i]
+			if wc.WRID&recvWRIDFlag != 0 {
+				if wc.Status != uverbs.WCSuccess {
+					if wc.Status != uverbs.WCWRFlushErr {
+						c.fail(fmt.Errorf("rsocket: receive completion: %w", wc.Err()))
+					}
+					continue
+				}
+				recvs++
+				if wc.Flags&uverbs.WCWithImm == 0 {
+					c.fail(fmt.Errorf("receive without immediate data (%d bytes): %w", wc.ByteLen, ErrProtocol))
+					continue
+				}
+				if c.err != nil {
+					continue
+				}
+				if err := c.rx.onRecv(wc.Imm); err != nil {
+					c.fail(err)
+					continue
+				}
+				if c.rx.discReceived && c.connected {
+					c.connected, c.readable, c.writable = false, false, false
+				} else if c.rx.shutReceived && c.readable {
+					if c.writable {
+						c.readable = false
+					} else {
+						c.connected, c.readable = false, false
+					}
+				}
+				continue
+			}
+			m := uint32(wc.WRID)
+			switch msgOp(m) {
+			case opSGL:
+				c.rx.ctrlMaxSeqno++
+			case opCtrl:
+				c.rx.ctrlMaxSeqno++
+				if msgData(m) == ctrlDisc {
+					c.connected, c.readable, c.writable = false, false, false
+				}
+			case opIOMapSGL:
+				c.sqeAvail++
+				c.sbufAvail += iomapLen
+			default:
+				c.sqeAvail++
+				c.sbufAvail += int(msgData(m))
+			}
+			if wc.Status != uverbs.WCSuccess && c.connected {
+				c.fail(fmt.Errorf("rsocket: send completion: %w: %w", wc.Err(), unix.EIO))
+			}
+		}
+		if recvs > 0 && c.connected {
+			if _, err := c.qp.PostRecv(c.rwr[:recvs]); err != nil {
+				c.fail(err)
+			}
+		}
+		if n < len(c.wc) {
+			break
+		}
+	}
+	c.updateCredits()
+}
+
+// updateCredits sends the credit messages that are due (rs_update_credits).
+func (c *Conn) updateCredits() {
+	if c.connected && c.rx.creditsDue() {
+		cr := c.rx.takeCredit()
+		w := &c.swr[0]
+		*w = uverbs.SendWR{WRID: uint64(cr.imm), Opcode: uverbs.WRRDMAWriteWithImm, Imm: cr.imm}
+		if cr.publish {
+			slot := c.sbufSize + cr.slot*sgeLen
+			o := binary.ByteOrder(binary.LittleEndian)
+			if c.peerBE {
+				o = binary.BigEndian
+			}
+			putSGE(c.sb[slot:], sge{Addr: c.rmr.Addr() + uint64(cr.offset), Key: c.rmr.RKey(), Length: uint32(len(c.rb) / 2)}, o)
+			c.ssge[0] = c.smr.SGE(slot, sgeLen)
+			w.SGL = c.ssge[:1]
+			w.RemoteAddr = c.remoteSGL.Addr + uint64(cr.sgeIndex)*sgeLen
+			w.RKey = c.remoteSGL.Key
+		}
+		if _, err := c.qp.PostSend(c.swr[:]); err != nil {
+			c.fail(err)
+		}
+	}
+}
+
+// target returns our current target SGE (the peer's receive buffer), written by the peer.
+func (c *Conn) target() (addr uint64, key, length uint32) {
+	b := c.tl[c.targetSGE*sgeLen:]
+	return binary.NativeEndian.Uint64(b), binary.NativeEndian.Uint32(b[8:]), binary.NativeEndian.Uint32(b[12:])
+}
+
+func (c *Conn) canSend() bool {
+	_, _, l := c.target()
+	return c.sqeAvail > 0 && c.sbufAvail >= sndLowat && c.sseqNo != c.rx.sseqComp && l != 0
+}
+
+// writeChunk sends p (len(p) <= what canSend allows) as one DATA message.
+func (c *Conn) writeChunk(p []byte) error {
+	n := len(p)
+	addr, key, length := c.target()
+	nsge := 1
+	if left := c.sbufSize - c.soff; n <= left {
+		copy(c.sb[c.soff:], p)
+		c.ssge[0] = c.smr.SGE(c.soff, n)
+		if c.soff += n; c.soff == c.sbufSize {
+			c.soff = 0
+		}
+	} else {
+		copy(c.sb[c.soff:c.sbufSize], p[:left])
+		copy(c.sb, p[left:])
+		c.ssge[0] = c.smr.SGE(c.soff, left)
+		c.ssge[1] = c.smr.SGE(0, n-left)
+		c.soff = n - left
+		nsge = 2
+	}
+	c.sseqNo++
+	c.sqeAvail--
+	c.sbufAvail -= n
+	b := c.tl[c.targetSGE*sgeLen:]
+	binary.NativeEndian.PutUint64(b, addr+uint64(n))
+	binary.NativeEndian.PutUint32(b[12:], length-uint32(n))
+	if length == uint32(n) {
+		if c.targetSGE++; c.targetSGE == sglSize {
+			c.targetSGE = 0
+		}
+	}
+	m := msg(opData, uint32(n))
+	var flags uverbs.SendFlags
+	if n <= c.inline {
+		flags = uverbs.SendInline
+	}
+	c.swr[0] = uverbs.SendWR{WRID: uint64(m), SGL: c.ssge[:nsge], Opcode: uverbs.WRRDMAWriteWithImm, Flags: flags,
+		Imm: m, RemoteAddr: addr, RKey: key}
+	_, err := c.qp.PostSend(c.swr[:])
+	return err
+}
+
+// wait blocks until wake fires, the deadline passes, or the conn is closed.
+func (c *Conn) wait(wake chan struct{}, dl *atomic.Int64, t *time.Timer) error {
+	d := dl.Load()
+	var tc <-chan time.Time
+	if d != 0 {
+		left := time.Until(time.Unix(0, d))
+		if left <= 0 {
+			return os.ErrDeadlineExceeded
+		}
+		t.Reset(left)
+		tc = t.C
+		defer t.Stop()
+	}
+	select {
+	case <-wake:
+	case <-tc:
+		return os.ErrDeadlineExceeded
+	case <-c.done:
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// spin polls the CQ for up to the poll time before sleeping (librdmacm's polling_time).
+func (c *Conn) spin(ready func() bool) bool {
+	if c.pollTime <= 0 {
+		return false
+	}
+	start := time.Now()
+	for time.Since(start) < c.pollTime {
+		c.mu.Lock()
+		c.process()
+		ok := ready()
+		c.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Conn) opErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &net.OpError{Op: op, Net: "rdma", Source: c.local, Addr: c.remote, Err: err}
+}
+
+// Read reads received bytes (rrecv). After the peer's orderly close it
+// returns io.EOF; after a reset, an error matching unix.ECONNRESET.
+func (c *Conn) Read(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if expired(&c.rdl) {
+		return 0, c.opErr("read", os.ErrDeadlineExceeded)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	spun := false
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return 0, c.opErr("read", net.ErrClosed)
+		}
+		if !c.rx.haveData() {
+			c.process()
+		}
+		if c.rx.haveData() {
+			n := c.rx.read(p, c.rb)
+			c.updateCredits()
+			c.mu.Unlock()
+			return n, nil
+		}
+		readable, err := c.readable, c.err
+		c.mu.Unlock()
+		if err != nil {
+			return 0, c.opErr("read", err)
+		}
+		if !readable {
+			return 0, io.EOF
+		}
+		if !spun {
+			spun = true
+			if c.spin(c.readReady) {
+				continue
+			}
+		}
+		if err := c.wait(c.rwake, &c.rdl, c.rtimer); err != nil {
+			return 0, c.opErr("read", err)
+		}
+	}
+}
+
+// Write sends p (rsend): copies into the send ring and RDMA-writes it into
+// the peer's receive buffer in chunks of 2 KiB doubling up to 64 KiB.
+func (c *Conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if expired(&c.wdl) {
+		return 0, c.opErr("write", os.ErrDeadlineExceeded)
+	}
+	done := 0
+	olen := olapStart
+	spun := false
+	for done < len(p) {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return done, c.opErr("write", net.ErrClosed)
+		}
+		if !c.canSend() {
+			c.process()
+		}
+		if !c.writable || c.err != nil {
+			err := c.err
+			if err == nil {
+				if c.rx.discReceived || !c.connected {
+					err = unix.ECONNRESET
+				} else {
+					err = unix.EPIPE // after CloseWrite
+				}
+			}
+			c.mu.Unlock()
+			return done, c.opErr("write", err)
+		}
+		if !c.canSend() {
+			c.mu.Unlock()
+			if !spun {
+				spun = true
+				if c.spin(c.writeReady) {
+					continue
+				}
+			}
+			if err := c.wait(c.wwake, &c.wdl, c.wtimer); err != nil {
+				return done, c.opErr("write", err)
+			}
+			continue
+		}
+		for done < len(p) && c.canSend() {
+			left := len(p) - done
+			xfer := left
+			if olen < left {
+				xfer = olen
+				if olen < maxTransfer {
+					olen <<= 1
+				}
+			}
+			xfer = min(xfer, c.sbufAvail)
+			if _, _, l := c.target(); xfer > int(l) {
+				xfer = int(l)
+			}
+			if err := c.writeChunk(p[done : done+xfer]); err != nil {
+				c.fail(err)
+				c.mu.Unlock()
+				return done, c.opErr("write", err)
+			}
+			done += xfer
+		}
+		c.mu.Unlock()
+	}
+	return done, nil
+}
+
+// allSendsDone is rs_conn_all_sends_done.
+func (c *Conn) allSendsDone() bool {
+	return int(c.rx.ctrlMaxSeqno-c.rx.ctrlSeqno)+c.sqeAvail == int(c.sqSize) || !c.connected
+}
+
+// shutdown is rshutdown: how is unix.SHUT_WR or SHUT_RDWR. c.mu is held; it
+// may be released while waiting (until deadline).
+func (c *Conn) shutdown(how int, deadline time.Time) error {
+	if c.connected {
+		var ctrl uint32
+		if how == unix.SHUT_RDWR {
+			ctrl = ctrlDisc
+			c.readable, c.writable = false, false
+		} else {
+			c.writable = false
+			ctrl = ctrlDisc
+			if c.readable {
+				ctrl = ctrlShutdown
+			}
+		}
+		if !c.waitLocked(func() bool { return c.rx.ctrlSeqno != c.rx.ctrlMaxSeqno || !c.connected }, deadline) {
+			return os.ErrDeadlineExceeded
+		}
+		if c.connected {
+			c.rx.ctrlSeqno++
+			m := msg(opCtrl, ctrl)
+			c.swr[0] = uverbs.SendWR{WRID: uint64(m), Opcode: uverbs.WRRDMAWriteWithImm, Imm: m}
+			if _, err := c.qp.PostSend(c.swr[:]); err != nil {
+				c.fail(err)
+				return err
+			}
+		}
+	}
+	if c.connected && !c.waitLocked(c.allSendsDone, deadline) {
+		return os.ErrDeadlineExceeded
+	}
+	return nil
+}
+
+// waitLocked waits with c.mu held (released while sleeping) until cond holds
+// or the deadline passes.
+func (c *Conn) waitLocked(cond func() bool, deadline time.Time) bool {
+	for {
+		c.process()
+		if cond() {
+			return true
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.cwake:
+		case <-time.After(min(left, 10*time.Millisecond)):
+		}
+		c.mu.Lock()
+	}
+}
+
+// CloseWrite shuts down the sending side (rshutdown SHUT_WR): the peer reads
+// EOF once it has read everything sent before; reading goes on.
+func (c *Conn) CloseWrite() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return c.opErr("close write", net.ErrClosed)
+	}
+	if !c.writable {
+		return nil
+	}
+	return c.opErr("close write", c.shutdown(unix.SHUT_WR, time.Now().Add(5*time.Second)))
+}
+
+// Close sends the rsockets DISCONNECT, waits (boundedly) for outstanding sends,
+// then destroys the connection's id, QP, CQ, memory and channels. Blocked
+// Read and Write calls return net.ErrClosed.
+func (c *Conn) Close() error {
+	first := false
+	c.once.Do(func() {
+		first = true
+		c.mu.Lock()
+		c.closed = true
+		close(c.done)
+		c.mu.Unlock()
+		// Blocked Read/Write return; wait for them so nothing touches the QP after teardown.
+		c.rmu.Lock()
+		c.wmu.Lock()
+		c.mu.Lock()
+		err := c.shutdown(unix.SHUT_RDWR, time.Now().Add(2*time.Second))
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = nil // the peer is gone or stuck: tear down anyway
+		}
+		c.tearing = true
+		c.mu.Unlock()
+		c.stop() // the CM loop
+		// Closing the completion channel (in release, after the CQ) ends cqLoop's wait.
+		c.closeErr = errors.Join(err, c.release())
+		c.workers.Wait()
+		c.wmu.Unlock()
+		c.rmu.Unlock()
+	})
+	if !first {
+		return c.opErr("close", net.ErrClosed)
+	}
+	return c.opErr("close", c.closeErr)
+}
+
+// release frees everything: the connection's own objects, then the id
+// (which sends DREQ if still connected) and its event channel. The id must go
+// last: destroying a channel's last id releases the channel's PD and context.
+func (c *Conn) release() error {
+	err := c.releaseLocal()
+	return errors.Join(err, c.id.Destroy(), c.ch.Close())
+}
+
+// releaseLocal frees what setup made (QP, MRs, CQ, completion channel,
+// buffers), children first.
+func (c *Conn) releaseLocal() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.qp != nil {
+		add(c.id.DestroyQP())
+	}
+	add(c.smr.Close())
+	add(c.rmr.Close())
+	add(c.tmr.Close())
+	add(c.cq.Close())
+	add(c.cc.Close())
+	for _, b := range []*uverbs.Buffer{c.sbuf, c.rbuf, c.tbuf} {
+		if b != nil {
+			add(b.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LocalAddr and RemoteAddr are the connection's IP addresses and ports.
+func (c *Conn) LocalAddr() net.Addr  { return c.local }
+func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+
+func expired(dl *atomic.Int64) bool {
+	d := dl.Load()
+	return d != 0 && time.Now().UnixNano() >= d
+}
+
+func setDL(dl *atomic.Int64, t time.Time) {
+	if t.IsZero() {
+		dl.Store(0)
+	} else {
+		dl.Store(max(t.UnixNano(), 1))
+	}
+}
+
+// SetDeadline, SetReadDeadline and SetWriteDeadline: blocked and future
+// calls fail with os.ErrDeadlineExceeded once the time passes.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.SetReadDeadline(t)
+	return c.SetWriteDeadline(t)
+}
+
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	setDL(&c.rdl, t)
+	poke(c.rwake)
+	return nil
+}
+
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	setDL(&c.wdl, t)
+	poke(c.wwake)
+	return nil
+}

@@ -1,0 +1,24 @@
+package rsocket
+
+import (
+	"fmt"
+	"net"
+)
+
+// DebugState describes a Conn's bookkeeping (tests only).
+func DebugState(nc net.Conn) string {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprintf("head %d tail %d unread %d rseqNo %d rseqComp %d ctrl %d/%d conn %v r %v w %v err %v",
+		c.rx.head, c.rx.tail, c.rx.unread, c.rx.rseqNo, c.rx.rseqComp, c.rx.ctrlSeqno, c.rx.ctrlMaxSeqno,
+		c.connected, c.readable, c.writable, c.err)
+}
+
+// DebugErr is a Conn's sticky error (tests only).
+func DebugErr(nc net.Conn) error {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}

@@ -1,0 +1,697 @@
+package rsocket_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goverbs/goverbs/rdmacm"
+	"github.com/goverbs/goverbs/rsocket"
+	"github.com/goverbs/goverbs/test/interop"
+	"github.com/goverbs/goverbs/test/labtest"
+	"github.com/goverbs/goverbs/uverbs"
+	"golang.org/x/sys/unix"
+)
+
+// labIP is the address of the netdev carrying rxe0 in the lab.
+const labIP = "10.233.0.1"
+
+func hostPort(port int) string { return net.JoinHostPort(labIP, fmt.Sprint(port)) }
+
+// pair listens on port and returns a connected (client, server) pair.
+func pair(t *testing.T, port int) (net.Conn, net.Conn, net.Listener) {
+	t.Helper()
+	ln, err := rsocket.Listen("rdma", fmt.Sprintf(":%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	type res struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		c, err := ln.Accept()
+		ch <- res{c, err}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := rsocket.DialContext(ctx, "rdma", hostPort(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-ch
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	t.Cleanup(func() {
+		for _, x := range []net.Conn{c, s.c} {
+			if err := x.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+				t.Errorf("close: %v", err)
+			}
+		}
+	})
+	return c, s.c, ln
+}
+
+func TestLabEcho(t *testing.T) {
+	labtest.Require(t)
+	c, s, _ := pair(t, 20401)
+	if c.RemoteAddr().String() != hostPort(20401) || c.RemoteAddr().Network() != "rdma" {
+		t.Errorf("RemoteAddr %v", c.RemoteAddr())
+	}
+	t.Logf("client %v -> %v, server %v <- %v", c.LocalAddr(), c.RemoteAddr(), s.LocalAddr(), s.RemoteAddr())
+	go io.Copy(s, s)
+	for _, n := range []int{1, 63, 64, 65, 2048, 5000, 70000, 300000} {
+		msg := bytes.Repeat([]byte{byte(n)}, n)
+		go func() {
+			if _, err := c.Write(msg); err != nil {
+				t.Error(err)
+			}
+		}()
+		got := make([]byte, n)
+		if _, err := io.ReadFull(c, got); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if !bytes.Equal(got, msg) {
+			t.Fatalf("%d bytes: data differs", n)
+		}
+	}
+	// Orderly close: the echo side reads EOF, copies it back as EOF by closing.
+	if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("x")); err == nil {
+		t.Error("write after CloseWrite succeeded")
+	}
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
+}
+
+// TestLabCopySHA copies a few MiB each way with io.Copy and checks SHA-256.
+// 32 MiB each way under TCG (the 256 MiB takes minutes on the emulated lab).
+func TestLabCopySHA(t *testing.T) {
+	labtest.Require(t)
+	size := 32 << 20
+	if testing.Short() {
+		size = 4 << 20
+	}
+	c, s, _ := pair(t, 20402)
+	for _, dir := range []struct {
+		name string
+		w, r net.Conn
+	}{{"client->server", c, s}, {"server->client", s, c}} {
+		src := make([]byte, size)
+		for i := range src {
+			src[i] = byte(i*7 + i>>12)
+		}
+		want := sha256.Sum256(src)
+		done := make(chan error, 1)
+		go func() {
+			_, err := io.Copy(dir.w, io.LimitReader(bytes.NewReader(src), int64(size)))
+			done <- err
+		}()
+		h := sha256.New()
+		start := time.Now()
+		n, err := io.CopyN(h, dir.r, int64(size))
+		if err != nil {
+			t.Fatalf("%s: %d bytes: %v", dir.name, n, err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		el := time.Since(start)
+		if got := h.Sum(nil); !bytes.Equal(got, want[:]) {
+			t.Fatalf("%s: SHA-256 differs", dir.name)
+		}
+		t.Logf("%s: %d MiB in %v (%.1f MiB/s), SHA-256 %x", dir.name, size>>20, el.Round(time.Millisecond),
+			float64(size)/(1<<20)/el.Seconds(), want[:8])
+	}
+}
+
+func TestLabDeadlineClose(t *testing.T) {
+	labtest.Require(t)
+	c, s, _ := pair(t, 20403)
+	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	start := time.Now()
+	_, err := c.Read(make([]byte, 10))
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read with deadline: %v", err)
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("%v is not a timeout net.Error", err)
+	}
+	if el := time.Since(start); el < 150*time.Millisecond || el > 3*time.Second {
+		t.Errorf("deadline fired after %v", el)
+	}
+	c.SetReadDeadline(time.Time{})
+	// Close wakes a blocked Read with net.ErrClosed.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 10))
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let Read block (no condition to observe from outside)
+	c.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("blocked read after Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not wake Read")
+	}
+	// The peer sees an orderly EOF.
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := s.Read(make([]byte, 10)); err != io.EOF {
+		t.Errorf("peer read after Close: %v", err)
+	}
+	if _, err := s.Write([]byte("x")); err == nil {
+		t.Error("write to a closed peer succeeded")
+	}
+}
+
+func TestLabConcurrent(t *testing.T) {
+	labtest.Require(t)
+	const n = 8
+	ln, err := rsocket.Listen("rdma", ":20404")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := rsocket.Dial("rdma", hostPort(20404))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			msg := bytes.Repeat([]byte(fmt.Sprintf("conn %d ", i)), 20000)
+			go c.Write(msg)
+			got := make([]byte, len(msg))
+			if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
+				t.Errorf("conn %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestLabHTTP(t *testing.T) {
+	labtest.Require(t)
+	ln, err := rsocket.Listen("rdma", ":20405")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("rdma "), 100000)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s %d\n", r.Method, r.URL.Path, len(b))
+		w.Write(body)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return rsocket.DialContext(ctx, "rdma", addr)
+	}}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+	for i := range 3 {
+		resp, err := cl.Post("http://"+hostPort(20405)+"/x", "text/plain", strings.NewReader(strings.Repeat("y", 1000*i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("POST /x %d\n", 1000*i)
+		if !bytes.HasPrefix(b, []byte(want)) || !bytes.Equal(b[len(want):], body) {
+			t.Fatalf("response %d: %d bytes, prefix %q", i, len(b), b[:min(len(b), 40)])
+		}
+	}
+}
+
+// TestLabAllocs: steady-state Read/Write allocate nothing.
+func TestLabAllocs(t *testing.T) {
+	labtest.Require(t)
+	c, s, _ := pair(t, 20406)
+	buf := make([]byte, 4096)
+	rbuf := make([]byte, 4096)
+	ping := func() {
+		if _, err := c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(s, rbuf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		ping()
+	}
+	allocs := testing.AllocsPerRun(500, ping)
+	t.Logf("%.2f allocations per 4 KiB Write+Read (all goroutines)", allocs)
+	if allocs >= 1 {
+		t.Errorf("%.2f allocations per Write+Read, want 0", allocs)
+	}
+}
+
+// rstreamGo runs rstream's custom test (sync, then iterations of count
+// transfers each way) on c, with rstream -T v's running byte pattern.
+func rstreamGo(c net.Conn, client bool, size, count, iters int) error {
+	var sent, recvd byte
+	buf := make([]byte, max(size, 16))
+	send := func(n int) error {
+		for i := range buf[:n] {
+			buf[i] = sent
+			sent++
+		}
+		_, err := c.Write(buf[:n])
+		return err
+	}
+	recv := func(n int) error {
+		if _, err := io.ReadFull(c, buf[:n]); err != nil {
+			return err
+		}
+		for i, b := range buf[:n] {
+			if b != recvd {
+				return fmt.Errorf("data verification failed byte %d", i)
+			}
+			recvd++
+		}
+		return nil
+	}
+	first, second := recv, send
+	if client {
+		first, second = send, recv
+	}
+	if err := first(16); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	if err := second(16); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	for range iters {
+		for range count {
+			if err := first(size); err != nil {
+				return err
+			}
+		}
+		for range count {
+			if err := second(size); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func TestLabRstreamInterop(t *testing.T) {
+	labtest.Require(t)
+	if _, err := exec.LookPath("rstream"); err != nil {
+		t.Skip("rstream (rdmacm-utils) not installed")
+	}
+	port := 20410
+	for _, tc := range []struct {
+		size, count, iters int
+		extra              []string
+	}{
+		{1000, 100, 1, nil},
+		{64, 1000, 1, []string{"-T", "b"}},
+		{4096, 200, 2, []string{"-B", "65536"}},
+		{100000, 20, 1, nil},
+		{1 << 20, 4, 1, []string{"-T", "b"}},
+	} {
+		for _, goServer := range []bool{false, true} {
+			port++
+			name := fmt.Sprintf("S%d_C%d_I%d_%s", tc.size, tc.count, tc.iters, map[bool]string{false: "Cserver", true: "Goserver"}[goServer])
+			t.Run(name, func(t *testing.T) {
+				args := []string{"-p", fmt.Sprint(port), "-S", fmt.Sprint(tc.size), "-C", fmt.Sprint(tc.count),
+					"-I", fmt.Sprint(tc.iters), "-T", "v"}
+				args = append(args, tc.extra...)
+				var cmd *exec.Cmd
+				var goErr error
+				var out bytes.Buffer
+				if goServer {
+					ln, err := rsocket.Listen("rdma", fmt.Sprintf(":%d", port))
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer ln.Close()
+					cmd = exec.Command("rstream", append([]string{"-s", labIP}, args...)...)
+					cmd.Stdout, cmd.Stderr = &out, &out
+					if err := cmd.Start(); err != nil {
+						t.Fatal(err)
+					}
+					c, err := ln.Accept()
+					if err != nil {
+						t.Fatal(err)
+					}
+					goErr = rstreamGo(c, false, tc.size, tc.count, tc.iters)
+					if err := c.Close(); err != nil {
+						t.Errorf("close: %v", err)
+					}
+				} else {
+					cmd = exec.Command("rstream", append([]string{"-b", labIP}, args...)...)
+					cmd.Stdout, cmd.Stderr = &out, &out
+					if err := cmd.Start(); err != nil {
+						t.Fatal(err)
+					}
+					if err := interop.WaitCMListening(labtest.Device(), uint16(port), 30*time.Second); err != nil {
+						cmd.Process.Kill()
+						cmd.Wait()
+						t.Fatal(err)
+					}
+					c, err := rsocket.Dial("rdma", hostPort(port))
+					if err != nil {
+						cmd.Process.Kill()
+						cmd.Wait()
+						t.Fatal(err)
+					}
+					goErr = rstreamGo(c, true, tc.size, tc.count, tc.iters)
+					if err := c.Close(); err != nil {
+						t.Errorf("close: %v", err)
+					}
+				}
+				waitErr := make(chan error, 1)
+				go func() { waitErr <- cmd.Wait() }()
+				select {
+				case err := <-waitErr:
+					if err != nil {
+						t.Errorf("rstream: %v\n%s", err, out.String())
+					}
+				case <-time.After(60 * time.Second):
+					cmd.Process.Kill()
+					t.Errorf("rstream did not exit\n%s", out.String())
+				}
+				if goErr != nil {
+					t.Errorf("Go side: %v", goErr)
+				}
+				t.Logf("rstream %s:\n%s", strings.Join(cmd.Args[1:], " "), out.String())
+				if !strings.Contains(out.String(), "custom") {
+					t.Errorf("no result line from rstream")
+				}
+			})
+		}
+	}
+}
+
+// TestLabNoLeak: many connections opened and closed leave no goroutines behind.
+func TestLabNoLeak(t *testing.T) {
+	labtest.Require(t)
+	before := runtime.NumGoroutine()
+	for i := range 5 {
+		c, s, ln := pair(t, 20430+i)
+		c.Write([]byte("hi"))
+		io.ReadFull(s, make([]byte, 2))
+		c.Close()
+		s.Close()
+		ln.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// hostileDial connects to an rsocket listener with a raw rdma_cm RC
+// connection that presents valid rsockets connection data, and returns it
+// with a function that sends one zero-length WRITE WITH IMM.
+func hostileDial(t *testing.T, port int) func(imm uint32) bool {
+	t.Helper()
+	var mr *uverbs.MR
+	buf, err := uverbs.AllocBuffer(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv := make([]byte, 40)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := rdmacm.Dial(ctx, netip.MustParseAddrPort(hostPort(port)), &rdmacm.Options{
+		Cap:         uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1},
+		PrivateData: priv,
+		Setup: func(c *rdmacm.Conn) error {
+			var err error
+			if mr, err = c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite); err != nil {
+				return err
+			}
+			// version 1, flags IOMAP, 64 credits; target SGL = 2 entries at the buffer; data buffer = 2 KiB after it.
+			priv[0], priv[1] = 1, 2
+			binary.BigEndian.PutUint16(priv[2:], 64)
+			binary.BigEndian.PutUint64(priv[8:], mr.Addr())
+			binary.BigEndian.PutUint32(priv[16:], mr.RKey())
+			binary.BigEndian.PutUint32(priv[20:], 2)
+			binary.BigEndian.PutUint64(priv[24:], mr.Addr()+2048)
+			binary.BigEndian.PutUint32(priv[32:], mr.RKey())
+			binary.BigEndian.PutUint32(priv[36:], 1024)
+			wrs := make([]uverbs.RecvWR, 64)
+			_, err = c.QP().PostRecv(wrs)
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		mr.Close()
+		buf.Close()
+	})
+	wr := []uverbs.SendWR{{Opcode: uverbs.WRRDMAWriteWithImm, Flags: uverbs.SendSignaled}}
+	wc := make([]uverbs.WC, 16)
+	// send returns false once a send does not complete: after a violation the
+	// rsocket moves its QP to the error state and stops acknowledging.
+	return func(imm uint32) bool {
+		wr[0].Imm = imm
+		if _, err := c.QP().PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+			n, err := c.SendCQ().Poll(wc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				if wc[i].Status != uverbs.WCSuccess {
+					t.Logf("hostile send: %v", wc[i].Status)
+					return false
+				}
+				return true
+			}
+			time.Sleep(time.Millisecond)
+		}
+		t.Logf("hostile send did not complete")
+		return false
+	}
+}
+
+// TestLabHostile: a peer sending garbage or exceeding what it was given gets
+// its connection failed with ErrProtocol (EPROTO), never a panic or a hang.
+func TestLabHostile(t *testing.T) {
+	labtest.Require(t)
+	for i, tc := range []struct {
+		name string
+		imms []uint32
+	}{
+		{"reserved opcode", []uint32{5 << 29}},
+		{"opcode WRITE", []uint32{2<<29 | 100}},
+		{"data beyond the buffer", []uint32{0x1FFFFFFF}},
+		{"credits exceeded", func() []uint32 {
+			m := make([]uint32, 400) // 1-byte messages: more than rq_size (384) outstanding
+			for i := range m {
+				m[i] = 1
+			}
+			return m
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := 20440 + i
+			ln, err := rsocket.Listen("rdma", fmt.Sprintf(":%d", port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			acc := make(chan net.Conn, 1)
+			go func() {
+				c, _ := ln.Accept()
+				acc <- c
+			}()
+			send := hostileDial(t, port)
+			c := <-acc
+			if c == nil {
+				t.Fatal("no connection accepted")
+			}
+			defer c.Close()
+			for _, imm := range tc.imms {
+				if !send(imm) {
+					break
+				}
+			}
+			// Wait for the connection to have processed everything (without reading, so it
+			// grants no further credits), i.e. until it failed.
+			for deadline := time.Now().Add(20 * time.Second); rsocket.DebugErr(c) == nil && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			t.Logf("after sending: %s", rsocket.DebugState(c))
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			var err2 error
+			total := 0
+			for err2 == nil {
+				var n int
+				n, err2 = c.Read(make([]byte, 1<<20))
+				total += n
+			}
+			t.Logf("read %d bytes, then %v; %s", total, err2, rsocket.DebugState(c))
+			if !errors.Is(err2, rsocket.ErrProtocol) || !errors.Is(err2, unix.EPROTO) {
+				t.Fatalf("read: %v, want ErrProtocol", err2)
+			}
+			t.Logf("read: %v", err2)
+			if _, err := c.Write([]byte("x")); err == nil {
+				t.Error("write on a failed connection succeeded")
+			}
+		})
+	}
+}
+
+// TestLabPeerKilled: killing the C peer mid-transfer gives the Go side an
+// error (a reset), never a hang or a clean EOF.
+func TestLabPeerKilled(t *testing.T) {
+	labtest.Require(t)
+	if _, err := exec.LookPath("rstream"); err != nil {
+		t.Skip("rstream (rdmacm-utils) not installed")
+	}
+	const port = 20450
+	cmd := exec.Command("rstream", "-b", labIP, "-p", fmt.Sprint(port), "-S", "65536", "-C", "100000", "-T", "b")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	if err := interop.WaitCMListening(labtest.Device(), port, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c, err := rsocket.Dial("rdma", hostPort(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Sync, then send until the C side has taken some data, then kill it.
+	var sent int64
+	errc := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, err := c.Write(buf)
+			atomic.AddInt64(&sent, int64(n))
+			if err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	for atomic.LoadInt64(&sent) < 4<<20 {
+		select {
+		case err := <-errc:
+			t.Fatalf("write failed before the kill: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cmd.Process.Kill()
+	start := time.Now()
+	select {
+	case err := <-errc:
+		t.Logf("write after %d bytes, %v after the kill: %v", atomic.LoadInt64(&sent), time.Since(start).Round(time.Millisecond), err)
+		if !errors.Is(err, unix.ECONNRESET) && !errors.Is(err, unix.EIO) {
+			t.Errorf("want a reset, got %v", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("Write still blocked 40 s after the peer was killed")
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = io.Copy(io.Discard, c) // the 16-byte sync reply, then the error
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("read after the peer was killed: %v", err)
+	}
+}
+
+// BenchmarkLabRsocket: one-way bandwidth of Write/Read pairs between two Go
+// rsockets on rxe (-benchmem shows the allocations per message).
+func BenchmarkLabRsocket(b *testing.B) {
+	labtest.Require(b)
+	for i, size := range []int{64, 4096, 65536, 1 << 20} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			ln, err := rsocket.Listen("rdma", fmt.Sprintf(":%d", 20460+i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			acc := make(chan net.Conn, 1)
+			go func() { c, _ := ln.Accept(); acc <- c }()
+			c, err := rsocket.Dial("rdma", hostPort(20460+i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			s := <-acc
+			defer s.Close()
+			go func() {
+				buf := make([]byte, size)
+				for {
+					if _, err := io.ReadFull(s, buf); err != nil {
+						return
+					}
+					if _, err := s.Write(buf[:1]); err != nil {
+						return
+					}
+				}
+			}()
+			buf := make([]byte, size)
+			ack := make([]byte, 1)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := c.Write(buf); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, ack); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,184 @@
+package rsocket
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"testing"
+)
+
+// TestConnDataRstream decodes the bytes captured from C rstream (rdma-cm.md §5.1) and encodes them back.
+func TestConnDataRstream(t *testing.T) {
+	b, _ := hex.DecodeString("0102018000000000" + "000055cc70592000" + "00000326" + "00000002" + "00007f9b9afaa000" + "0000043d" + "00080000")
+	d, err := parseConnData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := connData{Version: 1, Flags: flagIOMap, Credits: 384, TargetSGL: sge{0x55cc70592000, 0x326, 2},
+		DataBuf: sge{0x7f9b9afaa000, 0x43d, 0x80000}}
+	if d != want {
+		t.Fatalf("parsed %+v, want %+v", d, want)
+	}
+	out := make([]byte, connDataLen)
+	d.marshal(out)
+	if !bytes.Equal(out, b) {
+		t.Fatalf("marshal %x, want %x", out, b)
+	}
+	b[0] = 2
+	if _, err := parseConnData(b); err == nil {
+		t.Fatal("version 2 accepted")
+	}
+	if _, err := parseConnData(b[:39]); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("short data: %v", err)
+	}
+}
+
+func TestScale(t *testing.T) {
+	for _, c := range []struct {
+		v int
+		s uint8
+	}{{0, 0}, {1, 1}, {128, 128}, {256, 0x81}, {512, 0x82}, {0x7f00, 0xff}} {
+		if got := valueToScale(c.v); got != c.s {
+			t.Errorf("valueToScale(%d) = %#x, want %#x", c.v, got, c.s)
+		}
+		if got := scaleToValue(c.s); got != c.v {
+			t.Errorf("scaleToValue(%#x) = %d, want %d", c.s, got, c.v)
+		}
+	}
+}
+
+// TestRxCredits follows librdmacm's start-up and steady state: the first
+// update publishes the second half, then halves alternate as they are read.
+func TestRxCredits(t *testing.T) {
+	const size = 8192
+	r := newRx(size, 16)
+	if !r.creditsDue() {
+		t.Fatal("no credits due at start")
+	}
+	c := r.takeCredit()
+	if !c.publish || c.offset != size/2 || c.sgeIndex != 1 || c.imm != msg(opSGL, 16) {
+		t.Fatalf("first credit %+v", c)
+	}
+	if r.creditsDue() {
+		t.Fatal("credits due with nothing read")
+	}
+	rbuf := make([]byte, size)
+	for i := range rbuf {
+		rbuf[i] = byte(i)
+	}
+	// The peer fills the whole buffer in 2 KiB messages.
+	for i := 0; i < 4; i++ {
+		if err := r.onRecv(msg(opData, 2048)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.onRecv(msg(opData, 1)); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("overrun accepted: %v", err)
+	}
+	p := make([]byte, 3000)
+	if n := r.read(p, rbuf); n != 3000 || !bytes.Equal(p, rbuf[:3000]) {
+		t.Fatalf("read %d", n)
+	}
+	if r.rseqNo != 1 || r.ring[r.head] != 1096 {
+		t.Fatalf("rseqNo %d head len %d", r.rseqNo, r.ring[r.head])
+	}
+	p = make([]byte, 1096)
+	r.read(p, rbuf)
+	if !r.creditsDue() {
+		t.Fatal("half free, no credits due")
+	}
+	r.ctrlMaxSeqno++ // the first credit completed
+	c = r.takeCredit()
+	if !c.publish || c.offset != 0 || c.sgeIndex != 0 || c.imm != msg(opSGL, 2+16) {
+		t.Fatalf("second credit %+v", c)
+	}
+	// Wrap: the remaining 4096 bytes are read across the end.
+	if err := r.onRecv(msg(opData, 2048)); err != nil {
+		t.Fatal(err)
+	}
+	p = make([]byte, 8192)
+	if n := r.read(p, rbuf); n != 6144 || !bytes.Equal(p[:4096], rbuf[4096:]) || !bytes.Equal(p[4096:6144], rbuf[:2048]) {
+		t.Fatalf("wrapped read %d", n)
+	}
+}
+
+func TestRxMessages(t *testing.T) {
+	r := newRx(1<<16, 16)
+	r.takeCredit()
+	for _, op := range []uint32{1, 2, 3, 5} {
+		if err := r.onRecv(msg(op, 0)); !errors.Is(err, ErrProtocol) {
+			t.Errorf("op %d: %v", op, err)
+		}
+	}
+	if err := r.onRecv(msg(opSGL, 0x12345)); err != nil || r.sseqComp != 0x2345 {
+		t.Errorf("SGL: %v, sseqComp %#x", err, r.sseqComp)
+	}
+	r.onRecv(msg(opCtrl, ctrlShutdown))
+	r.onRecv(msg(opCtrl, ctrlDisc))
+	if !r.shutReceived || !r.discReceived {
+		t.Error("control messages not seen")
+	}
+	// More messages than the credits given is a violation, even when they are read in between.
+	p := make([]byte, 1)
+	var err error
+	i := 0
+	for ; i < 40 && err == nil; i++ {
+		if err = r.onRecv(msg(opData, 1)); err == nil {
+			r.read(p, make([]byte, 1<<16))
+		}
+	}
+	if !errors.Is(err, ErrProtocol) || i != 17 {
+		t.Fatalf("message %d with 16 credits: %v", i, err)
+	}
+	// A new grant allows rseqNo + rqSize.
+	r.ctrlMaxSeqno++
+	r.takeCredit()
+	if r.granted != 16+16 {
+		t.Fatalf("granted %d", r.granted)
+	}
+	for i := 16; i < 32; i++ {
+		if err := r.onRecv(msg(opData, 1)); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	if err := r.onRecv(msg(opIOMapSGL, 0)); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("IOMAP_SGL beyond credits: %v", err)
+	}
+}
+
+// FuzzRx drives the receive bookkeeping with arbitrary messages and reads: it
+// must never panic, and its invariants must hold whatever the peer sends.
+func FuzzRx(f *testing.F) {
+	f.Add([]byte{0, 0, 8, 0, 0x80, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}, uint16(16), uint16(4096))
+	f.Add([]byte{0xe0, 0, 0, 0, 0x80, 0, 1, 0}, uint16(1), uint16(1))
+	f.Fuzz(func(t *testing.T, data []byte, rq uint16, size uint16) {
+		rq = uint16(clampQ(int(rq)))
+		rsize := max(int(size)&^1, 2*sndLowat)
+		r := newRx(rsize, rq)
+		rbuf := make([]byte, rsize)
+		p := make([]byte, 3000)
+		for len(data) >= 4 {
+			imm := uint32(data[0])<<24 | uint32(data[1])<<16 | uint32(data[2])<<8 | uint32(data[3])
+			data = data[4:]
+			switch {
+			case imm == 0xffffffff:
+				r.read(p, rbuf)
+			case imm == 0xfffffffe:
+				for r.creditsDue() {
+					r.takeCredit()
+					r.ctrlMaxSeqno++
+				}
+			default:
+				before := r
+				if err := r.onRecv(imm); err != nil {
+					if r.unread != before.unread || r.tail != before.tail {
+						t.Fatal("failed message changed the ring")
+					}
+				}
+			}
+			if r.unread < 0 || r.unread > rsize || r.bytesAvail < 0 || r.bytesAvail > rsize || r.unread > r.published() {
+				t.Fatalf("invariant broken: %+v", r)
+			}
+		}
+	})
+}
