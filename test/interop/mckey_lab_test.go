@@ -93,6 +93,12 @@ func TestLabMckeyInterop(t *testing.T) {
 	labtest.Require(t)
 	NeedTool(t, "mckey", "rdmacm-utils")
 	NeedTool(t, "stdbuf", "coreutils")
+	// Whether this kernel's rxe delivers a multicast datagram to a receiver on the same device is the kernel's
+	// business (on 6.12 the receivers got nothing in every Go/C pairing of one run): ask rdma-core's own pair
+	// first, bounded, and assert the Go pairs only where the C pair works; the skip prints what the C pair did.
+	if why := mckeyCPairFails(); why != "" {
+		t.Skipf("multicast loopback on rxe of Linux %s: %s", labtest.Kernel(), why)
+	}
 	for i, c := range []struct{ common, sender []string }{
 		{nil, nil},
 		{[]string{"-C", "3", "-S", "1024"}, nil},
@@ -140,6 +146,35 @@ func TestLabMckeyInterop(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// mckeyCPairFails runs rdma-core's mckey as receiver and sender on the lab device and says why no data
+// arrived ("" when the receiver got it all).
+func mckeyCPairFails() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	args := []string{"-m", "239.1.1.9", "-b", labIP}
+	rw := newJoinWatch()
+	recv := runMckey(ctx, false, args, rw)
+	select {
+	case <-rw.joined:
+	case r := <-recv:
+		return fmt.Sprintf("the C receiver exited before joining (rc %d: %s)", r.rc, strings.TrimSpace(r.out+r.err))
+	case <-ctx.Done():
+		return "the C receiver did not join"
+	}
+	if s := <-runMckey(ctx, false, append(args, "-s"), newJoinWatch()); s.rc != 0 {
+		return fmt.Sprintf("the C sender failed (rc %d: %s)", s.rc, strings.TrimSpace(s.out+s.err))
+	}
+	select {
+	case r := <-recv:
+		if r.rc != 0 {
+			return fmt.Sprintf("the C receiver failed (rc %d)", r.rc)
+		}
+		return ""
+	case <-ctx.Done():
+		return "rdma-core's mckey receiver got no data from rdma-core's mckey sender (45 s bound)"
 	}
 }
 

@@ -69,10 +69,12 @@ func pairRping(t *testing.T, port int, extra []string, goServer bool, count, siz
 	if want := rpingLines("server ping data: ", count, size); s.out != want {
 		t.Errorf("%s stdout:\n%s\nwant:\n%s", sName, s.out, want)
 	}
-	if !strings.Contains(c.err, "client DISCONNECT EVENT...") {
+	// The C tool prints its DISCONNECT EVENT line only if the event arrives before it exits (racy: on 6.12 the C
+	// client often exits first); goverbs' side must always print it.
+	if !goServer && !strings.Contains(c.err, "client DISCONNECT EVENT...") {
 		t.Errorf("%s stderr %q lacks the DISCONNECT EVENT line", cName, c.err)
 	}
-	if !strings.Contains(s.err, "server DISCONNECT EVENT...") {
+	if goServer && !strings.Contains(s.err, "server DISCONNECT EVENT...") {
 		t.Errorf("%s stderr %q lacks the DISCONNECT EVENT line", sName, s.err)
 	}
 }
