@@ -52,6 +52,11 @@ func TestLabMultiCall(t *testing.T) {
 	for _, c := range cases {
 		NeedTool(t, c.ctool, c.pkg)
 		want, wantRC := runTool(c.ctool, c.args...)
+		if c.ctool == "rping" {
+			// C's rping sometimes prints a line from its main thread before its CM thread's exit(-1) ends
+			// the process; goverbs' rping always ends as the CM thread's exit does (see dropRacy).
+			want = dropRacy(want)
+		}
 		for _, form := range []struct {
 			name, path string
 			args       []string

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goverbs/goverbs/internal/tools/cstd"
@@ -71,7 +72,9 @@ type cb struct {
 	mu    sync.Mutex
 	state int
 	sem   chan struct{}
-	fatal bool // the CM thread would have called exit(-1)
+	// fatal: the CM thread would have called exit(-1). From then on nothing prints, as the C process is gone by
+	// the time its main thread would have (the outcome rdma-core's rping shows in almost every run).
+	fatal atomic.Bool
 
 	pd     *uverbs.PD
 	compCh *uverbs.CompChannel
@@ -93,12 +96,18 @@ type cb struct {
 }
 
 func (c *cb) errf(format string, args ...any) {
+	if c.fatal.Load() {
+		return
+	}
 	c.outMu.Lock()
 	fmt.Fprintf(c.stderr, format, args...)
 	c.outMu.Unlock()
 }
 
 func (c *cb) outf(format string, args ...any) {
+	if c.fatal.Load() {
+		return
+	}
 	c.outMu.Lock()
 	fmt.Fprintf(c.stdout, format, args...)
 	c.outMu.Unlock()
@@ -254,7 +263,7 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	<-cmDone
 	c.cmID.Destroy()
 	ch.Close()
-	if c.fatal {
+	if c.fatal.Load() {
 		return 255 // the C CM thread's exit(-1)
 	}
 	return ret & 0xff
@@ -267,17 +276,11 @@ func (c *cb) cmThread(ctx context.Context, done chan struct{}) {
 		if err != nil {
 			if ctx.Err() == nil {
 				c.perror("rdma_get_cm_event", err)
-				c.mu.Lock()
-				c.fatal = true
-				c.mu.Unlock()
-				c.post()
+				c.exitFromCM()
 			}
 			return
 		}
 		if c.eventHandler(ev) != 0 {
-			c.mu.Lock()
-			c.fatal = true
-			c.mu.Unlock()
 			return
 		}
 	}
@@ -291,8 +294,7 @@ func (c *cb) eventHandler(ev *rdmacm.Event) int {
 		if err := ev.ID.ResolveRoute(resolveTime); err != nil {
 			c.setState(stError)
 			c.perror("rdma_resolve_route", err)
-			c.post()
-			return -1 // the C CM thread exits with it
+			return c.exitFromCM()
 		}
 	case rdmacm.EventRouteResolved:
 		c.setState(stRouteResolved)
@@ -314,8 +316,7 @@ func (c *cb) eventHandler(ev *rdmacm.Event) int {
 	case rdmacm.EventAddrError, rdmacm.EventRouteError, rdmacm.EventConnectError, rdmacm.EventUnreachable,
 		rdmacm.EventRejected:
 		c.errf("cma event %s, error %d\n", ev.Type, ev.Status)
-		c.post()
-		return -1
+		return c.exitFromCM()
 	case rdmacm.EventDisconnected:
 		side := "client"
 		if c.server {
@@ -327,12 +328,19 @@ func (c *cb) eventHandler(ev *rdmacm.Event) int {
 	case rdmacm.EventDeviceRemoval:
 		c.errf("cma detected device removal!!!!\n")
 		c.setState(stError)
-		c.post()
-		return -1
+		return c.exitFromCM()
 	default:
 		c.errf("unhandled event: %s, ignoring\n", ev.Type)
 	}
 	return 0
+}
+
+// exitFromCM is the C CM thread's exit(-1): the main thread is woken to tear down, silently, and the run ends
+// with status 255.
+func (c *cb) exitFromCM() int {
+	c.fatal.Store(true)
+	c.post()
+	return -1
 }
 
 func cstdErrno(err error) unix.Errno { return cstd.ErrnoOf(err, unix.EIO) }
