@@ -33,6 +33,24 @@ type Context struct {
 
 	cleanup runtime.Cleanup
 	drvObjs driverObjects // the provider's own kernel objects (driverobj.go)
+
+	// The device's capability flags, queried on first need (flush access, the opcodes a QP may post).
+	capsOnce sync.Once
+	caps     DeviceCap
+	capsErr  error
+}
+
+// deviceCaps is the device's capability flags, queried once per context.
+func (c *Context) deviceCaps() (DeviceCap, error) {
+	c.capsOnce.Do(func() {
+		a, err := c.QueryDevice()
+		if err != nil {
+			c.capsErr = err
+			return
+		}
+		c.caps = a.DeviceCapFlags
+	})
+	return c.caps, c.capsErr
 }
 
 // Open opens the named device ("rxe0"). Equivalent to ibv_open_device on the device of that name.

@@ -34,7 +34,10 @@
 //	atomic: 8-byte aligned, at least 8 bytes EINVAL
 //	BIND_MW: RC or UC, no SGEs, no imm       EINVAL
 //	opcode not valid on this QP              EINVAL
-//	opcode not supported by the provider     EOPNOTSUPP (ErrNotSupported; mlx5: memory windows, local invalidate)
+//	opcode not supported by the provider     EOPNOTSUPP (ErrNotSupported; mlx5: memory windows, local invalidate;
+//	                                                  FLUSH / ATOMIC WRITE on a device without the capability)
+//	FLUSH: RC, no SGEs, type, level          EINVAL
+//	ATOMIC WRITE: RC, no SGEs, 8-byte aligned EINVAL
 //	UD send without an address handle        EINVAL
 //	address handle not usable                EINVAL
 //	QP has no receive queue (SRQ)            EINVAL

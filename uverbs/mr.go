@@ -24,12 +24,18 @@ const (
 	AccessOnDemand        Access = abi.IB_UVERBS_ACCESS_ON_DEMAND
 	AccessHugeTLB         Access = abi.IB_UVERBS_ACCESS_HUGETLB
 	AccessRelaxedOrdering Access = abi.IB_UVERBS_ACCESS_RELAXED_ORDERING
+	// AccessFlushGlobal and AccessFlushPersistent let RDMA FLUSH (WRFlush) of that placement type target the
+	// MR (IB_UVERBS_ACCESS_FLUSH_*, Linux 6.2+; a device without DeviceCapFlushGlobal/Persistent gets
+	// ErrNotSupported before any system call). Persistent needs an MR on persistent memory.
+	AccessFlushGlobal     Access = 1 << 8
+	AccessFlushPersistent Access = 1 << 9
+	accessFlush                  = AccessFlushGlobal | AccessFlushPersistent
 )
 
 // accessMandatory are the bits the kernel knows and enforces; the optional range (relaxed ordering) is
 // stripped unless the kernel advertised it, as rdma-core does.
 const accessMandatory = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic |
-	AccessMWBind | AccessZeroBased | AccessOnDemand | AccessHugeTLB
+	AccessMWBind | AccessZeroBased | AccessOnDemand | AccessHugeTLB | accessFlush
 
 // Validate applies the kernel's ib_check_mr_access rules (RegMR and Rereg call it first), so a bad combination
 // is named before any system call.
@@ -83,6 +89,9 @@ func (pd *PD) regMR(addr uintptr, length int, iova uint64, access Access) (*MR, 
 		return nil, wrap("reg MR", c.dev.Name, err)
 	}
 	if err := access.Validate(); err != nil {
+		return nil, wrap("reg MR", c.dev.Name, err)
+	}
+	if err := c.checkFlushAccess(access); err != nil {
 		return nil, wrap("reg MR", c.dev.Name, err)
 	}
 	if access&abi.IB_UVERBS_ACCESS_OPTIONAL_RANGE != 0 && c.coreSupp&abi.IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS == 0 {
@@ -165,6 +174,9 @@ func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf []byte, access Access) error {
 		if err := access.Validate(); err != nil {
 			return wrap("rereg MR", c.dev.Name, err)
 		}
+		if err := c.checkFlushAccess(access); err != nil {
+			return wrap("rereg MR", c.dev.Name, err)
+		}
 		in.AccessFlags = uint32(access)
 	}
 	out := new(abi.IbUverbsReregMrResp)
@@ -232,4 +244,23 @@ func (b *Buffer) Close() error {
 	m := b.m
 	b.b, b.m = nil, nil
 	return unix.Munmap(m)
+}
+
+// checkFlushAccess refuses flush access bits the device does not advertise: Linux 6.1 does not know them
+// (EINVAL), later kernels answer EOPNOTSUPP for a device without the capability; both are "not supported".
+func (c *Context) checkFlushAccess(access Access) error {
+	if access&accessFlush == 0 {
+		return nil
+	}
+	caps, err := c.deviceCaps()
+	if err != nil {
+		return err
+	}
+	if access&AccessFlushGlobal != 0 && caps&DeviceCapFlushGlobal == 0 {
+		return fmt.Errorf("access FLUSH_GLOBAL: the device does not advertise RDMA FLUSH (FLUSH_GLOBAL; rxe has it from Linux 6.2): %w", unix.EOPNOTSUPP)
+	}
+	if access&AccessFlushPersistent != 0 && caps&DeviceCapFlushPersistent == 0 {
+		return fmt.Errorf("access FLUSH_PERSISTENT: the device does not advertise persistent RDMA FLUSH (FLUSH_PERSISTENT): %w", unix.EOPNOTSUPP)
+	}
+	return nil
 }

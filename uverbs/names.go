@@ -13,7 +13,7 @@ var mtuNames = [...]string{1: "256", 2: "512", 3: "1024", 4: "2048", 5: "4096"}
 func (m MTU) String() string { return enumstr.Name(mtuNames[:], uint64(m), "MTU") }
 
 var accessNames = [...]string{"LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ", "REMOTE_ATOMIC", "MW_BIND",
-	"ZERO_BASED", "ON_DEMAND", "HUGETLB", 20: "RELAXED_ORDERING"}
+	"ZERO_BASED", "ON_DEMAND", "HUGETLB", "FLUSH_GLOBAL", "FLUSH_PERSISTENT", 20: "RELAXED_ORDERING"}
 
 // String names the access bits ("LOCAL_WRITE|REMOTE_READ").
 func (a Access) String() string { return enumstr.Flags(accessNames[:], uint64(a)) }

@@ -59,6 +59,12 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	if attr.SRQ != nil {
 		p.SRQ = attr.SRQ.prov
 	}
+	if attr.Type == QPTypeRC {
+		// Which optional RC opcodes the device has; unknown (a failed query) means none, so they are refused
+		// as not supported rather than failing in the device.
+		caps, _ := c.deviceCaps()
+		p.DeviceCaps = uint64(caps)
+	}
 	var made qpCreated
 	prov, res, err := c.prov.CreateQP(p, func(req provider.QPParams, uhwIn, uhwOut []byte) (provider.QPResult, error) {
 		var err error

@@ -29,7 +29,7 @@ type DeviceAttr struct {
 	HWVer                      uint32
 	MaxQP                      uint32
 	MaxQPWR                    uint32
-	DeviceCapFlags             uint64 // IB_UVERBS_DEVICE_* (the low 32 bits from the base response, the rest from device_cap_flags_ex)
+	DeviceCapFlags             DeviceCap // the low 32 bits from the base response, all 64 from device_cap_flags_ex
 	MaxSGE                     uint32
 	MaxSGERD                   uint32
 	MaxCQ                      uint32
@@ -101,7 +101,7 @@ func (c *Context) QueryDevice() (*DeviceAttr, error) {
 	a := &DeviceAttr{
 		FWVer: b.FwVer, NodeGUID: GUID(beToHost64(b.NodeGuid)), SysImageGUID: GUID(beToHost64(b.SysImageGuid)),
 		MaxMRSize: b.MaxMrSize, PageSizeCap: b.PageSizeCap, VendorID: b.VendorId, VendorPartID: b.VendorPartId,
-		HWVer: b.HwVer, MaxQP: b.MaxQp, MaxQPWR: b.MaxQpWr, DeviceCapFlags: uint64(b.DeviceCapFlags),
+		HWVer: b.HwVer, MaxQP: b.MaxQp, MaxQPWR: b.MaxQpWr, DeviceCapFlags: DeviceCap(b.DeviceCapFlags),
 		MaxSGE: b.MaxSge, MaxSGERD: b.MaxSgeRd, MaxCQ: b.MaxCq, MaxCQE: b.MaxCqe, MaxMR: b.MaxMr, MaxPD: b.MaxPd,
 		MaxQPRdAtom: b.MaxQpRdAtom, MaxEERdAtom: b.MaxEeRdAtom, MaxResRdAtom: b.MaxResRdAtom,
 		MaxQPInitRdAtom: b.MaxQpInitRdAtom, MaxEEInitRdAtom: b.MaxEeInitRdAtom, AtomicCap: b.AtomicCap,
@@ -127,7 +127,7 @@ func (c *Context) QueryDevice() (*DeviceAttr, error) {
 		a.HCACoreClock = out.HcaCoreClock
 	}
 	if has(unsafe.Offsetof(out.DeviceCapFlagsEx), 8) {
-		a.DeviceCapFlags = out.DeviceCapFlagsEx
+		a.DeviceCapFlags = DeviceCap(out.DeviceCapFlagsEx)
 	}
 	if has(unsafe.Offsetof(out.RssCaps), unsafe.Sizeof(out.RssCaps)) {
 		a.RSSSupportedQPTs = out.RssCaps.SupportedQpts

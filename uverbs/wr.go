@@ -5,20 +5,23 @@ import "github.com/goverbs/goverbs/verbs"
 // The data-path vocabulary is package verbs'; these names make it part of the verbs API, so a program needs
 // only this package. See package verbs for the fields and values.
 type (
-	SGE       = verbs.SGE       // a scatter/gather element (struct ibv_sge)
-	SendWR    = verbs.SendWR    // a send work request (struct ibv_send_wr)
-	RecvWR    = verbs.RecvWR    // a receive work request (struct ibv_recv_wr)
-	WC        = verbs.WC        // a work completion (struct ibv_wc)
-	WROpcode  = verbs.WROpcode  // a send work request's operation
-	SendFlags = verbs.SendFlags // a send work request's flags
-	WCStatus  = verbs.WCStatus  // a work completion's status (an error through WC.Err)
-	WCOpcode  = verbs.WCOpcode  // a work completion's operation
-	WCFlags   = verbs.WCFlags   // a work completion's flags
-	MWBind    = verbs.MWBind    // a memory-window bind in a send work request
-	AHData    = verbs.AHData    // the data path's view of an address handle (AH.Data)
-	QPType    = verbs.QPType    // a queue pair's transport type
-	QPState   = verbs.QPState   // a queue pair's state
-	QPCap     = verbs.QPCap     // a queue pair's capacities
+	SGE        = verbs.SGE        // a scatter/gather element (struct ibv_sge)
+	SendWR     = verbs.SendWR     // a send work request (struct ibv_send_wr)
+	RecvWR     = verbs.RecvWR     // a receive work request (struct ibv_recv_wr)
+	WC         = verbs.WC         // a work completion (struct ibv_wc)
+	WROpcode   = verbs.WROpcode   // a send work request's operation
+	SendFlags  = verbs.SendFlags  // a send work request's flags
+	WCStatus   = verbs.WCStatus   // a work completion's status (an error through WC.Err)
+	WCOpcode   = verbs.WCOpcode   // a work completion's operation
+	WCFlags    = verbs.WCFlags    // a work completion's flags
+	MWBind     = verbs.MWBind     // a memory-window bind in a send work request
+	Flush      = verbs.Flush      // an RDMA FLUSH's length, placement and selectivity
+	FlushType  = verbs.FlushType  // where an RDMA FLUSH places the data
+	FlushLevel = verbs.FlushLevel // what an RDMA FLUSH covers
+	AHData     = verbs.AHData     // the data path's view of an address handle (AH.Data)
+	QPType     = verbs.QPType     // a queue pair's transport type
+	QPState    = verbs.QPState    // a queue pair's state
+	QPCap      = verbs.QPCap      // a queue pair's capacities
 )
 
 // Send work request opcodes.
@@ -33,6 +36,16 @@ const (
 	WRLocalInv          = verbs.WRLocalInv
 	WRBindMW            = verbs.WRBindMW
 	WRSendWithInv       = verbs.WRSendWithInv
+	WRFlush             = verbs.WRFlush
+	WRAtomicWrite       = verbs.WRAtomicWrite
+)
+
+// RDMA FLUSH placement types and selectivity levels.
+const (
+	FlushGlobal     = verbs.FlushGlobal
+	FlushPersistent = verbs.FlushPersistent
+	FlushRange      = verbs.FlushRange
+	FlushMR         = verbs.FlushMR
 )
 
 // Send flags.
@@ -80,6 +93,8 @@ const (
 	WCFetchAdd        = verbs.WCFetchAdd
 	WCBindMW          = verbs.WCBindMW
 	WCLocalInv        = verbs.WCLocalInv
+	WCFlush           = verbs.WCFlush
+	WCAtomicWrite     = verbs.WCAtomicWrite
 	WCRecv            = verbs.WCRecv
 	WCRecvRDMAWithImm = verbs.WCRecvRDMAWithImm
 )

@@ -58,12 +58,14 @@ const (
 	WCFetchAdd        WCOpcode = 4
 	WCBindMW          WCOpcode = 5
 	WCLocalInv        WCOpcode = 6
+	WCFlush           WCOpcode = 8 // RDMA FLUSH (Linux 6.2+)
+	WCAtomicWrite     WCOpcode = 9 // RDMA ATOMIC WRITE (Linux 6.2+)
 	WCRecv            WCOpcode = 128
 	WCRecvRDMAWithImm WCOpcode = 129
 )
 
 var wcOpcodeNames = [...]string{"SEND", "RDMA_WRITE", "RDMA_READ", "COMP_SWAP", "FETCH_ADD", "BIND_MW",
-	"LOCAL_INV"}
+	"LOCAL_INV", "TSO", "FLUSH", "ATOMIC_WRITE"}
 
 func (o WCOpcode) String() string {
 	switch o {

@@ -24,10 +24,50 @@ const (
 	WRLocalInv          WROpcode = 7
 	WRBindMW            WROpcode = 8
 	WRSendWithInv       WROpcode = 9
+	// WRFlush (RDMA FLUSH, Linux 6.2+, rxe) makes Flush.Length bytes at RemoteAddr (or the whole MR) visible
+	// or persistent at the responder; the MR needs the matching flush access.
+	WRFlush WROpcode = 14
+	// WRAtomicWrite (RDMA ATOMIC WRITE, Linux 6.2+, rxe) writes the 8 bytes of Swap at RemoteAddr (8-byte
+	// aligned) atomically; no SGE.
+	WRAtomicWrite WROpcode = 15
 )
 
 var wrOpcodeNames = [...]string{"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ",
-	"ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "LOCAL_INV", "BIND_MW", "SEND_WITH_INV"}
+	"ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "LOCAL_INV", "BIND_MW", "SEND_WITH_INV", "TSO", "DRIVER1", "",
+	"", "FLUSH", "ATOMIC_WRITE"}
+
+// FlushType is where an RDMA FLUSH places the data (enum ibv_placement_type): a bit set.
+type FlushType uint8
+
+// Flush placement types.
+const (
+	FlushGlobal     FlushType = 1 << 0 // visible to every agent at the responder (global visibility)
+	FlushPersistent FlushType = 1 << 1 // persistent (the MR must be on persistent memory)
+)
+
+var flushTypeNames = [...]string{"GLOBAL", "PERSISTENT"}
+
+func (t FlushType) String() string { return enumstr.Flags(flushTypeNames[:], uint64(t)) }
+
+// FlushLevel is what an RDMA FLUSH covers (enum ibv_selectivity_level).
+type FlushLevel uint8
+
+// Flush selectivity levels.
+const (
+	FlushRange FlushLevel = 0 // Flush.Length bytes from RemoteAddr
+	FlushMR    FlushLevel = 1 // the whole memory region RKey names
+)
+
+var flushLevelNames = [...]string{"RANGE", "MR"}
+
+func (l FlushLevel) String() string { return enumstr.Name(flushLevelNames[:], uint64(l), "FlushLevel") }
+
+// Flush is the part of a send work request an RDMA FLUSH (WRFlush) needs besides RemoteAddr and RKey.
+type Flush struct {
+	Length uint32 // bytes from RemoteAddr (FlushRange)
+	Type   FlushType
+	Level  FlushLevel
+}
 
 func (o WROpcode) String() string { return enumstr.Name(wrOpcodeNames[:], uint64(o), "WROpcode") }
 
@@ -79,7 +119,8 @@ type SendWR struct {
 	RemoteAddr uint64
 	RKey       uint32
 	CompareAdd uint64 // atomic: compare (CAS) or add (FAA)
-	Swap       uint64 // atomic: swap (CAS)
+	Swap       uint64 // atomic: swap (CAS); the value WRAtomicWrite stores (its 8 bytes in host byte order)
+	Flush      Flush  // WRFlush
 
 	// UD.
 	AH         *AHData

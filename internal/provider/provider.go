@@ -133,6 +133,9 @@ type QPParams struct {
 	SendCQ CQ
 	RecvCQ CQ
 	Handle uint64 // user handle
+	// DeviceCaps are the device's capability flags (IB_UVERBS_DEVICE_*): which optional opcodes (FLUSH,
+	// ATOMIC WRITE) the QP may post.
+	DeviceCaps uint64
 }
 
 // QPResult is what QP_CREATE made.

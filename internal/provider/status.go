@@ -26,6 +26,8 @@ const (
 	Destroyed                 // the queue was destroyed (a post racing with Close)
 	UnknownCQE                // the device wrote a completion for a queue the provider does not know
 	Doorbell                  // the doorbell system call failed; the errno is in the status (DoorbellFailed)
+	BadFlush                  // RDMA FLUSH needs an RC QP, no SGEs, a placement type and level RANGE or MR
+	BadAtomicWrite            // ATOMIC WRITE needs an RC QP, no SGEs and an 8-byte aligned remote address
 	numStatus
 )
 
@@ -70,6 +72,8 @@ var Statuses = [numStatus]StatusInfo{
 	Destroyed:          {"queue destroyed", unix.EINVAL},
 	UnknownCQE:         {"completion for a queue the provider does not know", unix.EIO},
 	Doorbell:           {"doorbell failed", 0},
+	BadFlush:           {"RDMA FLUSH needs an RC QP, no SGEs, placement GLOBAL and/or PERSISTENT and level RANGE or MR", unix.EINVAL},
+	BadAtomicWrite:     {"ATOMIC WRITE needs an RC QP, no SGEs and an 8-byte aligned remote address", unix.EINVAL},
 }
 
 // NumStatus is the number of Status values.

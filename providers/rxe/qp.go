@@ -97,6 +97,7 @@ func (c *context) CreateQP(p provider.QPParams, create provider.Create[provider.
 		maxSGE:    min(res.Cap.MaxSendSGE, area/abi.SizeofRxeSge),
 		maxInline: min(res.Cap.MaxInlineData, area),
 	}
+	qp.limit.setCaps(p.DeviceCaps)
 	return qp, res, nil
 }
 

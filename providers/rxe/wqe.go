@@ -16,11 +16,36 @@ import (
 var _ [abi.SizeofRxeSge - unsafe.Sizeof(verbs.SGE{})]struct{}
 var _ [unsafe.Sizeof(verbs.SGE{}) - abi.SizeofRxeSge]struct{}
 
-// sendLimits are a send queue's capacities: what the kernel granted, bounded by the ring's element stride.
+// sendLimits are a send queue's capacities: what the kernel granted, bounded by the ring's element stride; and
+// which optional RC opcodes the device has.
 type sendLimits struct {
-	qpType    verbs.QPType
-	maxSGE    uint32
-	maxInline uint32
+	qpType      verbs.QPType
+	maxSGE      uint32
+	maxInline   uint32
+	flush       verbs.FlushType // the placement types the device advertises (FLUSH_GLOBAL/PERSISTENT)
+	atomicWrite bool            // ATOMIC_WRITE advertised
+}
+
+// Device capability bits (IB_UVERBS_DEVICE_*, Linux 6.2+) that enable FLUSH and ATOMIC WRITE.
+const (
+	capFlushGlobal     = 1 << 38
+	capFlushPersistent = 1 << 39
+	capAtomicWrite     = 1 << 40
+)
+
+// setCaps fills the optional-opcode part of sendLimits from the device's capability flags (rdma-core's
+// rxe provider offers FLUSH and ATOMIC WRITE on RC QPs only).
+func (l *sendLimits) setCaps(caps uint64) {
+	if l.qpType != verbs.QPTypeRC {
+		return
+	}
+	if caps&capFlushGlobal != 0 {
+		l.flush |= verbs.FlushGlobal
+	}
+	if caps&capFlushPersistent != 0 {
+		l.flush |= verbs.FlushPersistent
+	}
+	l.atomicWrite = caps&capAtomicWrite != 0
 }
 
 // sgeSum is the total length of an SGE list. It is computed in 64 bits: a list whose total does not fit the
@@ -33,12 +58,10 @@ func sgeSum(sgl []verbs.SGE) uint64 {
 	return n
 }
 
-// ibv_wr_opcode values libibverbs defines that package verbs does not name yet.
+// ibv_wr_opcode values libibverbs defines that package verbs does not name.
 const (
-	wrTSO         verbs.WROpcode = 10 // IBV_WR_TSO (raw packet QPs)
-	wrDriver1     verbs.WROpcode = 11 // IBV_WR_DRIVER1
-	wrFlush       verbs.WROpcode = 14 // IBV_WR_FLUSH (kernel 6.2+)
-	wrAtomicWrite verbs.WROpcode = 15 // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
+	wrTSO     verbs.WROpcode = 10 // IBV_WR_TSO (raw packet QPs)
+	wrDriver1 verbs.WROpcode = 11 // IBV_WR_DRIVER1
 )
 
 // validateSend checks a send work request the way rdma-core's rxe provider does (plus: known opcodes only, a
@@ -47,8 +70,12 @@ const (
 func validateSend(l *sendLimits, wr *verbs.SendWR, length uint64) provider.Status {
 	if wr.Opcode > verbs.WRSendWithInv {
 		switch wr.Opcode {
-		case wrTSO, wrDriver1, wrFlush, wrAtomicWrite:
-			return provider.OpcodeNotSupported // defined by libibverbs, not (yet) built by this provider
+		case verbs.WRFlush:
+			return validateFlush(l, wr)
+		case verbs.WRAtomicWrite:
+			return validateAtomicWrite(l, wr)
+		case wrTSO, wrDriver1:
+			return provider.OpcodeNotSupported // defined by libibverbs, not built by rxe
 		}
 		return provider.BadOpcode
 	}
@@ -80,6 +107,34 @@ func validateSend(l *sendLimits, wr *verbs.SendWR, length uint64) provider.Statu
 	}
 	if wr.Flags&verbs.SendInline != 0 && length > uint64(l.maxInline) {
 		return provider.InlineTooLong
+	}
+	return provider.OK
+}
+
+// validateFlush checks an RDMA FLUSH: the device must advertise the placement types asked for (which the
+// kernel also requires of the target MR), on an RC QP, with no local data.
+func validateFlush(l *sendLimits, wr *verbs.SendWR) provider.Status {
+	if l.flush == 0 {
+		return provider.OpcodeNotSupported
+	}
+	f := &wr.Flush
+	if l.qpType != verbs.QPTypeRC || len(wr.SGL) != 0 || f.Type == 0 ||
+		f.Type&^(verbs.FlushGlobal|verbs.FlushPersistent) != 0 || f.Level > verbs.FlushMR {
+		return provider.BadFlush
+	}
+	if f.Type&^l.flush != 0 {
+		return provider.OpcodeNotSupported
+	}
+	return provider.OK
+}
+
+// validateAtomicWrite checks an RDMA ATOMIC WRITE: 8 bytes (Swap) to an aligned remote address of an RC QP.
+func validateAtomicWrite(l *sendLimits, wr *verbs.SendWR) provider.Status {
+	if !l.atomicWrite {
+		return provider.OpcodeNotSupported
+	}
+	if l.qpType != verbs.QPTypeRC || len(wr.SGL) != 0 || wr.RemoteAddr&7 != 0 {
+		return provider.BadAtomicWrite
 	}
 	return provider.OK
 }
@@ -117,6 +172,23 @@ func encodeSend(p unsafe.Pointer, l *sendLimits, wr *verbs.SendWR, length uint64
 		a.CompareAdd = wr.CompareAdd
 		a.Swap = wr.Swap
 		a.Rkey = wr.RKey
+	case verbs.WRFlush:
+		// struct rxe_send_wr's flush member: remote_addr, length, rkey, type, level over the union (the ABI is
+		// generated from Linux 6.1's headers, which predate it). rdma-core's rxe provider leaves its length 0
+		// and puts the length in the DMA info, as here.
+		u := (*[24]byte)(unsafe.Pointer(w.Rdma()))
+		binary.NativeEndian.PutUint64(u[0:], wr.RemoteAddr)
+		binary.NativeEndian.PutUint32(u[12:], wr.RKey)
+		u[16] = byte(wr.Flush.Type)
+		u[17] = byte(wr.Flush.Level)
+		length = uint64(wr.Flush.Length)
+	case verbs.WRAtomicWrite:
+		r := w.Rdma()
+		r.RemoteAddr = wr.RemoteAddr
+		r.Rkey = wr.RKey
+		// The 8 bytes go in the DMA info's atomic_wr, where inline data would be.
+		binary.NativeEndian.PutUint64(unsafe.Slice((*byte)(unsafe.Add(p, abi.SizeofRxeSendWqe)), 8), wr.Swap)
+		length = 8
 	case verbs.WRBindMW:
 		m := w.Mw()
 		m.Addr = wr.Bind.Addr

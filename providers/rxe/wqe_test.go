@@ -243,7 +243,9 @@ func TestSendValidation(t *testing.T) {
 		{"UD send AH without number", verbs.QPTypeUD, verbs.SendWR{Opcode: verbs.WRSend, AH: &verbs.AHData{}}, unix.EINVAL},
 		{"unknown opcode", verbs.QPTypeRC, verbs.SendWR{Opcode: 12}, unix.EINVAL},
 		{"defined opcode rxe does not build (TSO)", verbs.QPTypeRC, verbs.SendWR{Opcode: 10}, unix.EOPNOTSUPP},
-		{"ATOMIC_WRITE (not built yet)", verbs.QPTypeRC, verbs.SendWR{Opcode: 15}, unix.EOPNOTSUPP},
+		{"ATOMIC_WRITE on a device without it", verbs.QPTypeRC, verbs.SendWR{Opcode: verbs.WRAtomicWrite}, unix.EOPNOTSUPP},
+		{"FLUSH on a device without it", verbs.QPTypeRC, verbs.SendWR{Opcode: verbs.WRFlush,
+			Flush: verbs.Flush{Type: verbs.FlushGlobal}}, unix.EOPNOTSUPP},
 		{"length over 32 bits", verbs.QPTypeRC, verbs.SendWR{Opcode: verbs.WRSend,
 			SGL: []verbs.SGE{{Length: 1 << 31}, {Length: 1 << 31}}}, unix.EINVAL},
 	}

@@ -197,7 +197,8 @@ var opTable = [16]opInfo{
 	verbs.WRSendWithInv:       {opcode: OpcodeSendInval, kind: kindSend, types: onRC | onUC, imm: true, valid: true},
 	wrTSO:                     {unsupported: true, valid: true},
 	wrDriver1:                 {unsupported: true, valid: true},
-	wrAtomicWrite:             {unsupported: true, valid: true},
+	verbs.WRFlush:             {unsupported: true, valid: true}, // rxe-only in rdma-core too
+	verbs.WRAtomicWrite:       {unsupported: true, valid: true},
 }
 
 // classify returns the mlx5 opcode and segment layout for op on a QP of type t, or why it cannot be posted:

@@ -23,10 +23,9 @@ type (
 
 // ibv_wr_opcode / ibv_wc_opcode values the verbs layer does not name; this provider rejects or reports them.
 const (
-	wrTSO         verbs.WROpcode = 10 // IBV_WR_TSO (raw packet QPs)
-	wrDriver1     verbs.WROpcode = 11 // IBV_WR_DRIVER1
-	wrAtomicWrite verbs.WROpcode = 15 // IBV_WR_ATOMIC_WRITE
-	wcTSO         verbs.WCOpcode = 7  // IBV_WC_TSO
+	wrTSO     verbs.WROpcode = 10 // IBV_WR_TSO (raw packet QPs)
+	wrDriver1 verbs.WROpcode = 11 // IBV_WR_DRIVER1
+	wcTSO     verbs.WCOpcode = 7  // IBV_WC_TSO
 )
 
 // QPType is a queue-pair transport type; this provider supports RC, UC and UD.
