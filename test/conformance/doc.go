@@ -216,8 +216,9 @@
 //	76  TestMulticastAttach (second detach)          detach from a group not attached: EINVAL
 //	77  TestMulticastAttach (unicast GID)            attach to a non-multicast GID: EINVAL
 //	78  TestMulticastAttach (RC QP)                  attach a QP that is not UD: EINVAL
-//	79  TestReregMRAccess                            rereg without remote write, then a remote write: REM_ACCESS_ERR
-//	                                                 (rxe on 6.1 cannot re-register: typed ErrNotSupported, skip)
+//	79  TestReregMR (access, pd, translation)        rereg without remote write, or to another PD, then a remote
+//	                                                 write: REM_ACCESS_ERR; a new translation: ErrNotSupported (rxe
+//	                                                 on 6.1 cannot re-register at all: typed ErrNotSupported, asserted)
 //	80  TestNegUseAfterCloseHandleReuse              after Close the kernel reuses the handle for the next object;
 //	                                                 verbs on the closed PD, CQ, QP, channel: ErrClosed, the new
 //	                                                 object untouched

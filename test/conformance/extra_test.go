@@ -2,8 +2,9 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"testing"
+
+	"github.com/goverbs/goverbs/test/labtest"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -93,17 +94,46 @@ func TestMulticastAttach(t *testing.T) {
 	requireErrno(t, rc.qp.AttachMcast(mgid, 0), unix.EINVAL, "attach an RC QP")
 }
 
-// MR re-registration (ibv_rereg_mr) of the access rights: where the device cannot re-register (rxe before ~6.3)
-// the answer is the typed ErrNotSupported; where it can, the new rights hold: remote writes fail after remote
-// write is taken away (pyverbs' test_mr_rereg_access_bad_flow, which skips on 6.1 rxe).
-func TestReregMRAccess(t *testing.T) {
-	e := newEnv(t)
-	client, server := e.pair(playerOpts{qpType: uverbs.QPTypeRC})
-	rdmaTraffic(t, client, server, uverbs.WRRDMAWrite)
-	err := server.mr.Rereg(uverbs.ReregAccess, nil, nil, uverbs.AccessLocalWrite)
-	if errors.Is(err, uverbs.ErrNotSupported) {
-		t.Skipf("rereg MR: %v", err)
+// MR re-registration (ibv_rereg_mr). rxe cannot re-register on Linux 6.1 (no rereg_user_mr: the typed
+// ErrNotSupported); from 6.5 (asserted from 6.12, the matrix's next kernel) it changes the access rights and
+// the PD, never the translation (EOPNOTSUPP). After remote write is taken away remote writes fail (pyverbs'
+// test_mr_rereg_access_bad_flow); after a move to another PD the QP of the old PD can no longer use the rkey.
+func TestReregMR(t *testing.T) {
+	k := labtest.Kernel()
+	for _, tc := range []struct {
+		name  string
+		rereg func(server *player) error
+	}{
+		{"access", func(server *player) error {
+			return server.mr.Rereg(uverbs.ReregAccess, nil, nil, uverbs.AccessLocalWrite)
+		}},
+		{"pd", func(server *player) error {
+			pd, err := server.e.ctx.AllocPD()
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, pd.Close()) })
+			return server.mr.Rereg(uverbs.ReregPD, pd, nil, 0)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			client, server := e.pair(playerOpts{qpType: uverbs.QPTypeRC})
+			rdmaTraffic(t, client, server, uverbs.WRRDMAWrite)
+			err := tc.rereg(server)
+			if !k.AtLeast(6, 12) {
+				require.ErrorIs(t, err, uverbs.ErrNotSupported, "rereg MR on rxe of Linux %s", k)
+				return
+			}
+			require.NoError(t, err, "rereg MR on rxe of Linux %s", k)
+			requireRemoteAccessErr(t, client, server)
+		})
 	}
-	require.NoError(t, err)
-	requireRemoteAccessErr(t, client, server)
+	t.Run("translation", func(t *testing.T) {
+		e := newEnv(t)
+		_, server := e.pair(playerOpts{qpType: uverbs.QPTypeRC})
+		b, err := uverbs.AllocBuffer(4096)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, b.Close()) })
+		err = server.mr.Rereg(uverbs.ReregTrans, nil, b.Bytes(), 0)
+		require.ErrorIs(t, err, uverbs.ErrNotSupported, "rereg MR translation on rxe of Linux %s", k)
+	})
 }
