@@ -60,7 +60,8 @@ func TestLabFlushAtomicWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { check(t, mr.Close()) })
-	p := e.rcPair(t, labCap, nil)
+	// The responder's QP must grant the flush placement too (rxe checks qp_access_flags as for REMOTE_WRITE).
+	p := e.flushPair(t)
 
 	// ATOMIC WRITE: 8 bytes land at once at the remote address.
 	binary.NativeEndian.PutUint64(target[64:], 0xdeaddeaddeaddead)
@@ -96,7 +97,7 @@ func TestLabFlushAtomicWrite(t *testing.T) {
 	}
 
 	// A FLUSH the target MR does not allow (e.mr has no flush access): the responder refuses it.
-	q := e.rcPair(t, labCap, nil)
+	q := e.flushPair(t)
 	if _, err := q.a.PostSend([]uverbs.SendWR{{WRID: 5, Opcode: uverbs.WRFlush, Flags: uverbs.SendSignaled,
 		RemoteAddr: e.mr.Addr(), RKey: e.mr.RKey(), Flush: uverbs.Flush{Length: 8, Type: uverbs.FlushGlobal}}}); err != nil {
 		t.Fatal(err)
@@ -117,4 +118,31 @@ func TestLabFlushAtomicWrite(t *testing.T) {
 	if wc[0].WRID != 5 || !errors.Is(wc[0].Err(), uverbs.WCRemAccessErr) {
 		t.Errorf("FLUSH to an MR without flush access: %+v (%v), want REM_ACCESS_ERR", wc[0], wc[0].Err())
 	}
+}
+
+// flushPair is rcPair with QPs that also grant RDMA FLUSH with global visibility.
+func (e *labEnv) flushPair(t *testing.T) rcPair {
+	var p rcPair
+	p.cqA, p.cqB = e.cq(t, 64, nil), e.cq(t, 64, nil)
+	p.a = e.qp(t, uverbs.QPTypeRC, p.cqA, p.cqA, nil, labCap)
+	p.b = e.qp(t, uverbs.QPTypeRC, p.cqB, p.cqB, nil, labCap)
+	eo := &uverbs.EndpointOptions{Port: 1, GIDIndex: int(e.gidIndex)}
+	for _, qp := range []*uverbs.QP{p.a, p.b} {
+		if _, err := qp.Endpoint(eo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := uverbs.DefaultConnectOptions()
+	o.MTU, o.MaxRdAtomic, o.MaxDestRdAtomic, o.MinRNRTimer = uverbs.MTU1024, 4, 4, 1
+	o.Access |= uverbs.AccessFlushGlobal
+	for _, x := range [][2]*uverbs.QP{{p.a, p.b}, {p.b, p.a}} {
+		ep, err := x[1].Endpoint(eo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x[0].Connect(ep, &o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
 }

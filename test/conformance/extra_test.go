@@ -102,29 +102,32 @@ func TestReregMR(t *testing.T) {
 	k := labtest.Kernel()
 	for _, tc := range []struct {
 		name  string
-		rereg func(server *player) error
+		rereg func(t *testing.T, server *player) (undo func(), err error)
 	}{
-		{"access", func(server *player) error {
-			return server.mr.Rereg(uverbs.ReregAccess, nil, nil, uverbs.AccessLocalWrite)
+		{"access", func(t *testing.T, server *player) (func(), error) {
+			return func() {}, server.mr.Rereg(uverbs.ReregAccess, nil, nil, uverbs.AccessLocalWrite)
 		}},
-		{"pd", func(server *player) error {
+		{"pd", func(t *testing.T, server *player) (func(), error) {
 			pd, err := server.e.ctx.AllocPD()
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, pd.Close()) })
-			return server.mr.Rereg(uverbs.ReregPD, pd, nil, 0)
+			// Moved back before the new PD is closed (a PD with an MR is busy).
+			undo := func() { require.NoError(t, server.mr.Rereg(uverbs.ReregPD, server.pd, nil, 0), "rereg MR back") }
+			return undo, server.mr.Rereg(uverbs.ReregPD, pd, nil, 0)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			client, server := e.pair(playerOpts{qpType: uverbs.QPTypeRC})
 			rdmaTraffic(t, client, server, uverbs.WRRDMAWrite)
-			err := tc.rereg(server)
+			undo, err := tc.rereg(t, server)
 			if !k.AtLeast(6, 12) {
 				require.ErrorIs(t, err, uverbs.ErrNotSupported, "rereg MR on rxe of Linux %s", k)
 				return
 			}
 			require.NoError(t, err, "rereg MR on rxe of Linux %s", k)
 			requireRemoteAccessErr(t, client, server)
+			undo()
 		})
 	}
 	t.Run("translation", func(t *testing.T) {
