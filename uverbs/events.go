@@ -150,6 +150,9 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.pf.read(ctx, a.buf[:]); err != nil {
+		if errors.Is(err, os.ErrClosed) { // the context was closed while this waited
+			err = ErrClosed
+		}
 		return AsyncEvent{}, wrap("get async event", c.dev.Name, err)
 	}
 	// struct ib_uverbs_async_event_desc { __aligned_u64 element; __u32 event_type; __u32 reserved; }

@@ -141,9 +141,10 @@ func (f ReregFlags) String() string { return enumstr.Flags(reregFlagNames[:], ui
 // with ReregAccess new access rights. Devices that cannot re-register answer ErrNotSupported (rxe on 6.1).
 func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf []byte, access Access) error {
 	c := mr.pd.ctx
-	if err := mr.checkOpen(); err != nil {
+	if err := mr.enter(); err != nil {
 		return wrapf(c.dev.Name, err, "rereg MR %#x", mr.handle)
 	}
+	defer mr.exit()
 	if flags&ReregPD != 0 {
 		if err := pd.checkOpen(); err != nil {
 			return wrapf(c.dev.Name, err, "rereg MR %#x to a new PD", mr.handle)
