@@ -129,11 +129,11 @@ func poll(t *testing.T, cq *uverbs.CQ, n int) []uverbs.WC {
 	got := 0
 	deadline := time.Now().Add(30 * time.Second)
 	for got < n {
-		n, err := cq.Poll(wc[got:])
+		k, err := cq.Poll(wc[got:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		got += n
+		got += k
 		if got < n && time.Now().After(deadline) {
 			t.Fatalf("%d of %d completions after 30s", got, n)
 		}
