@@ -88,8 +88,11 @@ func (ch *CompChannel) Close() error {
 	}
 	var closeErr error
 	err := ch.life.close(func() error {
-		if ch.cqs > 0 {
-			return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", ch.cqs, unix.EBUSY))
+		ch.mu.Lock()
+		n := ch.cqs
+		ch.mu.Unlock()
+		if n > 0 {
+			return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", n, unix.EBUSY))
 		}
 		ch.ctx.dropObject()
 		closeErr = ch.pf.close() // the fd is gone either way

@@ -18,10 +18,12 @@ import (
 // A Close that fails (EBUSY: a CQ still used by a QP, say) reopens the object; calls that raced with it were
 // refused with ErrClosed.
 //
-// The mutex serializes Close with itself and guards the object's own counters.
+// closeMu serializes Close with itself. mu guards the object's own counters and fields; Close does not hold it
+// while it waits for the calls in flight, since those may take it (Endpoint, CreateCQ on a channel).
 type life struct {
-	mu sync.Mutex
-	g  gate.Gate
+	closeMu sync.Mutex
+	mu      sync.Mutex
+	g       gate.Gate
 }
 
 // checkOpen is ErrClosed once the object is closed (or closing). It is the check of the verbs that only name
@@ -44,10 +46,10 @@ func (l *life) enter() error {
 // exit ends a call enter admitted.
 func (l *life) exit() { l.g.Exit() }
 
-// close waits for the calls in flight, then runs destroy once, under the object's lock, and marks the object
-// closed when it succeeds. Closing a closed object is a no-op.
+// close waits for the calls in flight, then runs destroy once (without l.mu held: destroy takes it if it needs
+// it) and marks the object closed when it succeeds. Closing a closed object is a no-op.
 func (l *life) close(destroy func() error) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
 	return l.g.Close(destroy)
 }
