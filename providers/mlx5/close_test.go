@@ -148,8 +148,7 @@ func closeRaceRound(t *testing.T, round int, refused, unknown *atomic.Int64) {
 // BenchmarkAdapterPollEmpty is the core's view of an mlx5 poll that finds nothing: the adapter (its CQ lock) and
 // hw.CQ.Poll.
 func BenchmarkAdapterPollEmpty(b *testing.B) {
-	t := &testing.T{}
-	g := newGlue(t, 512)
+	g := newGlue(b, 512)
 	cq, _ := g.cq(64)
 	var wc [8]hw.WC
 	b.ReportAllocs()
