@@ -87,9 +87,10 @@ func (qp *QP) Endpoint(opts *EndpointOptions) (Endpoint, error) {
 
 func (qp *QP) endpoint(opts *EndpointOptions) (Endpoint, error) {
 	c := qp.ctx
-	if err := qp.checkOpen(); err != nil {
+	if err := qp.enter(); err != nil {
 		return Endpoint{}, err
 	}
+	defer qp.exit()
 	o := EndpointOptions{Port: 1, GIDIndex: AutoGIDIndex, QKey: DefaultQKey}
 	if opts != nil {
 		o = *opts

@@ -3,7 +3,9 @@ package uverbs
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/goverbs/goverbs/internal/provider"
@@ -55,7 +57,15 @@ func (ch *CompChannel) FD() int { return ch.fd }
 func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	ch.rmu.Lock()
 	defer ch.rmu.Unlock()
+	if err := ch.checkOpen(); err != nil {
+		return nil, wrap("get CQ event", ch.ctx.dev.Name, err)
+	}
+	// GetEvent waits, so it cannot hold the channel open: a Close while it waits closes the file under it,
+	// which wakes the read with os.ErrClosed (Go's poller makes that safe); it is reported as ErrClosed.
 	if err := ch.pf.read(ctx, ch.buf[:]); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			err = ErrClosed
+		}
 		return nil, wrap("get CQ event", ch.ctx.dev.Name, err)
 	}
 	// struct ib_uverbs_comp_event_desc { __aligned_u64 cq_handle; } — the CQ's user handle.
@@ -78,8 +88,11 @@ func (ch *CompChannel) Close() error {
 	}
 	var closeErr error
 	err := ch.life.close(func() error {
-		if ch.cqs > 0 {
-			return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", ch.cqs, unix.EBUSY))
+		ch.mu.Lock()
+		n := ch.cqs
+		ch.mu.Unlock()
+		if n > 0 {
+			return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", n, unix.EBUSY))
 		}
 		ch.ctx.dropObject()
 		closeErr = ch.pf.close() // the fd is gone either way
@@ -120,10 +133,12 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 		return nil, wrap("create CQ", c.dev.Name, fmt.Errorf("cqe %d: %w", attr.CQE, unix.EINVAL))
 	}
 	if attr.Channel != nil {
-		// A closed channel's fd number may already belong to another file.
-		if attr.Channel.closed.Load() {
-			return nil, wrap("create CQ", c.dev.Name, fmt.Errorf("completion channel: %w", ErrClosed))
+		// A closed channel's fd number may already belong to another file: the channel stays open (its Close
+		// waits) until the CQ is counted as its user.
+		if err := attr.Channel.enter(); err != nil {
+			return nil, wrap("create CQ", c.dev.Name, fmt.Errorf("completion channel: %w", err))
 		}
+		defer attr.Channel.exit()
 	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap("create CQ", c.dev.Name, err)
@@ -166,17 +181,23 @@ func (cq *CQ) Handle() uint32 { return cq.handle }
 // device wrote a completion the provider cannot match to a queue (EIO); the n completions before it are valid.
 // A failed work request is not a Poll error: it is a completion whose WC.Err is non-nil.
 func (cq *CQ) Poll(wc []WC) (int, error) {
-	if cq.closed.Load() {
+	if !cq.g.Enter() {
 		return 0, cq.ctx.dpErrs.get(opPollCQ, provider.Destroyed)
 	}
 	n, st := cq.prov.Poll(wc)
+	cq.g.Exit()
 	return cq.ctx.dpErrs.result(opPollCQ, n, st)
 }
 
 // ReqNotify arms the CQ: the next completion (only solicited ones if solicitedOnly) raises an event on its
 // completion channel (ibv_req_notify_cq).
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {
-	if err := cq.prov.Arm(solicitedOnly); err != nil {
+	if err := cq.enter(); err != nil {
+		return wrapf(cq.ctx.dev.Name, err, "arm CQ %#x", cq.handle)
+	}
+	err := cq.prov.Arm(solicitedOnly)
+	cq.exit()
+	if err != nil {
 		return wrapf(cq.ctx.dev.Name, err, "arm CQ %#x", cq.handle)
 	}
 	return nil
@@ -193,9 +214,10 @@ func (cq *CQ) AckEvents(n int) {
 // Resize changes the CQ's size to at least cqe entries (ibv_resize_cq).
 func (cq *CQ) Resize(cqe int) error {
 	c := cq.ctx
-	if err := cq.checkOpen(); err != nil {
+	if err := cq.enter(); err != nil {
 		return wrapf(c.dev.Name, err, "resize CQ %#x", cq.handle)
 	}
+	defer cq.exit()
 	n, err := cq.prov.Resize(cqe, func(cqe int, uhwIn, uhwOut []byte) (int, error) {
 		return c.cmdResizeCQ(cq.handle, cqe, uhwIn, uhwOut)
 	})

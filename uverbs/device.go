@@ -129,18 +129,28 @@ func devicesFromNetlink() ([]Device, error) {
 	return devs, nil
 }
 
-// checkAccess sets d.Err when the device's /dev node is missing or not a character device.
-func checkAccess(d *Device) {
+// checkAccess sets d.Err when the device's /dev node is missing, not a character device, or not readable and
+// writable by this process (opening it would fail with EACCES).
+func checkAccess(d *Device) { checkAccessWith(d, unix.Access) }
+
+// checkAccessWith is checkAccess with the access(2) call given (tests: root passes every permission check).
+func checkAccessWith(d *Device, access func(path string, mode uint32) error) {
 	if d.Err != nil || d.DevPath == "" {
 		return
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(d.DevPath, &st); err != nil {
-		d.Err = &os.PathError{Op: "stat", Path: d.DevPath, Err: err}
+		d.Err = fmt.Errorf("%w (in a container, pass the device: --device %s, or mount /dev/infiniband)",
+			&os.PathError{Op: "stat", Path: d.DevPath, Err: err}, d.DevPath)
 		return
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFCHR {
 		d.Err = fmt.Errorf("%s is not a character device", d.DevPath)
+		return
+	}
+	if err := access(d.DevPath, unix.R_OK|unix.W_OK); err != nil {
+		d.Err = fmt.Errorf("%w (uid %d; the node's mode is %#o, owner %d:%d: a udev rule or membership of the group that owns it grants access)",
+			&os.PathError{Op: "open for reading and writing", Path: d.DevPath, Err: err}, os.Getuid(), st.Mode&0o777, st.Uid, st.Gid)
 	}
 }
 

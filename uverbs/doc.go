@@ -11,6 +11,13 @@
 // and Context.Close refuses while objects made from it are open. Closing the context's file (or the process
 // exiting) makes the kernel destroy everything, which is the only thing a GC cleanup does here, as a safety net.
 //
+// Close may race with the object's other verbs, data path included (PostSend, PostRecv, Poll, ReqNotify,
+// Modify, CompChannel.GetEvent): each either completes against the live object or fails with ErrClosed; none
+// touches a released ring or a destroyed handle. Close waits for the verbs already running on the object (they
+// are short: two atomic adds bracket each), then destroys it; a GetEvent waiting on a channel being closed
+// returns ErrClosed. A Close the kernel refuses (EBUSY) leaves the object open, and verbs that raced with it
+// failed with ErrClosed.
+//
 // # Errors
 //
 // Errors are *Error values naming the verb and the device; they unwrap to the kernel's errno, so

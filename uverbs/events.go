@@ -35,14 +35,25 @@ func (p *pollFile) read(ctx context.Context, b []byte) error {
 	// A context that can never end (context.Background) needs no watcher, and
 	// then waiting allocates nothing: event-driven data paths stay allocation-free.
 	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { p.f.SetReadDeadline(time.Now()) })
-		defer stop()
+		// When ctx ends the watcher sets a deadline in the past to wake the read. It may do so just after the
+		// read returned an event; that deadline must not outlive this call, or the next read fails at once
+		// with "i/o timeout" (TestLabCloseRace met this): once the watcher has run, wait for it and clear the
+		// deadline.
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			p.f.SetReadDeadline(time.Now())
+			close(fired)
+		})
+		defer func() {
+			if !stop() {
+				<-fired
+				p.f.SetReadDeadline(time.Time{})
+			}
+		}()
 	}
 	n, err := p.f.Read(b)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
-			// Clear the deadline so the next read waits again.
-			p.f.SetReadDeadline(time.Time{})
 			return ctx.Err()
 		}
 		return err
@@ -150,6 +161,9 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.pf.read(ctx, a.buf[:]); err != nil {
+		if errors.Is(err, os.ErrClosed) { // the context was closed while this waited
+			err = ErrClosed
+		}
 		return AsyncEvent{}, wrap("get async event", c.dev.Name, err)
 	}
 	// struct ib_uverbs_async_event_desc { __aligned_u64 element; __u32 event_type; __u32 reserved; }

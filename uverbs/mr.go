@@ -107,7 +107,8 @@ func (pd *PD) regMR(addr uintptr, length int, iova uint64, access Access) (*MR, 
 	out := new(abi.IbUverbsRegMrResp)
 	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_REG_MR, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
 		c.dropObject()
-		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "reg MR (%d bytes, access %#x)", length, uint32(access))
+		err = memlockErr(c.dev.Name, length, limitErr(c.dev.Name, "hca_object", err))
+		return nil, wrapf(c.dev.Name, err, "reg MR (%d bytes, access %#x)", length, uint32(access))
 	}
 	return &MR{pd: pd, handle: out.MrHandle, lkey: out.Lkey, rkey: out.Rkey, addr: addr, length: length, access: access}, nil
 }
@@ -150,9 +151,10 @@ func (f ReregFlags) String() string { return enumstr.Flags(reregFlagNames[:], ui
 // with ReregAccess new access rights. Devices that cannot re-register answer ErrNotSupported (rxe on 6.1).
 func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf []byte, access Access) error {
 	c := mr.pd.ctx
-	if err := mr.checkOpen(); err != nil {
+	if err := mr.enter(); err != nil {
 		return wrapf(c.dev.Name, err, "rereg MR %#x", mr.handle)
 	}
+	defer mr.exit()
 	if flags&ReregPD != 0 {
 		if err := pd.checkOpen(); err != nil {
 			return wrapf(c.dev.Name, err, "rereg MR %#x to a new PD", mr.handle)
@@ -181,6 +183,9 @@ func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf []byte, access Access) error {
 	}
 	out := new(abi.IbUverbsReregMrResp)
 	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_REREG_MR, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
+		if flags&ReregTrans != 0 {
+			err = memlockErr(c.dev.Name, len(buf), err)
+		}
 		return wrapf(c.dev.Name, err, "rereg MR %#x", mr.handle)
 	}
 	mr.lkey, mr.rkey = out.Lkey, out.Rkey

@@ -144,20 +144,22 @@ func (qp *QP) State() QPState { return qp.state }
 // Errors (package doc, "Data-path errors") name the verb, the device and the cause and unwrap to the errno
 // rdma-core returns; after Close they match ErrClosed.
 func (qp *QP) PostSend(wrs []SendWR) (int, error) {
-	if qp.closed.Load() {
+	if !qp.g.Enter() {
 		return 0, qp.ctx.dpErrs.get(opPostSend, provider.Destroyed)
 	}
 	n, st := qp.prov.PostSend(wrs)
+	qp.g.Exit()
 	return qp.ctx.dpErrs.result(opPostSend, n, st)
 }
 
 // PostRecv posts receive work requests (ibv_post_recv). It returns how many were posted; on error wrs[n] is
 // the first request not posted. It allocates nothing.
 func (qp *QP) PostRecv(wrs []RecvWR) (int, error) {
-	if qp.closed.Load() {
+	if !qp.g.Enter() {
 		return 0, qp.ctx.dpErrs.get(opPostRecv, provider.Destroyed)
 	}
 	n, st := qp.prov.PostRecv(wrs)
+	qp.g.Exit()
 	return qp.ctx.dpErrs.result(opPostRecv, n, st)
 }
 
@@ -277,9 +279,10 @@ func ahAttrFromDest(d *abi.IbUverbsQpDest) AHAttr {
 // kernel checks the state transition and the attributes each transition requires.
 func (qp *QP) Modify(attr QPAttr, mask QPAttrMask) error {
 	c := qp.ctx
-	if err := qp.checkOpen(); err != nil {
+	if err := qp.enter(); err != nil {
 		return wrapf(c.dev.Name, err, "modify QP %#x", qp.qpn)
 	}
+	defer qp.exit()
 	in := &abi.IbUverbsModifyQp{
 		Dest: qpDest(&attr.AHAttr), AltDest: qpDest(&attr.AltAHAttr), QpHandle: qp.handle, AttrMask: uint32(mask),
 		Qkey: attr.QKey, RqPsn: attr.RQPSN, SqPsn: attr.SQPSN, DestQpNum: attr.DestQPN,
@@ -307,9 +310,10 @@ func (qp *QP) Modify(attr QPAttr, mask QPAttrMask) error {
 // Query returns the QP's current attributes (ibv_query_qp) and its creation attributes' capacities.
 func (qp *QP) Query(mask QPAttrMask) (*QPAttr, error) {
 	c := qp.ctx
-	if err := qp.checkOpen(); err != nil {
+	if err := qp.enter(); err != nil {
 		return nil, wrapf(c.dev.Name, err, "query QP %#x", qp.qpn)
 	}
+	defer qp.exit()
 	in := &abi.IbUverbsQueryQp{QpHandle: qp.handle, AttrMask: uint32(mask)}
 	out := new(abi.IbUverbsQueryQpResp)
 	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_QUERY_QP, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
@@ -331,9 +335,10 @@ func (qp *QP) Query(mask QPAttrMask) (*QPAttr, error) {
 
 // AttachMcast attaches the QP (UD) to a multicast group (ibv_attach_mcast).
 func (qp *QP) AttachMcast(gid GID, lid uint16) error {
-	if err := qp.checkOpen(); err != nil {
+	if err := qp.enter(); err != nil {
 		return wrapf(qp.ctx.dev.Name, err, "attach QP %#x to multicast group %v", qp.qpn, gid)
 	}
+	defer qp.exit()
 	in := &abi.IbUverbsAttachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
 	if err := qp.ctx.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_ATTACH_MCAST, CoreIn: rawcmd.Bytes(in)}); err != nil {
 		return wrapf(qp.ctx.dev.Name, err, "attach QP %#x to multicast group %v", qp.qpn, gid)
@@ -343,9 +348,10 @@ func (qp *QP) AttachMcast(gid GID, lid uint16) error {
 
 // DetachMcast detaches the QP from a multicast group (ibv_detach_mcast).
 func (qp *QP) DetachMcast(gid GID, lid uint16) error {
-	if err := qp.checkOpen(); err != nil {
+	if err := qp.enter(); err != nil {
 		return wrapf(qp.ctx.dev.Name, err, "detach QP %#x from multicast group %v", qp.qpn, gid)
 	}
+	defer qp.exit()
 	in := &abi.IbUverbsDetachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
 	if err := qp.ctx.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_DETACH_MCAST, CoreIn: rawcmd.Bytes(in)}); err != nil {
 		return wrapf(qp.ctx.dev.Name, err, "detach QP %#x from multicast group %v", qp.qpn, gid)

@@ -89,10 +89,11 @@ func (srq *SRQ) Attr() SRQAttr { return srq.attr }
 // PostRecv posts receive work requests to the SRQ (ibv_post_srq_recv).
 // It returns how many were posted; on error wrs[n] is the first request not posted. It allocates nothing.
 func (srq *SRQ) PostRecv(wrs []RecvWR) (int, error) {
-	if srq.closed.Load() {
+	if !srq.g.Enter() {
 		return 0, srq.ctx.dpErrs.get(opPostSRQRecv, provider.Destroyed)
 	}
 	n, st := srq.prov.PostRecv(wrs)
+	srq.g.Exit()
 	return srq.ctx.dpErrs.result(opPostSRQRecv, n, st)
 }
 
@@ -113,9 +114,10 @@ func (m SRQAttrMask) String() string { return enumstr.Flags(srqAttrMaskNames[:],
 // (SRQAttrLimit) (ibv_modify_srq).
 func (srq *SRQ) Modify(attr SRQAttr, mask SRQAttrMask) error {
 	c := srq.ctx
-	if err := srq.checkOpen(); err != nil {
+	if err := srq.enter(); err != nil {
 		return wrapf(c.dev.Name, err, "modify SRQ %#x", srq.srqn)
 	}
+	defer srq.exit()
 	in := &abi.IbUverbsModifySrq{SrqHandle: srq.handle, AttrMask: uint32(mask), MaxWr: attr.MaxWR, SrqLimit: attr.Limit}
 	err := srq.prov.Modify(attr.MaxWR, func(uhwIn, uhwOut []byte) error {
 		return c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_MODIFY_SRQ, CoreIn: rawcmd.Bytes(in), UHWIn: uhwIn, UHWOut: uhwOut})
@@ -135,9 +137,10 @@ func (srq *SRQ) Modify(attr SRQAttr, mask SRQAttrMask) error {
 // Query returns the SRQ's attributes (ibv_query_srq).
 func (srq *SRQ) Query() (SRQAttr, error) {
 	c := srq.ctx
-	if err := srq.checkOpen(); err != nil {
+	if err := srq.enter(); err != nil {
 		return SRQAttr{}, wrapf(c.dev.Name, err, "query SRQ %#x", srq.srqn)
 	}
+	defer srq.exit()
 	in := &abi.IbUverbsQuerySrq{SrqHandle: srq.handle}
 	out := new(abi.IbUverbsQuerySrqResp)
 	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_QUERY_SRQ, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {

@@ -2,8 +2,10 @@ package uverbs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -169,5 +171,60 @@ func TestDevicesFromSysfs(t *testing.T) {
 	checkAccess(&d)
 	if d.Err == nil {
 		t.Fatal("a missing /dev node must be reported on the device")
+	}
+}
+
+// A /dev/infiniband node that is missing, not a character device, or not accessible is reported on its device;
+// the other devices are listed and usable (issue #14, item 6).
+func TestDevicesReportAccessPerDevice(t *testing.T) {
+	root, dev := t.TempDir(), t.TempDir()
+	write := func(p, s string) {
+		p = filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, name := range []string{"rxe0", "rxe1", "rxe2", "rxe3"} {
+		write(fmt.Sprintf("class/infiniband_verbs/uverbs%d/ibdev", i), name+"\n")
+	}
+	// uverbs0: missing. uverbs1: a regular file. uverbs2: a character device (/dev/null) this process may not
+	// open (the access check is faked: root passes every permission check). uverbs3: a good one.
+	if err := os.WriteFile(filepath.Join(dev, "uverbs1"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"uverbs2", "uverbs3"} {
+		if err := os.Symlink("/dev/null", filepath.Join(dev, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	devs, err := devicesFromSysfs(root, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 4 {
+		t.Fatalf("%d devices, want all 4 listed", len(devs))
+	}
+	denied := func(path string, mode uint32) error {
+		if strings.HasSuffix(path, "uverbs2") {
+			return unix.EACCES
+		}
+		return nil
+	}
+	byName := map[string]error{}
+	for i := range devs {
+		checkAccessWith(&devs[i], denied)
+		byName[devs[i].Name] = devs[i].Err
+	}
+	for name, want := range map[string]string{"rxe0": "no such file", "rxe1": "not a character device", "rxe2": "permission denied"} {
+		if err := byName[name]; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "uverbs") {
+			t.Errorf("%s: %v, want an error naming its node and %q", name, err, want)
+		}
+	}
+	if !errors.Is(byName["rxe2"], unix.EACCES) || !errors.Is(byName["rxe0"], unix.ENOENT) {
+		t.Errorf("errnos: rxe0 %v, rxe2 %v", byName["rxe0"], byName["rxe2"])
+	}
+	if byName["rxe3"] != nil {
+		t.Errorf("rxe3: %v, want usable", byName["rxe3"])
 	}
 }

@@ -12,6 +12,15 @@
 // created and destroyed through the core's driver-object hook (provider.Device.Objects), so the core counts them
 // and maps a cgroup refusal to its typed limit error.
 //
+// # Concurrency
+//
+// A CQ takes a lock per call (Poll, Arm, event, attach/detach of its QPs), as rdma-core's CQ lock. A QP does not:
+// two goroutines posting to one QP, or posting while another goroutine polls the CQ that retires its send WQEs,
+// race (internal/hw leaves serialization to the caller; rxe's QPs, by contrast, lock each ring). Closing an object
+// while other goroutines use it is safe: the core waits for their calls (TestCloseRacesDataPath). When a QP is
+// closed, its completions still in a CQ are not cleaned out (rdma-core's __mlx5_cq_clean is not implemented): a
+// later Poll meets them and fails with EIO. See docs/reliability.md.
+//
 // # Errors
 //
 // Posting and polling return the core's data-path statuses (internal/provider's table, which package uverbs

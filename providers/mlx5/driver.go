@@ -340,23 +340,54 @@ func (c *mctx) CreateCQ(p provider.CQParams, create provider.Create[provider.CQP
 	return &cqAdapter{CQ: cq, ctx: c, mem: buf, dbr: dbrb}, res, nil
 }
 
-// cqAdapter is a CQ as the verbs core sees it.
+// cqAdapter is a CQ as the verbs core sees it. mu is rdma-core's CQ lock: hw.CQ is not safe for concurrent use,
+// and the core calls it from several goroutines at once — Poll from each poller, Attach and Detach when a QP on
+// this CQ is created or closed (the core's Close of that QP waits for the QP's own calls, not this CQ's), Arm and
+// EventReceived from whoever waits for events.
 type cqAdapter struct {
 	*hw.CQ
+	mu     sync.Mutex
 	ctx    *mctx
 	mem    []byte
 	dbr    []byte
 	newMem []byte
 }
 
+// Poll implements provider.CQ.
+func (a *cqAdapter) Poll(wc []verbs.WC) (int, provider.Status) {
+	a.mu.Lock()
+	n, st := a.CQ.Poll(wc)
+	a.mu.Unlock()
+	return n, st
+}
+
+// Attach and Detach record a QP whose completions arrive here (created) or no longer do (destroyed).
+func (a *cqAdapter) Attach(qp *hw.QP) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.CQ.Attach(qp)
+}
+
+func (a *cqAdapter) Detach(qp *hw.QP) {
+	a.mu.Lock()
+	a.CQ.Detach(qp)
+	a.mu.Unlock()
+}
+
 // Arm implements provider.CQ.
 func (a *cqAdapter) Arm(solicitedOnly bool) error {
+	a.mu.Lock()
 	a.CQ.Arm(solicitedOnly)
+	a.mu.Unlock()
 	return nil
 }
 
 // EventReceived implements provider.CQ.
-func (a *cqAdapter) EventReceived() { a.CQ.Event() }
+func (a *cqAdapter) EventReceived() {
+	a.mu.Lock()
+	a.CQ.Event()
+	a.mu.Unlock()
+}
 
 // Resize implements provider.CQ (rdma-core mlx5_resize_cq): a new stamped buffer, RESIZE_CQ, then the pending
 // CQEs are moved over. The same rounded size is a no-op.
@@ -364,6 +395,8 @@ func (a *cqAdapter) Resize(cqe int, resize provider.Create[int, int]) (int, erro
 	if cqe < 1 || cqe > 1<<24-1 {
 		return 0, fmt.Errorf("mlx5: resize CQ %#x to %d: %w", a.CQN(), cqe, errInvalid)
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	n := roundupPow2(cqe + 1)
 	if n == a.Entries() {
 		return n - 1, nil
@@ -393,6 +426,8 @@ func (a *cqAdapter) Resize(cqe int, resize provider.Create[int, int]) (int, erro
 
 // Destroyed implements provider.CQ.
 func (a *cqAdapter) Destroyed() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.ctx.sys.unmap(a.mem)
 	a.ctx.putDBR(a.dbr)
 }

@@ -44,7 +44,7 @@ func (s *emuSys) unmap(b []byte) error {
 // kernel's outputs through the command's pointers, and counts the live objects as the core does. refuse, when
 // set, is returned for the next create (the core's cgroup limit error, say).
 type fakeObjects struct {
-	t        *testing.T
+	t        testing.TB
 	next     uint32
 	live     map[uint32]uint32 // handle -> UAR type
 	refuse   error
@@ -52,7 +52,7 @@ type fakeObjects struct {
 	destroys int
 }
 
-func newFakeObjects(t *testing.T) *fakeObjects { return &fakeObjects{t: t, live: map[uint32]uint32{}} }
+func newFakeObjects(t testing.TB) *fakeObjects { return &fakeObjects{t: t, live: map[uint32]uint32{}} }
 
 func (f *fakeObjects) hook(cmd *rawcmd.Cmd, create bool) error {
 	if cmd.Hdr.ObjectId != abi.MLX5_IB_OBJECT_UAR || cmd.Hdr.DriverId != abi.RDMA_DRIVER_MLX5 {
@@ -106,13 +106,13 @@ func (f *fakeObjects) hook(cmd *rawcmd.Cmd, create bool) error {
 }
 
 type glue struct {
-	t    *testing.T
+	t    testing.TB
 	dev  *mlx5emu.Device
 	ctx  *mctx
 	objs *fakeObjects
 }
 
-func newGlue(t *testing.T, bfRegSize int) *glue {
+func newGlue(t testing.TB, bfRegSize int) *glue {
 	t.Helper()
 	dev, err := mlx5emu.New(mlx5emu.Options{BFRegSize: bfRegSize, RequireDoorbell: true})
 	if err != nil {

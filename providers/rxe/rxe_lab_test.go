@@ -129,11 +129,11 @@ func poll(t *testing.T, cq *uverbs.CQ, n int) []uverbs.WC {
 	got := 0
 	deadline := time.Now().Add(30 * time.Second)
 	for got < n {
-		n, err := cq.Poll(wc[got:])
+		k, err := cq.Poll(wc[got:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		got += n
+		got += k
 		if got < n && time.Now().After(deadline) {
 			t.Fatalf("%d of %d completions after 30s", got, n)
 		}
@@ -713,25 +713,46 @@ func TestLabMemoryWindow(t *testing.T) {
 	}
 }
 
-// Concurrent posters on one QP against the kernel, with a concurrent poller and arming: every request
-// completes exactly once. Run the lab binary built with -race.
-//
-// Posters take a credit per request and the poller returns one per completion, so no more completions are
-// outstanding than the CQ holds: rxe frees send-queue slots as requests complete, so a send queue that never
-// reports ENOMEM does not keep an unpolled CQ from overflowing (an overrun CQ stops the QP's completer).
+// Many goroutines post RDMA WRITEs: to one QP, and to several QPs sharing one send CQ. Every request completes
+// exactly once, on the QP that posted it; each poster holds a credit per request it has not seen complete, never
+// more outstanding than the CQ holds: rxe frees send-queue slots as requests complete, so a send queue that never
+// reports ENOMEM does not keep an unpolled CQ from overflowing (an overrun CQ stops the QP's completer). Run
+// under the race detector: go run ./test/lab/cmd/labsuite -race -run ConcurrentPosters ./providers/rxe
 func TestLabConcurrentPosters(t *testing.T) {
 	e := newLab(t)
-	p := e.rcPair(t, uverbs.QPCap{MaxSendWR: 32, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}, nil)
-	const posters, each = 4, 200
-	credits := make(chan struct{}, p.cqA.CQE())
+	qcap := uverbs.QPCap{MaxSendWR: 32, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}
+	t.Run("OneQP", func(t *testing.T) {
+		p := e.rcPair(t, qcap, nil)
+		concurrentPosters(t, e, p.cqA, []*uverbs.QP{p.a}, 4, 200)
+	})
+	t.Run("QPsOnOneCQ", func(t *testing.T) {
+		const nqp = 4
+		cq, peerCQ := e.cq(t, 64, nil), e.cq(t, 64, nil)
+		var qps []*uverbs.QP
+		for range nqp {
+			a := e.qp(t, uverbs.QPTypeRC, cq, cq, nil, qcap)
+			b := e.qp(t, uverbs.QPTypeRC, peerCQ, peerCQ, nil, qcap)
+			e.connectRC(t, a, b)
+			e.connectRC(t, b, a)
+			qps = append(qps, a)
+		}
+		concurrentPosters(t, e, cq, qps, 2*nqp, 100)
+	})
+}
+
+// concurrentPosters runs posters goroutines, poster g posting each RDMA WRITEs to qps[g%len(qps)], and polls
+// cq (the QPs' send CQ) until every request has completed once, on its own QP.
+func concurrentPosters(t *testing.T, e *labEnv, cq *uverbs.CQ, qps []*uverbs.QP, posters, each int) {
+	credits := make(chan struct{}, cq.CQE())
 	var wg sync.WaitGroup
 	for g := 0; g < posters; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
+			qp := qps[g%len(qps)]
 			for i := 0; i < each; {
 				credits <- struct{}{}
-				_, err := p.a.PostSend([]uverbs.SendWR{{WRID: uint64(g*each + i), Opcode: uverbs.WRRDMAWrite,
+				_, err := qp.PostSend([]uverbs.SendWR{{WRID: uint64(g*each + i), Opcode: uverbs.WRRDMAWrite,
 					Flags: uverbs.SendSignaled, SGL: []uverbs.SGE{e.mr.SGE(g*64, 64)},
 					RemoteAddr: e.mr.Addr() + uint64(32768+g*64), RKey: e.mr.RKey()}})
 				switch {
@@ -746,7 +767,7 @@ func TestLabConcurrentPosters(t *testing.T) {
 					return
 				}
 				if i%50 == 0 {
-					if err := p.cqB.ReqNotify(false); err != nil {
+					if err := cq.ReqNotify(false); err != nil {
 						t.Errorf("arm: %v", err)
 						return
 					}
@@ -758,10 +779,13 @@ func TestLabConcurrentPosters(t *testing.T) {
 	wc := make([]uverbs.WC, 16)
 	deadline := time.Now().Add(60 * time.Second)
 	for got := 0; got < len(seen); {
-		n := mustPoll(t, p.cqA, wc)
+		n := mustPoll(t, cq, wc)
 		for _, w := range wc[:n] {
 			if w.Status != uverbs.WCSuccess || w.WRID >= uint64(len(seen)) || seen[w.WRID] {
 				t.Fatalf("completion %+v: failed, out of range or repeated", w)
+			}
+			if want := qps[(int(w.WRID)/each)%len(qps)].QPN(); w.QPNum != want {
+				t.Fatalf("completion of wr_id %d on QP %#x, posted on %#x", w.WRID, w.QPNum, want)
 			}
 			seen[w.WRID] = true
 			got++

@@ -358,9 +358,9 @@ func poll(t *testing.T, cq *uverbs.CQ, n int) []uverbs.WC {
 	got := 0
 	deadline := time.Now().Add(hangGuard)
 	for got < n {
-		n, err := cq.Poll(wcs[got:])
+		k, err := cq.Poll(wcs[got:])
 		require.NoError(t, err, "poll CQ")
-		got += n
+		got += k
 		if got < n {
 			if time.Now().After(deadline) {
 				t.Fatalf("got %d of %d completions within %v", got, n, hangGuard)

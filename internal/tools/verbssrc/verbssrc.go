@@ -11,6 +11,7 @@
 package verbssrc
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -28,7 +29,8 @@ type Device struct {
 }
 
 // List returns the usable devices in kernel index order. Devices
-// libibverbs would skip (no uverbs node, /dev node missing) are left out. A
+// libibverbs would skip (no uverbs node, /dev node missing) are left out; one
+// this process may not open is listed, as libibverbs does. A
 // failure to list wraps ENOSYS, as libibverbs reports it. stderr receives
 // libibverbs' warning about a small RLIMIT_MEMLOCK and may be nil.
 func List(stderr io.Writer) ([]Device, error) {
@@ -41,7 +43,8 @@ func List(stderr io.Writer) ([]Device, error) {
 	}
 	var out []Device
 	for _, d := range devs {
-		if d.Err != nil {
+		// libibverbs lists a device whose node this process may not open (it fails at ibv_open_device).
+		if d.Err != nil && !errors.Is(d.Err, unix.EACCES) && !errors.Is(d.Err, unix.EPERM) {
 			continue
 		}
 		out = append(out, Device{Device: d, Transport: verbsdev.TransportOf(int(d.NodeType))})

@@ -51,6 +51,7 @@ func run(args []string) int {
 	inner := fs.String("inner", "", "run the manifest FILE inside the lab (internal)")
 	runRE := fs.String("run", "", "run only tests matching REGEXP (passed as -test.run)")
 	verbose := fs.Bool("v", false, "verbose test output")
+	race := fs.Bool("race", false, "build the test binaries with the race detector (needs cgo and a C compiler on the host; the binaries then use the host's libc, which the lab mounts)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "limit for each kernel's lab run")
 	pkgTimeout := fs.Duration("pkgtimeout", 15*time.Minute, "per-package test timeout inside the lab")
 	kernelsFlag := fs.String("kernels", "", "kernels to run on, one boot each: all (= "+strings.Join(lab.Matrix, ",")+") or a comma list (default $"+lab.KernelEnv+", else 6.1)")
@@ -87,7 +88,14 @@ func run(args []string) int {
 	for i := range pkgs {
 		p := &pkgs[i]
 		p.Binary = filepath.Join(work, strings.ReplaceAll(p.ImportPath, "/", "_")+".test")
-		cmd := exec.Command("go", "test", "-c", "-o", p.Binary, p.ImportPath)
+		args := []string{"test", "-c", "-o", p.Binary}
+		if *race {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, p.ImportPath)...)
+		if *race {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		}
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Printf("FAIL\t%s [build failed]\n", p.ImportPath)

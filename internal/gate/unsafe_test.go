@@ -1,0 +1,5 @@
+package gate
+
+import "unsafe"
+
+func unsafeAt(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
