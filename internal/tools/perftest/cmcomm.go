@@ -244,6 +244,12 @@ func decodeDest(b []byte) Dest {
 		VAddr: binary.BigEndian.Uint64(b[24:]), GID: [16]byte(b[32:48])}
 }
 
+// perftest's client connects its rdma_cm QPs up to 10 times, 100 ms apart.
+const (
+	cmConnectTries = 10
+	cmConnectDelay = 100 * time.Millisecond
+)
+
 // cmConnectQPs is create_rdma_cm_connection (-R): a handshake, the test QPs made on rdma_cm ids with the
 // session's PD and CQs and connected through rdma_cm on the perftest port (the server accepts -q requests and
 // sets min_rnr_timer on RC QPs afterwards, as perftest), then another handshake.
@@ -351,34 +357,60 @@ func (r *runner) cmConnectQPs() error {
 				return err
 			}
 		}
-		for i := 0; i < p.NumQPs; i++ {
+		// One connection attempt per QP; a failed attempt's id and QP are destroyed.
+		connect := func() (*rdmacm.ID, *uverbs.QP, error) {
 			id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
-			ids = append(ids, id)
+			var qp *uverbs.QP
+			fail := func(err error) (*rdmacm.ID, *uverbs.QP, error) {
+				if qp != nil {
+					id.DestroyQP()
+				}
+				id.Destroy()
+				return nil, nil, err
+			}
 			if err := id.ResolveAddr(src, dst, 2000*time.Millisecond); err != nil {
-				return err
+				return fail(err)
 			}
 			if _, err := wait(rdmacm.EventAddrResolved); err != nil {
-				return err
+				return fail(err)
 			}
 			if err := id.ResolveRoute(2000 * time.Millisecond); err != nil {
-				return err
+				return fail(err)
 			}
 			if _, err := wait(rdmacm.EventRouteResolved); err != nil {
-				return err
+				return fail(err)
 			}
-			qp, err := id.CreateQP(attr)
-			if err != nil {
-				return err
+			if qp, err = id.CreateQP(attr); err != nil {
+				return fail(err)
 			}
 			if err := id.Connect(param); err != nil {
-				return err
+				return fail(err)
 			}
 			if _, err := wait(rdmacm.EventEstablished); err != nil {
-				return err
+				return fail(err)
 			}
+			return id, qp, nil
+		}
+		for i := 0; i < p.NumQPs; i++ {
+			// The server creates its listening id only after the handshake both sides just made, so a quick
+			// client can be rejected (no listener yet): perftest's client tries 10 times, 100 ms apart
+			// (rdma_cm_client_connection), and so does this one.
+			var id *rdmacm.ID
+			var qp *uverbs.QP
+			var err error
+			for try := 1; ; try++ {
+				if id, qp, err = connect(); err == nil {
+					break
+				}
+				if try == cmConnectTries {
+					return fmt.Errorf("%v\nFailed to connect RDMA CM client, tried %d times.", err, cmConnectTries)
+				}
+				time.Sleep(cmConnectDelay)
+			}
+			ids = append(ids, id)
 			s.qps = append(s.qps, qp)
 		}
 	}

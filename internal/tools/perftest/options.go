@@ -665,11 +665,6 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 		case ConnUD:
 			return unsupported("rdma_cm QPs (-R) with UD")
 		}
-		if p.Kind == KindLat {
-			// ib_send_lat -R with a C server hung in the lab (the Go server with a C client passed); refused
-			// until that is understood.
-			return unsupported("rdma_cm QPs (-R) on latency tests")
-		}
 		p.UseRDMACM = true
 	}
 	return -1

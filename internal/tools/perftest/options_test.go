@@ -92,7 +92,6 @@ func TestParseErrors(t *testing.T) {
 		{VerbWrite, KindBW, []string{"a", "b"}, " Invalid Command line. Please check command rerun \n"},
 		{VerbSend, KindBW, []string{"-R", "-c", "UD"}, " rdma_cm QPs (-R) with UD is not supported by goverbs perftest\n"},
 		{VerbSend, KindBW, []string{"-R", "-c", "UC"}, " UC is not supported in librdmacm\n"},
-		{VerbSend, KindLat, []string{"-R"}, " rdma_cm QPs (-R) on latency tests is not supported by goverbs perftest\n"},
 		{VerbWrite, KindBW, []string{"-s", "0"}, " Message Size should be between 1 and 2147483647\n"},
 	}
 	for _, tc := range cases {
