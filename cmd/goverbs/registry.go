@@ -13,6 +13,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/mckey"
 	"github.com/goverbs/goverbs/internal/tools/perftest"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
+	"github.com/goverbs/goverbs/internal/tools/rcopy"
 	"github.com/goverbs/goverbs/internal/tools/rdmaclient"
 	"github.com/goverbs/goverbs/internal/tools/rdmatool"
 	"github.com/goverbs/goverbs/internal/tools/rdmax"
@@ -84,6 +85,8 @@ var commands = []Command{
 		Run: rping.Main},
 	{Name: "rstream", Aliases: []string{"rstream"}, Summary: "rsockets stream benchmark over package rsocket, same as rdmacm-utils' rstream",
 		Run: rstream.Main},
+	{Name: "rcopy", Aliases: []string{"rcopy"}, Summary: "copy a file over rsockets (package rsocket), same as rdmacm-utils' rcopy",
+		Run: rcopy.Main},
 	{Name: "ucmatose", Aliases: []string{"ucmatose"}, Summary: "RC connections through rdma_cm with SEND traffic, same as rdmacm-utils' ucmatose",
 		Run: cmatose.Main},
 	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",
