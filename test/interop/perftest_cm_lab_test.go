@@ -95,6 +95,9 @@ func TestLabPerftestRDMACMInterop(t *testing.T) {
 		{"ib_send_lat", "RC", []string{"-R"}},
 		{"ib_write_lat", "RC", []string{"-R"}},
 		{"ib_read_lat", "RC", []string{"-R"}},
+		{"ib_send_bw", "UD", []string{"-R"}},
+		{"ib_send_lat", "UD", []string{"-R"}},
+		{"ib_send_bw", "UD", []string{"-R", "-b"}},
 	} {
 		t.Run(strings.Join(append([]string{pc.tool, pc.conn}, pc.args...), "/"), func(t *testing.T) {
 			kind := "bw"
