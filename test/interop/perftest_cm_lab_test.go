@@ -110,10 +110,9 @@ func TestLabPerftestRDMACMInterop(t *testing.T) {
 				port++
 				srv, cli := runCMPair(t, pc.tool, dir[0], dir[1], port, args)
 				runs[dir[0]+"-"+dir[1]] = [2]*side{srv, cli}
-				for _, s := range []*side{srv, cli} {
-					if s.rc != 0 {
-						t.Fatalf("%s-server/%s-client: %s side exited %d\nstdout:\n%s\nstderr:\n%s", dir[0], dir[1], s.impl, s.rc, s.out.String(), s.err.String())
-					}
+				if srv.rc != 0 || cli.rc != 0 {
+					t.Fatalf("%s-server/%s-client: exit %d / %d\nserver stdout:\n%s\nserver stderr:\n%s\nclient stdout:\n%s\nclient stderr:\n%s",
+						dir[0], dir[1], srv.rc, cli.rc, srv.out.String(), srv.err.String(), cli.out.String(), cli.err.String())
 				}
 			}
 			ref := runs["c-c"]
