@@ -256,8 +256,14 @@ const (
 // sets min_rnr_timer on RC QPs afterwards, as perftest), then another handshake.
 func (r *runner) cmConnectQPs() error {
 	p, s := r.p, r.sess
-	if _, err := r.conn.Keys(&Dest{}, p.GIDIndex != -1); err != nil {
-		return err
+	// The server listens before the handshake that precedes the connection, not after it as perftest does:
+	// a client that connects as soon as the handshake is over then always finds the listener (perftest's
+	// client retries a REJECTED RC connect, but a UD one that comes back UNREACHABLE makes it give up, and
+	// its server then waits for ever — seen with the C pair on 7.3).
+	if !p.Server {
+		if _, err := r.conn.Keys(&Dest{}, p.GIDIndex != -1); err != nil {
+			return err
+		}
 	}
 	ch, err := rdmacm.NewChannel()
 	if err != nil {
@@ -334,6 +340,9 @@ func (r *runner) cmConnectQPs() error {
 			return err
 		}
 		if err := l.Listen(p.NumQPs); err != nil {
+			return err
+		}
+		if _, err := r.conn.Keys(&Dest{}, p.GIDIndex != -1); err != nil {
 			return err
 		}
 		for len(ids) < p.NumQPs {
