@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/goverbs/goverbs/internal/provider"
@@ -93,4 +94,54 @@ func (ah *AH) Close() error {
 		c.dropObject()
 		return nil
 	})
+}
+
+// GRHSize is the size of the global route header slot (struct ibv_grh) at the start of every UD receive
+// buffer: the device writes the sender's GRH there (on RoCE v2 over IPv4, the IPv4 header in its last 20
+// bytes).
+const GRHSize = 40
+
+// AHAttrFromWC is ibv_init_ah_from_wc: the address attributes that reach the sender of the UD receive
+// completion wc on port, grh being the first GRHSize bytes of that receive's buffer. The reply leaves from
+// the local GID the packet arrived on (a RoCE v2 entry preferred).
+func (c *Context) AHAttrFromWC(port uint8, wc *WC, grh []byte) (AHAttr, error) {
+	if wc.Flags&WCWithGRH == 0 {
+		return AHAttr{DLID: wc.SLID, SL: wc.SL, SrcPathBits: wc.DLIDPathBits, PortNum: port}, nil
+	}
+	if len(grh) < GRHSize {
+		return AHAttr{}, wrap("AH from WC", c.dev.Name, fmt.Errorf("GRH of %d bytes, want %d: %w", len(grh), GRHSize, unix.EINVAL))
+	}
+	var sgid, dgid GID
+	var flow uint32
+	var tclass uint8
+	if grh[20]>>4 == 4 && grh[0]>>4 != 6 {
+		// RoCE v2 over IPv4: an IPv4 header in bytes 20..39; the GIDs are the addresses, IPv4-mapped.
+		sgid[10], sgid[11], dgid[10], dgid[11] = 0xff, 0xff, 0xff, 0xff
+		copy(sgid[12:], grh[32:36])
+		copy(dgid[12:], grh[36:40])
+		tclass = grh[21]
+	} else {
+		vtf := binary.BigEndian.Uint32(grh[0:4])
+		tclass, flow = uint8(vtf>>20), vtf&0xfffff
+		copy(sgid[:], grh[8:24])
+		copy(dgid[:], grh[24:40])
+	}
+	gids, err := c.QueryGIDTable()
+	if err != nil {
+		return AHAttr{}, err
+	}
+	idx := -1
+	for _, e := range gids {
+		if e.Port == int(port) && e.GID == dgid {
+			idx = e.Index
+			if e.Type == GIDTypeRoCEv2 {
+				break
+			}
+		}
+	}
+	if idx < 0 {
+		return AHAttr{}, wrap("AH from WC", c.dev.Name, fmt.Errorf("the completion's destination GID %v is not in port %d's GID table: %w", dgid, port, unix.ENOENT))
+	}
+	return AHAttr{IsGlobal: true, DLID: wc.SLID, SL: wc.SL, SrcPathBits: wc.DLIDPathBits, PortNum: port,
+		GRH: GlobalRoute{DGID: sgid, FlowLabel: flow, SGIDIndex: uint8(idx), HopLimit: 0xff, TrafficClass: tclass}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -255,8 +256,14 @@ const (
 // sets min_rnr_timer on RC QPs afterwards, as perftest), then another handshake.
 func (r *runner) cmConnectQPs() error {
 	p, s := r.p, r.sess
-	if _, err := r.conn.Keys(&Dest{}, p.GIDIndex != -1); err != nil {
-		return err
+	// The server listens before the handshake that precedes the connection, not after it as perftest does:
+	// a client that connects as soon as the handshake is over then always finds the listener (perftest's
+	// client retries a REJECTED RC connect, but a UD one that comes back UNREACHABLE makes it give up, and
+	// its server then waits for ever — seen with the C pair on 7.3).
+	if !p.Server {
+		if _, err := r.conn.Keys(&Dest{}, p.GIDIndex != -1); err != nil {
+			return err
+		}
 	}
 	ch, err := rdmacm.NewChannel()
 	if err != nil {
@@ -292,6 +299,14 @@ func (r *runner) cmConnectQPs() error {
 	if p.Verb == VerbRead || p.Verb == VerbAtomic {
 		rr = uint8(p.OutReads)
 	}
+	// UD QPs are connected in the UDP port space (SIDR); when the server sends too (latency tests, duplex
+	// bandwidth) the client then tells it its QPN in a SEND_WITH_IMM, as perftest does.
+	ps, qpt := rdmacm.PortSpaceTCP, uverbs.QPTypeRC
+	udBack := false
+	if p.Conn == ConnUD {
+		ps, qpt = rdmacm.PortSpaceUDP, uverbs.QPTypeUD
+		udBack = p.Kind == KindLat || p.Duplex
+	}
 	param := &rdmacm.ConnParam{ResponderResources: rr, InitiatorDepth: rr, RetryCount: uint8(p.RetryCount),
 		RNRRetryCount: uint8(p.RetryCount)}
 	attr := &rdmacm.QPInitAttr{PD: s.pd, SendCQ: s.sendCQ, RecvCQ: s.recvCQ, Cap: uverbs.QPCap{
@@ -316,7 +331,7 @@ func (r *runner) cmConnectQPs() error {
 		if err != nil {
 			return err
 		}
-		l, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+		l, err := ch.CreateID(ps, qpt)
 		if err != nil {
 			return err
 		}
@@ -325,6 +340,9 @@ func (r *runner) cmConnectQPs() error {
 			return err
 		}
 		if err := l.Listen(p.NumQPs); err != nil {
+			return err
+		}
+		if _, err := r.conn.Keys(&Dest{}, p.GIDIndex != -1); err != nil {
 			return err
 		}
 		for len(ids) < p.NumQPs {
@@ -338,11 +356,26 @@ func (r *runner) cmConnectQPs() error {
 			if err != nil {
 				return err
 			}
+			if udBack {
+				// rdma_cm_request_ud_connection_parameters: a receive for the client's QPN message.
+				sge := []uverbs.SGE{{Addr: s.base, Length: udAddition + 4, LKey: s.mr.LKey()}}
+				if _, err := qp.PostRecv([]uverbs.RecvWR{{SGL: sge}}); err != nil {
+					return fmt.Errorf("Failed to post receive for connection %d for RDMA CM UD request connection parameters.", len(ids)-1)
+				}
+				param.QPNum = qp.QPN()
+			}
 			if err := id.Accept(param); err != nil {
 				return err
 			}
-			if err := qp.Modify(uverbs.QPAttr{MinRNRTimer: minRNRTimer}, uverbs.QPAttrMinRNRTimer); err != nil {
-				return err
+			if p.Conn == ConnRC {
+				if err := qp.Modify(uverbs.QPAttr{MinRNRTimer: minRNRTimer}, uverbs.QPAttrMinRNRTimer); err != nil {
+					return err
+				}
+			}
+			if udBack {
+				if err := s.cmUDFromClient(id, qp); err != nil {
+					return err
+				}
 			}
 			s.qps = append(s.qps, qp)
 		}
@@ -358,18 +391,18 @@ func (r *runner) cmConnectQPs() error {
 			}
 		}
 		// One connection attempt per QP; a failed attempt's id and QP are destroyed.
-		connect := func() (*rdmacm.ID, *uverbs.QP, error) {
-			id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+		connect := func() (*rdmacm.ID, *uverbs.QP, *rdmacm.Event, error) {
+			id, err := ch.CreateID(ps, qpt)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			var qp *uverbs.QP
-			fail := func(err error) (*rdmacm.ID, *uverbs.QP, error) {
+			fail := func(err error) (*rdmacm.ID, *uverbs.QP, *rdmacm.Event, error) {
 				if qp != nil {
 					id.DestroyQP()
 				}
 				id.Destroy()
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			if err := id.ResolveAddr(src, dst, 2000*time.Millisecond); err != nil {
 				return fail(err)
@@ -389,10 +422,11 @@ func (r *runner) cmConnectQPs() error {
 			if err := id.Connect(param); err != nil {
 				return fail(err)
 			}
-			if _, err := wait(rdmacm.EventEstablished); err != nil {
+			ev, err := wait(rdmacm.EventEstablished)
+			if err != nil {
 				return fail(err)
 			}
-			return id, qp, nil
+			return id, qp, ev, nil
 		}
 		for i := 0; i < p.NumQPs; i++ {
 			// The server creates its listening id only after the handshake both sides just made, so a quick
@@ -400,9 +434,10 @@ func (r *runner) cmConnectQPs() error {
 			// (rdma_cm_client_connection), and so does this one.
 			var id *rdmacm.ID
 			var qp *uverbs.QP
+			var ev *rdmacm.Event
 			var err error
 			for try := 1; ; try++ {
-				if id, qp, err = connect(); err == nil {
+				if id, qp, ev, err = connect(); err == nil {
 					break
 				}
 				if try == cmConnectTries {
@@ -412,8 +447,80 @@ func (r *runner) cmConnectQPs() error {
 			}
 			ids = append(ids, id)
 			s.qps = append(s.qps, qp)
+			if p.Conn == ConnUD {
+				if err := s.cmUDToServer(qp, ev, udBack); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	_, err = r.conn.Keys(&Dest{}, p.GIDIndex != -1)
 	return err
+}
+
+// cmUDToServer is rdma_cm_establish_ud_connection on the client: an AH to the server from the ESTABLISHED
+// event's UD parameters, its qkey for the test's sends, and (send) the QPN message the server waits for.
+func (s *session) cmUDToServer(qp *uverbs.QP, ev *rdmacm.Event, send bool) error {
+	ah, err := s.pd.CreateAH(ev.UD.AHAttr)
+	if err != nil {
+		return fmt.Errorf("Failed to create AH for RDMA CM connection.")
+	}
+	s.ahs = append(s.ahs, ah)
+	s.cmQKey = ev.UD.QKey
+	if !send {
+		return nil
+	}
+	wr := []uverbs.SendWR{{Opcode: uverbs.WRSendWithImm, Flags: uverbs.SendSignaled, Imm: qp.QPN(),
+		SGL: []uverbs.SGE{{Addr: s.base, Length: 4, LKey: s.mr.LKey()}},
+		AH:  ah.Data(), RemoteQPN: ev.UD.QPNum, RemoteQKey: ev.UD.QKey}}
+	if _, err := qp.PostSend(wr); err != nil {
+		return fmt.Errorf("Failed to post send for connection %d for RDMA CM UD send connection parameters.", len(s.ahs)-1)
+	}
+	wc, err := pollOne(s.sendCQ)
+	if err != nil || wc.Status != uverbs.WCSuccess || wc.Opcode != uverbs.WCSend || wc.WRID != 0 {
+		return fmt.Errorf("Failed to poll CQ.\nBad WQE status when trying to send UD connection parameters in RDMA CM:\n Status: %d ; ID: %d.", wc.Status, wc.WRID)
+	}
+	return nil
+}
+
+// cmUDFromClient is rdma_cm_initialize_ud_connection_parameters on the server: the client's QPN message gives
+// the AH (from its GRH) and the QPN; the qkey is this QP's own (rdma_cm's).
+func (s *session) cmUDFromClient(id *rdmacm.ID, qp *uverbs.QP) error {
+	wc, err := pollOne(s.recvCQ)
+	if err != nil || wc.Status != uverbs.WCSuccess || wc.Opcode&uverbs.WCRecv == 0 || wc.WRID != 0 {
+		return fmt.Errorf("Failed to poll CQ.\nBad WQE status when trying to create AH for UD connection in RDMA CM:\n Status: %d ; ID: %d.", wc.Status, wc.WRID)
+	}
+	attr, err := s.vc.AHAttrFromWC(id.PortNum(), &wc, s.buf.Bytes()[:uverbs.GRHSize])
+	if err != nil {
+		return err
+	}
+	ah, err := s.pd.CreateAH(attr)
+	if err != nil {
+		return err
+	}
+	s.ahs = append(s.ahs, ah)
+	qa, err := qp.Query(uverbs.QPAttrQKey)
+	if err != nil {
+		return err
+	}
+	s.cmQKey = qa.QKey
+	return nil
+}
+
+// pollOne waits for one completion on cq (perftest spins without a bound; this gives up after a minute).
+func pollOne(cq *uverbs.CQ) (uverbs.WC, error) {
+	wc := make([]uverbs.WC, 1)
+	for deadline := time.Now().Add(time.Minute); ; {
+		n, err := cq.Poll(wc)
+		if err != nil {
+			return wc[0], err
+		}
+		if n == 1 {
+			return wc[0], nil
+		}
+		if time.Now().After(deadline) {
+			return wc[0], fmt.Errorf("no completion after a minute")
+		}
+		runtime.Gosched()
+	}
 }

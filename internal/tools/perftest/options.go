@@ -662,8 +662,6 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 			io.WriteString(stdout, resultLine)
 			fmt.Fprintf(stdout, " UC is not supported in librdmacm\n")
 			return 1
-		case ConnUD:
-			return unsupported("rdma_cm QPs (-R) with UD")
 		}
 		p.UseRDMACM = true
 	}

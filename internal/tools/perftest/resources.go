@@ -15,6 +15,8 @@ import (
 // session is the verbs side of one test run: the device context, PD, buffer and MR, CQs, QPs and AHs, the
 // prepared work requests and the data-path counters (perftest's struct pingpong_context, "ctx" in its C).
 type session struct {
+	// cmQKey is the qkey of the peer's UD QP when rdma_cm made it (-R); 0 means perftest's own DEF_QKEY.
+	cmQKey uint32
 	p      *Params
 	dev    uverbs.Device
 	vc     *uverbs.Context
@@ -440,7 +442,7 @@ func (s *session) setSendWQEs() {
 				if p.Conn == ConnUD {
 					w.AH = s.ahs[i].Data()
 					w.RemoteQPN = s.rem[i].QPN
-					w.RemoteQKey = defQKey
+					w.RemoteQKey = s.udQKey()
 				}
 			}
 			if (p.Verb == VerbSend || p.Verb == VerbWrite) && p.Size <= uint64(p.InlineSize) {
@@ -496,4 +498,12 @@ func (s *session) setRecvWQEs(stderr io.Writer) error {
 		sge.Addr = s.rxAdr[i]
 	}
 	return nil
+}
+
+// udQKey is the qkey UD sends carry: perftest's DEF_QKEY, or rdma_cm's when it made the QPs.
+func (s *session) udQKey() uint32 {
+	if s.cmQKey != 0 {
+		return s.cmQKey
+	}
+	return defQKey
 }

@@ -6,7 +6,6 @@ package udaddy
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net/netip"
@@ -22,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const grhSize = 40 // struct ibv_grh, in front of every UD receive
+const grhSize = uverbs.GRHSize // struct ibv_grh, in front of every UD receive
 
 type node struct {
 	id         *rdmacm.ID
@@ -352,48 +351,17 @@ func (t *test) connectEvents() int {
 	return ret
 }
 
-// replyAH is ibv_create_ah_from_wc: the reply goes to the GRH's source. On
-// RoCE v2 over IPv4 the 40-byte GRH slot holds the IPv4 header in its last
-// 20 bytes; otherwise it is an IPv6-format GRH.
+// replyAH is ibv_create_ah_from_wc: the reply goes to the sender of the receive in n.mem.
 func (t *test) replyAH(n *node, wc *uverbs.WC) error {
 	ctx, _, err := n.id.Device()
 	if err != nil {
 		return err
 	}
-	g := n.mem.Bytes()[:grhSize]
-	var sgid, dgid uverbs.GID
-	var flow uint32
-	var tclass uint8
-	if g[20]>>4 == 4 && g[0]>>4 != 6 {
-		copy(sgid[10:], []byte{0xff, 0xff})
-		copy(sgid[12:], g[32:36]) // IPv4 source -> ::ffff:a.b.c.d
-		copy(dgid[10:], []byte{0xff, 0xff})
-		copy(dgid[12:], g[36:40])
-		tclass = g[21]
-	} else {
-		vtf := binary.BigEndian.Uint32(g[0:4])
-		tclass, flow = uint8(vtf>>20), vtf&0xfffff
-		copy(sgid[:], g[8:24])
-		copy(dgid[:], g[24:40])
-	}
-	gids, err := ctx.QueryGIDTable()
+	attr, err := ctx.AHAttrFromWC(n.id.PortNum(), wc, n.mem.Bytes()[:grhSize])
 	if err != nil {
 		return err
 	}
-	idx := -1
-	for _, e := range gids {
-		if e.Port == int(n.id.PortNum()) && e.GID == dgid {
-			idx = e.Index
-			if e.Type.String() == "RoCE v2" {
-				break
-			}
-		}
-	}
-	if idx < 0 {
-		return fmt.Errorf("no local GID %v", dgid)
-	}
-	ah, err := n.pd.CreateAH(uverbs.AHAttr{IsGlobal: true, DLID: wc.SLID, SL: wc.SL, PortNum: n.id.PortNum(),
-		GRH: uverbs.GlobalRoute{DGID: sgid, FlowLabel: flow, SGIDIndex: uint8(idx), HopLimit: 0xff, TrafficClass: tclass}})
+	ah, err := n.pd.CreateAH(attr)
 	if err != nil {
 		return err
 	}
