@@ -1,0 +1,112 @@
+package rsocket
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goverbs/goverbs/uverbs"
+	"golang.org/x/sys/unix"
+)
+
+// defaultKeepAlive is what librdmacm's SO_KEEPALIVE uses when no
+// TCP_KEEPIDLE was set: the system's TCP keepalive time, else 2 hours.
+func defaultKeepAlive() time.Duration {
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_keepalive_time"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+			return time.Duration(n) * time.Second
+		}
+	}
+	return 7200 * time.Second
+}
+
+// SetKeepAlive turns keepalive probes on or off (librdmacm's SO_KEEPALIVE):
+// on, a zero-length RDMA WRITE is posted every period (SetKeepAlivePeriod,
+// Options.KeepAlive, else the system's net.ipv4.tcp_keepalive_time as
+// librdmacm reads it, else 2 hours). The peer's device acknowledges it and
+// the peer sees nothing; when the peer is gone (its QP destroyed, its host
+// down) the write fails after the QP's transport retries and the connection
+// fails with it: blocked and later Read and Write calls return an error
+// matching unix.EIO (and uverbs.WCRetryExcErr). As librdmacm, probes go out
+// every period whether or not the connection is busy, each only while a
+// control slot is free.
+func (c *Conn) SetKeepAlive(on bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return c.opErr("set keepalive", net.ErrClosed)
+	}
+	if on == (c.kaTimer != nil) {
+		return nil
+	}
+	if !on {
+		c.kaTimer.Stop()
+		c.kaTimer = nil
+		return nil
+	}
+	if c.kaPeriod <= 0 {
+		c.kaPeriod = defaultKeepAlive()
+	}
+	c.startKeepAlive()
+	return nil
+}
+
+// SetKeepAlivePeriod sets the keepalive period (librdmacm's TCP_KEEPIDLE,
+// which counts whole seconds; any positive duration works here) and, with
+// keepalive on, restarts the wait for the next probe. It does not turn
+// probes on. A period ≤ 0 is unix.EINVAL.
+func (c *Conn) SetKeepAlivePeriod(d time.Duration) error {
+	if d <= 0 {
+		return c.opErr("set keepalive period", fmt.Errorf("period %v: %w", d, unix.EINVAL))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return c.opErr("set keepalive period", net.ErrClosed)
+	}
+	c.kaPeriod = d
+	if c.kaTimer != nil {
+		c.kaTimer.Reset(d)
+	}
+	return nil
+}
+
+// startKeepAlive arms the probe timer. c.mu is held.
+func (c *Conn) startKeepAlive() {
+	var t *time.Timer
+	t = time.AfterFunc(c.kaPeriod, func() { c.keepAlive(t) })
+	c.kaTimer = t
+}
+
+// keepAlive is tcp_svc_send_keepalive: with a free control slot on a
+// connected rsocket, post a zero-length RDMA WRITE (no immediate; remote
+// address and key 0) whose wr_id says CTRL KEEPALIVE.
+func (c *Conn) keepAlive(t *time.Timer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.tearing || c.kaTimer != t {
+		return // stopped, replaced or closing
+	}
+	if c.connected && c.rx.ctrlSeqno != c.rx.ctrlMaxSeqno {
+		c.rx.ctrlSeqno++
+		m := msg(opCtrl, ctrlKeepalive)
+		c.swr[0] = uverbs.SendWR{WRID: uint64(m), Opcode: uverbs.WRRDMAWrite}
+		if _, err := c.qp.PostSend(c.swr[:]); err != nil {
+			c.fail(fmt.Errorf("rsocket: keepalive probe: %w", err))
+		} else {
+			c.kaSent++
+		}
+	}
+	t.Reset(c.kaPeriod)
+}
+
+// stopKeepAlive stops the probes. c.mu is held.
+func (c *Conn) stopKeepAlive() {
+	if c.kaTimer != nil {
+		c.kaTimer.Stop()
+		c.kaTimer = nil
+	}
+}
