@@ -1,6 +1,7 @@
 package rsocket
 
 import (
+	"errors"
 	"fmt"
 	"net"
 )
@@ -22,3 +23,23 @@ func DebugErr(nc net.Conn) error {
 	defer c.mu.Unlock()
 	return c.err
 }
+
+// DebugKeepAlives is how many keepalive probes c posted (tests only).
+func DebugKeepAlives(nc net.Conn) int {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kaSent
+}
+
+// DebugVanish makes c a peer that is gone without a word: its QP moves to
+// the error state (it drops whatever arrives, acknowledges nothing) and it
+// sends nothing, not even the CM's DREQ, until Close (tests only).
+func DebugVanish(nc net.Conn) {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fail(errVanished)
+}
+
+var errVanished = errors.New("test: vanished")

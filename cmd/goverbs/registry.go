@@ -84,6 +84,8 @@ var commands = []Command{
 		Run: rping.Main},
 	{Name: "rstream", Aliases: []string{"rstream"}, Summary: "rsockets stream benchmark over package rsocket, same as rdmacm-utils' rstream",
 		Run: rstream.Main},
+	{Name: "riostream", Aliases: []string{"riostream"}, Summary: "rsockets iomap/riowrite benchmark over package rsocket, same as rdmacm-utils' riostream",
+		Run: rstream.MainRiostream},
 	{Name: "ucmatose", Aliases: []string{"ucmatose"}, Summary: "RC connections through rdma_cm with SEND traffic, same as rdmacm-utils' ucmatose",
 		Run: cmatose.Main},
 	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",
