@@ -53,8 +53,9 @@
 //
 // Options.KeepAlive, Conn.SetKeepAlive and Conn.SetKeepAlivePeriod are
 // librdmacm's SO_KEEPALIVE and TCP_KEEPIDLE: every period a zero-length
-// RDMA WRITE (remote address and key 0; its wr_id says CTRL KEEPALIVE) is
-// posted while a control slot is free. The peer's device acknowledges it;
+// RDMA WRITE (its wr_id says CTRL KEEPALIVE; addressed at the peer's target
+// SGL array, where librdmacm uses address and key 0) is posted while a
+// control slot is free. The peer's device acknowledges it;
 // a peer that is gone without a word (no DISCONNECT, no DREQ) makes it fail
 // after the QP's transport retries, and the connection with it (EIO).
 //

@@ -201,8 +201,8 @@ func TestLabIOMap(t *testing.T) {
 }
 
 // TestLabKeepAliveProbes: probes go out every period on both sides (Options.KeepAlive on the client,
-// SetKeepAlive on the server), the peers' devices take them (a zero-length RDMA WRITE with remote address and
-// key 0), and the connection is unharmed.
+// SetKeepAlive on the server), the peers' devices take them (zero-length RDMA WRITEs), and the connection is
+// unharmed.
 func TestLabKeepAliveProbes(t *testing.T) {
 	labtest.Require(t)
 	c, s := pairWith(t, 20471, rsocket.Options{KeepAlive: 100 * time.Millisecond}, rsocket.Options{})

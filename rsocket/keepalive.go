@@ -82,8 +82,8 @@ func (c *Conn) startKeepAlive() {
 }
 
 // keepAlive is tcp_svc_send_keepalive: with a free control slot on a
-// connected rsocket, post a zero-length RDMA WRITE (no immediate; remote
-// address and key 0) whose wr_id says CTRL KEEPALIVE.
+// connected rsocket, post a zero-length RDMA WRITE (no immediate) whose
+// wr_id says CTRL KEEPALIVE.
 func (c *Conn) keepAlive(t *time.Timer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -93,7 +93,10 @@ func (c *Conn) keepAlive(t *time.Timer) {
 	if c.connected && c.rx.ctrlSeqno != c.rx.ctrlMaxSeqno {
 		c.rx.ctrlSeqno++
 		m := msg(opCtrl, ctrlKeepalive)
-		c.swr[0] = uverbs.SendWR{WRID: uint64(m), Opcode: uverbs.WRRDMAWrite}
+		// librdmacm addresses the probe at address 0 with key 0, which a responder must not check for a
+		// zero-length WRITE; the peer's target SGL array with its key is valid on any responder, and the
+		// peer cannot tell the difference (no bytes, no receive).
+		c.swr[0] = uverbs.SendWR{WRID: uint64(m), Opcode: uverbs.WRRDMAWrite, RemoteAddr: c.remoteSGL.Addr, RKey: c.remoteSGL.Key}
 		if _, err := c.qp.PostSend(c.swr[:]); err != nil {
 			c.fail(fmt.Errorf("rsocket: keepalive probe: %w", err))
 		} else {
