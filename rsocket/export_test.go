@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+
+	"github.com/goverbs/goverbs/uverbs"
 )
 
 // DebugState describes a Conn's bookkeeping (tests only).
@@ -43,3 +45,15 @@ func DebugVanish(nc net.Conn) {
 }
 
 var errVanished = errors.New("test: vanished")
+
+// DebugQPAttr is the QP's state, local ACK timeout and retry counts (tests only).
+func DebugQPAttr(nc net.Conn) string {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, err := c.qp.Query(uverbs.QPAttrState | uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("state %v timeout %d retry %d rnr_retry %d", a.State, a.Timeout, a.RetryCnt, a.RNRRetry)
+}

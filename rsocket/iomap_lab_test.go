@@ -249,9 +249,10 @@ func TestLabKeepAliveProbes(t *testing.T) {
 // situation without keepalive stays blocked.
 func TestLabKeepAliveDeadPeer(t *testing.T) {
 	labtest.Require(t)
-	const bound = 60 * time.Second
+	const bound = 150 * time.Second
 	ka, kaPeer := pairWith(t, 20472, rsocket.Options{KeepAlive: 500 * time.Millisecond}, rsocket.Options{})
 	plain, plainPeer := pairWith(t, 20473, rsocket.Options{}, rsocket.Options{})
+	t.Logf("keepalive conn's QP: %s; its peer's: %s", rsocket.DebugQPAttr(ka), rsocket.DebugQPAttr(kaPeer))
 	type res struct {
 		err error
 		at  time.Duration
@@ -278,6 +279,7 @@ func TestLabKeepAliveDeadPeer(t *testing.T) {
 			t.Errorf("want EIO with a retry-exceeded completion, got %v", r.err)
 		}
 	case <-time.After(bound):
+		t.Logf("keepalive conn's QP now: %s", rsocket.DebugQPAttr(ka))
 		t.Fatalf("keepalive conn still blocked %v after the peer vanished (%d probes)", bound, rsocket.DebugKeepAlives(ka))
 	}
 	select {
