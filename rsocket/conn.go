@@ -57,7 +57,9 @@ type Conn struct {
 
 	kaPeriod time.Duration // keepalive period (0: off)
 	kaTimer  *time.Timer
-	kaSent   int // keepalive probes posted (tests)
+	kaSent   int       // keepalive probes posted (tests)
+	kaOut    int       // probes posted and not completed
+	kaSince  time.Time // when the oldest outstanding probe was posted (or the last one completed)
 
 	connected, readable, writable bool
 	err                           error // sticky connection error
@@ -345,11 +347,17 @@ func (c *Conn) process() {
 				continue
 			}
 			m := uint32(wc.WRID)
+			if c.kaOut > 0 && wc.Status == uverbs.WCSuccess {
+				c.kaSince = time.Now() // the peer acknowledges: probes queued behind sends are not late
+			}
 			switch msgOp(m) {
 			case opSGL:
 				c.rx.ctrlMaxSeqno++
 			case opCtrl:
 				c.rx.ctrlMaxSeqno++
+				if msgData(m) == ctrlKeepalive {
+					c.kaAcked()
+				}
 				if msgData(m) == ctrlDisc {
 					c.connected, c.readable, c.writable = false, false, false
 				}

@@ -90,6 +90,13 @@ func (c *Conn) keepAlive(t *time.Timer) {
 	if c.closed || c.tearing || c.kaTimer != t {
 		return // stopped, replaced or closing
 	}
+	if c.kaOut > 0 && c.connected {
+		if since := time.Since(c.kaSince); since >= kaAckTimeout(c.kaPeriod) {
+			c.fail(fmt.Errorf("rsocket: keepalive: probe not acknowledged for %v: %w", since.Round(time.Millisecond), unix.ETIMEDOUT))
+			c.wakeAll()
+			return
+		}
+	}
 	if c.connected && c.rx.ctrlSeqno != c.rx.ctrlMaxSeqno {
 		c.rx.ctrlSeqno++
 		m := msg(opCtrl, ctrlKeepalive)
@@ -101,6 +108,10 @@ func (c *Conn) keepAlive(t *time.Timer) {
 			c.fail(fmt.Errorf("rsocket: keepalive probe: %w", err))
 		} else {
 			c.kaSent++
+			if c.kaOut == 0 {
+				c.kaSince = time.Now()
+			}
+			c.kaOut++
 		}
 	}
 	t.Reset(c.kaPeriod)
@@ -111,5 +122,24 @@ func (c *Conn) stopKeepAlive() {
 	if c.kaTimer != nil {
 		c.kaTimer.Stop()
 		c.kaTimer = nil
+	}
+}
+
+// kaAckTimeout is how long a probe may stay unacknowledged (with no other
+// send completing either) before the peer counts as gone: three periods, at
+// least two periods and a second. librdmacm relies
+// on the probe's completion failing after the QP's transport retries, but
+// rsockets connects with retry count 7, which rxe treats as "retry for
+// ever" (measured: a probe to a vanished peer neither completes nor fails),
+// so without this bound a dead peer would never surface.
+func kaAckTimeout(period time.Duration) time.Duration {
+	return 2*period + max(period, time.Second)
+}
+
+// kaAcked accounts for a probe's completion. c.mu is held.
+func (c *Conn) kaAcked() {
+	if c.kaOut > 0 {
+		c.kaOut--
+		c.kaSince = time.Now()
 	}
 }
