@@ -36,8 +36,7 @@ type Options struct {
 	// KeepAlive is the period of keepalive probes (librdmacm's SO_KEEPALIVE
 	// with TCP_KEEPIDLE): every period a zero-length RDMA WRITE is posted,
 	// which the peer's device acknowledges without the peer seeing anything;
-	// a peer that is gone makes it fail after the QP's retries, and the
-	// connection with it (Read and Write return an error matching unix.EIO).
+	// a peer that is gone fails the connection (see Conn.SetKeepAlive).
 	// 0 (the default, as librdmacm) or negative: no probes. Unlike
 	// net.Dialer.KeepAlive, 0 does not enable probes. See Conn.SetKeepAlive.
 	KeepAlive time.Duration

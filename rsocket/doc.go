@@ -55,9 +55,12 @@
 // librdmacm's SO_KEEPALIVE and TCP_KEEPIDLE: every period a zero-length
 // RDMA WRITE (its wr_id says CTRL KEEPALIVE; addressed at the peer's target
 // SGL array, where librdmacm uses address and key 0) is posted while a
-// control slot is free. The peer's device acknowledges it;
-// a peer that is gone without a word (no DISCONNECT, no DREQ) makes it fail
-// after the QP's transport retries, and the connection with it (EIO).
+// control slot is free. The peer's device acknowledges it. A peer that is
+// gone without a word (no DISCONNECT, no DREQ) fails the connection: with
+// ETIMEDOUT when probes stay unacknowledged for three periods (rxe retries
+// for ever with rsockets' retry count 7, so librdmacm's reliance on the
+// probe's completion failing never fires there), or with EIO when the
+// probe's completion fails.
 //
 // Not implemented: datagram rsockets (which do not work on rxe).
 package rsocket

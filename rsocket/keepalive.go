@@ -27,12 +27,13 @@ func defaultKeepAlive() time.Duration {
 // on, a zero-length RDMA WRITE is posted every period (SetKeepAlivePeriod,
 // Options.KeepAlive, else the system's net.ipv4.tcp_keepalive_time as
 // librdmacm reads it, else 2 hours). The peer's device acknowledges it and
-// the peer sees nothing; when the peer is gone (its QP destroyed, its host
-// down) the write fails after the QP's transport retries and the connection
-// fails with it: blocked and later Read and Write calls return an error
-// matching unix.EIO (and uverbs.WCRetryExcErr). As librdmacm, probes go out
-// every period whether or not the connection is busy, each only while a
-// control slot is free.
+// the peer sees nothing. When the peer is gone (its QP destroyed, its host
+// down) the connection fails: blocked and later Read and Write calls return
+// an error matching unix.ETIMEDOUT once probes stayed unacknowledged (and
+// no other send completed) for three periods, at least two periods and a
+// second, or unix.EIO (and uverbs.WCRetryExcErr) if a probe's completion
+// fails first. As librdmacm, probes go out every period whether or not the
+// connection is busy, each only while a control slot is free.
 func (c *Conn) SetKeepAlive(on bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
