@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/goverbs/goverbs/uverbs"
 )
@@ -56,4 +57,30 @@ func DebugQPAttr(nc net.Conn) string {
 		return err.Error()
 	}
 	return fmt.Sprintf("state %v timeout %d retry %d rnr_retry %d", a.State, a.Timeout, a.RetryCnt, a.RNRRetry)
+}
+
+// DebugProbe posts one keepalive probe now, whether or not keepalive is on,
+// and reports whether it was posted (tests only).
+func DebugProbe(nc net.Conn) bool {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	before := c.kaSent
+	t := c.kaTimer
+	if t == nil {
+		t = time.AfterFunc(time.Hour, func() {})
+		c.kaTimer, c.kaPeriod = t, time.Hour
+	}
+	c.mu.Unlock()
+	c.keepAlive(t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kaSent > before
+}
+
+// DebugProbesOut is how many probes are posted and not completed (tests only).
+func DebugProbesOut(nc net.Conn) int {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kaOut
 }

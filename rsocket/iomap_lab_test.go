@@ -297,3 +297,35 @@ func TestLabKeepAliveDeadPeer(t *testing.T) {
 	plain.Close() // wakes its Read
 	wg.Wait()
 }
+
+// TestLabKeepAliveRetryForever measures what librdmacm's keepalive relies on: a probe (a zero-length RDMA
+// WRITE) to a peer that vanished should fail once the QP's transport retries are exhausted. rsockets connects
+// with retry count 7; with the CM's local ACK timeout (17 on rxe: 4.096 µs × 2^17 ≈ 0.54 s) a finite count would
+// end after about 8 × 0.54 ≈ 4.3 s. The test waits 20 s and logs what the kernel's rxe did; it fails only if the
+// probe completed successfully (nothing acknowledges for a vanished peer).
+func TestLabKeepAliveRetryForever(t *testing.T) {
+	labtest.Require(t)
+	c, peer := pairWith(t, 20474, rsocket.Options{}, rsocket.Options{})
+	t.Logf("QP: %s", rsocket.DebugQPAttr(c))
+	rsocket.DebugVanish(peer)
+	if !rsocket.DebugProbe(c) {
+		t.Fatal("probe not posted")
+	}
+	start := time.Now()
+	for time.Since(start) < 20*time.Second {
+		if rsocket.DebugProbesOut(c) == 0 || rsocket.DebugErr(c) != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, err := rsocket.DebugProbesOut(c), rsocket.DebugErr(c)
+	switch {
+	case out > 0 && err == nil:
+		t.Logf("after %v the probe to the vanished peer has neither completed nor failed: this rxe retries for ever with retry count 7",
+			time.Since(start).Round(time.Millisecond))
+	case err != nil:
+		t.Logf("after %v the probe failed: %v (the retries are finite here)", time.Since(start).Round(time.Millisecond), err)
+	default:
+		t.Errorf("the probe to a vanished peer completed successfully after %v", time.Since(start).Round(time.Millisecond))
+	}
+}
