@@ -1,6 +1,8 @@
 // Package rstream is rdmacm-utils' rstream (librdmacm/examples/rstream.c, v44)
 // over package rsocket: the same options, test sequence, data pattern (-T v)
-// and result lines, wire-compatible with the C tool in both roles.
+// and result lines, wire-compatible with the C tool in both roles. It also
+// holds riostream (riostream.c, v44; MainRiostream), which shares them and
+// moves its data with rsocket's IOMap/IOWrite.
 package rstream
 
 import (

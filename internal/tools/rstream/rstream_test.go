@@ -85,3 +85,13 @@ func TestKeepaliveLines(t *testing.T) {
 		t.Errorf("no -k: keepalive %v", o.KeepAlive)
 	}
 }
+
+// TestRiostreamOptions: riostream offers one iomap entry (RDMA_IOMAPSIZE 1); rstream none.
+func TestRiostreamOptions(t *testing.T) {
+	if o := (&state{rio: true}).options(); o.IOMapSize != 1 || o.SendBuffer != 1<<20 || o.RecvBuffer != 1<<20 {
+		t.Errorf("riostream options %+v", o)
+	}
+	if o := (&state{}).options(); o.IOMapSize != 0 {
+		t.Errorf("rstream options %+v", o)
+	}
+}
