@@ -57,6 +57,7 @@ type Conn struct {
 
 	kaPeriod time.Duration // keepalive period (0: off)
 	kaTimer  *time.Timer
+	kaGen    uint64    // which timer is current (see startKeepAlive)
 	kaSent   int       // keepalive probes posted (tests)
 	kaOut    int       // probes posted and not completed
 	kaSince  time.Time // when the oldest outstanding probe was posted (or the last one completed)

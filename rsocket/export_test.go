@@ -65,13 +65,13 @@ func DebugProbe(nc net.Conn) bool {
 	c := nc.(*Conn)
 	c.mu.Lock()
 	before := c.kaSent
-	t := c.kaTimer
-	if t == nil {
-		t = time.AfterFunc(time.Hour, func() {})
-		c.kaTimer, c.kaPeriod = t, time.Hour
+	if c.kaTimer == nil {
+		c.kaPeriod = time.Hour
+		c.startKeepAlive()
 	}
+	gen := c.kaGen
 	c.mu.Unlock()
-	c.keepAlive(t)
+	c.keepAlive(gen)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.kaSent > before

@@ -75,20 +75,22 @@ func (c *Conn) SetKeepAlivePeriod(d time.Duration) error {
 	return nil
 }
 
-// startKeepAlive arms the probe timer. c.mu is held.
+// startKeepAlive arms the probe timer. c.mu is held. The callback knows its
+// timer by generation (kaGen), so a stopped or replaced timer's late call
+// does nothing.
 func (c *Conn) startKeepAlive() {
-	var t *time.Timer
-	t = time.AfterFunc(c.kaPeriod, func() { c.keepAlive(t) })
-	c.kaTimer = t
+	c.kaGen++
+	gen := c.kaGen
+	c.kaTimer = time.AfterFunc(c.kaPeriod, func() { c.keepAlive(gen) })
 }
 
 // keepAlive is tcp_svc_send_keepalive: with a free control slot on a
 // connected rsocket, post a zero-length RDMA WRITE (no immediate) whose
 // wr_id says CTRL KEEPALIVE.
-func (c *Conn) keepAlive(t *time.Timer) {
+func (c *Conn) keepAlive(gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.tearing || c.kaTimer != t {
+	if c.closed || c.tearing || c.kaTimer == nil || c.kaGen != gen {
 		return // stopped, replaced or closing
 	}
 	if c.kaOut > 0 && c.connected {
@@ -115,7 +117,7 @@ func (c *Conn) keepAlive(t *time.Timer) {
 			c.kaOut++
 		}
 	}
-	t.Reset(c.kaPeriod)
+	c.kaTimer.Reset(c.kaPeriod)
 }
 
 // stopKeepAlive stops the probes. c.mu is held.
