@@ -28,9 +28,11 @@ type Conn struct {
 	cq *uverbs.CQ
 	cc *uverbs.CompChannel
 
+	pd               *uverbs.PD
 	sbuf, rbuf, tbuf *uverbs.Buffer
 	smr, rmr, tmr    *uverbs.MR
 	sb, rb, tl       []byte // send ring (+ control slots), receive buffer, target SGL array (+ iomap table)
+	iomapSize        int    // entries of our iomap table (after the target SGL array in tl), written by the peer
 
 	sqSize, rqSize uint16
 	inline         int
@@ -48,7 +50,17 @@ type Conn struct {
 	sseqNo    uint16
 	targetSGE int
 	remoteSGL sge
+	remoteIOM sge         // the peer's iomap table: addr, key, Length = number of entries
+	maps      []ioMapping // our mappings, by their index in the peer's iomap table
+	iomb      [iomapLen]byte
 	peerBE    bool // the peer is big-endian: what we write into its memory is big-endian
+
+	kaPeriod time.Duration // keepalive period (0: off)
+	kaTimer  *time.Timer
+	kaGen    uint64    // which timer is current (see startKeepAlive)
+	kaSent   int       // keepalive probes posted (tests)
+	kaOut    int       // probes posted and not completed
+	kaSince  time.Time // when the oldest outstanding probe was posted (or the last one completed)
 
 	connected, readable, writable bool
 	err                           error // sticky connection error
@@ -106,7 +118,7 @@ func stoppedTimer() *time.Timer {
 func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (c *Conn, err error) {
 	c = &Conn{ch: ch, id: id, sqSize: o.sqSize(), rqSize: o.rqSize(), sbufSize: o.sendBuffer(), pollTime: o.pollTime(),
 		rwake: newWake(), wwake: newWake(), cwake: newWake(), done: make(chan struct{}),
-		rtimer: stoppedTimer(), wtimer: stoppedTimer()}
+		rtimer: stoppedTimer(), wtimer: stoppedTimer(), kaPeriod: max(o.KeepAlive, 0)}
 	c.readReady = func() bool { return c.rx.haveData() || !c.readable || c.err != nil }
 	c.writeReady = func() bool { return c.canSend() || !c.writable || c.err != nil }
 	defer func() {
@@ -119,6 +131,7 @@ func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (c *Conn, err error) {
 	if err != nil {
 		return nil, err
 	}
+	c.pd = pd
 	if c.cc, err = ctx.CreateCompChannel(); err != nil {
 		return nil, err
 	}
@@ -141,7 +154,8 @@ func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (c *Conn, err error) {
 		return nil, fmt.Errorf("rsocket: receive buffer: %w", err)
 	}
 	c.rb = c.rbuf.Bytes()[:rbufSize]
-	tlLen := sglSize*sgeLen + o.IOMapSize*iomapLen
+	c.iomapSize = o.iomapSize()
+	tlLen := sglSize*sgeLen + c.iomapSize*iomapLen
 	if c.tbuf, err = uverbs.AllocBuffer(tlLen); err != nil {
 		return nil, fmt.Errorf("rsocket: target SGL: %w", err)
 	}
@@ -170,8 +184,8 @@ func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (c *Conn, err error) {
 }
 
 // localData is our rs_conn_data.
-func (c *Conn) localData(iomapSize int) []byte {
-	d := connData{Version: connVersion, Flags: flagIOMap, Credits: c.rqSize, IOMapSize: valueToScale(iomapSize),
+func (c *Conn) localData() []byte {
+	d := connData{Version: connVersion, Flags: flagIOMap, Credits: c.rqSize, IOMapSize: valueToScale(c.iomapSize),
 		TargetSGL: sge{Addr: c.tmr.Addr(), Key: c.tmr.RKey(), Length: sglSize},
 		DataBuf:   sge{Addr: c.rmr.Addr(), Key: c.rmr.RKey(), Length: uint32(len(c.rb) / 2)}}
 	if hostBigEndian {
@@ -187,6 +201,11 @@ func (c *Conn) saveData(d connData) {
 	c.remoteSGL = d.TargetSGL
 	c.rx.remoteSGLLen = int(max(1, min(d.TargetSGL.Length, 1<<16)))
 	c.peerBE = d.Flags&flagNet != 0
+	if d.Flags&flagIOMap != 0 {
+		n := scaleToValue(d.IOMapSize)
+		c.remoteIOM = sge{Addr: d.TargetSGL.Addr + uint64(d.TargetSGL.Length)*sgeLen, Key: d.TargetSGL.Key, Length: uint32(n)}
+		c.maps = make([]ioMapping, n)
+	}
 	putSGE(c.tl[0:], d.DataBuf, binary.NativeEndian) // the peer's first receive half is our target SGE 0
 	c.rx.sseqComp = d.Credits
 }
@@ -200,6 +219,9 @@ func (c *Conn) start() {
 	c.connected, c.readable, c.writable = true, true, true
 	c.cq.ReqNotify(false)
 	c.process()
+	if c.kaPeriod > 0 {
+		c.startKeepAlive()
+	}
 	c.mu.Unlock()
 	c.workers.Add(2)
 	go c.cqLoop()
@@ -326,11 +348,17 @@ func (c *Conn) process() {
 				continue
 			}
 			m := uint32(wc.WRID)
+			if c.kaOut > 0 && wc.Status == uverbs.WCSuccess {
+				c.kaSince = time.Now() // the peer acknowledges: probes queued behind sends are not late
+			}
 			switch msgOp(m) {
 			case opSGL:
 				c.rx.ctrlMaxSeqno++
 			case opCtrl:
 				c.rx.ctrlMaxSeqno++
+				if msgData(m) == ctrlKeepalive {
+					c.kaAcked()
+				}
 				if msgData(m) == ctrlDisc {
 					c.connected, c.readable, c.writable = false, false, false
 				}
@@ -342,7 +370,11 @@ func (c *Conn) process() {
 				c.sbufAvail += int(msgData(m))
 			}
 			if wc.Status != uverbs.WCSuccess && c.connected {
-				c.fail(fmt.Errorf("rsocket: send completion: %w: %w", wc.Err(), unix.EIO))
+				if m == msg(opCtrl, ctrlKeepalive) {
+					c.fail(fmt.Errorf("rsocket: keepalive probe: %w: %w", wc.Err(), unix.EIO))
+				} else {
+					c.fail(fmt.Errorf("rsocket: send completion: %w: %w", wc.Err(), unix.EIO))
+				}
 			}
 		}
 		if recvs > 0 && c.connected {
@@ -396,6 +428,25 @@ func (c *Conn) canSend() bool {
 func (c *Conn) writeChunk(p []byte) error {
 	n := len(p)
 	addr, key, length := c.target()
+	c.sseqNo++
+	b := c.tl[c.targetSGE*sgeLen:]
+	binary.NativeEndian.PutUint64(b, addr+uint64(n))
+	binary.NativeEndian.PutUint32(b[12:], length-uint32(n))
+	if length == uint32(n) {
+		if c.targetSGE++; c.targetSGE == sglSize {
+			c.targetSGE = 0
+		}
+	}
+	m := msg(opData, uint32(n))
+	return c.postWrite(p, m, uverbs.WRRDMAWriteWithImm, addr, key)
+}
+
+// postWrite copies p into the send ring (split over its end with two SGEs)
+// and posts one RDMA WRITE of it (WITH IMM m when op says so) to addr/key,
+// with wr_id m for the completion's bookkeeping. It takes a send WQE and
+// len(p) bytes of send buffer; the caller checked canSend and sized p.
+func (c *Conn) postWrite(p []byte, m uint32, op uverbs.WROpcode, addr uint64, key uint32) error {
+	n := len(p)
 	nsge := 1
 	if left := c.sbufSize - c.soff; n <= left {
 		copy(c.sb[c.soff:], p)
@@ -411,26 +462,59 @@ func (c *Conn) writeChunk(p []byte) error {
 		c.soff = n - left
 		nsge = 2
 	}
-	c.sseqNo++
 	c.sqeAvail--
 	c.sbufAvail -= n
-	b := c.tl[c.targetSGE*sgeLen:]
-	binary.NativeEndian.PutUint64(b, addr+uint64(n))
-	binary.NativeEndian.PutUint32(b[12:], length-uint32(n))
-	if length == uint32(n) {
-		if c.targetSGE++; c.targetSGE == sglSize {
-			c.targetSGE = 0
-		}
-	}
-	m := msg(opData, uint32(n))
 	var flags uverbs.SendFlags
 	if n <= c.inline {
 		flags = uverbs.SendInline
 	}
-	c.swr[0] = uverbs.SendWR{WRID: uint64(m), SGL: c.ssge[:nsge], Opcode: uverbs.WRRDMAWriteWithImm, Flags: flags,
-		Imm: m, RemoteAddr: addr, RKey: key}
+	c.swr[0] = uverbs.SendWR{WRID: uint64(m), SGL: c.ssge[:nsge], Opcode: op, Flags: flags, RemoteAddr: addr, RKey: key}
+	if op == uverbs.WRRDMAWriteWithImm {
+		c.swr[0].Imm = m
+	}
 	_, err := c.qp.PostSend(c.swr[:])
 	return err
+}
+
+// lockSendable returns with c.mu held and canSend true, or with c.mu
+// released and the error that stops sending (closed, not writable, failed,
+// deadline). spun says whether the caller already polled for PollTime.
+func (c *Conn) lockSendable(spun *bool) error {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return net.ErrClosed
+		}
+		if !c.canSend() {
+			c.process()
+		}
+		if !c.writable || c.err != nil {
+			err := c.err
+			if err == nil {
+				if c.rx.discReceived || !c.connected {
+					err = unix.ECONNRESET
+				} else {
+					err = unix.EPIPE // after CloseWrite
+				}
+			}
+			c.mu.Unlock()
+			return err
+		}
+		if c.canSend() {
+			return nil
+		}
+		c.mu.Unlock()
+		if !*spun {
+			*spun = true
+			if c.spin(c.writeReady) {
+				continue
+			}
+		}
+		if err := c.wait(c.wwake, &c.wdl, c.wtimer); err != nil {
+			return err
+		}
+	}
 }
 
 // wait blocks until wake fires, the deadline passes, or the conn is closed.
@@ -540,38 +624,8 @@ func (c *Conn) Write(p []byte) (int, error) {
 	olen := olapStart
 	spun := false
 	for done < len(p) {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return done, c.opErr("write", net.ErrClosed)
-		}
-		if !c.canSend() {
-			c.process()
-		}
-		if !c.writable || c.err != nil {
-			err := c.err
-			if err == nil {
-				if c.rx.discReceived || !c.connected {
-					err = unix.ECONNRESET
-				} else {
-					err = unix.EPIPE // after CloseWrite
-				}
-			}
-			c.mu.Unlock()
+		if err := c.lockSendable(&spun); err != nil {
 			return done, c.opErr("write", err)
-		}
-		if !c.canSend() {
-			c.mu.Unlock()
-			if !spun {
-				spun = true
-				if c.spin(c.writeReady) {
-					continue
-				}
-			}
-			if err := c.wait(c.wwake, &c.wdl, c.wtimer); err != nil {
-				return done, c.opErr("write", err)
-			}
-			continue
 		}
 		for done < len(p) && c.canSend() {
 			left := len(p) - done
@@ -683,6 +737,7 @@ func (c *Conn) Close() error {
 		first = true
 		c.mu.Lock()
 		c.closed = true
+		c.stopKeepAlive()
 		close(c.done)
 		c.mu.Unlock()
 		// Blocked Read/Write return; wait for them so nothing touches the QP after teardown.
@@ -727,6 +782,12 @@ func (c *Conn) releaseLocal() error {
 	}
 	if c.qp != nil {
 		add(c.id.DestroyQP())
+	}
+	for i := range c.maps {
+		if c.maps[i].mr != nil {
+			add(c.maps[i].mr.Close())
+			c.maps[i] = ioMapping{}
+		}
 	}
 	add(c.smr.Close())
 	add(c.rmr.Close())

@@ -27,8 +27,19 @@ type Options struct {
 	// SQSize and RQSize are the send and receive queue depths (default 384
 	// each, clamped to [16, 65534]). RQSize is also the credit count given to the peer.
 	SQSize, RQSize int
-	// IOMapSize is the number of iomap entries offered to the peer (default 0).
+	// IOMapSize is the number of entries of the iomap table offered to the
+	// peer: how many buffers the peer may map with IOMap for its IOWrite
+	// into our memory (librdmacm's RDMA_IOMAPSIZE; default 0, riostream uses
+	// 1). Rounded as librdmacm does (values above 128 down to a multiple of
+	// 256, at most 32512).
 	IOMapSize int
+	// KeepAlive is the period of keepalive probes (librdmacm's SO_KEEPALIVE
+	// with TCP_KEEPIDLE): every period a zero-length RDMA WRITE is posted,
+	// which the peer's device acknowledges without the peer seeing anything;
+	// a peer that is gone fails the connection (see Conn.SetKeepAlive).
+	// 0 (the default, as librdmacm) or negative: no probes. Unlike
+	// net.Dialer.KeepAlive, 0 does not enable probes. See Conn.SetKeepAlive.
+	KeepAlive time.Duration
 	// PollTime is how long a blocked Read or Write polls the CQ before
 	// sleeping on the completion channel (default 10µs, librdmacm's
 	// polling_time; negative: never poll).
@@ -61,6 +72,9 @@ func (o *Options) inlineSize() int {
 		return 64
 	}
 	return max(o.InlineSize, 0)
+}
+func (o *Options) iomapSize() int {
+	return scaleToValue(valueToScale(min(max(o.IOMapSize, 0), maxIOMapSize)))
 }
 func (o *Options) pollTime() time.Duration {
 	if o.PollTime == 0 {
@@ -225,7 +239,7 @@ func (d *Dialer) dial(ctx context.Context, dst netip.AddrPort) (_ *Conn, err err
 			c.release()
 		}
 	}()
-	p := &rdmacm.ConnParam{PrivateData: c.localData(d.IOMapSize), ResponderResources: 0, InitiatorDepth: 0,
+	p := &rdmacm.ConnParam{PrivateData: c.localData(), ResponderResources: 0, InitiatorDepth: 0,
 		FlowControl: 1, RetryCount: 7, RNRRetryCount: 7}
 	if err := id.Connect(p); err != nil {
 		return nil, err
@@ -348,7 +362,7 @@ func (l *Listener) accept(ctx context.Context, req *rdmacm.Request) (_ *Conn, er
 	}()
 	c.saveData(cd)
 	p := req.Param
-	p.PrivateData = c.localData(l.cfg.IOMapSize)
+	p.PrivateData = c.localData()
 	if err := id.Accept(&p); err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 // Package rsocket is a pure-Go peer of librdmacm's rsockets: stream sockets
 // over RDMA (RC QPs set up with rdma_cm) behind net.Conn and net.Listener,
-// wire-compatible with C programs using rsockets (rstream, riostream's stream
-// part, rcopy, LD_PRELOAD=librspreload.so applications).
+// wire-compatible with C programs using rsockets (rstream, riostream, rcopy,
+// LD_PRELOAD=librspreload.so applications).
 //
 //	ln, err := rsocket.Listen("rdma", ":7471")
 //	c, err := rsocket.Dial("rdma", "10.233.0.1:7471")
@@ -35,6 +35,32 @@
 // for DISCONNECTED (a peer that vanishes without the rsockets DISCONNECT gives
 // ECONNRESET). Close stops both.
 //
-// Not implemented: iomap (riomap/riowrite; IOMapSize only reserves the table
-// the peer may write), keepalive, datagram rsockets (which do not work on rxe).
+// # iomap
+//
+// Conn.IOMap (riomap) registers a buffer for remote writes and writes its
+// 24-byte struct rs_iomap {offset, addr, rkey, length} into an entry of the
+// peer's iomap table (an IOMAP_SGL message: WRITE WITH IMM, op 6 | index, in
+// the peer's byte order; it takes a message credit). The peer's IOWrite
+// (riowrite) at an offset its table maps issues plain RDMA WRITEs into the
+// buffer: no immediate, no receive, no message credit, nothing the
+// receiver's Read sees. Options.IOMapSize (RDMA_IOMAPSIZE, default 0) is how
+// many entries we offer the peer. The receiver is never told: follow
+// IOWrite with a Write, or poll a byte the writer sets last with
+// Conn.WaitIOByte (riostream's way). Errors are *IOMapError with the
+// sentinels ErrIOMapFull and ErrNotMapped.
+//
+// # Keepalive
+//
+// Options.KeepAlive, Conn.SetKeepAlive and Conn.SetKeepAlivePeriod are
+// librdmacm's SO_KEEPALIVE and TCP_KEEPIDLE: every period a zero-length
+// RDMA WRITE (its wr_id says CTRL KEEPALIVE; addressed at the peer's target
+// SGL array, where librdmacm uses address and key 0) is posted while a
+// control slot is free. The peer's device acknowledges it. A peer that is
+// gone without a word (no DISCONNECT, no DREQ) fails the connection: with
+// ETIMEDOUT when probes stay unacknowledged for three periods (rxe retries
+// for ever with rsockets' retry count 7, so librdmacm's reliance on the
+// probe's completion failing never fires there), or with EIO when the
+// probe's completion fails.
+//
+// Not implemented: datagram rsockets (which do not work on rxe).
 package rsocket

@@ -1,8 +1,12 @@
 package rsocket
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"time"
+
+	"github.com/goverbs/goverbs/uverbs"
 )
 
 // DebugState describes a Conn's bookkeeping (tests only).
@@ -21,4 +25,62 @@ func DebugErr(nc net.Conn) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
+}
+
+// DebugKeepAlives is how many keepalive probes c posted (tests only).
+func DebugKeepAlives(nc net.Conn) int {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kaSent
+}
+
+// DebugVanish makes c a peer that is gone without a word: its QP moves to
+// the error state (it drops whatever arrives, acknowledges nothing) and it
+// sends nothing, not even the CM's DREQ, until Close (tests only).
+func DebugVanish(nc net.Conn) {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fail(errVanished)
+}
+
+var errVanished = errors.New("test: vanished")
+
+// DebugQPAttr is the QP's state, local ACK timeout and retry counts (tests only).
+func DebugQPAttr(nc net.Conn) string {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, err := c.qp.Query(uverbs.QPAttrState | uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("state %v timeout %d retry %d rnr_retry %d", a.State, a.Timeout, a.RetryCnt, a.RNRRetry)
+}
+
+// DebugProbe posts one keepalive probe now, whether or not keepalive is on,
+// and reports whether it was posted (tests only).
+func DebugProbe(nc net.Conn) bool {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	before := c.kaSent
+	if c.kaTimer == nil {
+		c.kaPeriod = time.Hour
+		c.startKeepAlive()
+	}
+	gen := c.kaGen
+	c.mu.Unlock()
+	c.keepAlive(gen)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kaSent > before
+}
+
+// DebugProbesOut is how many probes are posted and not completed (tests only).
+func DebugProbesOut(nc net.Conn) int {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kaOut
 }

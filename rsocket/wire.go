@@ -11,17 +11,18 @@ import (
 const (
 	connDataLen   = 40 // struct rs_conn_data
 	connVersion   = 1
-	flagNet       = 1 << 0 // RS_CONN_FLAG_NET: the sender is big-endian
-	flagIOMap     = 1 << 1 // RS_CONN_FLAG_IOMAP: an iomap table follows the target SGL array
-	sglSize       = 2      // RS_SGL_SIZE: entries of the target SGL array
-	sgeLen        = 16     // struct rs_sge {addr u64, key u32, length u32}
-	iomapLen      = 24     // struct rs_iomap {offset u64, rs_sge}
-	ctrlSlots     = 4      // RS_QP_CTRL_SIZE: send WQEs kept for control messages
-	sndLowat      = 2048   // RS_SNDLOWAT
-	olapStart     = 2048   // RS_OLAP_START_SIZE
-	maxTransfer   = 65536  // RS_MAX_TRANSFER
-	qpMinSize     = 16     // RS_QP_MIN_SIZE
-	qpMaxSize     = 0xFFFE // RS_QP_MAX_SIZE
+	flagNet       = 1 << 0    // RS_CONN_FLAG_NET: the sender is big-endian
+	flagIOMap     = 1 << 1    // RS_CONN_FLAG_IOMAP: an iomap table follows the target SGL array
+	sglSize       = 2         // RS_SGL_SIZE: entries of the target SGL array
+	sgeLen        = 16        // struct rs_sge {addr u64, key u32, length u32}
+	iomapLen      = 24        // struct rs_iomap {offset u64, rs_sge}
+	maxIOMapSize  = 0x7F << 8 // the largest table size rs_conn_data's scaled byte can say
+	ctrlSlots     = 4         // RS_QP_CTRL_SIZE: send WQEs kept for control messages
+	sndLowat      = 2048      // RS_SNDLOWAT
+	olapStart     = 2048      // RS_OLAP_START_SIZE
+	maxTransfer   = 65536     // RS_MAX_TRANSFER
+	qpMinSize     = 16        // RS_QP_MIN_SIZE
+	qpMaxSize     = 0xFFFE    // RS_QP_MAX_SIZE
 	recvWRIDFlag  = 1 << 63
 	msgDataMask   = 0x1FFFFFFF
 	ctrlDisc      = 0 // RS_CTRL_DISCONNECT
@@ -272,4 +273,37 @@ func (r *rx) takeCredit() credit {
 		}
 	}
 	return c
+}
+
+// ioMap is struct rs_iomap: a buffer the writer of the entry mapped for the
+// reader's riowrite (IOWrite), and the offset the reader addresses it by.
+type ioMap struct {
+	Offset uint64
+	SGE    sge // Length = bytes of the buffer
+}
+
+// putIOMap writes the 24-byte rs_iomap in order o (the peer's byte order:
+// librdmacm writes host order, swapped when the peers' NET flags differ).
+func putIOMap(b []byte, m ioMap, o binary.ByteOrder) {
+	_ = b[iomapLen-1]
+	o.PutUint64(b, m.Offset)
+	putSGE(b[8:], m.SGE, o)
+}
+
+func getIOMap(b []byte, o binary.ByteOrder) ioMap {
+	_ = b[iomapLen-1]
+	return ioMap{Offset: o.Uint64(b), SGE: getSGE(b[8:], o)}
+}
+
+// findIOMap is rs_find_iomap over an iomap table the peer writes (in our
+// byte order): the first entry whose [offset, offset+length) holds off.
+// Empty entries (length 0) never match; the arithmetic cannot overflow.
+func findIOMap(table []byte, off uint64) (ioMap, bool) {
+	for i := 0; i+iomapLen <= len(table); i += iomapLen {
+		m := getIOMap(table[i:], binary.NativeEndian)
+		if off >= m.Offset && off-m.Offset < uint64(m.SGE.Length) {
+			return m, true
+		}
+	}
+	return ioMap{}, false
 }

@@ -87,6 +87,8 @@ var commands = []Command{
 		Run: rstream.Main},
 	{Name: "rcopy", Aliases: []string{"rcopy"}, Summary: "copy a file over rsockets (package rsocket), same as rdmacm-utils' rcopy",
 		Run: rcopy.Main},
+	{Name: "riostream", Aliases: []string{"riostream"}, Summary: "rsockets iomap/riowrite benchmark over package rsocket, same as rdmacm-utils' riostream",
+		Run: rstream.MainRiostream},
 	{Name: "ucmatose", Aliases: []string{"ucmatose"}, Summary: "RC connections through rdma_cm with SEND traffic, same as rdmacm-utils' ucmatose",
 		Run: cmatose.Main},
 	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",

@@ -48,6 +48,8 @@ func TestLabMultiCall(t *testing.T) {
 		{"rping", "rping", "rdmacm-utils", []string{"-c", "-a", "127.0.0.1"}},
 		{"rstream", "rstream", "rdmacm-utils", []string{"-x"}},
 		{"rstream", "rstream", "rdmacm-utils", []string{"-T", "q"}},
+		{"riostream", "riostream", "rdmacm-utils", []string{"-x"}},
+		{"riostream", "riostream", "rdmacm-utils", []string{"-T", "s"}},
 	}
 	for _, c := range cases {
 		NeedTool(t, c.ctool, c.pkg)
@@ -64,8 +66,8 @@ func TestLabMultiCall(t *testing.T) {
 			{"goverbs " + c.sub, bin, append([]string{c.sub}, c.args...)},
 			{"link " + c.ctool, Alias(t, c.ctool), c.args},
 		} {
-			// rstream prints argv[0], which for the link is its full path: compare the subcommand only.
-			if c.ctool == "rstream" && form.path != bin {
+			// rstream and riostream print argv[0], which for the link is its full path: compare the subcommand only.
+			if (c.ctool == "rstream" || c.ctool == "riostream") && form.path != bin {
 				continue
 			}
 			if got, rc := runTool(form.path, form.args...); got != want || rc != wantRC {

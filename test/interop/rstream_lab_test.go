@@ -2,6 +2,7 @@ package interop
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,24 +22,38 @@ var rstreamRow = regexp.MustCompile(`^custom    (\S+ *){4} +\d+\.\d\ds +\d+\.\d\
 // timings).
 func pairRstream(t *testing.T, port int, extra []string, goServer bool) {
 	t.Helper()
-	sArgs := append([]string{"-b", labIP, "-p", Itoa(port), "-T", "v"}, extra...)
-	cArgs := append([]string{"-s", labIP, "-p", Itoa(port), "-T", "v"}, extra...)
-	serve, connect := cPP, goPP
+	pairStream(t, rstreamTool, port, append([]string{"-T", "v"}, extra...), goServer)
+}
+
+// keepaliveLine is what rstream -k prints each time it sets the option (client: once; server: on the
+// listening socket, then on the accepted one).
+var keepaliveLine = regexp.MustCompile(`^(Keepalive: ON|  time: \d+)$`)
+
+// pairStream runs tool's server (-b) and client (-s) with extra, one goverbs' (in-process) and one rdma-core's
+// (killed after 3 minutes: C riostream spins for ever on a lost peer), and checks both exit 0 with nothing on
+// stderr and print the header, the keepalive lines of -k, and the same custom row (up to the timings).
+func pairStream(t *testing.T, tool ppTool, port int, extra []string, goServer bool) {
+	t.Helper()
+	sArgs := append([]string{"-b", labIP, "-p", Itoa(port)}, extra...)
+	cArgs := append([]string{"-s", labIP, "-p", Itoa(port)}, extra...)
+	cRun := func(tool ppTool, args []string) ppResult { return cPPTimeout(tool, args, 3*time.Minute) }
+	serve, connect := cRun, goPP
 	sName, cName := "C server", "Go client"
 	if goServer {
-		serve, connect = goPP, cPP
+		serve, connect = goPP, cRun
 		sName, cName = "Go server", "C client"
 	}
+	keepalive := slices.Contains(extra, "-k")
 	done := make(chan ppResult, 1)
-	go func() { done <- serve(rstreamTool, sArgs) }()
+	go func() { done <- serve(tool, sArgs) }()
 	if err := WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
 		t.Fatalf("%s: %v", sName, err)
 	}
-	c := connect(rstreamTool, cArgs)
+	c := connect(tool, cArgs)
 	var s ppResult
 	select {
 	case s = <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(3 * time.Minute):
 		t.Fatalf("%s did not exit after the client (%+v)", sName, c)
 	}
 	if c.rc != 0 || s.rc != 0 {
@@ -46,14 +61,24 @@ func pairRstream(t *testing.T, port int, extra []string, goServer bool) {
 	}
 	var rows []string
 	for _, r := range []struct {
-		name string
-		res  ppResult
-	}{{cName, c}, {sName, s}} {
+		name   string
+		res    ppResult
+		server bool
+	}{{cName, c, false}, {sName, s, true}} {
 		if !strings.HasPrefix(r.res.out, rstreamHeader) {
 			t.Errorf("%s stdout lacks the header:\n%s", r.name, r.res.out)
 			continue
 		}
-		row := strings.TrimSuffix(strings.TrimPrefix(r.res.out, rstreamHeader), "\n")
+		lines := strings.Split(strings.TrimSuffix(strings.TrimPrefix(r.res.out, rstreamHeader), "\n"), "\n")
+		ka := 0
+		for len(lines) > 1 && keepaliveLine.MatchString(lines[0]) {
+			ka++
+			lines = lines[1:]
+		}
+		if want := map[bool]int{false: 0, true: map[bool]int{false: 2, true: 4}[r.server]}[keepalive]; ka != want {
+			t.Errorf("%s printed %d keepalive lines, want %d:\n%s", r.name, ka, want, r.res.out)
+		}
+		row := strings.Join(lines, "\n")
 		if !rstreamRow.MatchString(row) {
 			t.Errorf("%s row %q", r.name, row)
 			continue
@@ -82,6 +107,46 @@ func TestLabRstreamInterop(t *testing.T) {
 			port++
 			name := strings.Join(extra, "") + map[bool]string{false: "_Cserver", true: "_Goserver"}[goServer]
 			t.Run(name, func(t *testing.T) { pairRstream(t, port, extra, goServer) })
+		}
+	}
+}
+
+// TestLabRstreamKeepaliveInterop: rstream -k 1 (keepalive probes every second on both sides, runs of a few
+// seconds so that probes cross while data flows) between goverbs and rdma-core, both ways.
+func TestLabRstreamKeepaliveInterop(t *testing.T) {
+	labtest.Require(t)
+	port := Port(720)
+	for _, extra := range [][]string{
+		{"-k", "1", "-S", "1000000", "-C", "15", "-T", "v"},
+		{"-k", "2", "-S", "64", "-C", "2000", "-I", "2"},
+	} {
+		for _, goServer := range []bool{false, true} {
+			port++
+			name := strings.Join(extra, "") + map[bool]string{false: "_Cserver", true: "_Goserver"}[goServer]
+			t.Run(name, func(t *testing.T) { pairStream(t, rstreamTool, port, extra, goServer) })
+		}
+	}
+}
+
+var riostreamTool = ppTool{"riostream", rstream.MainRiostream}
+
+// TestLabRiostreamInterop: riostream between goverbs and rdma-core, both ways: each side riomaps its buffer
+// into the other's one-entry iomap table and the data goes by riowrite (plain RDMA WRITEs) into it, the
+// receiver polling the last byte; with -T v both check the pattern of every answer.
+func TestLabRiostreamInterop(t *testing.T) {
+	labtest.Require(t)
+	port := Port(740)
+	for _, extra := range [][]string{
+		{"-S", "4096", "-C", "10"},
+		{"-S", "1000", "-C", "50", "-T", "v"},
+		{"-S", "64", "-C", "100", "-I", "20", "-T", "v"},
+		{"-S", "65536", "-C", "20", "-I", "3", "-B", "131072", "-T", "v"},
+		{"-S", "1000000", "-C", "3", "-i", "0", "-T", "v"},
+	} {
+		for _, goServer := range []bool{false, true} {
+			port++
+			name := strings.Join(extra, "") + map[bool]string{false: "_Cserver", true: "_Goserver"}[goServer]
+			t.Run(name, func(t *testing.T) { pairStream(t, riostreamTool, port, extra, goServer) })
 		}
 	}
 }

@@ -1,6 +1,8 @@
 // Package rstream is rdmacm-utils' rstream (librdmacm/examples/rstream.c, v44)
 // over package rsocket: the same options, test sequence, data pattern (-T v)
-// and result lines, wire-compatible with the C tool in both roles.
+// and result lines, wire-compatible with the C tool in both roles. It also
+// holds riostream (riostream.c, v44; MainRiostream), which shares them and
+// moves its data with rsocket's IOMap/IOWrite.
 package rstream
 
 import (
@@ -10,6 +12,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,6 +67,7 @@ type state struct {
 	bufferSize int
 	inline     int
 	keepalive  int
+	rio        bool // riostream: data by IOWrite into the peer's mapped buffer
 	testName   string
 	opt        optimization
 
@@ -172,6 +177,9 @@ func (s *state) recvXfer(size int) error {
 }
 
 func (s *state) runTest() error {
+	if s.rio {
+		return s.runIOTest()
+	}
 	client := s.dst != ""
 	first, second := s.recvXfer, s.sendXfer
 	if client {
@@ -207,7 +215,10 @@ func (s *state) options() rsocket.Options {
 	if b == 0 {
 		b = 1 << 19
 	}
-	o := rsocket.Options{SendBuffer: 2 * b, RecvBuffer: 2 * b}
+	o := rsocket.Options{SendBuffer: 2 * b, RecvBuffer: 2 * b, KeepAlive: s.keepaliveDuration()}
+	if s.rio {
+		o.IOMapSize = 1 // riostream's RDMA_IOMAPSIZE
+	}
 	switch s.opt {
 	case optLatency:
 		o.InlineSize = s.inline
@@ -220,10 +231,39 @@ func (s *state) options() rsocket.Options {
 	return o
 }
 
-func (s *state) keepaliveLines() {
-	if s.keepalive != 0 {
-		fmt.Fprintf(s.stdout, "Keepalive: ON\n  time: %d\n", s.keepalive)
+// keepaliveTime is the keepalive time set_keepalive leaves: -k's seconds,
+// or, for a value TCP_KEEPIDLE refuses, the system's tcp_keepalive_time
+// (which rsockets and TCP both start from), else 7200.
+func (s *state) keepaliveTime() int {
+	if s.keepalive > 0 {
+		return s.keepalive
 	}
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_keepalive_time"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 7200
+}
+
+// keepaliveDuration is what -k enables: the probe period, or -1 (none; also
+// for TCP, whose Go default would be on).
+func (s *state) keepaliveDuration() time.Duration {
+	if s.keepalive == 0 {
+		return -1
+	}
+	return time.Duration(s.keepaliveTime()) * time.Second
+}
+
+// keepaliveLines is set_keepalive's output (SO_KEEPALIVE on, TCP_KEEPIDLE = -k).
+func (s *state) keepaliveLines() {
+	if s.keepalive == 0 {
+		return
+	}
+	if s.keepalive < 0 {
+		fmt.Fprintf(s.stderr, "rsetsockopt TCP_KEEPIDLE: %s\n", cstd.Strerror(unix.EINVAL))
+	}
+	fmt.Fprintf(s.stdout, "Keepalive: ON\n  time: %d\n", s.keepaliveTime())
 }
 
 func (s *state) serverListen() error {
@@ -237,7 +277,8 @@ func (s *state) serverListen() error {
 		lc := rsocket.ListenConfig{Options: s.options(), Backlog: 1}
 		s.ln, err = lc.Listen(context.Background(), network, addr)
 	} else {
-		s.ln, err = net.Listen("tcp", addr)
+		lc := net.ListenConfig{KeepAlive: s.keepaliveDuration()}
+		s.ln, err = lc.Listen(context.Background(), "tcp", addr)
 	}
 	if err != nil {
 		var dns *net.DNSError
@@ -281,7 +322,8 @@ func (s *state) clientConnect() error {
 		}
 		s.conn, err = d.DialContext(context.Background(), "rdma", addr)
 	} else {
-		s.conn, err = net.Dial("tcp", addr)
+		d := net.Dialer{KeepAlive: s.keepaliveDuration()}
+		s.conn, err = d.Dial("tcp", addr)
 	}
 	if err != nil {
 		var dns *net.DNSError

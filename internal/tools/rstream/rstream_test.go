@@ -49,3 +49,49 @@ func TestUsage(t *testing.T) {
 		t.Errorf("-T q: rc %d, %q", rc, o.String())
 	}
 }
+
+func TestRiostreamUsage(t *testing.T) {
+	var o, e bytes.Buffer
+	if rc := MainRiostream("riostream", []string{"-k", "5"}, &o, &e); rc != 1 {
+		t.Fatalf("rc %d", rc)
+	}
+	if e.String() != "riostream: invalid option -- 'k'\n" || !strings.HasPrefix(o.String(), "usage: riostream\n\t[-s server_address]\n") ||
+		!strings.Contains(o.String(), "\t[-p port_number]\n\t[-T test_option]\n\t    a|async") {
+		t.Errorf("stderr %q stdout %q", e.String(), o.String())
+	}
+	for _, bad := range []string{"s", "f", "r", "socket"} {
+		o.Reset()
+		if rc := MainRiostream("riostream", []string{"-T", bad}, &o, &e); rc != 1 || !strings.HasSuffix(o.String(), "\t    n|nonblocking - use nonblocking calls\n\t    v|verify - verify data\n") {
+			t.Errorf("-T %s: rc %d, %q", bad, rc, o.String())
+		}
+	}
+}
+
+func TestKeepaliveLines(t *testing.T) {
+	var o, e bytes.Buffer
+	s := &state{stdout: &o, stderr: &e, keepalive: 3}
+	s.keepaliveLines()
+	if o.String() != "Keepalive: ON\n  time: 3\n" || e.Len() != 0 || s.keepaliveDuration() != 3e9 {
+		t.Errorf("-k 3: %q %q %v", o.String(), e.String(), s.keepaliveDuration())
+	}
+	o.Reset()
+	s.keepalive = -1
+	s.keepaliveLines()
+	if !strings.HasPrefix(o.String(), "Keepalive: ON\n  time: ") || e.String() != "rsetsockopt TCP_KEEPIDLE: Invalid argument\n" {
+		t.Errorf("-k -1: %q %q", o.String(), e.String())
+	}
+	s.keepalive = 0
+	if o := s.options(); o.KeepAlive > 0 {
+		t.Errorf("no -k: keepalive %v", o.KeepAlive)
+	}
+}
+
+// TestRiostreamOptions: riostream offers one iomap entry (RDMA_IOMAPSIZE 1); rstream none.
+func TestRiostreamOptions(t *testing.T) {
+	if o := (&state{rio: true}).options(); o.IOMapSize != 1 || o.SendBuffer != 1<<20 || o.RecvBuffer != 1<<20 {
+		t.Errorf("riostream options %+v", o)
+	}
+	if o := (&state{}).options(); o.IOMapSize != 0 {
+		t.Errorf("rstream options %+v", o)
+	}
+}

@@ -1,0 +1,242 @@
+package rstream
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/rsocket"
+	"golang.org/x/sys/unix"
+)
+
+// riostream (librdmacm/examples/riostream.c, v44) shares rstream's options,
+// size table, result rows and connection set-up, with an iomap of one entry
+// (RDMA_IOMAPSIZE 1). Each test maps the first size bytes of the buffer at
+// offset 0 (riomap), syncs with a 16-byte message each way (client first),
+// then per iteration one side riowrites the buffer count times into the
+// peer's mapping, the last time with the running marker in its last byte
+// (and, with -T v, the counter pattern in the rest), and waits for the
+// peer's answer by polling the last byte of its own buffer.
+
+// sendMsg and recvMsg are riostream's send_msg / recv_msg: the sync, never verified.
+func (s *state) sendMsg(size int) error {
+	if _, err := s.conn.Write(s.buf[:size]); err != nil {
+		s.perror("rsend", err)
+		return err
+	}
+	return nil
+}
+
+func (s *state) recvMsg(size int) error {
+	if _, err := io.ReadFull(s.conn, s.buf[:size]); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			err = unix.ECONNRESET
+		}
+		s.perror("rrecv", err)
+		return err
+	}
+	return nil
+}
+
+// sendIO is riostream's send_xfer: riowrite the buffer to the peer's offset 0.
+func (s *state) sendIO(c *rsocket.Conn, size int) error {
+	if _, err := c.IOWrite(s.buf[:size], 0); err != nil {
+		s.perror("riowrite", err)
+		return err
+	}
+	return nil
+}
+
+// recvIO is riostream's recv_xfer: wait for the marker in the poll byte,
+// then (-T v) check the size-1 bytes before it. The C tool spins for ever on
+// a dead peer; here the wait ends with the connection's error.
+func (s *state) recvIO(c *rsocket.Conn, size int, marker byte) error {
+	if err := c.WaitIOByte(s.buf, size-1, marker); err != nil {
+		s.perror("poll byte", err)
+		return err
+	}
+	if s.verify {
+		for _, b := range s.buf[:size-1] {
+			if b != s.verifyData {
+				fmt.Fprintf(s.stdout, "data verification failed byte %d\n", s.verifyTotal)
+				return errors.New("verification failed")
+			}
+			s.verifyData++
+			s.verifyTotal++
+		}
+	}
+	return nil
+}
+
+func (s *state) format(b []byte) {
+	for i := range b {
+		b[i] = s.formatData
+		s.formatData++
+	}
+}
+
+// runIOTest is riostream's run_test.
+func (s *state) runIOTest() error {
+	c, ok := s.conn.(*rsocket.Conn)
+	if !ok {
+		return errors.New("riostream needs rsockets")
+	}
+	size := s.size
+	if size > 0 {
+		s.buf[size-1] = 0xff
+	}
+	if _, err := c.IOMap(s.buf[:max(size, 0)], 0); err != nil {
+		s.perror("riomap", err)
+		return err
+	}
+	client := s.dst != ""
+	first, second := s.recvMsg, s.sendMsg
+	if client {
+		first, second = s.sendMsg, s.recvMsg
+	}
+	if err := first(16); err != nil {
+		return err
+	}
+	if err := second(16); err != nil {
+		return err
+	}
+	var marker byte
+	send := func() error {
+		for range s.count - 1 {
+			if err := s.sendIO(c, size); err != nil {
+				return err
+			}
+		}
+		s.buf[size-1] = marker
+		marker++
+		if s.verify {
+			s.format(s.buf[:size-1])
+		}
+		return s.sendIO(c, size)
+	}
+	start := time.Now()
+	for range s.iterations {
+		if client {
+			if err := send(); err != nil {
+				return err
+			}
+			if err := s.recvIO(c, size, marker); err != nil {
+				return err
+			}
+			marker++
+		} else {
+			if err := s.recvIO(c, size, marker); err != nil {
+				return err
+			}
+			marker++
+			if err := send(); err != nil {
+				return err
+			}
+		}
+	}
+	s.showPerf(time.Since(start))
+	if err := c.IOUnmap(s.buf[:size]); err != nil {
+		s.perror("riounmap", err)
+		return err
+	}
+	return nil
+}
+
+func (s *state) rioUsage(prog string) int {
+	for _, l := range []string{"usage: " + prog, "\t[-s server_address]", "\t[-b bind_address]", "\t[-f address_format]",
+		"\t    name, ip, ipv6, or gid", "\t[-B buffer_size]", "\t[-i inline_size]", "\t[-I iterations]",
+		"\t[-C transfer_count]", "\t[-S transfer_size or all]", "\t[-p port_number]", "\t[-T test_option]",
+		"\t    a|async - asynchronous operation (use poll)", "\t    b|blocking - use blocking calls",
+		"\t    n|nonblocking - use nonblocking calls", "\t    v|verify - verify data"} {
+		fmt.Fprintln(s.stdout, l)
+	}
+	return 1
+}
+
+// setRioTestOpt is riostream's set_test_opt: a, b, n change nothing here
+// (Go's runtime does the waiting), v verifies.
+func (s *state) setRioTestOpt(arg string) bool {
+	if len(arg) == 1 {
+		switch arg[0] {
+		case 'a', 'b', 'n':
+		case 'v':
+			s.verify = true
+		default:
+			return false
+		}
+		return true
+	}
+	prefix := func(word string) bool {
+		return len(arg) >= len(word) && strings.EqualFold(arg[:len(word)], word)
+	}
+	switch {
+	case prefix("async"), prefix("block"), prefix("nonblock"):
+	case prefix("verify"):
+		s.verify = true
+	default:
+		return false
+	}
+	return true
+}
+
+// MainRiostream runs riostream: prog is argv[0], args the rest; the result
+// is the exit status (0, 1 for usage, 255 when a step failed).
+func MainRiostream(prog string, args []string, stdout, stderr io.Writer) int {
+	s := &state{stdout: stdout, stderr: stderr, port: "7471", useRS: true, rio: true, iterations: 1, size: 1000,
+		count: 1000, inline: 64, testName: "custom"}
+	p := getopt.New(prog, args, "s:b:f:B:i:I:C:S:p:T:", nil, stderr, false)
+	for {
+		o, ok := p.Next()
+		if !ok {
+			break
+		}
+		switch o.Val {
+		case 's':
+			s.dst = o.Arg
+		case 'b':
+			s.src = o.Arg
+		case 'f':
+			switch {
+			case len(o.Arg) >= 2 && strings.EqualFold(o.Arg[:2], "ip"):
+			case len(o.Arg) >= 3 && strings.EqualFold(o.Arg[:3], "gid"):
+				fmt.Fprintf(stderr, "%s: AF_IB (gid) addresses are not supported\n", prog)
+				return 1
+			default:
+				fmt.Fprintf(stderr, "Warning: unknown address format\n")
+			}
+		case 'B':
+			s.bufferSize = int(cstd.Atoi(o.Arg))
+		case 'i':
+			s.inline = int(cstd.Atoi(o.Arg))
+		case 'I':
+			s.custom = true
+			s.iterations = int(cstd.Atoi(o.Arg))
+		case 'C':
+			s.custom = true
+			s.count = int(cstd.Atoi(o.Arg))
+		case 'S':
+			if len(o.Arg) >= 3 && strings.EqualFold(o.Arg[:3], "all") {
+				s.sizeOption = 1
+			} else {
+				s.custom = true
+				s.size = int(cstd.Atoi(o.Arg))
+			}
+		case 'p':
+			s.port = o.Arg
+		case 'T':
+			if !s.setRioTestOpt(o.Arg) {
+				return s.rioUsage(prog)
+			}
+		default:
+			return s.rioUsage(prog)
+		}
+	}
+	if s.size < 0 || s.count < 0 || s.iterations < 0 {
+		return s.rioUsage(prog) // the C tool would index before its buffer
+	}
+	return s.run()
+}
