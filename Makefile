@@ -54,6 +54,7 @@ bench: deps build
 	$(GO) run ./providers/mlx5/internal/cmd/mlx5bench
 	$(GO) run ./test/bench/cmd/ppbench
 	$(GO) run ./test/bench/cmd/bench
+	$(GO) run ./test/bench/cmd/rsbench
 
 ## fuzz: every fuzz target for FUZZTIME each (default 5m); FUZZ=REGEXP narrows them (not part of `make test`)
 fuzz:

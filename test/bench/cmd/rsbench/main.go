@@ -1,0 +1,217 @@
+// Command rsbench measures goverbs' rsockets against librdmacm's in the lab: rstream's default series (latency
+// and bandwidth, 64 B, 4 KiB, 64 KiB and 1 MiB) between goverbs' rstream and rdmacm-utils' rstream on rxe0 —
+// C↔C, Go↔Go and the mixed pairs both ways —, and the same series over TCP on the same veth (`-T s`, C↔C and
+// Go↔Go). Runs alternate, several repetitions; it prints the median usec/xfer and Gb/sec of each row and the
+// ratios Go/C (below 1.00 means goverbs is faster) and rsocket/TCP. No thresholds: a measurement, not a test.
+//
+// Usage: go run ./test/bench/cmd/rsbench [-reps 3]
+//
+// On the host it builds goverbs and boots the lab, running itself inside ("-inner").
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/goverbs/goverbs/test/interop"
+	"github.com/goverbs/goverbs/test/lab"
+)
+
+// labIP is rxe0's netdev address in the lab (rdma_cm needs it; 127.0.0.1 has no RDMA device).
+const labIP = "10.233.0.1"
+
+func main() {
+	reps := flag.Int("reps", 3, "repetitions of each pair")
+	cpus := flag.Int("cpus", 2, "lab VM vCPUs")
+	inner := flag.Bool("inner", false, "run the measurements here (inside the lab)")
+	bin := flag.String("bin", "", "goverbs binary (inner mode)")
+	flag.Parse()
+	if *inner {
+		os.Exit(measure(*bin, *reps))
+	}
+	root, _ := os.Getwd()
+	dir := filepath.Join(root, ".lab", "rsbench")
+	os.MkdirAll(dir, 0o755)
+	for _, b := range [][]string{{"-o", filepath.Join(dir, "goverbs"), "./cmd/goverbs"}, {"-o", filepath.Join(dir, "rsbench"), "./test/bench/cmd/rsbench"}} {
+		cmd := exec.Command("go", append([]string{"build"}, b...)...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "rsbench: build:", err)
+			os.Exit(1)
+		}
+	}
+	code, err := lab.Run(context.Background(), lab.Config{Timeout: 40 * time.Minute, Workdir: root, CPUs: *cpus},
+		[]string{filepath.Join(dir, "rsbench"), "-inner", "-bin", filepath.Join(dir, "goverbs"), "-reps", strconv.Itoa(*reps)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rsbench:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+// pairKind is one way of running the series: which implementation serves, which connects, over what.
+type pairKind struct {
+	name            string
+	goServer, goCli bool
+	tcp             bool // -T s: plain sockets
+}
+
+var kinds = []pairKind{
+	{name: "C<->C"},
+	{name: "Go<->Go", goServer: true, goCli: true},
+	{name: "Csrv<-Go", goCli: true},
+	{name: "Gosrv<-C", goServer: true},
+	{name: "TCP C<->C", tcp: true},
+	{name: "TCP Go<->Go", goServer: true, goCli: true, tcp: true},
+}
+
+// row is one result row of rstream: its name ("64_lat", "1m_bw"), usec/xfer and Gb/sec.
+type row struct {
+	name       string
+	usec, gbps float64
+}
+
+var rowRE = regexp.MustCompile(`^(\S+_(?:lat|bw))\s+\S+\s+\d+\s+\d+\s+\S+\s+[0-9.]+s\s+([0-9.]+)\s+([0-9.]+)$`)
+
+func parseRows(out []byte) []row {
+	var rows []row
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		m := rowRE.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		g, _ := strconv.ParseFloat(m[2], 64)
+		u, _ := strconv.ParseFloat(m[3], 64)
+		rows = append(rows, row{m[1], u, g})
+	}
+	return rows
+}
+
+// run runs the series once for k on port and returns the client's rows.
+func run(bin string, k pairKind, port int) ([]row, error) {
+	tool := func(goSide bool) []string {
+		if goSide {
+			return []string{bin, "rstream"}
+		}
+		return []string{"rstream"}
+	}
+	opts := []string{"-p", strconv.Itoa(port)}
+	if k.tcp {
+		opts = append(opts, "-T", "s")
+	}
+	sargs := append(append(tool(k.goServer), "-b", labIP), opts...)
+	cargs := append(append(tool(k.goCli), "-s", labIP), opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var sout bytes.Buffer
+	srv := exec.CommandContext(ctx, sargs[0], sargs[1:]...)
+	srv.Stdout, srv.Stderr = &sout, &sout
+	if err := srv.Start(); err != nil {
+		return nil, err
+	}
+	var err error
+	if k.tcp {
+		err = interop.WaitListening(port, time.Minute)
+	} else {
+		err = interop.WaitCMListening("rxe0", uint16(port), time.Minute)
+	}
+	if err != nil {
+		srv.Process.Kill()
+		srv.Wait()
+		return nil, fmt.Errorf("server %v: %v\n%s", sargs, err, sout.String())
+	}
+	out, cerr := exec.CommandContext(ctx, cargs[0], cargs[1:]...).CombinedOutput()
+	werr := srv.Wait()
+	if cerr != nil || werr != nil {
+		return nil, fmt.Errorf("client %v: %v, server: %v\nclient:\n%s\nserver:\n%s", cargs, cerr, werr, out, sout.String())
+	}
+	rows := parseRows(out)
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("client %v printed no result rows:\n%s", cargs, out)
+	}
+	return rows, nil
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func measure(bin string, reps int) int {
+	port := 19800
+	usec := map[string]map[string][]float64{} // kind -> row -> samples
+	gbps := map[string]map[string][]float64{}
+	var order []string
+	for r := 0; r < reps; r++ {
+		for _, k := range kinds {
+			port++
+			rows, err := run(bin, k, port)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "rsbench: %s: %v\n", k.name, err)
+				return 1
+			}
+			if usec[k.name] == nil {
+				usec[k.name], gbps[k.name] = map[string][]float64{}, map[string][]float64{}
+			}
+			for _, x := range rows {
+				if r == 0 && k.name == kinds[0].name {
+					order = append(order, x.name)
+				}
+				usec[k.name][x.name] = append(usec[k.name][x.name], x.usec)
+				gbps[k.name][x.name] = append(gbps[k.name][x.name], x.gbps)
+			}
+		}
+	}
+	fmt.Printf("rstream's series on rxe0 and over TCP on the same veth, %d vCPUs, median of %d alternating runs\n",
+		runtime.NumCPU(), reps)
+	fmt.Printf("usec/xfer (lower is better); Go/C = Go<->Go / C<->C; RS/TCP = Go<->Go rsocket / Go<->Go TCP\n")
+	fmt.Printf("%-8s", "row")
+	for _, k := range kinds {
+		fmt.Printf(" %11s", k.name)
+	}
+	fmt.Printf(" %7s %7s\n", "Go/C", "RS/TCP")
+	for _, name := range order {
+		fmt.Printf("%-8s", name)
+		for _, k := range kinds {
+			fmt.Printf(" %11.2f", median(usec[k.name][name]))
+		}
+		gg, cc, tg := median(usec["Go<->Go"][name]), median(usec["C<->C"][name]), median(usec["TCP Go<->Go"][name])
+		fmt.Printf(" %7.2f %7.2f\n", gg/cc, gg/tg)
+	}
+	fmt.Printf("\nGb/sec (higher is better)\n%-8s", "row")
+	for _, k := range kinds {
+		fmt.Printf(" %11s", k.name)
+	}
+	fmt.Println()
+	for _, name := range order {
+		fmt.Printf("%-8s", name)
+		for _, k := range kinds {
+			fmt.Printf(" %11.2f", median(gbps[k.name][name]))
+		}
+		fmt.Println()
+	}
+	fmt.Printf("\nraw usec/xfer per run:\n")
+	for _, k := range kinds {
+		for _, name := range order {
+			fmt.Printf("%-12s %-8s %v\n", k.name, name, usec[k.name][name])
+		}
+	}
+	return 0
+}
