@@ -72,6 +72,10 @@ func TestLabCmtimeInterop(t *testing.T) {
 					c = goPP(cmtimeTool, cArgs)
 				} else {
 					c = cPP(cmtimeTool, cArgs)
+					// rdmacm-utils 44's cmtime destroys its event channel at exit while its event thread may
+					// still wait in rdma_get_cm_event (the thread is never joined): that thread then prints
+					// this line, the status stays 0. Seen once on 7.3 in CI; not the server's doing.
+					c.err = strings.Replace(c.err, cmtimeTeardownRace, "", 1)
 				}
 				cancel()
 				s := <-srvDone
@@ -93,6 +97,9 @@ func TestLabCmtimeInterop(t *testing.T) {
 		}
 	}
 }
+
+// cmtimeTeardownRace is what rdmacm-utils 44's cmtime client may print as it exits (see TestLabCmtimeInterop).
+const cmtimeTeardownRace = "failure in rdma_get_cm_event in process_server_events: Bad file descriptor\n"
 
 // Runs that end at once: same stdout, stderr and status as rdmacm-utils' cmtime.
 func TestLabCmtimeErrorsMatchC(t *testing.T) {
