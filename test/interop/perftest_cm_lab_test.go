@@ -16,7 +16,10 @@ import (
 // TCP port, so readiness is read from the kernel's cm_id table.
 func runCMPairOnce(t *testing.T, tool, srvImpl, cliImpl string, port int, args []string) (*side, *side) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Two minutes: once (ib_read_bw -z, 7.3) a C server that had printed its result was still tearing down
+	// after a minute, after the goverbs client had exited 0 (likely its rdma_cm disconnect waiting out DREQ
+	// retries, ≈64 s; not yet confirmed); the earlier 4-minute bound never saw that.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	common := append([]string{"-d", labtest.Device(), "-p", fmt.Sprint(port)}, args...)
 	srv, cli := &side{impl: srvImpl}, &side{impl: cliImpl}
