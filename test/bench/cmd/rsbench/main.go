@@ -83,7 +83,8 @@ type row struct {
 	usec, gbps float64
 }
 
-var rowRE = regexp.MustCompile(`^(\S+_(?:lat|bw))\s+\S+\s+\d+\s+\d+\s+\S+\s+[0-9.]+s\s+([0-9.]+)\s+([0-9.]+)$`)
+// rowRE matches a result row; bytes, xfers, iters and total are printed with size suffixes ("10k", "1m").
+var rowRE = regexp.MustCompile(`^(\S+_(?:lat|bw))\s+\S+\s+\S+\s+\S+\s+\S+\s+[0-9.]+s\s+([0-9.]+)\s+([0-9.]+)$`)
 
 func parseRows(out []byte) []row {
 	var rows []row
