@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/internal/tools/getopt"
 	"github.com/goverbs/goverbs/rsocket"
 	"golang.org/x/sys/unix"
@@ -195,38 +194,10 @@ func MainRiostream(prog string, args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		switch o.Val {
-		case 's':
-			s.dst = o.Arg
-		case 'b':
-			s.src = o.Arg
-		case 'f':
-			switch {
-			case len(o.Arg) >= 2 && strings.EqualFold(o.Arg[:2], "ip"):
-			case len(o.Arg) >= 3 && strings.EqualFold(o.Arg[:3], "gid"):
-				fmt.Fprintf(stderr, "%s: AF_IB (gid) addresses are not supported\n", prog)
-				return 1
-			default:
-				fmt.Fprintf(stderr, "Warning: unknown address format\n")
+		case 's', 'b', 'f', 'B', 'i', 'I', 'C', 'S', 'p':
+			if rc := s.sharedOpt(prog, o.Val, o.Arg); rc >= 0 {
+				return rc
 			}
-		case 'B':
-			s.bufferSize = int(cstd.Atoi(o.Arg))
-		case 'i':
-			s.inline = int(cstd.Atoi(o.Arg))
-		case 'I':
-			s.custom = true
-			s.iterations = int(cstd.Atoi(o.Arg))
-		case 'C':
-			s.custom = true
-			s.count = int(cstd.Atoi(o.Arg))
-		case 'S':
-			if len(o.Arg) >= 3 && strings.EqualFold(o.Arg[:3], "all") {
-				s.sizeOption = 1
-			} else {
-				s.custom = true
-				s.size = int(cstd.Atoi(o.Arg))
-			}
-		case 'p':
-			s.port = o.Arg
 		case 'T':
 			if !s.setRioTestOpt(o.Arg) {
 				return s.rioUsage(prog)

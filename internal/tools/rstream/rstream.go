@@ -456,38 +456,10 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		switch o.Val {
-		case 's':
-			s.dst = o.Arg
-		case 'b':
-			s.src = o.Arg
-		case 'f':
-			switch {
-			case len(o.Arg) >= 2 && strings.EqualFold(o.Arg[:2], "ip"):
-			case len(o.Arg) >= 3 && strings.EqualFold(o.Arg[:3], "gid"):
-				fmt.Fprintf(stderr, "%s: AF_IB (gid) addresses are not supported\n", prog)
-				return 1
-			default:
-				fmt.Fprintf(stderr, "Warning: unknown address format\n")
+		case 's', 'b', 'f', 'B', 'i', 'I', 'C', 'S', 'p':
+			if rc := s.sharedOpt(prog, o.Val, o.Arg); rc >= 0 {
+				return rc
 			}
-		case 'B':
-			s.bufferSize = int(cstd.Atoi(o.Arg))
-		case 'i':
-			s.inline = int(cstd.Atoi(o.Arg))
-		case 'I':
-			s.custom = true
-			s.iterations = int(cstd.Atoi(o.Arg))
-		case 'C':
-			s.custom = true
-			s.count = int(cstd.Atoi(o.Arg))
-		case 'S':
-			if len(o.Arg) >= 3 && strings.EqualFold(o.Arg[:3], "all") {
-				s.sizeOption = 1
-			} else {
-				s.custom = true
-				s.size = int(cstd.Atoi(o.Arg))
-			}
-		case 'p':
-			s.port = o.Arg
 		case 'k':
 			s.keepalive = int(cstd.Atoi(o.Arg))
 		case 'T':
@@ -502,4 +474,43 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 		return s.usage(prog)
 	}
 	return s.run()
+}
+
+// sharedOpt applies one of the options rstream and riostream share; rc >= 0 ends the run with that status.
+func (s *state) sharedOpt(prog string, opt byte, arg string) (rc int) {
+	switch opt {
+	case 's':
+		s.dst = arg
+	case 'b':
+		s.src = arg
+	case 'f':
+		switch {
+		case len(arg) >= 2 && strings.EqualFold(arg[:2], "ip"):
+		case len(arg) >= 3 && strings.EqualFold(arg[:3], "gid"):
+			fmt.Fprintf(s.stderr, "%s: AF_IB (gid) addresses are not supported\n", prog)
+			return 1
+		default:
+			fmt.Fprintf(s.stderr, "Warning: unknown address format\n")
+		}
+	case 'B':
+		s.bufferSize = int(cstd.Atoi(arg))
+	case 'i':
+		s.inline = int(cstd.Atoi(arg))
+	case 'I':
+		s.custom = true
+		s.iterations = int(cstd.Atoi(arg))
+	case 'C':
+		s.custom = true
+		s.count = int(cstd.Atoi(arg))
+	case 'S':
+		if len(arg) >= 3 && strings.EqualFold(arg[:3], "all") {
+			s.sizeOption = 1
+		} else {
+			s.custom = true
+			s.size = int(cstd.Atoi(arg))
+		}
+	case 'p':
+		s.port = arg
+	}
+	return -1
 }
