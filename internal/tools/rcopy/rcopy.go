@@ -97,6 +97,7 @@ func parseHdr(b []byte) hdr {
 type state struct {
 	stdout, stderr io.Writer
 	port           string
+	conf           rsocket.Options // the system's defaults (rsocket.ConfigDir), as librdmacm reads them
 
 	// The C tool's globals: the open file (fd 0 = none, as in C), its mapping
 	// (mapped is file_addr != NULL, also after a failed mmap, MAP_FAILED) and
@@ -215,7 +216,7 @@ func (s *state) serverListen() (net.Listener, int) {
 		return nil, eai
 	}
 	// getaddrinfo(NULL, port, AI_PASSIVE) gives 0.0.0.0 first: the C server listens on IPv4 only.
-	lc := rsocket.ListenConfig{Backlog: 1}
+	lc := rsocket.ListenConfig{Options: s.conf, Backlog: 1}
 	ln, err := lc.Listen(context.Background(), "rdma4", netip.AddrPortFrom(netip.IPv4Unspecified(), port).String())
 	if err != nil {
 		what := "rbind failed"
@@ -384,7 +385,8 @@ func (s *client) connect() (net.Conn, int) {
 	if eai == 0 {
 		var ip netip.Addr
 		if ip, eai = lookupHost(s.dstAddr); eai == 0 {
-			c, err := rsocket.Dial("rdma", netip.AddrPortFrom(ip, port).String())
+			d := rsocket.Dialer{Options: s.conf}
+			c, err := d.DialContext(context.Background(), "rdma", netip.AddrPortFrom(ip, port).String())
 			if err != nil {
 				cstd.Perror(s.stderr, "rconnect failed\n", err)
 				return nil, -1
@@ -530,6 +532,11 @@ func (s *state) opts(prog string, args []string) bool {
 // status. As a server it returns only on a setup error.
 func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	s := &state{stdout: stdout, stderr: stderr, port: DefaultPort}
+	conf, err := rsocket.LoadConfig(rsocket.ConfigDir) // as librdmacm, which is silent about a bad file
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	}
+	s.conf = conf
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if !s.opts(prog, args) {
 			return s.usage(prog)

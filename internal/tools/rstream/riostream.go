@@ -209,5 +209,6 @@ func MainRiostream(prog string, args []string, stdout, stderr io.Writer) int {
 	if s.size < 0 || s.count < 0 || s.iterations < 0 {
 		return s.rioUsage(prog) // the C tool would index before its buffer
 	}
+	s.loadConfig(prog)
 	return s.run()
 }

@@ -67,7 +67,8 @@ type state struct {
 	bufferSize int
 	inline     int
 	keepalive  int
-	rio        bool // riostream: data by IOWrite into the peer's mapped buffer
+	rio        bool            // riostream: data by IOWrite into the peer's mapped buffer
+	conf       rsocket.Options // the system's defaults (rsocket.ConfigDir), as librdmacm reads them
 	testName   string
 	opt        optimization
 
@@ -215,7 +216,8 @@ func (s *state) options() rsocket.Options {
 	if b == 0 {
 		b = 1 << 19
 	}
-	o := rsocket.Options{SendBuffer: 2 * b, RecvBuffer: 2 * b, KeepAlive: s.keepaliveDuration()}
+	o := s.conf
+	o.SendBuffer, o.RecvBuffer, o.KeepAlive = 2*b, 2*b, s.keepaliveDuration()
 	if s.rio {
 		o.IOMapSize = 1 // riostream's RDMA_IOMAPSIZE
 	}
@@ -473,7 +475,18 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	if s.size < 0 || s.count < 0 || s.iterations < 0 {
 		return s.usage(prog)
 	}
+	s.loadConfig(prog)
 	return s.run()
+}
+
+// loadConfig reads the system's rsockets defaults, as librdmacm does at the
+// first rsocket call; a file it cannot use is reported (librdmacm is silent)
+// and left at the built-in default.
+func (s *state) loadConfig(prog string) {
+	var err error
+	if s.conf, err = rsocket.LoadConfig(rsocket.ConfigDir); err != nil {
+		fmt.Fprintf(s.stderr, "%s: %v\n", prog, err)
+	}
 }
 
 // sharedOpt applies one of the options rstream and riostream share; rc >= 0 ends the run with that status.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/goverbs/goverbs/rsocket"
 )
 
 func TestFormat(t *testing.T) {
@@ -93,5 +95,24 @@ func TestRiostreamOptions(t *testing.T) {
 	}
 	if o := (&state{}).options(); o.IOMapSize != 0 {
 		t.Errorf("rstream options %+v", o)
+	}
+}
+
+// TestConfigOptions: the system's defaults (/etc/rdma/rsocket) reach the
+// connection except where rstream sets the option itself, as with librdmacm:
+// the buffer sizes always, the inline size in the latency and bandwidth runs.
+func TestConfigOptions(t *testing.T) {
+	conf := rsocket.Options{PollTime: -1, SQSize: 64, RQSize: 32, InlineSize: 200, SendBuffer: 4096, RecvBuffer: 4096, IOMapSize: 8}
+	o := (&state{conf: conf}).options()
+	want := conf
+	want.SendBuffer, want.RecvBuffer, want.KeepAlive = 1<<20, 1<<20, -1 // no -k: no probes
+	if o != want {
+		t.Errorf("mixed: %+v, want %+v", o, want)
+	}
+	if o := (&state{conf: conf, opt: optBandwidth}).options(); o.InlineSize != -1 || o.SQSize != 64 || o.PollTime != -1 {
+		t.Errorf("bandwidth: %+v", o)
+	}
+	if o := (&state{conf: conf, rio: true}).options(); o.IOMapSize != 1 {
+		t.Errorf("riostream: iomap %d, want 1 (RDMA_IOMAPSIZE)", o.IOMapSize)
 	}
 }

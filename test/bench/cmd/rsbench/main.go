@@ -2,7 +2,9 @@
 // and bandwidth, 64 B, 4 KiB, 64 KiB and 1 MiB) between goverbs' rstream and rdmacm-utils' rstream on rxe0 —
 // C↔C, Go↔Go and the mixed pairs both ways —, and the same series over TCP on the same veth (`-T s`, C↔C and
 // Go↔Go). Runs alternate, several repetitions; it prints the median usec/xfer and Gb/sec of each row and the
-// ratios Go/C (below 1.00 means goverbs is faster) and rsocket/TCP. No thresholds: a measurement, not a test.
+// ratios Go/C (below 1.00 means goverbs is faster) and rsocket/TCP. C↔C and Go↔Go run once more with
+// polling_time 0 in /etc/rdma/rsocket (a tmpfs in the lab), which both librdmacm and goverbs' tools read, to
+// show what the 10 µs poll before sleeping buys. No thresholds: a measurement, not a test.
 //
 // Usage: go run ./test/bench/cmd/rsbench [-reps 3]
 //
@@ -26,6 +28,7 @@ import (
 
 	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/lab"
+	"golang.org/x/sys/unix"
 )
 
 // labIP is rxe0's netdev address in the lab (rdma_cm needs it; 127.0.0.1 has no RDMA device).
@@ -66,6 +69,7 @@ type pairKind struct {
 	name            string
 	goServer, goCli bool
 	tcp             bool // -T s: plain sockets
+	noPoll          bool // polling_time 0 in /etc/rdma/rsocket: blocked calls sleep at once
 }
 
 var kinds = []pairKind{
@@ -75,6 +79,8 @@ var kinds = []pairKind{
 	{name: "Gosrv<-C", goServer: true},
 	{name: "TCP C<->C", tcp: true},
 	{name: "TCP Go<->Go", goServer: true, goCli: true, tcp: true},
+	{name: "C nopoll", noPoll: true},
+	{name: "Go nopoll", goServer: true, goCli: true, noPoll: true},
 }
 
 // row is one result row of rstream: its name ("64_lat", "1m_bw"), usec/xfer and Gb/sec.
@@ -113,6 +119,10 @@ func run(bin string, k pairKind, port int) ([]row, error) {
 	if k.tcp {
 		opts = append(opts, "-T", "s")
 	}
+	if err := setPolling(k.noPoll); err != nil {
+		return nil, err
+	}
+	defer setPolling(false)
 	sargs := append(append(tool(k.goServer), "-b", labIP), opts...)
 	cargs := append(append(tool(k.goCli), "-s", labIP), opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -146,6 +156,25 @@ func run(bin string, k pairKind, port int) ([]row, error) {
 	return rows, nil
 }
 
+// confDir is librdmacm's RS_CONF_DIR (and goverbs' rsocket.ConfigDir); the lab's root is the host's,
+// read-only, so measure mounts a tmpfs on its parent to write polling_time.
+const confDir = "/etc/rdma/rsocket"
+
+// setPolling writes polling_time 0 into confDir (off) or removes it (librdmacm's 10 µs default).
+func setPolling(off bool) error {
+	p := filepath.Join(confDir, "polling_time")
+	if !off {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte("0\n"), 0o644)
+}
+
 func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
@@ -157,6 +186,12 @@ func median(v []float64) float64 {
 
 func measure(bin string, reps int) int {
 	port := 19800
+	// A tmpfs over /etc/rdma (rdma-core's package owns it; the lab's root is read-only) for polling_time.
+	if err := unix.Mount("rsbench", filepath.Dir(confDir), "tmpfs", 0, "mode=0755"); err != nil {
+		fmt.Fprintf(os.Stderr, "rsbench: tmpfs on %s: %v\n", filepath.Dir(confDir), err)
+		return 1
+	}
+	defer unix.Unmount(filepath.Dir(confDir), 0)
 	usec := map[string]map[string][]float64{} // kind -> row -> samples
 	gbps := map[string]map[string][]float64{}
 	var order []string
@@ -182,19 +217,20 @@ func measure(bin string, reps int) int {
 	}
 	fmt.Printf("rstream's series on rxe0 and over TCP on the same veth, %d vCPUs, median of %d alternating runs\n",
 		runtime.NumCPU(), reps)
-	fmt.Printf("usec/xfer (lower is better); Go/C = Go<->Go / C<->C; RS/TCP = Go<->Go rsocket / Go<->Go TCP\n")
+	fmt.Printf("usec/xfer (lower is better); Go/C = Go<->Go / C<->C; RS/TCP = Go<->Go rsocket / Go<->Go TCP;\n" +
+		"C np, Go np = nopoll / polling (polling_time 0 vs librdmacm's 10 µs: above 1.00 polling helps)\n")
 	fmt.Printf("%-8s", "row")
 	for _, k := range kinds {
 		fmt.Printf(" %11s", k.name)
 	}
-	fmt.Printf(" %7s %7s\n", "Go/C", "RS/TCP")
+	fmt.Printf(" %7s %7s %7s %7s\n", "Go/C", "RS/TCP", "C np", "Go np")
 	for _, name := range order {
 		fmt.Printf("%-8s", name)
 		for _, k := range kinds {
 			fmt.Printf(" %11.2f", median(usec[k.name][name]))
 		}
 		gg, cc, tg := median(usec["Go<->Go"][name]), median(usec["C<->C"][name]), median(usec["TCP Go<->Go"][name])
-		fmt.Printf(" %7.2f %7.2f\n", gg/cc, gg/tg)
+		fmt.Printf(" %7.2f %7.2f %7.2f %7.2f\n", gg/cc, gg/tg, median(usec["C nopoll"][name])/cc, median(usec["Go nopoll"][name])/gg)
 	}
 	fmt.Printf("\nGb/sec (higher is better)\n%-8s", "row")
 	for _, k := range kinds {
