@@ -48,10 +48,12 @@ lab:
 	$(GO) run ./test/lab/cmd/labsuite -kernels $(LAB_KERNELS)
 
 ## bench: data-path microbenchmarks on the host, goverbs' mlx5 path against libmlx5 (callgrind + ns), then the
-## Go-vs-C tables in the lab (ping-pong, perftest)
+## Go-vs-C tables in the lab: instruction cost (QEMU -icount, repeatable), then wall clock under TCG (ping-pong,
+## perftest, rstream)
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./providers/... ./internal/ioctl/... ./uverbs/...
 	$(GO) run ./providers/mlx5/internal/cmd/mlx5bench
+	$(GO) run ./test/bench/cmd/costbench
 	$(GO) run ./test/bench/cmd/ppbench
 	$(GO) run ./test/bench/cmd/bench
 	$(GO) run ./test/bench/cmd/rsbench

@@ -81,6 +81,13 @@ type Config struct {
 	Debug bool
 	// CacheDir overrides CacheDir().
 	CacheDir string
+	// ICount runs the guest under TCG on one vCPU with QEMU's instruction
+	// counting (-icount shift=0,sleep=off, single-threaded TCG): the guest
+	// clock advances by one nanosecond per executed instruction and skips
+	// idle time, so the times programs measure inside are their instruction
+	// cost (user and kernel), repeatable and independent of the host's load.
+	// It forces TCG even where KVM works; CPUs must be 0 or 1.
+	ICount bool
 }
 
 // Result is the outcome of a run.
@@ -218,6 +225,12 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 	accel, whyNot, err := chooseAccel()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.ICount {
+		if cfg.CPUs > 1 {
+			return nil, fmt.Errorf("lab: ICount runs one vCPU (icount refuses multi-threaded TCG), not %d", cfg.CPUs)
+		}
+		accel, whyNot, cfg.CPUs = "tcg", nil, 1
 	}
 	r.accel = accel
 	if cfg.CPUs <= 0 {
@@ -449,6 +462,8 @@ func (r *run) qemuArgs() []string {
 	}
 	if r.accel == "kvm" {
 		args = append(args, "-accel", "kvm", "-cpu", "host")
+	} else if r.cfg.ICount {
+		args = append(args, "-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off", "-cpu", "max")
 	} else {
 		args = append(args, "-accel", "tcg,thread=multi", "-cpu", "max")
 	}

@@ -129,6 +129,11 @@ func TestQEMUArgs(t *testing.T) {
 			t.Errorf("qemu args lack %q:\n%s", want, args)
 		}
 	}
+	r.cfg.ICount, r.cfg.CPUs = true, 1
+	if icount := strings.Join(r.qemuArgs(), " "); !strings.Contains(icount, "-accel tcg,thread=single -icount shift=0,sleep=off") {
+		t.Errorf("ICount qemu args:\n%s", icount)
+	}
+	r.cfg.ICount, r.cfg.CPUs = false, 2
 	if !strings.Contains(r.cmdline(), "quiet") || strings.Contains(r.cmdline(), "goverbs.debug") {
 		t.Errorf("cmdline without Debug = %q", r.cmdline())
 	}

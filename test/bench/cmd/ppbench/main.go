@@ -9,19 +9,17 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/goverbs/goverbs/test/bench/benchlab"
 	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/lab"
 )
@@ -38,26 +36,8 @@ func main() {
 	if *inner {
 		os.Exit(measure(*bin, *reps, *iters, *sizes, *events))
 	}
-	root, _ := os.Getwd()
-	dir := filepath.Join(root, ".lab", "ppbench")
-	os.MkdirAll(dir, 0o755)
-	for _, b := range [][]string{{"-o", filepath.Join(dir, "goverbs"), "./cmd/goverbs"}, {"-o", filepath.Join(dir, "ppbench"), "./test/bench/cmd/ppbench"}} {
-		cmd := exec.Command("go", append([]string{"build"}, b...)...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "ppbench: build:", err)
-			os.Exit(1)
-		}
-	}
-	code, err := lab.Run(context.Background(), lab.Config{Timeout: 30 * time.Minute, Workdir: root, CPUs: *cpus},
-		[]string{filepath.Join(dir, "ppbench"), "-inner", "-bin", filepath.Join(dir, "goverbs"),
-			"-reps", strconv.Itoa(*reps), "-iters", strconv.Itoa(*iters), "-sizes", *sizes, "-e=" + strconv.FormatBool(*events)})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ppbench:", err)
-		os.Exit(1)
-	}
-	os.Exit(code)
+	os.Exit(benchlab.Host("ppbench", "./test/bench/cmd/ppbench", lab.Config{Timeout: 30 * time.Minute, CPUs: *cpus},
+		"-reps", strconv.Itoa(*reps), "-iters", strconv.Itoa(*iters), "-sizes", *sizes, "-e="+strconv.FormatBool(*events)))
 }
 
 var usecRE = regexp.MustCompile(`iters in [0-9.]+ seconds = ([0-9.]+) usec/iter`)
@@ -84,15 +64,6 @@ func pair(server, client []string, port int) (float64, error) {
 		return 0, fmt.Errorf("no usec/iter in %q", out)
 	}
 	return strconv.ParseFloat(string(m[1]), 64)
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func measure(bin string, reps, iters int, sizes string, events bool) int {
@@ -131,7 +102,7 @@ func measure(bin string, reps, iters int, sizes string, events bool) int {
 				}
 			}
 		}
-		mc, mg := median(cs), median(gs)
+		mc, mg := benchlab.Median(cs), benchlab.Median(gs)
 		fmt.Printf("%8s %12.2f %12.2f %8.2f   %v | %v\n", sz, mc, mg, mg/mc, cs, gs)
 	}
 	return 0

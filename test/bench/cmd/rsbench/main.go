@@ -22,10 +22,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
 	"strconv"
 	"time"
 
+	"github.com/goverbs/goverbs/test/bench/benchlab"
 	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/lab"
 	"golang.org/x/sys/unix"
@@ -43,25 +43,8 @@ func main() {
 	if *inner {
 		os.Exit(measure(*bin, *reps))
 	}
-	root, _ := os.Getwd()
-	dir := filepath.Join(root, ".lab", "rsbench")
-	os.MkdirAll(dir, 0o755)
-	for _, b := range [][]string{{"-o", filepath.Join(dir, "goverbs"), "./cmd/goverbs"}, {"-o", filepath.Join(dir, "rsbench"), "./test/bench/cmd/rsbench"}} {
-		cmd := exec.Command("go", append([]string{"build"}, b...)...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "rsbench: build:", err)
-			os.Exit(1)
-		}
-	}
-	code, err := lab.Run(context.Background(), lab.Config{Timeout: 40 * time.Minute, Workdir: root, CPUs: *cpus},
-		[]string{filepath.Join(dir, "rsbench"), "-inner", "-bin", filepath.Join(dir, "goverbs"), "-reps", strconv.Itoa(*reps)})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "rsbench:", err)
-		os.Exit(1)
-	}
-	os.Exit(code)
+	os.Exit(benchlab.Host("rsbench", "./test/bench/cmd/rsbench", lab.Config{Timeout: 40 * time.Minute, CPUs: *cpus},
+		"-reps", strconv.Itoa(*reps)))
 }
 
 // pairKind is one way of running the series: which implementation serves, which connects, over what.
@@ -175,15 +158,6 @@ func setPolling(off bool) error {
 	return os.WriteFile(p, []byte("0\n"), 0o644)
 }
 
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func measure(bin string, reps int) int {
 	port := 19800
 	// A tmpfs over /etc/rdma (rdma-core's package owns it; the lab's root is read-only) for polling_time.
@@ -227,10 +201,10 @@ func measure(bin string, reps int) int {
 	for _, name := range order {
 		fmt.Printf("%-8s", name)
 		for _, k := range kinds {
-			fmt.Printf(" %11.2f", median(usec[k.name][name]))
+			fmt.Printf(" %11.2f", benchlab.Median(usec[k.name][name]))
 		}
-		gg, cc, tg := median(usec["Go<->Go"][name]), median(usec["C<->C"][name]), median(usec["TCP Go<->Go"][name])
-		fmt.Printf(" %7.2f %7.2f %7.2f %7.2f\n", gg/cc, gg/tg, median(usec["C nopoll"][name])/cc, median(usec["Go nopoll"][name])/gg)
+		gg, cc, tg := benchlab.Median(usec["Go<->Go"][name]), benchlab.Median(usec["C<->C"][name]), benchlab.Median(usec["TCP Go<->Go"][name])
+		fmt.Printf(" %7.2f %7.2f %7.2f %7.2f\n", gg/cc, gg/tg, benchlab.Median(usec["C nopoll"][name])/cc, benchlab.Median(usec["Go nopoll"][name])/gg)
 	}
 	fmt.Printf("\nGb/sec (higher is better)\n%-8s", "row")
 	for _, k := range kinds {
@@ -240,7 +214,7 @@ func measure(bin string, reps int) int {
 	for _, name := range order {
 		fmt.Printf("%-8s", name)
 		for _, k := range kinds {
-			fmt.Printf(" %11.2f", median(gbps[k.name][name]))
+			fmt.Printf(" %11.2f", benchlab.Median(gbps[k.name][name]))
 		}
 		fmt.Println()
 	}

@@ -1,0 +1,73 @@
+// Package benchlab is what the lab benchmark commands (test/bench/cmd/...) share: building goverbs and the
+// command itself for the lab, booting it with the command inside ("-inner"), and the statistics they print.
+package benchlab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+
+	"github.com/goverbs/goverbs/test/lab"
+)
+
+// Host builds goverbs (static, cgo-free) and the benchmark command pkg into .lab/NAME of the working
+// directory, then runs the command in the lab as "-inner -bin GOVERBS args..." with cfg (its Workdir is set
+// here). It returns the command's exit status, or 1 after printing why the build or the lab failed.
+func Host(name, pkg string, cfg lab.Config, args ...string) int {
+	root, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	dir := filepath.Join(root, ".lab", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	gov, self := filepath.Join(dir, "goverbs"), filepath.Join(dir, name)
+	for _, b := range [][]string{{"-o", gov, "./cmd/goverbs"}, {"-o", self, pkg}} {
+		cmd := exec.Command("go", append([]string{"build"}, b...)...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: build %s: %v\n", name, b[2], err)
+			return 1
+		}
+	}
+	cfg.Workdir = root
+	code, err := lab.Run(context.Background(), cfg, append([]string{self, "-inner", "-bin", gov}, args...))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	return code
+}
+
+// Median is the median of v (0 for none); v is not changed.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// Spread is (max-min)/median of v: how far identical runs disagree (0 for fewer than two).
+func Spread(v []float64) float64 {
+	m := Median(v)
+	if len(v) < 2 || m == 0 {
+		return 0
+	}
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return (hi - lo) / m
+}
