@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/goverbs/goverbs/test/lab"
+	"golang.org/x/sys/unix"
 )
 
 // Host builds goverbs (static, cgo-free) and the benchmark command pkg into .lab/NAME of the working
@@ -70,4 +71,35 @@ func Spread(v []float64) float64 {
 		lo, hi = min(lo, x), max(hi, x)
 	}
 	return (hi - lo) / m
+}
+
+// RsocketConfDir is librdmacm's RS_CONF_DIR and goverbs' rsocket.ConfigDir: both the C and the Go tools read
+// their defaults there.
+const RsocketConfDir = "/etc/rdma/rsocket"
+
+// MountRsocketConf mounts a tmpfs over RsocketConfDir's parent, /etc/rdma (the lab's root is the host's,
+// read-only; rdma-core's package owns /etc/rdma), so that SetRsocketConf can write it. Inside the lab only.
+func MountRsocketConf() (unmount func(), err error) {
+	dir := filepath.Dir(RsocketConfDir)
+	if err := unix.Mount("benchlab", dir, "tmpfs", 0, "mode=0755"); err != nil {
+		return nil, fmt.Errorf("tmpfs on %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(RsocketConfDir, 0o755); err != nil {
+		unix.Unmount(dir, 0)
+		return nil, err
+	}
+	return func() { unix.Unmount(dir, 0) }, nil
+}
+
+// SetRsocketConf writes value into the file name of RsocketConfDir, or removes the file when value is ""
+// (the built-in default).
+func SetRsocketConf(name, value string) error {
+	p := filepath.Join(RsocketConfDir, name)
+	if value == "" {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	return os.WriteFile(p, []byte(value+"\n"), 0o644)
 }

@@ -11,7 +11,9 @@
 //
 // Which workloads mean something on one vCPU: both sides must block rather than spin, or the figure is the
 // scheduler's time slice, not the code. So the ping-pongs and perftest run with completion events (-e);
-// rstream and rping block on their completion channels by design. perftest's WRITE tests cannot use events
+// rping blocks on its completion channel by design; rstream (both librdmacm's and goverbs') polls for
+// polling_time before blocking, which on one vCPU spins while the peer cannot run (C rstream measured 4 ms, a
+// time slice, per 64-byte message), so the run sets polling_time 0 in /etc/rdma/rsocket for both. perftest's WRITE tests cannot use events
 // (perftest refuses -e with WRITE): its client busy-polls while rxe's work runs on the same vCPU, so write_bw
 // is listed apart as scheduler-bound and not part of the verdict. See docs/perf.md.
 package main
@@ -273,6 +275,15 @@ func one(c costCase, bin string, goSide bool, iters int, port *int) (float64, er
 
 func measure(bin string, reps, iters int, re *regexp.Regexp) int {
 	port := 20000
+	unmount, err := benchlab.MountRsocketConf()
+	if err == nil {
+		defer unmount()
+		err = benchlab.SetRsocketConf("polling_time", "0")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "costbench:", err)
+		return 1
+	}
 	fmt.Printf("instruction cost per message in the lab (QEMU -icount shift=0, one vCPU: 1 guest µs = 1000 instructions,\n" +
 		"user + kernel, both processes), median of alternating runs; spread = (max-min)/median of identical runs\n")
 	fmt.Printf("%-26s %10s %10s %7s %7s %7s   raw C | raw Go\n", "case", "C k-inst", "Go k-inst", "Go/C", "C spr", "Go spr")

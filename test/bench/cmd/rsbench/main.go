@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -28,7 +27,6 @@ import (
 	"github.com/goverbs/goverbs/test/bench/benchlab"
 	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/lab"
-	"golang.org/x/sys/unix"
 )
 
 // labIP is rxe0's netdev address in the lab (rdma_cm needs it; 127.0.0.1 has no RDMA device).
@@ -102,10 +100,12 @@ func run(bin string, k pairKind, port int) ([]row, error) {
 	if k.tcp {
 		opts = append(opts, "-T", "s")
 	}
-	if err := setPolling(k.noPoll); err != nil {
-		return nil, err
+	if k.noPoll {
+		if err := benchlab.SetRsocketConf("polling_time", "0"); err != nil {
+			return nil, err
+		}
+		defer benchlab.SetRsocketConf("polling_time", "")
 	}
-	defer setPolling(false)
 	sargs := append(append(tool(k.goServer), "-b", labIP), opts...)
 	cargs := append(append(tool(k.goCli), "-s", labIP), opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -139,33 +139,14 @@ func run(bin string, k pairKind, port int) ([]row, error) {
 	return rows, nil
 }
 
-// confDir is librdmacm's RS_CONF_DIR (and goverbs' rsocket.ConfigDir); the lab's root is the host's,
-// read-only, so measure mounts a tmpfs on its parent to write polling_time.
-const confDir = "/etc/rdma/rsocket"
-
-// setPolling writes polling_time 0 into confDir (off) or removes it (librdmacm's 10 µs default).
-func setPolling(off bool) error {
-	p := filepath.Join(confDir, "polling_time")
-	if !off {
-		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		return nil
-	}
-	if err := os.MkdirAll(confDir, 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p, []byte("0\n"), 0o644)
-}
-
 func measure(bin string, reps int) int {
 	port := 19800
-	// A tmpfs over /etc/rdma (rdma-core's package owns it; the lab's root is read-only) for polling_time.
-	if err := unix.Mount("rsbench", filepath.Dir(confDir), "tmpfs", 0, "mode=0755"); err != nil {
-		fmt.Fprintf(os.Stderr, "rsbench: tmpfs on %s: %v\n", filepath.Dir(confDir), err)
+	unmount, err := benchlab.MountRsocketConf()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rsbench:", err)
 		return 1
 	}
-	defer unix.Unmount(filepath.Dir(confDir), 0)
+	defer unmount()
 	usec := map[string]map[string][]float64{} // kind -> row -> samples
 	gbps := map[string]map[string][]float64{}
 	var order []string

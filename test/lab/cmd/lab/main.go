@@ -41,6 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "limit for the whole run (0: none)")
 	fs.StringVar(&cfg.OutDir, "out", "", "host `dir` the command can write to, at $GOVERBS_LAB_OUT in the VM")
 	fs.StringVar(&cfg.Workdir, "C", "", "working `dir` of the command (default: current directory)")
+	fs.BoolVar(&cfg.ICount, "icount", false, "count instructions: one vCPU, guest time = executed instructions (see lab.Config.ICount)")
 	fs.BoolVar(&cfg.NoRXE, "no-rxe", false, "do not create rxe0 (also GOVERBS_LAB_NO_RXE=1)")
 	fs.BoolVar(&cfg.Debug, "debug", false, "show the kernel console (also GOVERBS_LAB_DEBUG=1)")
 	fs.Usage = func() {
