@@ -36,14 +36,9 @@ type configFile struct {
 }
 
 var configFiles = []configFile{
-	// polling_time: microseconds a blocked call polls (librdmacm polls once more
-	// after 0; here 0 means no polling at all).
-	{"polling_time", 1<<32 - 1, func(o *Options, v uint64) {
-		o.PollTime = -1
-		if v > 0 {
-			o.PollTime = time.Duration(v) * time.Microsecond
-		}
-	}},
+	// polling_time: librdmacm polls while the whole microseconds elapsed are at
+	// most the value, so until v+1 µs have passed (0 still polls up to 1 µs).
+	{"polling_time", 1<<32 - 1, func(o *Options, v uint64) { o.PollTime = time.Duration(v+1) * time.Microsecond }},
 	{"inline_default", 1<<16 - 1, func(o *Options, v uint64) {
 		o.InlineSize = -1
 		if v > 0 {

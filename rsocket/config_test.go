@@ -32,14 +32,15 @@ func TestLoadConfig(t *testing.T) {
 			"polling_time": "25\n", "inline_default": " 128", "sqsize_default": "+1000",
 			"rqsize_default": "512 trailing words", "mem_default": "1048576\n", "wmem_default": "65536",
 			"iomap_size": "4", "wake_up_interval": "not read",
-		}, Options{PollTime: 25 * time.Microsecond, InlineSize: 128, SQSize: 1000, RQSize: 512,
+		}, Options{PollTime: 26 * time.Microsecond, InlineSize: 128, SQSize: 1000, RQSize: 512,
 			RecvBuffer: 1 << 20, SendBuffer: 1 << 16, IOMapSize: 4}},
 		// librdmacm's own floors: mem_default at least 1, wmem_default below RS_SNDLOWAT is twice it;
-		// zero sizes are the smallest queue, zero inline and polling none (not the built-in defaults).
+		// zero sizes are the smallest queue and zero inline (not the built-in defaults); polling_time 0
+		// still polls until the microsecond clock moves.
 		{"zeros", map[string]string{
 			"polling_time": "0", "inline_default": "0", "sqsize_default": "0", "rqsize_default": "0",
 			"mem_default": "0", "wmem_default": "100",
-		}, Options{PollTime: -1, InlineSize: -1, SQSize: qpMinSize, RQSize: qpMinSize, RecvBuffer: 1, SendBuffer: 2 * sndLowat}},
+		}, Options{PollTime: time.Microsecond, InlineSize: -1, SQSize: qpMinSize, RQSize: qpMinSize, RecvBuffer: 1, SendBuffer: 2 * sndLowat}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := LoadConfig(writeConfig(t, tc.files))

@@ -66,6 +66,7 @@ type Conn struct {
 	err                           error // sticky connection error
 	closed                        bool
 	tearing                       bool // Close is destroying the QP and CQ: cqLoop must not touch them
+	armed                         bool // the CQ is armed: its next completion wakes cqLoop (rs cq_armed)
 
 	wc   [32]uverbs.WC
 	swr  [1]uverbs.SendWR
@@ -217,7 +218,6 @@ func (c *Conn) start() {
 	ctx, c.stop = context.WithCancel(context.Background())
 	c.mu.Lock()
 	c.connected, c.readable, c.writable = true, true, true
-	c.cq.ReqNotify(false)
 	c.process()
 	if c.kaPeriod > 0 {
 		c.startKeepAlive()
@@ -230,6 +230,12 @@ func (c *Conn) start() {
 
 // cqLoop waits for completion events. It waits with context.Background (so
 // waiting allocates nothing) and ends when Close closes the completion channel.
+//
+// As in librdmacm (rs_process_cq), the CQ is armed only by a caller about to
+// sleep (see arm): a Read or Write that finds its completion by polling costs
+// no event, no re-arm and no wake-up, so a busy connection runs without
+// system calls besides its doorbells. An event disarms the CQ; cqLoop polls
+// it and wakes the sleepers, which arm again if they still have to wait.
 func (c *Conn) cqLoop() {
 	defer c.workers.Done()
 	for {
@@ -249,9 +255,7 @@ func (c *Conn) cqLoop() {
 			c.mu.Unlock()
 			return
 		}
-		if err := c.cq.ReqNotify(false); err != nil {
-			c.fail(err)
-		}
+		c.armed = false
 		c.process()
 		c.mu.Unlock()
 		c.wakeAll()
@@ -283,6 +287,34 @@ func (c *Conn) cmLoop(ctx context.Context) {
 			c.wakeAll()
 		}
 	}
+}
+
+// arm requests an event for the CQ's next completion (ibv_req_notify_cq)
+// unless one is already requested; a caller then polls once more before it
+// sleeps, since completions that arrived before the arm raise no event.
+// c.mu is held.
+func (c *Conn) arm() {
+	if c.armed || c.tearing || c.closed {
+		return
+	}
+	if err := c.cq.ReqNotify(false); err != nil {
+		c.fail(err)
+		return
+	}
+	c.armed = true
+}
+
+// readyToSleep arms the CQ and polls it once more; it reports whether ready
+// holds now (the caller loops instead of sleeping).
+func (c *Conn) readyToSleep(ready func() bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return true
+	}
+	c.arm()
+	c.process()
+	return ready()
 }
 
 func (c *Conn) wakeAll() {
@@ -511,6 +543,9 @@ func (c *Conn) lockSendable(spun *bool) error {
 				continue
 			}
 		}
+		if c.readyToSleep(c.writeReady) {
+			continue
+		}
 		if err := c.wait(c.wwake, &c.wdl, c.wtimer); err != nil {
 			return err
 		}
@@ -606,6 +641,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 				continue
 			}
 		}
+		if c.readyToSleep(c.readReady) {
+			continue
+		}
 		if err := c.wait(c.rwake, &c.rdl, c.rtimer); err != nil {
 			return 0, c.opErr("read", err)
 		}
@@ -695,6 +733,7 @@ func (c *Conn) shutdown(how int, deadline time.Time) error {
 // or the deadline passes.
 func (c *Conn) waitLocked(cond func() bool, deadline time.Time) bool {
 	for {
+		c.arm()
 		c.process()
 		if cond() {
 			return true

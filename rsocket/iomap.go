@@ -263,6 +263,9 @@ func (c *Conn) ioWaitState() error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.closed && !c.tearing {
+		c.process() // a failed completion or the peer's DISCONNECT (nothing else polls while we spin)
+	}
 	switch {
 	case c.closed:
 		return net.ErrClosed

@@ -93,6 +93,9 @@ func (c *Conn) keepAlive(gen uint64) {
 	if c.closed || c.tearing || c.kaTimer == nil || c.kaGen != gen {
 		return // stopped, replaced or closing
 	}
+	// Completions are polled by the calls that wait (the CQ is armed only for them): poll here, or an
+	// acknowledged probe of an idle connection would look unacknowledged.
+	c.process()
 	if c.kaOut > 0 && c.connected {
 		if since := time.Since(c.kaSince); since >= kaAckTimeout(c.kaPeriod) {
 			c.fail(fmt.Errorf("rsocket: keepalive: probe not acknowledged for %v: %w", since.Round(time.Millisecond), unix.ETIMEDOUT))

@@ -11,9 +11,10 @@
 //
 // Which workloads mean something on one vCPU: both sides must block rather than spin, or the figure is the
 // scheduler's time slice, not the code. So the ping-pongs and perftest run with completion events (-e);
-// rping blocks on its completion channel by design; rstream (both librdmacm's and goverbs') polls for
-// polling_time before blocking, which on one vCPU spins while the peer cannot run (C rstream measured 4 ms, a
-// time slice, per 64-byte message), so the run sets polling_time 0 in /etc/rdma/rsocket for both. perftest's WRITE tests cannot use events
+// rping blocks on its completion channel by design; rstream runs blocking (-T b: its default non-blocking
+// mode makes C spin on EAGAIN), and since both librdmacm and goverbs poll for polling_time (10 µs) before
+// blocking, which on one vCPU spins while the peer cannot run, the run sets polling_time 0 in
+// /etc/rdma/rsocket for both (both then poll until the microsecond clock moves: about 1000 instructions). perftest's WRITE tests cannot use events
 // (perftest refuses -e with WRITE): its client busy-polls while rxe's work runs on the same vCPU, so write_bw
 // is listed apart as scheduler-bound and not part of the verdict. See docs/perf.md.
 package main
@@ -123,7 +124,9 @@ func cases(iters int) []costCase {
 	pt("write_bw", 65536, false, false)
 
 	rs := func(size, count, itersPer int, what string) {
-		opts := []string{"-S", strconv.Itoa(size), "-C", strconv.Itoa(count), "-I", strconv.Itoa(itersPer)}
+		// -T b: blocking calls. rstream's default is non-blocking (MSG_DONTWAIT), where C retries rrecv in a
+		// busy loop (on one vCPU a time slice, 4 ms, per message); goverbs' rstream always blocks.
+		opts := []string{"-S", strconv.Itoa(size), "-C", strconv.Itoa(count), "-I", strconv.Itoa(itersPer), "-T", "b"}
 		cs = append(cs, costCase{
 			name: fmt.Sprintf("rstream %s %d", what, size), tool: "rstream", cm: true,
 			server: func(p int) []string { return append([]string{"-b", labIP, "-p", strconv.Itoa(p)}, opts...) },
