@@ -27,6 +27,17 @@ func DebugErr(nc net.Conn) error {
 	return c.err
 }
 
+// DebugProcess polls c's CQ as a Read or Write does, without reading or
+// writing (tests only): completions are processed only in calls (see cqLoop).
+func DebugProcess(nc net.Conn) {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed && !c.tearing {
+		c.process()
+	}
+}
+
 // DebugKeepAlives is how many keepalive probes c posted (tests only).
 func DebugKeepAlives(nc net.Conn) int {
 	c := nc.(*Conn)

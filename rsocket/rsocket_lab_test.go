@@ -571,9 +571,12 @@ func TestLabHostile(t *testing.T) {
 					break
 				}
 			}
-			// Wait for the connection to have processed everything (without reading, so it
-			// grants no further credits), i.e. until it failed.
+			// Let the connection process everything without reading (so it grants no further
+			// credits: the sender's RNR retries deliver what exceeds them once receives are
+			// reposted), until it failed. Completions are processed only inside calls, as in
+			// librdmacm; DebugProcess is such a call that neither reads nor writes.
 			for deadline := time.Now().Add(20 * time.Second); rsocket.DebugErr(c) == nil && time.Now().Before(deadline); {
+				rsocket.DebugProcess(c)
 				time.Sleep(5 * time.Millisecond)
 			}
 			t.Logf("after sending: %s", rsocket.DebugState(c))
