@@ -115,11 +115,11 @@ func initSingle(dev uverbs.Device, k kind, o *options, stderr io.Writer) *pp {
 		if err != nil {
 			return fail("Couldn't query device for its features")
 		}
-		const odpSupport, odpSend, odpRecv = 1, 1, 2
-		if o.odp && (da.ODPGeneralCaps&odpSupport == 0 || da.ODPRCCaps&(odpSend|odpRecv) != odpSend|odpRecv) {
+		const need = uverbs.ODPSend | uverbs.ODPRecv
+		if o.odp && (da.ODPGeneralCaps&uverbs.ODPSupport == 0 || da.ODPRCCaps&need != need) {
 			return fail("The device isn't ODP capable or does not support RC send and receive with ODP")
 		}
-		if o.implicit && da.ODPGeneralCaps&2 == 0 {
+		if o.implicit && da.ODPGeneralCaps&uverbs.ODPSupportImplicit == 0 {
 			return fail("The device doesn't support implicit ODP")
 		}
 		if o.ts && da.TimestampMask == 0 {
