@@ -279,7 +279,7 @@ func TestLabODP(t *testing.T) {
 			t.Error("the prefetched page does not hold the written data")
 		}
 		// A key the PD does not know, and PREFETCH_WRITE on a read-only registration, are refused.
-		if err := e.pd.AdviseMR(uverbs.AdvicePrefetch, uverbs.AdviseMRFlush, []uverbs.SGE{{Addr: mr.Addr(), Length: 8, LKey: mr.LKey() ^ 0xff00}}); !errors.Is(err, unix.EINVAL) {
+		if err := e.pd.AdviseMR(uverbs.AdvicePrefetch, uverbs.AdviseMRFlush, []uverbs.SGE{{Addr: mr.Addr(), Length: 8, LKey: 0xffffff00 | mr.LKey()&0xff}}); !errors.Is(err, unix.EINVAL) {
 			t.Errorf("AdviseMR with an unknown lkey: %v, want EINVAL", err)
 		}
 		ro := odpBuffer(t, pg)
