@@ -85,6 +85,8 @@ func TestLabODP(t *testing.T) {
 		pgAtomicWrite
 		pgFlush
 		pgRewrite
+		pgSRQ
+		pgUD
 		nPages
 	)
 	loc, rem := odpBuffer(t, nPages*pg), odpBuffer(t, nPages*pg)
@@ -129,6 +131,77 @@ func TestLabODP(t *testing.T) {
 		}
 		if got := page(rem, pgSend)[:len(msg)]; !bytes.Equal(got, msg) {
 			t.Errorf("received %q", got)
+		}
+	})
+
+	t.Run("SRQRecv", func(t *testing.T) {
+		srq, err := e.pd.CreateSRQ(uverbs.SRQAttr{MaxWR: 4, MaxSGE: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { check(t, srq.Close()) })
+		cqA, cqB := e.cq(t, 16, nil), e.cq(t, 16, nil)
+		a := e.qp(t, uverbs.QPTypeRC, cqA, cqA, nil, labCap)
+		b := e.qp(t, uverbs.QPTypeRC, cqB, cqB, srq, uverbs.QPCap{MaxSendWR: 4, MaxSendSGE: 1})
+		e.connectRC(t, a, b)
+		e.connectRC(t, b, a)
+		msg := []byte("through a shared receive queue into an ODP page")
+		copy(page(loc, pgSRQ), msg)
+		untouched("SRQ recv", page(rem, pgSRQ))
+		if _, err := srq.PostRecv([]uverbs.RecvWR{{WRID: 12, SGL: []uverbs.SGE{remMR.SGE(pgSRQ*pg, pg)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.PostSend([]uverbs.SendWR{{WRID: 13, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
+			SGL: []uverbs.SGE{locMR.SGE(pgSRQ*pg, len(msg))}}}); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, cqA, 1)
+		if w := poll(t, cqB, 1)[0]; w.WRID != 12 || w.ByteLen != uint32(len(msg)) {
+			t.Errorf("SRQ recv completion %+v", w)
+		}
+		if got := page(rem, pgSRQ)[:len(msg)]; !bytes.Equal(got, msg) {
+			t.Errorf("received %q", got)
+		}
+	})
+
+	t.Run("UD", func(t *testing.T) {
+		cq := e.cq(t, 16, nil)
+		c := uverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}
+		a, b := e.qp(t, uverbs.QPTypeUD, cq, cq, nil, c), e.qp(t, uverbs.QPTypeUD, cq, cq, nil, c)
+		eo := &uverbs.EndpointOptions{Port: 1, GIDIndex: int(e.gidIndex)}
+		var epB uverbs.Endpoint
+		for _, qp := range []*uverbs.QP{a, b} {
+			ep, err := qp.Endpoint(eo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			epB = ep
+			if err := qp.ActivateUD(nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		aa, err := a.AHAttrTo(epB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ah, err := e.pd.CreateAH(aa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { check(t, ah.Close()) })
+		msg := []byte("a datagram into an ODP page")
+		copy(page(loc, pgUD), msg)
+		untouched("UD recv", page(rem, pgUD))
+		if _, err := b.PostRecv([]uverbs.RecvWR{{WRID: 14, SGL: []uverbs.SGE{remMR.SGE(pgUD*pg, 40+len(msg))}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.PostSend([]uverbs.SendWR{{WRID: 15, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
+			SGL: []uverbs.SGE{locMR.SGE(pgUD*pg, len(msg))}, AH: ah.Data(), RemoteQPN: epB.QPN, RemoteQKey: epB.QKey}}); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, cq, 2)
+		if got := page(rem, pgUD)[40 : 40+len(msg)]; !bytes.Equal(got, msg) {
+			t.Errorf("UD payload %q", got)
 		}
 	})
 
