@@ -19,7 +19,9 @@ import (
 // What rxe does, by kernel: no ODP before Linux 6.15 (RegMR with AccessOnDemand is ErrNotSupported, decided
 // from the capabilities before any system call); from 6.15 RC send/recv/write/read/atomics and UD send/recv
 // with ODP MRs; from 6.16 also RDMA FLUSH and ATOMIC WRITE (ODPFlush, ODPAtomicWrite); from 6.17 prefetch
-// (PD.AdviseMR). docs/kernels.md has the matrix as the lab measured it.
+// (PD.AdviseMR). docs/kernels.md has the matrix as the lab measured it, and a defect of rxe's ODP copy in
+// 7.3.4: a transfer (each packet of it) that does not start at a page boundary of an ODP MR reads from or
+// writes to the start of that page instead.
 
 // ODPGeneralCap is a device's general on-demand paging capabilities (odp_caps.general_caps, enum
 // ib_uverbs_odp_general_cap_bits).
