@@ -143,8 +143,8 @@ var _ = [1]struct{}{}[unsafe.Sizeof(SGE{})-abi.SizeofIbUverbsSge]
 //
 // Bad input (no SGEs, more than 4095, an unknown advice or flag) is refused with EINVAL before any system
 // call. A kernel or device without advise_mr (rxe before Linux 6.17, or built without ODP) answers
-// ErrNotSupported; an lkey that names no local-write MR of this PD is EINVAL, PREFETCH_WRITE on an MR the
-// process may not write is EPERM (rxe; mlx5 answers ENOENT and EINVAL).
+// ErrNotSupported. rxe on 7.3 answers EINVAL for an lkey that names no MR of this PD with local write, and for
+// a synchronous prefetch of a pinned (non-ODP) MR; an asynchronous one is accepted and does nothing.
 func (pd *PD) AdviseMR(advice AdviseMRAdvice, flags AdviseMRFlags, sges []SGE) error {
 	c := pd.ctx
 	if err := pd.enter(); err != nil {
