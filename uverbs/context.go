@@ -34,9 +34,10 @@ type Context struct {
 	cleanup runtime.Cleanup
 	drvObjs driverObjects // the provider's own kernel objects (driverobj.go)
 
-	// The device's capability flags, queried on first need (flush access, the opcodes a QP may post).
+	// The device's capability flags, queried on first need (flush and ODP access, the opcodes a QP may post).
 	capsOnce sync.Once
 	caps     DeviceCap
+	odp      ODPGeneralCap
 	capsErr  error
 }
 
@@ -49,6 +50,7 @@ func (c *Context) deviceCaps() (DeviceCap, error) {
 			return
 		}
 		c.caps = a.DeviceCapFlags
+		c.odp = a.ODPGeneralCaps
 	})
 	return c.caps, c.capsErr
 }

@@ -58,6 +58,13 @@
 // provider call per batch. Memory given to the device should come from AllocBuffer (anonymous mmap); Go memory
 // registered with RegMR is kept reachable by the MR.
 //
+// # On-demand paging
+//
+// AccessOnDemand registers memory without pinning it: pages are faulted in when a transfer touches them, and
+// the MR follows later changes of the mapping. DeviceAttr.ODP reports what the device takes on ODP MRs
+// (ODPGeneralCap, ODPTransportCap per transport), and PD.AdviseMR prefetches ranges before the first transfer.
+// rxe has ODP from Linux 6.15 and prefetch from 6.17; elsewhere both are ErrNotSupported (odp.go).
+//
 // # Events
 //
 // CompChannel.GetEvent and Context.AsyncEvent wait on Go's runtime poller (no blocked threads) and take a

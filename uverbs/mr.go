@@ -15,12 +15,14 @@ type Access uint32
 
 // Access rights.
 const (
-	AccessLocalWrite      Access = abi.IB_UVERBS_ACCESS_LOCAL_WRITE
-	AccessRemoteWrite     Access = abi.IB_UVERBS_ACCESS_REMOTE_WRITE
-	AccessRemoteRead      Access = abi.IB_UVERBS_ACCESS_REMOTE_READ
-	AccessRemoteAtomic    Access = abi.IB_UVERBS_ACCESS_REMOTE_ATOMIC
-	AccessMWBind          Access = abi.IB_UVERBS_ACCESS_MW_BIND
-	AccessZeroBased       Access = abi.IB_UVERBS_ACCESS_ZERO_BASED
+	AccessLocalWrite   Access = abi.IB_UVERBS_ACCESS_LOCAL_WRITE
+	AccessRemoteWrite  Access = abi.IB_UVERBS_ACCESS_REMOTE_WRITE
+	AccessRemoteRead   Access = abi.IB_UVERBS_ACCESS_REMOTE_READ
+	AccessRemoteAtomic Access = abi.IB_UVERBS_ACCESS_REMOTE_ATOMIC
+	AccessMWBind       Access = abi.IB_UVERBS_ACCESS_MW_BIND
+	AccessZeroBased    Access = abi.IB_UVERBS_ACCESS_ZERO_BASED
+	// AccessOnDemand registers the memory for on-demand paging (odp.go): nothing is pinned, pages are faulted
+	// in when a transfer touches them. A device without ODPSupport gets ErrNotSupported before any system call.
 	AccessOnDemand        Access = abi.IB_UVERBS_ACCESS_ON_DEMAND
 	AccessHugeTLB         Access = abi.IB_UVERBS_ACCESS_HUGETLB
 	AccessRelaxedOrdering Access = abi.IB_UVERBS_ACCESS_RELAXED_ORDERING
@@ -92,6 +94,9 @@ func (pd *PD) regMR(addr uintptr, length int, iova uint64, access Access) (*MR, 
 		return nil, wrap("reg MR", c.dev.Name, err)
 	}
 	if err := c.checkFlushAccess(access); err != nil {
+		return nil, wrap("reg MR", c.dev.Name, err)
+	}
+	if err := c.checkODPAccess(access); err != nil {
 		return nil, wrap("reg MR", c.dev.Name, err)
 	}
 	if access&abi.IB_UVERBS_ACCESS_OPTIONAL_RANGE != 0 && c.coreSupp&abi.IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS == 0 {
@@ -177,6 +182,9 @@ func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf []byte, access Access) error {
 			return wrap("rereg MR", c.dev.Name, err)
 		}
 		if err := c.checkFlushAccess(access); err != nil {
+			return wrap("rereg MR", c.dev.Name, err)
+		}
+		if err := c.checkODPAccess(access); err != nil {
 			return wrap("rereg MR", c.dev.Name, err)
 		}
 		in.AccessFlags = uint32(access)

@@ -59,11 +59,11 @@ type DeviceAttr struct {
 	MaxPKeys                   uint16
 	LocalCAAckDelay            uint8
 	PhysPortCnt                uint8
-	ODPGeneralCaps             uint64
-	ODPRCCaps                  uint32
-	ODPUCCaps                  uint32
-	ODPUDCaps                  uint32
-	XRCODPCaps                 uint32
+	ODPGeneralCaps             ODPGeneralCap   // on-demand paging: ODPSupport, ODPSupportImplicit (see ODP)
+	ODPRCCaps                  ODPTransportCap // the RC operations that may use ODP MRs
+	ODPUCCaps                  ODPTransportCap
+	ODPUDCaps                  ODPTransportCap
+	XRCODPCaps                 ODPTransportCap
 	TimestampMask              uint64
 	HCACoreClock               uint64 // kHz
 	RSSSupportedQPTs           uint32
@@ -115,10 +115,10 @@ func (c *Context) QueryDevice() (*DeviceAttr, error) {
 	// Only the fields inside response_length were written by the kernel (rdma-core's CAN_COPY rule).
 	has := func(off, size uintptr) bool { return uintptr(out.ResponseLength) >= off+size }
 	if has(unsafe.Offsetof(out.OdpCaps), unsafe.Sizeof(out.OdpCaps)) {
-		a.ODPGeneralCaps = out.OdpCaps.GeneralCaps
-		a.ODPRCCaps = out.OdpCaps.PerTransportCaps.RcOdpCaps
-		a.ODPUCCaps = out.OdpCaps.PerTransportCaps.UcOdpCaps
-		a.ODPUDCaps = out.OdpCaps.PerTransportCaps.UdOdpCaps
+		a.ODPGeneralCaps = ODPGeneralCap(out.OdpCaps.GeneralCaps)
+		a.ODPRCCaps = ODPTransportCap(out.OdpCaps.PerTransportCaps.RcOdpCaps)
+		a.ODPUCCaps = ODPTransportCap(out.OdpCaps.PerTransportCaps.UcOdpCaps)
+		a.ODPUDCaps = ODPTransportCap(out.OdpCaps.PerTransportCaps.UdOdpCaps)
 	}
 	if has(unsafe.Offsetof(out.TimestampMask), 8) {
 		a.TimestampMask = out.TimestampMask
@@ -155,7 +155,7 @@ func (c *Context) QueryDevice() (*DeviceAttr, error) {
 		a.MaxDMSize = out.MaxDmSize
 	}
 	if has(unsafe.Offsetof(out.XrcOdpCaps), 4) {
-		a.XRCODPCaps = out.XrcOdpCaps
+		a.XRCODPCaps = ODPTransportCap(out.XrcOdpCaps)
 	}
 	return a, nil
 }

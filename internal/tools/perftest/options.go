@@ -175,6 +175,9 @@ type Params struct {
 	WorkRDMACM bool
 	FlowLabel  int
 	NoProgress bool // goverbs: no per-second progress lines on stderr in -D runs
+	// UseODP (--odp): the buffer is registered for on-demand paging (uverbs.AccessOnDemand), once the device
+	// reports RC send and receive with ODP, as perftest 6.06 checks.
+	UseODP bool
 
 	// Filled once the device is open.
 	LinkLayer  uint8
@@ -619,7 +622,7 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 		case 0xa0:
 			return unsupported("SRQ (--use-srq)")
 		case 0xa1:
-			return unsupported("ODP (--odp)")
+			p.UseODP = true
 		case 0xa2:
 			return unsupported("hugepages (--use_hugepages)")
 		case 0xa3:
@@ -833,6 +836,16 @@ func forceDependencies(p *Params, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	if p.Verb == VerbAtomic && p.UseODP {
+		line()
+		fmt.Fprintf(stderr, " ODP does not support ATOMICS for now\n")
+		return 1
+	}
+	if p.Conn == ConnUC && p.UseODP {
+		line()
+		fmt.Fprintf(stderr, " ODP does not support UC\n")
+		return 1
+	}
 	if p.Verb == VerbSend && p.Kind == KindBW && p.Server && !p.Duplex {
 		p.NoPeak = true
 	}
@@ -955,6 +968,7 @@ func usage(w io.Writer, prog string, p *Params) {
 	opt("", "--latency_gap=<delay_time>", "delay time between each post send")
 	opt("", "--out_json", "Save the report in a json file")
 	opt("", "--out_json_file=<file>", "Name of the report json file")
+	opt("", "--odp", "Use On Demand Paging instead of Memory Registration.")
 	opt("", "--output=<units>", "Set verbosity output level: bandwidth , message_rate, latency")
 	opt("", "--perform_warm_up", "Perform some iterations before start measuring in order to warming-up memory cache")
 	opt("", "--pkey_index=<pkey index>", "PKey index to use for QP")

@@ -67,6 +67,10 @@ func TestParseOptions(t *testing.T) {
 	eq(t, uint64(maxSize), p.Size)
 	eq(t, 4, p.OutReads)
 	eq(t, true, p.Unsorted)
+
+	p, rc, _, _ = parsed(t, VerbRead, KindBW, "--odp")
+	eq(t, -1, rc)
+	eq(t, true, p.UseODP)
 }
 
 func TestParseErrors(t *testing.T) {
@@ -92,6 +96,8 @@ func TestParseErrors(t *testing.T) {
 		{VerbWrite, KindBW, []string{"a", "b"}, " Invalid Command line. Please check command rerun \n"},
 		{VerbSend, KindBW, []string{"-R", "-c", "UC"}, " UC is not supported in librdmacm\n"},
 		{VerbWrite, KindBW, []string{"-s", "0"}, " Message Size should be between 1 and 2147483647\n"},
+		{VerbAtomic, KindBW, []string{"--odp"}, " ODP does not support ATOMICS for now\n"},
+		{VerbWrite, KindBW, []string{"--odp", "-c", "UC"}, " ODP does not support UC\n"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -166,6 +166,25 @@ func setMTU(p *Params, pa *uverbs.PortAttr, stdout, stderr io.Writer) int {
 	return m
 }
 
+// checkODP is perftest 6.06's check_odp_support: the device must report RC send and receive with ODP, whatever
+// the transport and verb (--odp with UC or atomics was refused with the options).
+func (s *session) checkODP(stderr io.Writer) error {
+	a, err := s.vc.QueryDevice()
+	if err != nil {
+		fmt.Fprintf(stderr, " Couldn't query device for on-demand paging capabilities.\n")
+		return err
+	}
+	if a.ODPRCCaps&uverbs.ODPSend == 0 {
+		fmt.Fprintf(stderr, " Send is not supported for RC transport.\n")
+		return uverbs.ErrNotSupported
+	}
+	if a.ODPRCCaps&uverbs.ODPRecv == 0 {
+		fmt.Fprintf(stderr, " Receive is not supported for RC transport.\n")
+		return uverbs.ErrNotSupported
+	}
+	return nil
+}
+
 // initResources is alloc_ctx + ctx_init: buffer, PD, MR, CQs, QPs moved to INIT.
 func (s *session) initResources(stderr io.Writer) error {
 	p := s.p
@@ -188,6 +207,13 @@ func (s *session) initResources(stderr io.Writer) error {
 		fmt.Fprintf(stderr, "Couldn't allocate PD\n")
 		return err
 	}
+	if p.UseODP {
+		if err := s.checkODP(stderr); err != nil {
+			fmt.Fprintf(stderr, "failed to create mr\n")
+			fmt.Fprintf(stderr, "Failed to create MR\n")
+			return err
+		}
+	}
 	if s.buf, err = uverbs.AllocBuffer(s.buffSize); err != nil {
 		fmt.Fprintf(stderr, "Couldn't allocate work buf.\n")
 		return err
@@ -202,6 +228,9 @@ func (s *session) initResources(stderr io.Writer) error {
 		access |= uverbs.AccessRemoteRead
 	case VerbAtomic:
 		access |= uverbs.AccessRemoteAtomic
+	}
+	if p.UseODP {
+		access |= uverbs.AccessOnDemand
 	}
 	if s.mr, err = s.pd.RegMR(mem, access); err != nil {
 		fmt.Fprintf(stderr, "Couldn't allocate MR\n")

@@ -116,8 +116,8 @@ func initSRQ(dev uverbs.Device, o *options, stderr io.Writer) *srqPP {
 		if err != nil {
 			return fail("Couldn't query device for its features")
 		}
-		const odpSupport, odpSend, odpSRQRecv = 1, 1 << 0, 1 << 5
-		if da.ODPGeneralCaps&odpSupport == 0 || da.ODPRCCaps&(odpSend|odpSRQRecv) != odpSend|odpSRQRecv {
+		const need = uverbs.ODPSend | uverbs.ODPSRQRecv
+		if da.ODPGeneralCaps&uverbs.ODPSupport == 0 || da.ODPRCCaps&need != need {
 			return fail("The device isn't ODP capable or does not support RC send, receive and srq with ODP")
 		}
 		access |= uverbs.AccessOnDemand

@@ -162,8 +162,8 @@ func (r *xsrqResources) open(o *xsrqOptions, stderr io.Writer) bool {
 			fmt.Fprintf(stderr, "Couldn't query device for its features\n")
 			return false
 		}
-		const odpSupport, odpSend, odpSRQRecv = 1, 1 << 0, 1 << 5
-		if da.ODPGeneralCaps&odpSupport == 0 || da.XRCODPCaps&(odpSend|odpSRQRecv) != odpSend|odpSRQRecv {
+		const need = uverbs.ODPSend | uverbs.ODPSRQRecv
+		if da.ODPGeneralCaps&uverbs.ODPSupport == 0 || da.XRCODPCaps&need != need {
 			fmt.Fprintf(stderr, "The device isn't ODP capable or does not support XRC send, receive and srq with ODP\n")
 			return false
 		}
