@@ -14,6 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// LabIP is rxe0's netdev address in the lab (rdma_cm needs it; 127.0.0.1 has no RDMA device).
+const LabIP = "10.233.0.1"
+
 // Host builds goverbs (static, cgo-free) and the benchmark command pkg into .lab/NAME of the working
 // directory, then runs the command in the lab as "-inner -bin GOVERBS args..." with cfg (its Workdir is set
 // here). It returns the command's exit status, or 1 after printing why the build or the lab failed.

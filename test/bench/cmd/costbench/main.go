@@ -37,9 +37,6 @@ import (
 	"github.com/goverbs/goverbs/test/lab"
 )
 
-// labIP is rxe0's netdev address in the lab (rdma_cm needs it).
-const labIP = "10.233.0.1"
-
 func main() {
 	reps := flag.Int("reps", 3, "repetitions of each pair (C and Go alternate)")
 	iters := flag.Int("iters", 1000, "messages per run (ping-pong iterations, perftest -n, rstream iterations)")
@@ -111,7 +108,7 @@ func cases(iters int) []costCase {
 		cs = append(cs, costCase{
 			name: name, tool: "ib_" + test, apart: !events,
 			server: func(p int) []string { return append(append([]string{}, args...), "-p", strconv.Itoa(p)) },
-			client: func(p int) []string { return append(append([]string{}, args...), "-p", strconv.Itoa(p), labIP) },
+			client: func(p int) []string { return append(append([]string{}, args...), "-p", strconv.Itoa(p), benchlab.LabIP) },
 			cost:   cost,
 		})
 	}
@@ -129,8 +126,8 @@ func cases(iters int) []costCase {
 		opts := []string{"-S", strconv.Itoa(size), "-C", strconv.Itoa(count), "-I", strconv.Itoa(itersPer), "-T", "b"}
 		cs = append(cs, costCase{
 			name: fmt.Sprintf("rstream %s %d", what, size), tool: "rstream", cm: true,
-			server: func(p int) []string { return append([]string{"-b", labIP, "-p", strconv.Itoa(p)}, opts...) },
-			client: func(p int) []string { return append([]string{"-s", labIP, "-p", strconv.Itoa(p)}, opts...) },
+			server: func(p int) []string { return append([]string{"-b", benchlab.LabIP, "-p", strconv.Itoa(p)}, opts...) },
+			client: func(p int) []string { return append([]string{"-s", benchlab.LabIP, "-p", strconv.Itoa(p)}, opts...) },
 			cost:   rstreamCost,
 		})
 	}
@@ -139,8 +136,8 @@ func cases(iters int) []costCase {
 
 	cs = append(cs, costCase{
 		name: "rping 64", tool: "rping", cm: true, perIters: true,
-		server: func(p int) []string { return []string{"-s", "-a", labIP, "-p", strconv.Itoa(p)} },
-		client: func(p int) []string { return []string{"-c", "-a", labIP, "-p", strconv.Itoa(p), "-S", "64"} },
+		server: func(p int) []string { return []string{"-s", "-a", benchlab.LabIP, "-p", strconv.Itoa(p)} },
+		client: func(p int) []string { return []string{"-c", "-a", benchlab.LabIP, "-p", strconv.Itoa(p), "-S", "64"} },
 	})
 	return cs
 }

@@ -29,9 +29,6 @@ import (
 	"github.com/goverbs/goverbs/test/lab"
 )
 
-// labIP is rxe0's netdev address in the lab (rdma_cm needs it; 127.0.0.1 has no RDMA device).
-const labIP = "10.233.0.1"
-
 func main() {
 	reps := flag.Int("reps", 3, "repetitions of each pair")
 	cpus := flag.Int("cpus", 2, "lab VM vCPUs")
@@ -106,8 +103,8 @@ func run(bin string, k pairKind, port int) ([]row, error) {
 		}
 		defer benchlab.SetRsocketConf("polling_time", "")
 	}
-	sargs := append(append(tool(k.goServer), "-b", labIP), opts...)
-	cargs := append(append(tool(k.goCli), "-s", labIP), opts...)
+	sargs := append(append(tool(k.goServer), "-b", benchlab.LabIP), opts...)
+	cargs := append(append(tool(k.goCli), "-s", benchlab.LabIP), opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var sout bytes.Buffer
