@@ -108,8 +108,10 @@ func cases(iters int) []costCase {
 		cs = append(cs, costCase{
 			name: name, tool: "ib_" + test, apart: !events,
 			server: func(p int) []string { return append(append([]string{}, args...), "-p", strconv.Itoa(p)) },
-			client: func(p int) []string { return append(append([]string{}, args...), "-p", strconv.Itoa(p), benchlab.LabIP) },
-			cost:   cost,
+			client: func(p int) []string {
+				return append(append([]string{}, args...), "-p", strconv.Itoa(p), benchlab.LabIP)
+			},
+			cost: cost,
 		})
 	}
 	pt("send_lat", 64, true, true)
