@@ -150,6 +150,10 @@ func (c *Context) FD() int { return c.fd }
 // DriverID is the driver id every command on this context carries (uint32(id) for package rawcmd).
 func (c *Context) DriverID() DriverID { return c.dev.DriverID }
 
+// AsyncFD is the context's async event file descriptor (ibv_context's async_fd), for diagnostics such as
+// ibv_asyncwatch's banner. Read events with AsyncEvent, not from the descriptor.
+func (c *Context) AsyncFD() int { return c.asyncFD }
+
 // NumCompVectors is the number of completion vectors (GET_CONTEXT).
 func (c *Context) NumCompVectors() int { return int(c.numComp) }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 
+	"github.com/goverbs/goverbs/internal/tools/asyncwatch"
 	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
 	"github.com/goverbs/goverbs/internal/tools/cmatose"
 	"github.com/goverbs/goverbs/internal/tools/cmtime"
@@ -56,6 +57,7 @@ var commands = []Command{
 	{Name: "devinfo", Aliases: []string{"ibv_devinfo"}, Summary: "show device and port attributes", Run: devinfo.Main},
 	{Name: "ibstat", Aliases: []string{"ibstat"}, Summary: "show InfiniBand CA and port state from sysfs", Run: ibstat.Main},
 	{Name: "ibstatus", Aliases: []string{"ibstatus"}, Summary: "show port status from sysfs, same as infiniband-diags' ibstatus", Run: ibstatus.Main},
+	{Name: "asyncwatch", Aliases: []string{"ibv_asyncwatch"}, Summary: "print a device's asynchronous events, same as ibv_asyncwatch", Run: asyncwatch.Main},
 	{Name: "pingpong", Summary: "ping-pong tests wire compatible with rdma-core's: goverbs pingpong rc|uc|ud|srq|xsrq [options] [host]",
 		Run: pingpong.Main},
 	{Name: "rc_pingpong", Aliases: []string{"ibv_rc_pingpong"}, Summary: "RC ping-pong, same as ibv_rc_pingpong",
