@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -21,8 +23,9 @@ type CompChannel struct {
 	pf  *pollFile
 	fd  int
 
-	rmu sync.Mutex
-	buf [8]byte
+	rmu      sync.Mutex
+	buf      [8]byte
+	inKernel atomic.Bool // SetWaitInKernel: GetEvent blocks in read(2)
 
 	life
 	cqs int // CQs using the channel; guarded by mu
@@ -60,6 +63,15 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	if err := ch.checkOpen(); err != nil {
 		return nil, wrap("get CQ event", ch.ctx.dev.Name, err)
 	}
+	if ch.inKernel.Load() {
+		if ctx.Done() != nil {
+			return nil, wrap("get CQ event", ch.ctx.dev.Name, fmt.Errorf("the channel waits in the kernel, which a context cannot interrupt: %w", unix.EINVAL))
+		}
+		if err := ch.readInKernel(); err != nil {
+			return nil, wrap("get CQ event", ch.ctx.dev.Name, err)
+		}
+		return ch.deliver()
+	}
 	// GetEvent waits, so it cannot hold the channel open: a Close while it waits closes the file under it,
 	// which wakes the read with os.ErrClosed (Go's poller makes that safe); it is reported as ErrClosed.
 	if err := ch.pf.read(ctx, ch.buf[:]); err != nil {
@@ -68,6 +80,11 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 		}
 		return nil, wrap("get CQ event", ch.ctx.dev.Name, err)
 	}
+	return ch.deliver()
+}
+
+// deliver decodes the event record in ch.buf and counts it on its CQ. ch.rmu is held.
+func (ch *CompChannel) deliver() (*CQ, error) {
 	// struct ib_uverbs_comp_event_desc { __aligned_u64 cq_handle; } — the CQ's user handle.
 	h := binary.NativeEndian.Uint64(ch.buf[:])
 	cq, _ := ch.ctx.handles.get(h).(*CQ)
@@ -79,6 +96,42 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	cq.eventsGot++
 	cq.evMu.Unlock()
 	return cq, nil
+}
+
+// SetWaitInKernel chooses how GetEvent waits. By default (false) it waits on Go's runtime poller: a context
+// or Close ends the wait, and no thread is blocked. With true it blocks in read(2) on the channel as
+// libibverbs' ibv_get_cq_event does: one system call per event, where the poller costs a failed read, an
+// epoll wait, a second read and the runtime's parking when the event is not there yet (docs/perf.md measures
+// the difference). Then nothing can interrupt a waiting GetEvent — neither a context (GetEvent refuses one that
+// can end, with EINVAL) nor Close, which does not wake a read the kernel is blocked in — and the goroutine's
+// thread is blocked while it waits: for programs that, like rdma-core's tools, wait until an event comes.
+func (ch *CompChannel) SetWaitInKernel(on bool) error {
+	ch.rmu.Lock()
+	defer ch.rmu.Unlock()
+	if err := ch.checkOpen(); err != nil {
+		return wrap("set completion channel wait", ch.ctx.dev.Name, err)
+	}
+	if err := unix.SetNonblock(ch.fd, !on); err != nil {
+		return wrap("set completion channel wait", ch.ctx.dev.Name, err)
+	}
+	ch.inKernel.Store(on)
+	return nil
+}
+
+// readInKernel reads one event record with a blocking read(2). ch.rmu is held.
+func (ch *CompChannel) readInKernel() error {
+	for {
+		n, err := unix.Read(ch.fd, ch.buf[:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case n != len(ch.buf):
+			return fmt.Errorf("short event record: %d of %d bytes: %w", n, len(ch.buf), io.ErrUnexpectedEOF)
+		}
+		return nil
+	}
 }
 
 // Close destroys the channel (ibv_destroy_comp_channel). It fails with EBUSY while CQs use it.

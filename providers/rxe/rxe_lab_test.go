@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -335,14 +336,25 @@ func TestLabWrapAround(t *testing.T) {
 	}
 }
 
-// Completion events: arm, send, get the event on the channel; solicited-only arming is accepted.
+// Completion events: arm, send, get the event on the channel; solicited-only arming is accepted. Both ways
+// of waiting: Go's poller (a context ends it) and the kernel's read (SetWaitInKernel, which refuses a context
+// that can end).
 func TestLabArmAndEvent(t *testing.T) {
+	for _, inKernel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inKernel=%v", inKernel), func(t *testing.T) { armAndEvent(t, inKernel) })
+	}
+}
+
+func armAndEvent(t *testing.T, inKernel bool) {
 	e := newLab(t)
 	ch, err := e.ctx.CreateCompChannel()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { check(t, ch.Close()) })
+	if err := ch.SetWaitInKernel(inKernel); err != nil {
+		t.Fatal(err)
+	}
 	p := e.rcPair(t, labCap, ch)
 	if err := p.cqB.ReqNotify(false); err != nil {
 		t.Fatal(err)
@@ -353,20 +365,43 @@ func TestLabArmAndEvent(t *testing.T) {
 	if _, err := p.b.PostRecv([]uverbs.RecvWR{{WRID: 1, SGL: []uverbs.SGE{e.mr.SGE(0, 64)}}}); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if inKernel {
+		if _, err := ch.GetEvent(ctx); !errors.Is(err, unix.EINVAL) {
+			t.Fatalf("GetEvent with a context that can end, waiting in the kernel: %v, want EINVAL", err)
+		}
+	}
 	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 1, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled | uverbs.SendSolicited,
 		SGL: []uverbs.SGE{e.mr.SGE(64, 64)}}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cq, err := ch.GetEvent(ctx)
-	if err != nil {
-		t.Fatal(err)
+	type result struct {
+		cq  *uverbs.CQ
+		err error
 	}
-	if cq != p.cqB {
-		t.Fatalf("event for CQ %#x, want %#x", cq.Handle(), p.cqB.Handle())
+	got := make(chan result, 1)
+	go func() {
+		wctx := ctx
+		if inKernel {
+			wctx = context.Background() // nothing interrupts a wait in the kernel: the event must come
+		}
+		cq, err := ch.GetEvent(wctx)
+		got <- result{cq, err}
+	}()
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no completion event in 30 s")
 	}
-	cq.AckEvents(1)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.cq != p.cqB {
+		t.Fatalf("event for CQ %#x, want %#x", r.cq.Handle(), p.cqB.Handle())
+	}
+	r.cq.AckEvents(1)
 	poll(t, p.cqB, 1)
 	poll(t, p.cqA, 1)
 }

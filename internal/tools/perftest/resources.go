@@ -202,6 +202,7 @@ func (s *session) initResources(stderr io.Writer) error {
 			fmt.Fprintf(stderr, "Couldn't create completion channel\n")
 			return err
 		}
+		s.ch.SetWaitInKernel(true) // wait as ibv_get_cq_event does: the tool never cancels a wait
 	}
 	if s.pd, err = s.vc.AllocPD(); err != nil {
 		fmt.Fprintf(stderr, "Couldn't allocate PD\n")

@@ -107,6 +107,7 @@ func initSingle(dev uverbs.Device, k kind, o *options, stderr io.Writer) *pp {
 		if c.channel, err = c.ctx.CreateCompChannel(); err != nil {
 			return fail("Couldn't create completion channel")
 		}
+		c.channel.SetWaitInKernel(true) // wait as ibv_get_cq_event does: the tool never cancels a wait
 	}
 	if c.pd, err = c.ctx.AllocPD(); err != nil {
 		return fail("Couldn't allocate PD")

@@ -126,6 +126,7 @@ func initSRQ(dev uverbs.Device, o *options, stderr io.Writer) *srqPP {
 		if c.channel, err = c.ctx.CreateCompChannel(); err != nil {
 			return fail("Couldn't create completion channel")
 		}
+		c.channel.SetWaitInKernel(true) // wait as ibv_get_cq_event does: the tool never cancels a wait
 	}
 	if c.pd, err = c.ctx.AllocPD(); err != nil {
 		return fail("Couldn't allocate PD")
