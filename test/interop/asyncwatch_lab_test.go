@@ -1,33 +1,13 @@
 package interop
 
 import (
-	"bytes"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/goverbs/goverbs/test/labtest"
 )
-
-// syncBuffer is an output both the process and the test read.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLabAsyncwatch: rdma-core's ibv_asyncwatch and goverbs' watch rxe0 side by side while an address comes
 // and goes on its netdev (a GID table change, which every context of the device is told about, without
@@ -38,8 +18,8 @@ func TestLabAsyncwatch(t *testing.T) {
 	NeedTool(t, "ibv_asyncwatch", "ibverbs-utils")
 	dev := labtest.Device()
 	netdev := "veth0"
-	start := func(argv ...string) (*exec.Cmd, *syncBuffer) {
-		var out syncBuffer
+	start := func(argv ...string) (*exec.Cmd, *lockedBuffer) {
+		var out lockedBuffer
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
