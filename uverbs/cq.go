@@ -17,7 +17,8 @@ import (
 )
 
 // CompChannel is a completion event channel (ibv_comp_channel): CQs attached to it report completion events
-// on it after they are armed. Waiting on it uses Go's runtime poller and a context.
+// on it after they are armed. Waiting on it uses Go's runtime poller and a context, or, after
+// SetWaitInKernel(true), a blocking read as libibverbs does.
 type CompChannel struct {
 	ctx *Context
 	pf  *pollFile
