@@ -59,15 +59,15 @@ func command(ctx context.Context, t *testing.T, impl, tool string, args []string
 	return cmd
 }
 
-// waitListen waits until a TCP socket listens on port, reading /proc/net/tcp (the servers accept only one
-// connection, so probing by connecting would consume it).
-func waitListen(t *testing.T, port int, exited <-chan struct{}) {
+// waitListen waits until a TCP socket of process pid's network namespace listens on port, reading
+// /proc/PID/net/tcp (the servers accept only one connection, so probing by connecting would consume it).
+func waitListen(t *testing.T, pid, port int, exited <-chan struct{}) {
 	t.Helper()
 	want := fmt.Sprintf(":%04X ", port)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-			b, _ := os.ReadFile(f)
+		for _, f := range []string{"tcp", "tcp6"} {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
 			sc := bufio.NewScanner(bytes.NewReader(b))
 			for sc.Scan() {
 				fields := strings.Fields(sc.Text())
@@ -89,33 +89,78 @@ func waitListen(t *testing.T, port int, exited <-chan struct{}) {
 // then reports no or infinite numbers, so the pair is run again.
 const cClockFlake = "Correlation coefficient"
 
-// runPair runs a server and a client of tool, again (up to 4 times) while a C side's clock sampling failed.
+// runPair runs a server and a client of tool on the lab's device, again (up to 4 times) while a C side's
+// clock sampling failed.
 func runPair(t *testing.T, tool, srvImpl, cliImpl string, port int, args []string) (*side, *side) {
 	t.Helper()
+	return runPairOn(t, tool, endpoint{impl: srvImpl}, endpoint{impl: cliImpl}, port, args)
+}
+
+// endpoint is one side of a pair: an implementation ("go", "c", "c@ERA") and the host it runs on.
+type endpoint struct {
+	impl string
+	peer *labtest.PeerHost // nil: the lab's own namespace, rxe0 on veth0 (serverAddr)
+}
+
+func (e endpoint) device() string {
+	if e.peer != nil {
+		return e.peer.Device
+	}
+	return labtest.Device()
+}
+
+func (e endpoint) addr() string {
+	if e.peer != nil {
+		return e.peer.Addr
+	}
+	return serverAddr
+}
+
+func (e endpoint) String() string {
+	if e.peer != nil {
+		return e.impl + " in " + e.peer.NetNS
+	}
+	return e.impl
+}
+
+// command is command() run on e's host.
+func (e endpoint) command(ctx context.Context, t *testing.T, tool string, args []string) *exec.Cmd {
+	cmd := command(ctx, t, e.impl, tool, args)
+	if e.peer != nil {
+		e.peer.Enter(cmd)
+	}
+	return cmd
+}
+
+// runPairOn is runPair with each side on a host of its own.
+func runPairOn(t *testing.T, tool string, srv, cli endpoint, port int, args []string) (*side, *side) {
+	t.Helper()
 	for attempt := 0; ; attempt++ {
-		srv, cli := runPairOnce(t, tool, srvImpl, cliImpl, port+attempt*1000, args)
-		if attempt == 3 || !strings.Contains(srv.err.String()+cli.err.String(), cClockFlake) {
-			return srv, cli
+		s, c := runPairOnce(t, tool, srv, cli, port+attempt*1000, args)
+		if attempt == 3 || !strings.Contains(s.err.String()+c.err.String(), cClockFlake) {
+			return s, c
 		}
-		t.Logf("%s-server/%s-client: C clock sampling failed, running the pair again", srvImpl, cliImpl)
+		t.Logf("%s-server/%s-client: C clock sampling failed, running the pair again", srv, cli)
 	}
 }
 
-func runPairOnce(t *testing.T, tool, srvImpl, cliImpl string, port int, args []string) (*side, *side) {
+func runPairOnce(t *testing.T, tool string, srvEnd, cliEnd endpoint, port int, args []string) (*side, *side) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	common := append([]string{"-d", labtest.Device(), "-p", fmt.Sprint(port)}, args...)
-	srv, cli := &side{impl: srvImpl}, &side{impl: cliImpl}
-	sc := command(ctx, t, srvImpl, tool, common)
+	withDev := func(e endpoint) []string {
+		return append([]string{"-d", e.device(), "-p", fmt.Sprint(port)}, args...)
+	}
+	srv, cli := &side{impl: srvEnd.impl}, &side{impl: cliEnd.impl}
+	sc := srvEnd.command(ctx, t, tool, withDev(srvEnd))
 	sc.Stdout, sc.Stderr = &srv.out, &srv.err
 	if err := sc.Start(); err != nil {
-		t.Fatalf("start %s server: %v", srvImpl, err)
+		t.Fatalf("start %s server: %v", srvEnd, err)
 	}
 	exited := make(chan struct{})
 	go func() { sc.Wait(); close(exited) }()
-	waitListen(t, port, exited)
-	cc := command(ctx, t, cliImpl, tool, append(common, serverAddr))
+	waitListen(t, sc.Process.Pid, port, exited)
+	cc := cliEnd.command(ctx, t, tool, append(withDev(cliEnd), srvEnd.addr()))
 	cc.Stdout, cc.Stderr = &cli.out, &cli.err
 	cc.Run()
 	<-exited

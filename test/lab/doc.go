@@ -23,6 +23,12 @@
 // GOVERBS_LAB_NO_RXE=1 (or Config.NoRXE) to get no rxe0, for tests of
 // "rdma link add" itself.
 //
+// Two hosts: on Linux 7.1 and newer (rxe in a network namespace), a test
+// calls labtest.TwoHosts to move veth1 into a namespace of its own with an
+// rxe device "rxe1" on it; traffic between rxe0 and rxe1 then crosses the
+// veth as real packets (ready for tc netem), and labtest.PeerHost.Enter runs
+// a command on that host. The test's cleanup puts everything back.
+//
 // The environment is Config.Env (default HostEnv: PATH, HOME, locale, every
 // GOVERBS_* variable, GOTRACEBACK, GODEBUG, GOMAXPROCS, GORACE, GOCOVERDIR;
 // no TERM) plus GOVERBS_LAB=1, and GOVERBS_LAB_OUT when Config.OutDir is
