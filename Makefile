@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 export CGO_ENABLED ?= 0
 
-.PHONY: all deps build demo test check unit lab bench fuzz clean
+.PHONY: all deps build demo test check unit lab bench fuzz faults clean
 
 all: build
 
@@ -61,6 +61,13 @@ bench: deps build
 ## fuzz: every fuzz target for FUZZTIME each (default 5m); FUZZ=REGEXP narrows them (not part of `make test`)
 fuzz:
 	./scripts/fuzz.sh
+
+## faults: the fault campaign (test/faults) with FAULTS_SCALE times the traffic of its short version in `make
+## test` (default 20): netem loss, duplication, corruption, reordering and delay between two hosts in one VM,
+## a partition, port down/up, device removal under traffic; on the newest kernel (two hosts need 7.1+)
+FAULTS_SCALE ?= 20
+faults: deps build
+	GOVERBS_FAULTS_SCALE=$(FAULTS_SCALE) $(GO) run ./test/lab/cmd/labsuite -kernels newest -v -timeout 90m -pkgtimeout 80m ./test/faults
 
 clean:
 	rm -rf bin .lab .scratch

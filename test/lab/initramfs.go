@@ -40,6 +40,7 @@ var Modules = []string{
 	"ib_core", "ib_uverbs", "ib_umad",
 	"udp_tunnel", "ip6_udp_tunnel", "rdma_rxe",
 	"configfs", "iw_cm", "ib_cm", "rdma_cm", "rdma_ucm",
+	"sch_netem", // tc netem, for the fault tests (test/faults)
 }
 
 // OptionalModules are wanted where they exist. crc32_generic: up to 6.14 rxe
@@ -49,7 +50,10 @@ var Modules = []string{
 // ("RDMA/rxe: switch to using the crc32 library"), and 7.x has no
 // crc32_generic at all (crc32 is lib/crc/crc32.ko, which rdma_rxe's depends=
 // names, or built in).
-var OptionalModules = map[string]bool{"crc32_generic": true}
+//
+// sch_netem: the fault tests need it; a kernel without it still boots the
+// lab for everything else.
+var OptionalModules = map[string]bool{"crc32_generic": true, "sch_netem": true}
 
 // kernelModules is Modules less the optional ones tree has neither as a
 // module nor built in.

@@ -109,7 +109,7 @@ func (p *PeerHost) setUp() (undo func() error, err error) {
 	if _, err := os.Stat(p.NetNSPath()); err == nil {
 		return undo, fmt.Errorf("namespace %s exists already (left over by an earlier test?)", p.NetNS)
 	}
-	host, err := netns.GetFromPath("/proc/self/ns/net")
+	host, err := currentNetNS()
 	if err != nil {
 		return undo, fmt.Errorf("open this namespace: %w", err)
 	}
@@ -183,7 +183,12 @@ func (p *PeerHost) setUp() (undo func() error, err error) {
 	if err := rc.LinkAdd(p.Device, netlinkrdma.LinkTypeRXE, p.Netdev); err != nil {
 		return undo, err
 	}
-	steps = append(steps, func() error { return rc.LinkDel(p.Device) })
+	steps = append(steps, func() error {
+		if _, err := os.Stat("/sys/class/infiniband/" + p.Device); errors.Is(err, os.ErrNotExist) {
+			return nil // the test deleted it
+		}
+		return rc.LinkDel(p.Device)
+	})
 	for _, dev := range []string{p.Device, Device()} { // moving veth1 took veth0's carrier away for a moment
 		if err := waitActive(dev); err != nil {
 			return undo, err
@@ -195,8 +200,9 @@ func (p *PeerHost) setUp() (undo func() error, err error) {
 	return undo, nil
 }
 
-// newNamedNetNS creates a named network namespace from a thread of its own, which then dies with its
-// goroutine (it never returns to the process's namespace, so it is never unlocked).
+// newNamedNetNS creates a named network namespace from a locked thread and moves the thread back. (A thread
+// left in the namespace would be dropped by the runtime when its goroutine ends, except the main thread, which
+// the runtime keeps wedged: /proc/self/ns/net and /proc/net would then name the namespace.)
 func newNamedNetNS(name string) (netns.NsHandle, error) {
 	type result struct {
 		ns  netns.NsHandle
@@ -205,11 +211,30 @@ func newNamedNetNS(name string) (netns.NsHandle, error) {
 	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{netns.None(), err}
+			return
+		}
+		defer orig.Close()
 		ns, err := netns.NewNamed(name)
+		if err := netns.Set(orig); err != nil {
+			ch <- result{ns, fmt.Errorf("return to the original namespace: %w", err)} // the thread stays locked and dies
+			return
+		}
+		runtime.UnlockOSThread()
 		ch <- result{ns, err}
 	}()
 	r := <-ch
 	return r.ns, r.err
+}
+
+// currentNetNS opens this goroutine's thread's network namespace (not /proc/self's, the main thread's).
+func currentNetNS() (netns.NsHandle, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return netns.Get()
 }
 
 const topologyWait = 60 * time.Second
