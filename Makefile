@@ -62,12 +62,15 @@ bench: deps build
 fuzz:
 	./scripts/fuzz.sh
 
-## faults: the fault campaign (test/faults) with FAULTS_SCALE times the traffic of its short version in `make
-## test` (default 20): netem loss, duplication, corruption, reordering and delay between two hosts in one VM,
-## a partition, port down/up, device removal under traffic; on the newest kernel (two hosts need 7.1+)
-FAULTS_SCALE ?= 20
+## faults: the fault campaign (test/faults) with FAULTS_SCALE times the traffic and kills of its short version
+## in `make test` (default 13: 104 kills per kernel): SIGKILL at random moments with the kernel's reclaim
+## checked, port down/up on every kernel; netem loss, duplication, corruption, reordering and delay between two
+## hosts in one VM, a partition, device removal under traffic on the newest (two hosts need 7.1+).
+## FAULTS_KERNELS narrows the matrix; GOVERBS_FAULTS_SEED repeats a run's kill moments.
+FAULTS_SCALE ?= 13
+FAULTS_KERNELS ?= all
 faults: deps build
-	GOVERBS_FAULTS_SCALE=$(FAULTS_SCALE) $(GO) run ./test/lab/cmd/labsuite -kernels newest -v -timeout 90m -pkgtimeout 80m ./test/faults
+	GOVERBS_FAULTS_SCALE=$(FAULTS_SCALE) $(GO) run ./test/lab/cmd/labsuite -kernels $(FAULTS_KERNELS) -v -timeout 90m -pkgtimeout 80m ./test/faults
 
 clean:
 	rm -rf bin .lab .scratch
