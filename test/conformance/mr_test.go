@@ -2,11 +2,16 @@ package conformance
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/netlinkrdma"
+	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
+	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/uverbs/rawcmd"
 )
 
 // pyverbs: test_mr.MRTest.test_reg_mr_bad_flags — remote write or remote atomic access without local write is
@@ -167,4 +172,65 @@ func TestNegMWBindWithoutMWBindAccess(t *testing.T) {
 	mw := allocMW(t, server, uverbs.MWType2)
 	wc := bindMW(t, server, mw, server.o.msgSize, uverbs.AccessRemoteWrite|uverbs.AccessLocalWrite)
 	requireStatusIn(t, wc, e.requesterErrStatuses(t, uverbs.WCMWBindErr)...)
+}
+
+// The uverbs ioctl method REG_MR (object MR, method 5) arrived in Linux 6.17. Before, the ioctl framework answers
+// EPROTONOSUPPORT, the "not supported" it reserves for a method it does not know (rdma-core then falls back to
+// the write command, as uverbs.PD.RegMR does); from 6.17 it registers memory as the write command does: the
+// kernel's resource tracker shows the MR with the keys the method returned, and it is destroyed like any MR.
+func TestRegMRIoctlMethod(t *testing.T) {
+	e := newEnv(t)
+	pd := e.pd()
+	buf, err := uverbs.AllocBuffer(8192)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, buf.Close()) })
+	addr := uint64(uintptr(unsafe.Pointer(&buf.Bytes()[0])))
+	const (
+		methodRegMR = 5 // UVERBS_METHOD_REG_MR and its attributes (6.17 uAPI; the generated ABI is 6.1's)
+		attrHandle  = 0
+		attrPD      = 1
+		attrIOVA    = 3
+		attrAddr    = 4
+		attrLength  = 5
+		attrAccess  = 6
+		attrLKey    = 9
+		attrRKey    = 10
+	)
+	var lkey, rkey uint32
+	cmd := rawcmd.New(abi.UVERBS_OBJECT_MR, methodRegMR, uint32(e.ctx.DriverID()))
+	h := cmd.NewObject(attrHandle)
+	cmd.Object(attrPD, pd.Handle())
+	cmd.U64In(attrIOVA, addr)
+	cmd.U64In(attrAddr, addr)
+	cmd.U64In(attrLength, 8192)
+	cmd.U32In(attrAccess, uint32(uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite))
+	cmd.PtrOut(attrLKey, unsafe.Pointer(&lkey), 4)
+	cmd.PtrOut(attrRKey, unsafe.Pointer(&rkey), 4)
+	err = cmd.Invoke(e.ctx.FD())
+	if k := labtest.Kernel(); !k.AtLeast(6, 17) {
+		t.Logf("Linux %s has no ioctl REG_MR: %v", k, err)
+		requireErrno(t, err, unix.EPROTONOSUPPORT)
+		return
+	}
+	require.NoError(t, err, "ioctl REG_MR")
+	handle := cmd.Handle(h)
+	nl, err := netlinkrdma.Dial()
+	require.NoError(t, err)
+	defer nl.Close()
+	d, err := nl.Device(labtest.Device())
+	require.NoError(t, err)
+	mrs, err := nl.MRs(netlinkrdma.ResQuery{DevIndex: d.Index})
+	require.NoError(t, err)
+	found := false
+	for _, m := range mrs {
+		if m.IOVA == addr && m.Length == 8192 {
+			found = true
+			require.Equal(t, rkey, m.RKey, "rkey the method returned vs the resource tracker's")
+			require.Equal(t, lkey, m.LKey, "lkey the method returned vs the resource tracker's")
+		}
+	}
+	require.True(t, found, "the MR registered by ioctl REG_MR is not in the resource tracker")
+	destroy := rawcmd.New(abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY, uint32(e.ctx.DriverID()))
+	destroy.Object(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, handle)
+	require.NoError(t, destroy.Invoke(e.ctx.FD()), "destroy the MR")
 }
