@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -40,10 +39,6 @@ type Context struct {
 	caps     DeviceCap
 	odp      ODPGeneralCap
 	capsErr  error
-
-	// regMR is how RegMR reaches the kernel: regMRUnknown until the first registration tries the ioctl
-	// method (Linux 6.17+), then regMRIoctl or regMRWrite (the kernel answered EPROTONOSUPPORT).
-	regMR atomic.Int32
 }
 
 // deviceCaps is the device's capability flags, queried once per context.

@@ -1,7 +1,6 @@
 package uverbs
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 
@@ -109,69 +108,14 @@ func (pd *PD) regMR(addr uintptr, length int, iova uint64, access Access) (*MR, 
 	if err := c.addObject(); err != nil {
 		return nil, wrap("reg MR", c.dev.Name, err)
 	}
-	handle, lkey, rkey, err := c.cmdRegMR(pd.handle, addr, length, iova, access)
-	if err != nil {
+	in := &abi.IbUverbsRegMr{Start: uint64(addr), Length: uint64(length), HcaVa: iova, PdHandle: pd.handle, AccessFlags: uint32(access)}
+	out := new(abi.IbUverbsRegMrResp)
+	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_REG_MR, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
 		c.dropObject()
 		err = memlockErr(c.dev.Name, length, limitErr(c.dev.Name, "hca_object", err))
 		return nil, wrapf(c.dev.Name, err, "reg MR (%d bytes, access %#x)", length, uint32(access))
 	}
-	return &MR{pd: pd, handle: handle, lkey: lkey, rkey: rkey, addr: addr, length: length, access: access}, nil
-}
-
-// How a context registers memory (Context.regMR).
-const (
-	regMRUnknown = iota
-	regMRIoctl
-	regMRWrite
-)
-
-// The ioctl method UVERBS_METHOD_REG_MR of UVERBS_OBJECT_MR and its attributes, new in Linux 6.17
-// (include/uapi/rdma/ib_user_ioctl_cmds.h, uverbs_std_types_mr.c). The generated ABI comes from the 6.1
-// headers, which lack them.
-const (
-	uverbsMethodRegMR       = 5
-	uverbsAttrRegMRHandle   = 0 // IDR, new MR
-	uverbsAttrRegMRPDHandle = 1 // IDR, the PD
-	uverbsAttrRegMRIOVA     = 3 // PTR_IN u64
-	uverbsAttrRegMRAddr     = 4 // PTR_IN u64 (the VA path; the FD path gives FD and FD_OFFSET instead)
-	uverbsAttrRegMRLength   = 5 // PTR_IN u64
-	uverbsAttrRegMRAccess   = 6 // FLAGS_IN
-	uverbsAttrRegMRRespLKey = 9 // PTR_OUT u32
-	uverbsAttrRegMRRespRKey = 10
-	// 2 is DMA_HANDLE (a DMAH object, optional), 7 and 8 FD and FD_OFFSET (the dma-buf path): unused.
-)
-
-// cmdRegMR registers memory as rdma-core does: the ioctl method REG_MR where the kernel has it (6.17+), else
-// the write command REG_MR. The first registration of a context finds out which (the ioctl framework answers
-// EPROTONOSUPPORT for a method it does not know) and later ones go straight there.
-func (c *Context) cmdRegMR(pdHandle uint32, addr uintptr, length int, iova uint64, access Access) (handle, lkey, rkey uint32, err error) {
-	if c.regMR.Load() != regMRWrite {
-		var lk, rk uint32
-		cmd := c.newCmd(abi.UVERBS_OBJECT_MR, uverbsMethodRegMR)
-		h := cmd.NewObject(uverbsAttrRegMRHandle)
-		cmd.Object(uverbsAttrRegMRPDHandle, pdHandle)
-		cmd.U64In(uverbsAttrRegMRIOVA, iova)
-		cmd.U64In(uverbsAttrRegMRAddr, uint64(addr))
-		cmd.U64In(uverbsAttrRegMRLength, uint64(length))
-		cmd.U32In(uverbsAttrRegMRAccess, uint32(access))
-		cmd.PtrOut(uverbsAttrRegMRRespLKey, ptr(&lk), 4)
-		cmd.PtrOut(uverbsAttrRegMRRespRKey, ptr(&rk), 4)
-		err := cmd.Invoke(c.fd)
-		if !errors.Is(err, unix.EPROTONOSUPPORT) {
-			if err != nil {
-				return 0, 0, 0, err
-			}
-			c.regMR.Store(regMRIoctl)
-			return cmd.Handle(h), lk, rk, nil
-		}
-		c.regMR.Store(regMRWrite)
-	}
-	in := &abi.IbUverbsRegMr{Start: uint64(addr), Length: uint64(length), HcaVa: iova, PdHandle: pdHandle, AccessFlags: uint32(access)}
-	out := new(abi.IbUverbsRegMrResp)
-	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_REG_MR, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
-		return 0, 0, 0, err
-	}
-	return out.MrHandle, out.Lkey, out.Rkey, nil
+	return &MR{pd: pd, handle: out.MrHandle, lkey: out.Lkey, rkey: out.Rkey, addr: addr, length: length, access: access}, nil
 }
 
 // LKey is the local key.

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"os"
 	"testing"
 	"unsafe"
 
@@ -175,9 +176,13 @@ func TestNegMWBindWithoutMWBindAccess(t *testing.T) {
 }
 
 // The uverbs ioctl method REG_MR (object MR, method 5) arrived in Linux 6.17. Before, the ioctl framework answers
-// EPROTONOSUPPORT, the "not supported" it reserves for a method it does not know (rdma-core then falls back to
-// the write command, as uverbs.PD.RegMR does); from 6.17 it registers memory as the write command does: the
-// kernel's resource tracker shows the MR with the keys the method returned, and it is destroyed like any MR.
+// EPROTONOSUPPORT, the "not supported" it reserves for a method it does not know. From 6.17 it registers memory
+// and returns the keys, but on 7.3.4 the MR it makes on rxe is unusable: the method's handler
+// (uverbs_std_types_mr.c) does not set the core MR's iova and length, which the write command REG_MR sets
+// (uverbs_cmd.c) and rxe relies on for every range check — the resource tracker shows length 0, and perftest
+// run over such MRs fails its transfers (measured in the lab). The test asserts one of the two outcomes (right,
+// or that defect's signature) and reports which. This is why uverbs.PD.RegMR keeps the write command, as
+// libibverbs' ibv_reg_mr does (rdma-core tries the method only in ibv_reg_mr_ex).
 func TestRegMRIoctlMethod(t *testing.T) {
 	e := newEnv(t)
 	pd := e.pd()
@@ -214,6 +219,11 @@ func TestRegMRIoctlMethod(t *testing.T) {
 	}
 	require.NoError(t, err, "ioctl REG_MR")
 	handle := cmd.Handle(h)
+	t.Cleanup(func() {
+		destroy := rawcmd.New(abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY, uint32(e.ctx.DriverID()))
+		destroy.Object(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, handle)
+		require.NoError(t, destroy.Invoke(e.ctx.FD()), "destroy the MR")
+	})
 	nl, err := netlinkrdma.Dial()
 	require.NoError(t, err)
 	defer nl.Close()
@@ -221,16 +231,22 @@ func TestRegMRIoctlMethod(t *testing.T) {
 	require.NoError(t, err)
 	mrs, err := nl.MRs(netlinkrdma.ResQuery{DevIndex: d.Index})
 	require.NoError(t, err)
+	var length uint64
 	found := false
 	for _, m := range mrs {
-		if m.IOVA == addr && m.Length == 8192 {
+		if m.RKey == rkey && m.PID == uint32(os.Getpid()) {
 			found = true
-			require.Equal(t, rkey, m.RKey, "rkey the method returned vs the resource tracker's")
+			length = m.Length
 			require.Equal(t, lkey, m.LKey, "lkey the method returned vs the resource tracker's")
 		}
 	}
-	require.True(t, found, "the MR registered by ioctl REG_MR is not in the resource tracker")
-	destroy := rawcmd.New(abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY, uint32(e.ctx.DriverID()))
-	destroy.Object(abi.UVERBS_ATTR_DESTROY_MR_HANDLE, handle)
-	require.NoError(t, destroy.Invoke(e.ctx.FD()), "destroy the MR")
+	require.True(t, found, "the MR registered by ioctl REG_MR (rkey %#x) is not in the resource tracker", rkey)
+	switch length {
+	case 8192:
+		t.Logf("Linux %s: ioctl REG_MR registered 8192 bytes (the core sets the MR's length)", labtest.Kernel())
+	case 0:
+		t.Logf("Linux %s: ioctl REG_MR left the MR's length 0 (the handler does not set iova and length; on rxe the MR is unusable)", labtest.Kernel())
+	default:
+		t.Fatalf("the resource tracker shows length %d for an MR of 8192 bytes", length)
+	}
 }

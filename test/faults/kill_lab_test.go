@@ -3,6 +3,7 @@ package faults
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -149,19 +151,41 @@ func goverbsBinary(t *testing.T) string {
 }
 
 type proc struct {
-	cmd  *exec.Cmd
-	out  bytes.Buffer
-	done chan struct{}
+	cmd    *exec.Cmd
+	out    lockedBuffer // stdout and stderr
+	stderr lockedBuffer // stderr alone
+	done   chan struct{}
+}
+
+// lockedBuffer is a bytes.Buffer that two output-copying goroutines may write at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func startTool(t *testing.T, impl, goBin, tool string, args []string, cgroupFD int) *proc {
 	t.Helper()
-	path := tool
+	// The C tools run line-buffered (stdbuf), so that what a survivor printed before the kill is seen
+	// while it still runs, as goverbs' unbuffered output is.
+	path := "stdbuf"
+	args = append([]string{"-oL", tool}, args...)
 	if impl == "go" {
-		path = filepath.Join(goBin, tool)
+		path, args = filepath.Join(goBin, tool), args[2:]
 	}
 	p := &proc{cmd: exec.Command(path, args...), done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, io.MultiWriter(&p.out, &p.stderr)
 	if cgroupFD >= 0 {
 		p.cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cgroupFD}
 	}

@@ -1,8 +1,10 @@
 package interop
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +62,7 @@ func TestLabPerftestPeers(t *testing.T) {
 	labtest.Require(t)
 	labtest.RequireRoot(t)
 	port := 19600
-	for _, era := range []string{"trixie"} {
+	for _, era := range []string{"trixie", "sid"} {
 		peerRoot(t, era)
 		peer := "c@" + era
 		for _, pc := range []pcase{{"ib_write_bw", "RC", nil}, {"ib_send_bw", "UD", nil}, {"ib_read_lat", "RC", nil},
@@ -94,6 +96,41 @@ func TestLabPerftestPeers(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestLabPingpongPeers runs goverbs' pingpong against trixie's (rdma-core 56) and sid's (rdma-core 65)
+// ibv_*_pingpong, each from its own root, both directions, polling and with events: both sides succeed, print
+// the lines rdma-core prints and see each other's addresses.
+func TestLabPingpongPeers(t *testing.T) {
+	labtest.Require(t)
+	labtest.RequireRoot(t)
+	port := Port(1100)
+	for _, era := range []string{"trixie", "sid"} {
+		peerRoot(t, era)
+		for _, pc := range []struct {
+			tool  string
+			extra []string
+			want  []*regexp.Regexp
+		}{{"ibv_rc_pingpong", nil, ppLines}, {"ibv_ud_pingpong", nil, ppLinesUD},
+			{"ibv_srq_pingpong", []string{"-q", "4"}, srqLines(4)}} {
+			for _, events := range []bool{false, true} {
+				for _, goServer := range []bool{true, false} {
+					port++
+					args := append([]string{"-g", "1", "-n", "20", "-p", Itoa(port)}, pc.extra...)
+					if events {
+						args = append(args, "-e")
+					}
+					srv, cli := endpoint{impl: "c@" + era}, endpoint{impl: "go"}
+					if goServer {
+						srv, cli = cli, srv
+					}
+					t.Run(fmt.Sprintf("%s/%s/events=%v/goServer=%v", era, pc.tool, events, goServer), func(t *testing.T) {
+						crossPingpong(t, pc.tool, srv, cli, port, args, pc.want)
+					})
+				}
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func TestLabTwoHosts(t *testing.T) {
 
 	t.Run("pingpong", func(t *testing.T) {
 		NeedTool(t, "ibv_rc_pingpong", "ibverbs-utils")
-		port := Port(900)
+		port := Port(1300)
 		for _, pc := range []struct {
 			tool  string
 			extra []string
@@ -119,7 +120,8 @@ func TestLabTwoHosts(t *testing.T) {
 	})
 }
 
-// crossPingpong runs one pingpong pair, each side on its host, goverbs as the multi-call binary.
+// crossPingpong runs one pingpong pair, each side on its host (endpoint.peer nil: the lab's own), goverbs as
+// the multi-call binary, C as the host's tool or ("c@ERA") that release's from its root.
 func crossPingpong(t *testing.T, tool string, srv, cli endpoint, port int, args []string, want []*regexp.Regexp) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -130,6 +132,11 @@ func crossPingpong(t *testing.T, tool string, srv, cli endpoint, port int, args 
 			prog = Alias(t, tool)
 		}
 		c := exec.CommandContext(ctx, prog, append([]string{"-d", e.device()}, args...)...)
+		if era, ok := strings.CutPrefix(e.impl, "c@"); ok { // another Debian release's tool, from its root
+			c = exec.CommandContext(ctx, "/usr/bin/"+tool, append([]string{"-d", e.device()}, args...)...)
+			c.SysProcAttr = &syscall.SysProcAttr{Chroot: peerRoot(t, era)}
+			c.Dir = "/"
+		}
 		if e.peer != nil {
 			e.peer.Enter(c)
 		}

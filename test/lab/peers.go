@@ -14,11 +14,13 @@ import (
 // perftest 6.06, iproute2 6.1), each from a root of its own that EnsurePeerRoot builds.
 var PeerEras = map[string]string{
 	"trixie": "rdma-core 56, perftest 6.24, iproute2 6.15",
+	"sid":    "rdma-core 65, perftest 6.24, iproute2 7.3",
 }
 
 // peerPackages is the runtime closure of rdma-core's tools, perftest and iproute2's rdma in trixie (found with
 // a readelf NEEDED fixed point over the binaries and the provider plugins; see
-// ../shared/reference/kernels-and-peers.md §5). No shell, no perl: commands run as argv, not scripts.
+// ../shared/reference/kernels-and-peers.md §5), and in sid (checked the same way: every tool of the root
+// starts in a chroot of it). No shell, no perl: commands run as argv, not scripts.
 var peerPackages = []string{
 	"libc6", "libgcc-s1", "libibverbs1", "ibverbs-providers", "ibverbs-utils", "libnl-3-200", "libnl-route-3-200",
 	"librdmacm1t64", "rdmacm-utils", "perftest", "libpci3", "libudev1", "zlib1g", "iproute2", "libmnl0", "libcap2",
@@ -38,7 +40,7 @@ var PeerMountPoints = []string{"dev", "sys", "proc", "tmp", "run"}
 // compiled-in paths, /etc/libibverbs.d and /usr/lib/x86_64-linux-gnu/libibverbs).
 func EnsurePeerRoot(ctx context.Context, cacheDir, era string, log io.Writer) (string, error) {
 	if _, ok := PeerEras[era]; !ok {
-		return "", fmt.Errorf("lab: unknown peer era %q (have trixie)", era)
+		return "", fmt.Errorf("lab: unknown peer era %q (have trixie, sid)", era)
 	}
 	base := filepath.Join(cacheDir, "peers", era)
 	root := filepath.Join(base, "root")

@@ -318,7 +318,7 @@ func (r *runner) establishTCP() error {
 	if tc, ok := r.sock.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	r.conn = &Conn{RW: r.sock.(net.Conn), Client: !p.Server}
+	r.conn = &Conn{RW: r.sock.(net.Conn), Client: !p.Server, Stderr: r.stderr}
 	return nil
 }
 

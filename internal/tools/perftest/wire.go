@@ -8,6 +8,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
 )
 
 // Version is the perftest version goverbs speaks and advertises: Debian 12's perftest 4.5+0.17 prints 6.06. A
@@ -129,13 +133,52 @@ type Conn struct {
 	// GID index) and there is no final "done".
 	RDMACM   bool
 	GIDIndex int
+	// Stderr, if set, receives what perftest's ctx_xchg_data_ethernet prints when a data exchange (versions,
+	// page size, MTU, reports) fails on the TCP channel.
+	Stderr io.Writer
 }
+
+// xchgData is Exchange for the records perftest swaps with ctx_xchg_data (everything but the QP keys): on the
+// TCP channel a failure prints C's lines — ethernet_write_data's perror("client write") and "Couldn't send
+// reports", or ethernet_read_data's "Couldn't read reports" — and ctx_xchg_data_ethernet's own, whose wording
+// differs by side and step as in C.
+func (c *Conn) xchgData(mine, theirs []byte) error {
+	err := c.Exchange(mine, theirs)
+	if err == nil || c.Stderr == nil || c.RDMACM {
+		return err
+	}
+	w := c.Stderr
+	var ew *exchangeWriteError
+	if errors.As(err, &ew) {
+		fmt.Fprintf(w, "client write: %s\n", cstd.Strerror(cstd.ErrnoOf(ew.err, unix.EPIPE)))
+		fmt.Fprintf(w, "Couldn't send reports\n")
+		if c.Client {
+			fmt.Fprintf(w, " Unable to write to socket/rdma_cm\n")
+		} else {
+			fmt.Fprintf(w, " Unable to write from socket/rdma_cm\n")
+		}
+		return err
+	}
+	fmt.Fprintf(w, "ethernet_read_data: Couldn't read reports\n")
+	if c.Client {
+		fmt.Fprintf(w, " Unable to read from socket/rdma_cm\n")
+	} else {
+		fmt.Fprintf(w, " Unable to read to socket/rdma_cm\n")
+	}
+	return err
+}
+
+// exchangeWriteError marks an Exchange that failed sending (as opposed to receiving).
+type exchangeWriteError struct{ err error }
+
+func (e *exchangeWriteError) Error() string { return e.err.Error() }
+func (e *exchangeWriteError) Unwrap() error { return e.err }
 
 // Exchange sends mine and receives the peer's record of the same size.
 func (c *Conn) Exchange(mine, theirs []byte) error {
 	if c.Client {
 		if _, err := c.RW.Write(mine); err != nil {
-			return fmt.Errorf("send %d bytes: %w", len(mine), err)
+			return fmt.Errorf("send %d bytes: %w", len(mine), &exchangeWriteError{err})
 		}
 		if _, err := io.ReadFull(c.RW, theirs); err != nil {
 			return fmt.Errorf("receive %d bytes: %w", len(theirs), err)
@@ -146,7 +189,7 @@ func (c *Conn) Exchange(mine, theirs []byte) error {
 		return fmt.Errorf("receive %d bytes: %w", len(theirs), err)
 	}
 	if _, err := c.RW.Write(mine); err != nil {
-		return fmt.Errorf("send %d bytes: %w", len(mine), err)
+		return fmt.Errorf("send %d bytes: %w", len(mine), &exchangeWriteError{err})
 	}
 	return nil
 }
@@ -155,7 +198,7 @@ func (c *Conn) Exchange(mine, theirs []byte) error {
 func (c *Conn) Versions(mine string) (string, error) {
 	var m, t [versionSize]byte
 	copy(m[:versionSize-1], mine)
-	if err := c.Exchange(m[:], t[:]); err != nil {
+	if err := c.xchgData(m[:], t[:]); err != nil {
 		return "", fmt.Errorf("exchange versions: %w", err)
 	}
 	s := string(t[:])
@@ -170,12 +213,12 @@ func (c *Conn) Versions(mine string) (string, error) {
 func (c *Conn) SysData(cycleBuffer, cacheLine int) (int, int, error) {
 	var m, t [4]byte
 	binary.BigEndian.PutUint32(m[:], uint32(int32(cycleBuffer)))
-	if err := c.Exchange(m[:], t[:]); err != nil {
+	if err := c.xchgData(m[:], t[:]); err != nil {
 		return 0, 0, fmt.Errorf("exchange page size: %w", err)
 	}
 	rcb := int(int32(binary.BigEndian.Uint32(t[:])))
 	binary.BigEndian.PutUint32(m[:], uint32(int32(cacheLine)))
-	if err := c.Exchange(m[:], t[:]); err != nil {
+	if err := c.xchgData(m[:], t[:]); err != nil {
 		return 0, 0, fmt.Errorf("exchange cache line size: %w", err)
 	}
 	return rcb, int(int32(binary.BigEndian.Uint32(t[:]))), nil
@@ -187,7 +230,7 @@ func (c *Conn) MTU(mtu int) (int, error) {
 	m := make([]byte, 2)
 	t := make([]byte, 2)
 	copy(m, strconv.Itoa(mtu))
-	if err := c.Exchange(m, t); err != nil {
+	if err := c.xchgData(m, t); err != nil {
 		return 0, fmt.Errorf("exchange MTU: %w", err)
 	}
 	return cAtoi(t), nil
@@ -251,7 +294,7 @@ func (c *Conn) BWReports(mine *BWReport, perPort bool) (BWReport, error) {
 	u64 := func(v uint64, out *uint64) error {
 		var m, t [8]byte
 		binary.BigEndian.PutUint64(m[:], v)
-		if err := c.Exchange(m[:], t[:]); err != nil {
+		if err := c.xchgData(m[:], t[:]); err != nil {
 			return fmt.Errorf("exchange reports: %w", err)
 		}
 		*out = binary.BigEndian.Uint64(t[:])

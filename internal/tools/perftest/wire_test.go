@@ -3,8 +3,12 @@ package perftest
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestKeyRecord(t *testing.T) {
@@ -147,3 +151,51 @@ type rwPair struct {
 
 func (p *rwPair) Read(b []byte) (int, error)  { return p.r.Read(b) }
 func (p *rwPair) Write(b []byte) (int, error) { return p.w.Write(b) }
+
+// A data exchange broken on the TCP channel prints perftest's lines for the failing step and side.
+func TestXchgDataFailurePrintsCsLines(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client bool
+		rw     io.ReadWriter
+		want   string
+	}{
+		{"server/truncated", false, &brokenRW{r: strings.NewReader("6.0")},
+			"ethernet_read_data: Couldn't read reports\n Unable to read to socket/rdma_cm\n"},
+		{"client/peer closed", true, &brokenRW{r: strings.NewReader("")},
+			"ethernet_read_data: Couldn't read reports\n Unable to read from socket/rdma_cm\n"},
+		{"client/write fails", true, &brokenRW{r: strings.NewReader(""), werr: unix.EPIPE},
+			"client write: Broken pipe\nCouldn't send reports\n Unable to write to socket/rdma_cm\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr strings.Builder
+			c := &Conn{RW: tc.rw, Client: tc.client, Stderr: &stderr}
+			if _, err := c.Versions(Version); err == nil {
+				t.Fatal("Versions over a broken channel succeeded")
+			}
+			if stderr.String() != tc.want {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.want)
+			}
+			// The key exchange prints nothing itself (C's ethernet_read_keys has its own lines, printed by the
+			// caller), and neither does an exchange without Stderr.
+			stderr.Reset()
+			(&Conn{RW: tc.rw, Client: tc.client}).Versions(Version)
+			if stderr.Len() != 0 {
+				t.Errorf("without Stderr: %q", stderr.String())
+			}
+		})
+	}
+}
+
+type brokenRW struct {
+	r    io.Reader
+	werr error
+}
+
+func (b *brokenRW) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *brokenRW) Write(p []byte) (int, error) {
+	if b.werr != nil {
+		return 0, b.werr
+	}
+	return len(p), nil
+}
