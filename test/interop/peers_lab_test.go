@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -109,19 +108,11 @@ func TestLabPingpongPeers(t *testing.T) {
 	port := Port(1100)
 	for _, era := range []string{"trixie", "sid"} {
 		peerRoot(t, era)
-		for _, pc := range []struct {
-			tool  string
-			extra []string
-			want  []*regexp.Regexp
-		}{{"ibv_rc_pingpong", nil, ppLines}, {"ibv_ud_pingpong", nil, ppLinesUD},
-			{"ibv_srq_pingpong", []string{"-q", "4"}, srqLines(4)}} {
+		for _, pc := range crossPPCases {
 			for _, events := range []bool{false, true} {
 				for _, goServer := range []bool{true, false} {
 					port++
-					args := append([]string{"-g", "1", "-n", "20", "-p", Itoa(port)}, pc.extra...)
-					if events {
-						args = append(args, "-e")
-					}
+					args := pc.args(port, events)
 					srv, cli := endpoint{impl: "c@" + era}, endpoint{impl: "go"}
 					if goServer {
 						srv, cli = cli, srv

@@ -57,19 +57,11 @@ func TestLabTwoHosts(t *testing.T) {
 	t.Run("pingpong", func(t *testing.T) {
 		NeedTool(t, "ibv_rc_pingpong", "ibverbs-utils")
 		port := Port(1300)
-		for _, pc := range []struct {
-			tool  string
-			extra []string
-			want  []*regexp.Regexp
-		}{{"ibv_rc_pingpong", nil, ppLines}, {"ibv_ud_pingpong", nil, ppLinesUD},
-			{"ibv_srq_pingpong", []string{"-q", "4"}, srqLines(4)}} {
+		for _, pc := range crossPPCases {
 			for _, events := range []bool{false, true} {
 				for _, p := range pairs {
 					port++
-					args := append([]string{"-g", "1", "-n", "20", "-p", Itoa(port)}, pc.extra...)
-					if events {
-						args = append(args, "-e")
-					}
+					args := pc.args(port, events)
 					t.Run(fmt.Sprintf("%s/events=%v/%s", pc.tool, events, name(p)), func(t *testing.T) {
 						crossPingpong(t, pc.tool, p.srv, p.cli, port, args, pc.want)
 					})
@@ -118,6 +110,25 @@ func TestLabTwoHosts(t *testing.T) {
 			t.Run(name(p), func(t *testing.T) { crossRping(t, p.srv, p.cli, port) })
 		}
 	})
+}
+
+// crossPPCases are the pingpong tools the cross-host and cross-release pairs run.
+var crossPPCases = []crossPPCase{{"ibv_rc_pingpong", nil, ppLines}, {"ibv_ud_pingpong", nil, ppLinesUD},
+	{"ibv_srq_pingpong", []string{"-q", "4"}, srqLines(4)}}
+
+type crossPPCase struct {
+	tool  string
+	extra []string         // the tool's own arguments
+	want  []*regexp.Regexp // the lines both sides print
+}
+
+// args are the case's arguments on port (20 iterations, GID index 1), with -e for events.
+func (c crossPPCase) args(port int, events bool) []string {
+	args := append([]string{"-g", "1", "-n", "20", "-p", Itoa(port)}, c.extra...)
+	if events {
+		args = append(args, "-e")
+	}
+	return args
 }
 
 // crossPingpong runs one pingpong pair, each side on its host (endpoint.peer nil: the lab's own), goverbs as
