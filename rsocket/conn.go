@@ -861,18 +861,41 @@ func setDL(dl *atomic.Int64, t time.Time) {
 // SetDeadline, SetReadDeadline and SetWriteDeadline: blocked and future
 // calls fail with os.ErrDeadlineExceeded once the time passes.
 func (c *Conn) SetDeadline(t time.Time) error {
-	c.SetReadDeadline(t)
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
 	return c.SetWriteDeadline(t)
 }
 
+// SetReadDeadline sets the deadline of Read calls, pending ones included; on a closed Conn it fails with
+// net.ErrClosed, as a net.TCPConn's does.
 func (c *Conn) SetReadDeadline(t time.Time) error {
+	if c.isClosed() {
+		return c.opErr("set", net.ErrClosed)
+	}
 	setDL(&c.rdl, t)
 	poke(c.rwake)
 	return nil
 }
 
+// SetWriteDeadline sets the deadline of Write calls, pending ones included; on a closed Conn it fails with
+// net.ErrClosed.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
+	if c.isClosed() {
+		return c.opErr("set", net.ErrClosed)
+	}
 	setDL(&c.wdl, t)
 	poke(c.wwake)
 	return nil
+}
+
+// isClosed reports whether Close has begun (without taking c.mu, which a blocked call may hold while
+// tearing down).
+func (c *Conn) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }

@@ -141,6 +141,12 @@ func TestLabConnSemantics(t *testing.T) {
 		if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
 			t.Errorf("Write after Close: %v, want net.ErrClosed", err)
 		}
+		for name, set := range map[string]func(time.Time) error{"SetDeadline": c.SetDeadline,
+			"SetReadDeadline": c.SetReadDeadline, "SetWriteDeadline": c.SetWriteDeadline} {
+			if err := set(time.Now()); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("%s after Close: %v, want net.ErrClosed", name, err)
+			}
+		}
 	})
 	t.Run("CloseWakes", func(t *testing.T) {
 		c, _, stop, err := makePipe(false)()
