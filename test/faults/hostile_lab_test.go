@@ -84,9 +84,9 @@ func TestLabHostileSideChannel(t *testing.T) {
 					select {
 					case <-srv.done:
 						res[i] = fmt.Sprintf("exit %d\n%s", srv.cmd.ProcessState.ExitCode(), staleErrno.ReplaceAllString(srv.stderr.String(), "$1: <errno>"))
-					case <-time.After(3 * time.Second):
+					case <-time.After(1500 * time.Millisecond):
 						srv.kill()
-						res[i] = "still waiting after 3s"
+						res[i] = "still waiting after 1.5s"
 					}
 					conn.Close()
 				}
