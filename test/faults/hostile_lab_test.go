@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -47,7 +48,7 @@ func TestLabHostileSideChannel(t *testing.T) {
 	if err := os.Mkdir(goBin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	self := goverbsBinary(t)
+	self := interop.Binary(t)
 	port := 22000
 	for _, tool := range []struct {
 		name string
@@ -68,7 +69,7 @@ func TestLabHostileSideChannel(t *testing.T) {
 					port++
 					args := append(append([]string{}, tool.args...), "-p", fmt.Sprint(port))
 					srv := startTool(t, impl, goBin, tool.name, args, -1)
-					if err := waitTCPListen(srv.cmd.Process.Pid, port, srv.done); err != nil {
+					if err := interop.WaitListeningIn(srv.cmd.Process.Pid, port, 60*time.Second, srv.done); err != nil {
 						t.Fatalf("%s server: %v\n%s", impl, err, srv.out.String())
 					}
 					conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))

@@ -19,6 +19,7 @@ import (
 	"github.com/goverbs/goverbs/cgroup"
 	"github.com/goverbs/goverbs/internal/cgrouptest"
 	"github.com/goverbs/goverbs/netlinkrdma"
+	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -106,7 +107,7 @@ func TestLabKill(t *testing.T) {
 	if err := os.Mkdir(goBin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	self := goverbsBinary(t)
+	self := interop.Binary(t)
 	scenarios := killScenarios()
 	for _, sc := range scenarios {
 		if err := os.Symlink(self, filepath.Join(goBin, sc.tool)); err != nil {
@@ -136,20 +137,6 @@ func TestLabKill(t *testing.T) {
 		}
 	}
 	report(t, outcomes)
-}
-
-// goverbsBinary is the goverbs binary under test ($GOVERBS_BIN, set by labsuite, or bin/goverbs).
-func goverbsBinary(t *testing.T) string {
-	if b := os.Getenv("GOVERBS_BIN"); b != "" {
-		return b
-	}
-	if b, err := filepath.Abs("../../bin/goverbs"); err == nil {
-		if _, err := os.Stat(b); err == nil {
-			return b
-		}
-	}
-	t.Fatal("no goverbs binary: set GOVERBS_BIN or run `make build`")
-	return ""
 }
 
 type proc struct {
@@ -224,10 +211,10 @@ func killOnce(t *testing.T, sc killScenario, victimImpl, survivorImpl string, vi
 		}
 	}()
 	if sc.tool == "rping" {
-		if err := waitCMListen(nl, devIndex, uint16(port), srv.done); err != nil {
+		if err := interop.WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
 			t.Fatalf("%s server: %v\n%s", srvImpl, err, srv.out.String())
 		}
-	} else if err := waitTCPListen(srv.cmd.Process.Pid, port, srv.done); err != nil {
+	} else if err := interop.WaitListeningIn(srv.cmd.Process.Pid, port, 60*time.Second, srv.done); err != nil {
 		t.Fatalf("%s server: %v\n%s", srvImpl, err, srv.out.String())
 	}
 	cliArgs := append(append(append([]string{}, sc.cli...), sc.port(port)...), labAddr)
@@ -336,49 +323,6 @@ func countPID[T any](xs []T, pid uint32, get func(T) uint32) int {
 		}
 	}
 	return n
-}
-
-func waitTCPListen(pid, port int, exited <-chan struct{}) error {
-	want := fmt.Sprintf(":%04X ", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, f := range []string{"tcp", "tcp6"} {
-			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
-			for _, line := range strings.Split(string(b), "\n") {
-				fields := strings.Fields(line)
-				if len(fields) > 3 && strings.HasSuffix(fields[1]+" ", want) && fields[3] == "0A" {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited before listening on port %d", port)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("nothing listens on TCP port %d", port)
-}
-
-func waitCMListen(nl *netlinkrdma.Conn, devIndex uint32, port uint16, exited <-chan struct{}) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		ids, err := nl.CMIDs(netlinkrdma.ResQuery{DevIndex: devIndex})
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if id.State.String() == "LISTEN" && id.SrcAddr.Port() == port {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited before listening on rdma_cm port %d", port)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("no rdma_cm id listens on port %d", port)
 }
 
 // report logs the campaign's figures: kills per scenario and pair, reclaim times, survivor outcomes.

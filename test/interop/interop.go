@@ -13,21 +13,32 @@ import (
 	"github.com/goverbs/goverbs/netlinkrdma"
 )
 
-// WaitListening waits until a TCP socket listens on port (read from /proc/net/tcp and tcp6, so the single
-// connection a pingpong or perftest server accepts is not consumed by probing).
+// WaitListening waits until a TCP socket of this process's network namespace listens on port (read from
+// /proc/net/tcp and tcp6, so the single connection a pingpong or perftest server accepts is not consumed by
+// probing).
 func WaitListening(port int, timeout time.Duration) error {
+	return WaitListeningIn(os.Getpid(), port, timeout, nil)
+}
+
+// WaitListeningIn is WaitListening in the network namespace of process pid (/proc/PID/net, so a server run
+// on another host of the lab is seen); it gives up early when exited is closed (the server died).
+func WaitListeningIn(pid, port int, timeout time.Duration, exited <-chan struct{}) error {
 	deadline := time.Now().Add(timeout)
 	want := fmt.Sprintf(":%04X", port)
 	for {
-		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-			if listening(f, want) {
+		for _, f := range []string{"tcp", "tcp6"} {
+			if listening(fmt.Sprintf("/proc/%d/net/%s", pid, f), want) {
 				return nil
 			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("nothing listens on TCP port %d after %v", port, timeout)
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-exited:
+			return fmt.Errorf("the server exited before listening on TCP port %d", port)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 

@@ -2,7 +2,6 @@
 package interop
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -59,30 +58,13 @@ func command(ctx context.Context, t *testing.T, impl, tool string, args []string
 	return cmd
 }
 
-// waitListen waits until a TCP socket of process pid's network namespace listens on port, reading
-// /proc/PID/net/tcp (the servers accept only one connection, so probing by connecting would consume it).
+// waitListen waits until a TCP socket of process pid's network namespace listens on port (the servers accept
+// only one connection, so probing by connecting would consume it).
 func waitListen(t *testing.T, pid, port int, exited <-chan struct{}) {
 	t.Helper()
-	want := fmt.Sprintf(":%04X ", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, f := range []string{"tcp", "tcp6"} {
-			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
-			sc := bufio.NewScanner(bytes.NewReader(b))
-			for sc.Scan() {
-				fields := strings.Fields(sc.Text())
-				if len(fields) > 3 && strings.HasSuffix(fields[1]+" ", want) && fields[3] == "0A" {
-					return
-				}
-			}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("server exited before listening on port %d", port)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := WaitListeningIn(pid, port, 60*time.Second, exited); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("nothing listens on port %d", port)
 }
 
 // cClockFlake is what perftest prints when its CPU frequency sampling fails (frequent under QEMU TCG); the run
