@@ -113,8 +113,10 @@ func TestLabMckeyInterop(t *testing.T) {
 	} {
 		for _, goRecv := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%v+%v/goReceiver=%v", c.common, c.sender, goRecv), func(t *testing.T) {
-				// UD multicast may lose a datagram (the receiver then waits for ever, as C mckey does): one
-				// lost run is retried once, on a fresh group, and says so with the netdev's groups.
+				// UD multicast may lose a datagram (the receiver then waits for ever, as C mckey does), and 7.3.4's
+				// rxe also drops multicast sends it completes, less often than 6.12's (two runs in a row lost in
+				// one matrix run, sent_pkts +5 and +2 for 10 sends; docs/kernels.md): a lost run is retried, up
+				// to four tries, each on a fresh group, and says so with the netdev's groups and counters.
 				var r, s ppResult
 				var group string
 				for try := 1; ; try++ {
@@ -128,7 +130,7 @@ func TestLabMckeyInterop(t *testing.T) {
 					if lost == "" {
 						break
 					}
-					if try == 2 {
+					if try == 4 {
 						t.Fatal(lost)
 					}
 					t.Logf("try %d: %s; once more", try, lost)
