@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 export CGO_ENABLED ?= 0
 
-.PHONY: all deps build demo test check unit lab bench fuzz faults clean
+.PHONY: all deps build demo test check unit lab bench fuzz faults soak clean
 
 all: build
 
@@ -71,6 +71,15 @@ FAULTS_SCALE ?= 13
 FAULTS_KERNELS ?= all
 faults: deps build
 	GOVERBS_FAULTS_SCALE=$(FAULTS_SCALE) $(GO) run ./test/lab/cmd/labsuite -kernels $(FAULTS_KERNELS) -v -timeout 90m -pkgtimeout 80m ./test/faults
+
+## soak: test/faults TestLabSoak with SOAK_BYTES per leg (default 1792 MiB: six legs, 10.5 GiB) through SOAK_NETEM
+## (default 1 % loss both ways) between two hosts on the newest kernel (7.1+): RC SEND and RDMA WRITE WITH IMM,
+## goverbs -> libibverbs, libibverbs -> goverbs and goverbs -> goverbs, every message checksummed; prints the
+## resource curve (RSS, heap, goroutines, fds; the C peer's RSS) and fails if goverbs' side grows.
+SOAK_BYTES ?= 1879048192
+SOAK_NETEM ?= loss 1%
+soak: deps build
+	GOVERBS_SOAK_BYTES=$(SOAK_BYTES) GOVERBS_SOAK_NETEM='$(SOAK_NETEM)' $(GO) run ./test/lab/cmd/labsuite -kernels newest -run '^TestLabSoak$$' -v -timeout 3h -pkgtimeout 170m ./test/faults
 
 clean:
 	rm -rf bin .lab .scratch
