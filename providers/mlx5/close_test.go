@@ -18,10 +18,11 @@ import (
 // "kernel" (the emulator), then the provider's Destroyed, which unmaps the rings (real munmap: a later access
 // faults) and returns doorbell records and BlueFlame registers to their pools.
 //
-// hw's queues are not safe for concurrent use (rdma-core's QP and CQ locks are the caller's), so the data-path
-// calls here share one mutex, as a caller serializing them would; Close and Destroyed do not take it. What must
-// hold is that no call runs after its object's Destroyed, and that a QP's Destroyed (which detaches it from its
-// CQs) does not race with those CQs' polls. Run with -race.
+// The data-path calls share one mutex with the emulator (which plays the device and the kernel and is not safe
+// for concurrent use; TestConcurrentPostPoll runs the data path unserialized); Close and Destroyed do not take
+// it. What must hold is that no call runs after its object's Destroyed, that a QP's Destroyed (which removes its
+// completions from its CQs, then detaches it) does not race with those CQs' polls, and that no poll meets a
+// completion of a destroyed QP. Run with -race.
 func TestCloseRacesDataPath(t *testing.T) {
 	rounds := 200
 	if testing.Short() {
@@ -31,9 +32,12 @@ func TestCloseRacesDataPath(t *testing.T) {
 	for r := 0; r < rounds && !t.Failed(); r++ {
 		closeRaceRound(t, r, &refused, &unknown)
 	}
-	t.Logf("%d rounds: %d calls refused as closed, %d polls met a completion of a closed QP", rounds, refused.Load(), unknown.Load())
+	t.Logf("%d rounds: %d calls refused as closed, %d polls met a completion of a destroyed QP", rounds, refused.Load(), unknown.Load())
 	if refused.Load() == 0 {
 		t.Error("no call ever raced with Close")
+	}
+	if unknown.Load() != 0 {
+		t.Errorf("%d polls met a completion of a destroyed QP: its CQEs must be cleaned out when it is destroyed", unknown.Load())
 	}
 }
 

@@ -14,12 +14,15 @@
 //
 // # Concurrency
 //
-// A CQ takes a lock per call (Poll, Arm, event, attach/detach of its QPs), as rdma-core's CQ lock. A QP does not:
-// two goroutines posting to one QP, or posting while another goroutine polls the CQ that retires its send WQEs,
-// race (internal/hw leaves serialization to the caller; rxe's QPs, by contrast, lock each ring). Closing an object
-// while other goroutines use it is safe: the core waits for their calls (TestCloseRacesDataPath). When a QP is
-// closed, its completions still in a CQ are not cleaned out (rdma-core's __mlx5_cq_clean is not implemented): a
-// later Poll meets them and fails with EIO. See docs/reliability.md.
+// As in rdma-core, a CQ takes a lock per call (Poll, Arm, event, attach/detach of its QPs), and a QP one lock per
+// queue (PostSend, PostRecv); the CQ that retires a queue's WQEs shares its tail with the posters through an
+// atomic (internal/hw tail.go), and retires a WQE only after the last read of it (its wr_id, a scatter-to-CQE
+// copy into its buffers). So any number of goroutines may post to one QP while others poll its CQs
+// (TestConcurrentPostPoll, under the race detector with the emulated device running in the background). A
+// transition to RESET and the destruction of a QP remove its completions still in its CQs (rdma-core
+// __mlx5_cq_clean, with the CQs locked), returning the WQEs of its SRQ receives, so no later poll meets a CQE of
+// a QP it no longer knows. Closing an object while other goroutines use it is safe: the core waits for their
+// calls (TestCloseRacesDataPath).
 //
 // # Errors
 //

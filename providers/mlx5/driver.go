@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/goverbs/goverbs/verbs"
@@ -368,8 +369,11 @@ func (a *cqAdapter) Attach(qp *hw.QP) error {
 	return a.CQ.Attach(qp)
 }
 
+// Detach also removes the QP's completions still in the CQ (rdma-core's mlx5_destroy_qp cleans its CQs), so a
+// later Poll does not meet a CQE of a QP it no longer knows.
 func (a *cqAdapter) Detach(qp *hw.QP) {
 	a.mu.Lock()
+	a.CQ.Clean(qp)
 	a.CQ.Detach(qp)
 	a.mu.Unlock()
 }
@@ -527,6 +531,10 @@ func (c *mctx) CreateQP(p provider.QPParams, create provider.Create[provider.QPP
 
 // qpAdapter is a QP as the verbs core sees it; posting is gated on the state as rdma-core does (receives from
 // INIT, sends from RTS).
+//
+// sqMu and rqMu are rdma-core's sq.lock and rq.lock: the core lets any number of goroutines post to one QP, and
+// hw's queues leave serialization to the caller. The CQs that retire the queues' WQEs take their own lock (the
+// queues' tails are shared through hw's atomic tail). Lock order: sqMu, rqMu, then the CQs by CQ number.
 type qpAdapter struct {
 	*hw.QP
 	ctx      *mctx
@@ -536,15 +544,20 @@ type qpAdapter struct {
 	dbr      hw.DoorbellRecord
 	bf       bfSlot
 	uidx     uint32
-	state    verbs.QPState
+	state    atomic.Uint32 // verbs.QPState: posts read it while Modify's StateChanged writes it
+	sqMu     sync.Mutex
+	rqMu     sync.Mutex
 }
 
 // PostSend implements provider.QP.
 func (q *qpAdapter) PostSend(wrs []hw.SendWR) (int, provider.Status) {
-	if q.state != verbs.QPStateRTS && q.state != verbs.QPStateSQD {
+	if s := verbs.QPState(q.state.Load()); s != verbs.QPStateRTS && s != verbs.QPStateSQD {
 		return 0, provider.NotReady
 	}
-	return q.SQ.PostSend(wrs)
+	q.sqMu.Lock()
+	n, st := q.SQ.PostSend(wrs)
+	q.sqMu.Unlock()
+	return n, st
 }
 
 // PostRecv implements provider.QP.
@@ -552,21 +565,47 @@ func (q *qpAdapter) PostRecv(wrs []hw.RecvWR) (int, provider.Status) {
 	if q.RQ == nil {
 		return 0, provider.NoRecvQueue
 	}
-	if q.state == verbs.QPStateReset {
+	if verbs.QPState(q.state.Load()) == verbs.QPStateReset {
 		return 0, provider.NotReady
 	}
-	return q.RQ.PostRecv(wrs)
+	q.rqMu.Lock()
+	n, st := q.RQ.PostRecv(wrs)
+	q.rqMu.Unlock()
+	return n, st
 }
 
-// StateChanged implements provider.QP: a transition to RESET zeroes the indices and doorbell records.
+// StateChanged implements provider.QP: a transition to RESET removes the QP's completions from its CQs (and
+// returns its SRQ receives) and zeroes the indices and doorbell records, with the queues and the CQs locked
+// (rdma-core mlx5_modify_qp).
 func (q *qpAdapter) StateChanged(s verbs.QPState) {
-	q.state = s
-	if s == verbs.QPStateReset {
-		q.SQ.Reset()
-		if q.RQ != nil {
-			q.RQ.Reset()
-		}
+	q.state.Store(uint32(s))
+	if s != verbs.QPStateReset {
+		return
 	}
+	q.sqMu.Lock()
+	q.rqMu.Lock()
+	first, second := q.rcq, q.scq
+	if second.CQN() < first.CQN() {
+		first, second = second, first
+	}
+	first.mu.Lock()
+	if second != first {
+		second.mu.Lock()
+	}
+	q.rcq.CQ.Clean(q.QP)
+	if q.scq != q.rcq {
+		q.scq.CQ.Clean(q.QP)
+	}
+	q.SQ.Reset()
+	if q.RQ != nil {
+		q.RQ.Reset()
+	}
+	if second != first {
+		second.mu.Unlock()
+	}
+	first.mu.Unlock()
+	q.rqMu.Unlock()
+	q.sqMu.Unlock()
 }
 
 // Destroyed implements provider.QP.

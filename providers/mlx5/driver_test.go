@@ -25,15 +25,28 @@ import (
 // register exactly those with the emulator, as the kernel's mlx5 driver would.
 
 // emuSys maps every UAR page onto the emulator's single UAR page and allocates rings with real anonymous mmaps.
+//
+// With heap set, rings and doorbell records are Go memory instead (unmap leaves them to the garbage collector):
+// the race detector ignores accesses to mmapped memory, atomic ones included, so it cannot see the
+// happens-before edges that a doorbell record or a CQE's ownership word carry between a goroutine posting and
+// one polling; on the Go heap it can, and checks them.
 type emuSys struct {
 	dev   *mlx5emu.Device
 	pages uint32
+	heap  bool
 }
 
 func (s *emuSys) mapUAR(fd int, offset int64, length int) ([]byte, error) { return s.dev.UAR(), nil }
-func (s *emuSys) anon(n int) ([]byte, error)                              { return realSys{}.anon(n) }
+func (s *emuSys) anon(n int) ([]byte, error) {
+	if s.heap { // page-aligned, as an mmap
+		b := make([]byte, n+4096)
+		off := (4096 - int(uintptr(unsafe.Pointer(&b[0]))%4096)) % 4096
+		return b[off : off+n : off+n], nil
+	}
+	return realSys{}.anon(n)
+}
 func (s *emuSys) unmap(b []byte) error {
-	if &b[0] == &s.dev.UAR()[0] {
+	if s.heap || &b[0] == &s.dev.UAR()[0] {
 		return nil
 	}
 	return unix.Munmap(b)
@@ -114,6 +127,12 @@ type glue struct {
 
 func newGlue(t testing.TB, bfRegSize int) *glue {
 	t.Helper()
+	return newGlueWith(t, bfRegSize, false)
+}
+
+// newGlueWith is newGlue with rings and doorbell records on the Go heap when heap is set (see emuSys).
+func newGlueWith(t testing.TB, bfRegSize int, heap bool) *glue {
+	t.Helper()
 	dev, err := mlx5emu.New(mlx5emu.Options{BFRegSize: bfRegSize, RequireDoorbell: true})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +153,7 @@ func newGlue(t testing.TB, bfRegSize int) *glue {
 				NumPorts: 1, CqeVersion: 1, CmdsSuppUhw: 3, LogUarSize: 12, NumUarsPerPage: 1}
 			copy(out, bytesOf(&resp))
 			return nil
-		}, &emuSys{dev: dev})
+		}, &emuSys{dev: dev, heap: heap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -215,9 +215,9 @@ func (cq *CQ) Poll(wcs []WC) (int, provider.Status) {
 					sop := be.Uint32(c[cqeOffSopDropQPN:])
 					r := &reqOps[uint8(sop>>24)]
 					e := sq.ent(uint32(be.Uint16(c[cqeOffWQECounter:])) & sq.mask)
-					sq.tail = e.head + 1
 					wc := &wcs[n]
 					wc.WRID, wc.Status, wc.Opcode, wc.VendorErr = e.wrid, verbs.WCSuccess, r.opcode, 0
+					storeTail(&sq.tail, e.head+1) // after reading the entry: a poster may reuse it once it sees the tail
 					wc.ByteLen, wc.Imm, wc.QPNum = be.Uint32(c[cqeOffByteCnt:])&r.cntMask|r.fixed, 0, sop&0xffffff
 					wc.SrcQP, wc.Flags, wc.PKeyIndex, wc.SLID = 0, r.flags, 0, 0
 					wc.SL, wc.DLIDPathBits, wc.PortNum = 0, 0, 0
@@ -344,11 +344,68 @@ func (cq *CQ) completeRecv(qp *QP, wqeCtr uint16, payload []byte, wc *WC) bool {
 		wc.WRID = id
 		return ok
 	case qp.RQ != nil:
-		id, idx := qp.RQ.complete(wqeCtr)
+		// Copy into the WQE's buffers before retiring it: once the tail moves, a poster may rewrite the WQE.
 		if payload != nil {
-			wc.Status = qp.RQ.copyToRecvWQE(idx, payload)
+			wc.Status = qp.RQ.copyToRecvWQE(uint32(wqeCtr)&qp.RQ.mask, payload)
 		}
-		wc.WRID = id
+		wc.WRID = qp.RQ.complete(wqeCtr)
+		return true
+	}
+	return false
+}
+
+// Clean removes qp's completions that the device has written and Poll has not consumed, moving the other queues'
+// CQEs up over them in order, and returns the receive WQEs of qp's SRQ completions to the SRQ (rdma-core
+// __mlx5_cq_clean). Call it with the CQ's lock held when qp is destroyed or reset, after the kernel has stopped
+// it, so that a later Poll neither meets a CQE of a QP it no longer knows (UnknownCQE) nor completes a work
+// request of a queue that was reset. It returns how many CQEs it removed.
+func (cq *CQ) Clean(qp *QP) int {
+	key := cq.key(qp)
+	// The CQEs software owns, at most one ring's worth less one, as rdma-core scans.
+	prod := cq.ci
+	for cq.sw(prod) != nil && prod != cq.ci+cq.ncqe-1 {
+		prod++
+	}
+	if prod == cq.ci {
+		return 0
+	}
+	mmio.FromDeviceBarrier()
+	// Sweep backwards: drop qp's CQEs, copy the others forward by the number dropped so far, each keeping the
+	// owner bit of the slot it lands in.
+	freed := uint32(0)
+	for i := prod; i != cq.ci; {
+		i--
+		c := cq.at(i)
+		k := be.Uint32(c[cqeOffSopDropQPN:]) & 0xffffff
+		if cq.version == 1 {
+			k = be.Uint32(c[cqeOffSRQNUIdx:]) & 0xffffff
+		}
+		if k == key {
+			if qp.SRQ != nil && isResponder(c[cqeOffOpOwn]>>4) {
+				qp.SRQ.complete(be.Uint16(c[cqeOffWQECounter:]), nil)
+			}
+			freed++
+			continue
+		}
+		if freed > 0 {
+			d := cq.at(i + freed)
+			own := d[cqeOffOpOwn] & CQEOwnerMask
+			*d = *c
+			d[cqeOffOpOwn] = d[cqeOffOpOwn]&^CQEOwnerMask | own
+		}
+	}
+	if freed > 0 {
+		cq.ci += freed
+		mmio.ToDeviceBarrier()
+		cq.dbr.set(0, cq.ci&0xffffff)
+	}
+	return int(freed)
+}
+
+// isResponder reports whether a CQE opcode completes a receive (rdma-core is_responder).
+func isResponder(opcode byte) bool {
+	switch opcode {
+	case CQERespWRImm, CQERespSend, CQERespSendImm, CQERespSendInv, CQERespErr:
 		return true
 	}
 	return false

@@ -153,6 +153,116 @@ func TestCQInterleavedQPs(t *testing.T) {
 	}
 }
 
+// TestCQClean removes one QP's unpolled CQEs across the ring's wrap (rdma-core __mlx5_cq_clean): the other QP's
+// completions poll in order with the owner bits of their new slots, the consumer index and its record advance,
+// and the device's next CQE still polls.
+func TestCQClean(t *testing.T) {
+	e := newCQEnv(t)
+	other := newTestSQSized(t, QPTypeRC, 256, false, 8, 1, 0)
+	qp2 := &QP{QPN: gQPN + 1, UserIndex: gUIdx + 1, SQ: other.sq}
+	if err := e.cq.Attach(qp2); err != nil {
+		t.Fatal(err)
+	}
+	post := func(sq *SendQueue, id uint64) {
+		t.Helper()
+		if _, st := sq.PostSend([]SendWR{{WRID: id, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []SGE{gS1}}}); st != provider.OK {
+			t.Fatal(st)
+		}
+	}
+	var wcs [8]WC
+	// Consume five of QP1's completions so that what follows wraps the 8-entry ring.
+	for i := range 5 {
+		post(e.sq.sq, uint64(i))
+		putCQE(e.cqBuf, 8, uint32(i), cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: gQPN, uidx: gUIdx, wqeCounter: uint16(i)})
+	}
+	if n, st := e.cq.Poll(wcs[:]); n != 5 || st != provider.OK {
+		t.Fatalf("Poll = %d, %v", n, st)
+	}
+	// Slots 5..10 (wrapping at 8): QP1, QP2 #0, QP1, QP2 #1, QP2 #2, QP1.
+	for i := range 3 {
+		post(e.sq.sq, uint64(5+i))
+		post(other.sq, uint64(100+i))
+	}
+	seq := []struct {
+		qp  *QP
+		wqe uint16
+	}{{e.qp, 5}, {qp2, 0}, {e.qp, 6}, {qp2, 1}, {qp2, 2}, {e.qp, 7}}
+	for i, c := range seq {
+		putCQE(e.cqBuf, 8, uint32(5+i), cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: c.qp.QPN, uidx: c.qp.UserIndex,
+			wqeCounter: c.wqe})
+	}
+	if got := e.cq.Clean(e.qp); got != 3 {
+		t.Fatalf("Clean removed %d CQEs, want 3", got)
+	}
+	if ci := e.cq.ConsumerIndex(); ci != 8 {
+		t.Errorf("consumer index %d after Clean, want 8 (5 polled + 3 removed)", ci)
+	}
+	if rec := toBE32(e.cq.dbr.p[0]); rec != 8 {
+		t.Errorf("consumer index record %d, want 8", rec)
+	}
+	e.cq.Detach(e.qp)
+	n, st := e.cq.Poll(wcs[:])
+	if n != 3 || st != provider.OK {
+		t.Fatalf("Poll after Clean = %d, %v; want QP2's 3 completions", n, st)
+	}
+	for i := range 3 {
+		if want := (WC{WRID: uint64(100 + i), QPNum: qp2.QPN, Opcode: verbs.WCSend}); wcs[i] != want {
+			t.Errorf("completion %d = %+v, want %+v", i, wcs[i], want)
+		}
+	}
+	if other.sq.Outstanding() != 0 {
+		t.Errorf("QP2 outstanding %d, want 0", other.sq.Outstanding())
+	}
+	// The device's next CQE goes to slot 11 % 8 with pass 1's owner bit: it polls.
+	post(other.sq, 103)
+	putCQE(e.cqBuf, 8, 11, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: qp2.QPN, uidx: qp2.UserIndex, wqeCounter: 3})
+	if n, st := e.cq.Poll(wcs[:]); n != 1 || st != provider.OK || wcs[0].WRID != 103 {
+		t.Fatalf("next CQE: Poll = %d, %v, %+v", n, st, wcs[0])
+	}
+	if got := e.cq.Clean(qp2); got != 0 {
+		t.Errorf("Clean of an empty CQ removed %d", got)
+	}
+}
+
+// TestCQCleanReturnsSRQWQEs: cleaning a QP on an SRQ returns the WQEs of its receive completions (success and
+// error) to the SRQ's free list, and leaves the other QP's completion of the same SRQ.
+func TestCQCleanReturnsSRQWQEs(t *testing.T) {
+	d, _ := NewDoorbellRecord(aligned(8))
+	buf := aligned(8 * 64)
+	cq, err := NewCQ(CQConfig{Buf: buf, CQECount: 8, CQN: 1, DBR: d, CQEVersion: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd, _ := NewDoorbellRecord(aligned(8))
+	srq, err := NewSRQ(SRQConfig{Buf: aligned(4 * 64), WQECount: 4, WQEShift: 6, DBR: sd, SRQN: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := &QP{QPN: 0x42, SRQ: srq}, &QP{QPN: 0x43, SRQ: srq}
+	for _, qp := range []*QP{a, b} {
+		if err := cq.Attach(qp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, st := srq.PostRecv([]RecvWR{{WRID: 10}, {WRID: 11}, {WRID: 12}}); n != 3 || st != provider.OK {
+		t.Fatalf("PostRecv = %d, %v", n, st)
+	}
+	putCQE(buf, 8, 0, cqeSpec{opcode: CQERespSend, qpn: 0x42, wqeCounter: 0, byteCnt: 1})
+	putCQE(buf, 8, 1, cqeSpec{opcode: CQERespSend, qpn: 0x43, wqeCounter: 1, byteCnt: 2})
+	putCQE(buf, 8, 2, cqeSpec{opcode: CQERespErr, qpn: 0x42, wqeCounter: 2, syndrome: SyndromeWRFlushErr})
+	if got := cq.Clean(a); got != 2 {
+		t.Fatalf("Clean removed %d, want 2", got)
+	}
+	// WQEs 0 and 2 are free again: two posts fit, a third does not (WQE 1 is still QP b's).
+	if n, st := srq.PostRecv([]RecvWR{{WRID: 20}, {WRID: 21}, {WRID: 22}}); n != 2 || st != provider.QueueFull {
+		t.Fatalf("PostRecv after Clean = %d, %v; want 2, QueueFull", n, st)
+	}
+	var wcs [4]WC
+	if n, st := cq.Poll(wcs[:]); n != 1 || st != provider.OK || wcs[0].WRID != 11 || wcs[0].QPNum != 0x43 || wcs[0].ByteLen != 2 {
+		t.Fatalf("Poll = %d, %v, %+v; want QP 0x43's receive 11", n, st, wcs[0])
+	}
+}
+
 func TestCQVersion0AndSRQ(t *testing.T) {
 	d, _ := NewDoorbellRecord(aligned(8))
 	buf := aligned(4 * 64)

@@ -74,11 +74,12 @@ func NewRecvQueue(cfg RecvQueueConfig) (*RecvQueue, error) {
 }
 
 // Outstanding returns the number of posted receives not yet completed.
-func (rq *RecvQueue) Outstanding() int { return int(rq.head - rq.tail) }
+func (rq *RecvQueue) Outstanding() int { return int(rq.head - loadTail(&rq.tail)) }
 
 // Reset returns the queue to its state after creation (indices and the receive counter to zero).
 func (rq *RecvQueue) Reset() {
-	rq.head, rq.tail = 0, 0
+	rq.head = 0
+	storeTail(&rq.tail, 0)
 	rq.dbr.set(0, 0)
 }
 
@@ -93,7 +94,7 @@ func (rq *RecvQueue) PostRecv(wrs []RecvWR) (int, provider.Status) {
 	head := rq.head
 	for i := range wrs {
 		w := &wrs[i]
-		if head-rq.tail >= rq.maxPost {
+		if head-loadTail(&rq.tail) >= rq.maxPost {
 			st = provider.QueueFull
 			break
 		}
@@ -132,16 +133,17 @@ func (rq *RecvQueue) PostRecv(wrs []RecvWR) (int, provider.Status) {
 }
 
 // complete retires the receive WQE the device reported and returns its wr_id.
-func (rq *RecvQueue) complete(wqeCounter uint16) (uint64, uint32) {
-	idx := uint32(wqeCounter) & rq.mask
-	rq.tail++
-	return rq.wrid[idx], idx
+func (rq *RecvQueue) complete(wqeCounter uint16) uint64 {
+	id := rq.wrid[uint32(wqeCounter)&rq.mask]
+	storeTail(&rq.tail, rq.tail+1)
+	return id
 }
 
 // retire is complete without the index: Poll's inline responder path.
 func (rq *RecvQueue) retire(wqeCounter uint16) uint64 {
-	rq.tail++
-	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(rq.wrid)), uintptr(uint32(wqeCounter)&rq.mask)*8))
+	id := *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(rq.wrid)), uintptr(uint32(wqeCounter)&rq.mask)*8))
+	storeTail(&rq.tail, rq.tail+1)
+	return id
 }
 
 // copyToRecvWQE is responder scatter-to-CQE: copy the payload the device put in the CQE into the WQE's buffers.

@@ -64,7 +64,7 @@ type SendQueue struct {
 	fmCache   uint8
 	ops       *[16]sqOp // opcode table for this QP's type and atomics setting
 	head      uint32    // work requests posted (free running)
-	tail      uint32    // work requests retired by completions
+	tail      uint32    // work requests retired by completions (written by the poller: see tail.go)
 	curPost   uint32    // basic blocks posted (free running; low 16 bits are the WQE index)
 	ents      []sqEntry // per WQE index: wr_id and the head value when it was posted
 }
@@ -146,12 +146,13 @@ func NewSendQueue(cfg SendQueueConfig) (*SendQueue, error) {
 func (sq *SendQueue) QPN() uint32 { return sq.qpn }
 
 // Outstanding returns the number of posted work requests not yet retired by a completion.
-func (sq *SendQueue) Outstanding() int { return int(sq.head - sq.tail) }
+func (sq *SendQueue) Outstanding() int { return int(sq.head - loadTail(&sq.tail)) }
 
 // Reset returns the queue to its state after creation, as rdma-core does on a transition to RESET (indices and
 // the send doorbell counter to zero). The caller purges the CQ.
 func (sq *SendQueue) Reset() {
-	sq.head, sq.tail, sq.curPost, sq.fmCache = 0, 0, 0, 0
+	sq.head, sq.curPost, sq.fmCache = 0, 0, 0
+	storeTail(&sq.tail, 0)
 	sq.dbr.set(1, 0)
 }
 
@@ -286,7 +287,7 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, provider.Status) {
 	)
 	for i := range wrs {
 		w := &wrs[i]
-		if head-sq.tail >= sq.maxPost {
+		if head-loadTail(&sq.tail) >= sq.maxPost {
 			bad = provider.QueueFull
 			break
 		}
@@ -321,7 +322,7 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, provider.Status) {
 //go:nosplit
 func (sq *SendQueue) postOne(w *SendWR) (int, provider.Status) {
 	head, curPost := sq.head, sq.curPost
-	if head-sq.tail >= sq.maxPost {
+	if head-loadTail(&sq.tail) >= sq.maxPost {
 		return 0, provider.QueueFull
 	}
 	n, bad := sq.build(w, curPost, head)
@@ -528,8 +529,9 @@ func (sq *SendQueue) ring(head uint32, nreq int, inl bool, ds uint32, ctrlPos ui
 // (rdma-core: wr_id = wrid[idx]; tail = wqe_head[idx] + 1).
 func (sq *SendQueue) complete(wqeCounter uint16) uint64 {
 	e := sq.ent(uint32(wqeCounter) & sq.mask)
-	sq.tail = e.head + 1
-	return e.wrid
+	id := e.wrid
+	storeTail(&sq.tail, e.head+1)
+	return id
 }
 
 // copyToSendWQE is scatter-to-CQE on the requester side: the device put a small RDMA-read or atomic response into
