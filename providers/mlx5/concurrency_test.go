@@ -158,3 +158,54 @@ func TestConcurrentPostPoll(t *testing.T) {
 		}
 	}
 }
+
+// TestResetCleansCQs: a QP's transition to RESET removes its completions still in its CQs (rdma-core
+// mlx5_modify_qp cleans both CQs) and zeroes its queues, while another QP's completions in the same CQ stay.
+func TestResetCleansCQs(t *testing.T) {
+	g := newGlue(t, 512)
+	scq, scqn := g.cq(64)
+	rcq, rcqn := g.cq(64)
+	cap := verbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
+	a := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
+	b := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
+	g.connect(a, b, 0)
+	src, slk := g.mr(4096)
+	dst, dlk := g.mr(4096)
+	for i := 0; i < 3; i++ {
+		for _, q := range []*qpAdapter{a, b} {
+			if _, st := q.PostRecv([]hw.RecvWR{{WRID: uint64(i), SGL: []hw.SGE{{Addr: addrOf(dst), Length: 64, LKey: dlk}}}}); st != provider.OK {
+				t.Fatal(st.Err())
+			}
+		}
+	}
+	send := func(q *qpAdapter, id uint64) {
+		t.Helper()
+		if _, st := q.PostSend([]hw.SendWR{{WRID: id, Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline,
+			SGL: []hw.SGE{{Addr: addrOf(src), Length: 16, LKey: slk}}}}); st != provider.OK {
+			t.Fatal(st.Err())
+		}
+	}
+	send(a, 10)
+	send(b, 20)
+	send(a, 11)
+	g.dev.Process()
+	// scq: a's 10, b's 20, a's 11; rcq: b's receives 0 and 1 (from a), a's receive 0 (from b).
+	a.StateChanged(verbs.QPStateReset)
+	if n := a.SQ.Outstanding() + a.RQ.Outstanding(); n != 0 {
+		t.Errorf("after RESET %d work requests outstanding, want 0", n)
+	}
+	got := pollN(t, scq, 1)
+	if got[0].WRID != 20 || got[0].QPNum != b.QPN {
+		t.Errorf("send CQ after a's RESET: %+v, want only b's send 20", got[0])
+	}
+	got = pollN(t, rcq, 2)
+	for i, w := range got {
+		if w.QPNum != b.QPN || w.WRID != uint64(i) {
+			t.Errorf("receive CQ after a's RESET: completion %d = %+v, want b's receive %d", i, w, i)
+		}
+	}
+	var wcs [4]hw.WC
+	if n, st := scq.Poll(wcs[:]); n != 0 || st != provider.OK {
+		t.Errorf("send CQ not empty: %d, %v", n, st)
+	}
+}
