@@ -43,14 +43,7 @@ func TestCloseRacesDataPath(t *testing.T) {
 
 func closeRaceRound(t *testing.T, round int, refused, unknown *atomic.Int64) {
 	g := newGlue(t, []int{512, 0}[round%2])
-	scq, scqn := g.cq(64)
-	rcq, rcqn := g.cq(64)
-	cap := verbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
-	a := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
-	b := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
-	g.connect(a, b, 0)
-	src, slk := g.mr(4096)
-	dst, dlk := g.mr(4096)
+	scq, rcq, a, b, src, slk, dst, dlk := g.rcPair()
 
 	var qa, qb, gs, gr gate.Gate // the objects' gates, as uverbs' QP and CQ hold them
 	var mu sync.Mutex            // the caller's serialization of hw's queues and the emulator
@@ -144,8 +137,8 @@ func closeRaceRound(t *testing.T, round int, refused, unknown *atomic.Int64) {
 	}
 	closeQP(&qa, a)
 	closeQP(&qb, b)
-	closeCQ(&gs, scq, scqn)
-	closeCQ(&gr, rcq, rcqn)
+	closeCQ(&gs, scq, scq.CQN())
+	closeCQ(&gr, rcq, rcq.CQN())
 	wg.Wait()
 }
 

@@ -22,14 +22,7 @@ import (
 func TestConcurrentPostPoll(t *testing.T) {
 	for _, bf := range []int{512, 0} {
 		g := newGlueWith(t, bf, true)
-		scq, scqn := g.cq(64)
-		rcq, rcqn := g.cq(64)
-		cap := verbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
-		a := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
-		b := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
-		g.connect(a, b, 0)
-		src, slk := g.mr(4096)
-		dst, dlk := g.mr(4096)
+		scq, rcq, a, b, src, slk, dst, dlk := g.rcPair()
 		g.dev.Start()
 
 		const posters, perPoster = 3, 400
@@ -163,14 +156,7 @@ func TestConcurrentPostPoll(t *testing.T) {
 // mlx5_modify_qp cleans both CQs) and zeroes its queues, while another QP's completions in the same CQ stay.
 func TestResetCleansCQs(t *testing.T) {
 	g := newGlue(t, 512)
-	scq, scqn := g.cq(64)
-	rcq, rcqn := g.cq(64)
-	cap := verbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
-	a := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
-	b := g.qp(verbs.QPTypeRC, cap, scq, rcq, scqn, rcqn)
-	g.connect(a, b, 0)
-	src, slk := g.mr(4096)
-	dst, dlk := g.mr(4096)
+	scq, rcq, a, b, src, slk, dst, dlk := g.rcPair()
 	for i := 0; i < 3; i++ {
 		for _, q := range []*qpAdapter{a, b} {
 			if _, st := q.PostRecv([]hw.RecvWR{{WRID: uint64(i), SGL: []hw.SGE{{Addr: addrOf(dst), Length: 64, LKey: dlk}}}}); st != provider.OK {
