@@ -86,8 +86,14 @@ func DecodeKey(msg []byte, withGID bool) (Dest, error) {
 		}
 		vals[i] = v
 	}
-	if vals[0] > math.MaxUint16 || vals[2] > math.MaxUint32 || vals[3] > math.MaxUint32 || vals[4] > math.MaxUint32 || vals[1] > math.MaxInt32 {
-		return d, fmt.Errorf("%w: value out of range in %q", ErrBadKey, msg)
+	// Each value must fit the width its field has in the record (LID and outstanding reads 4 hex digits, QP
+	// and packet sequence numbers 6, the rkey 8): a C peer's sprintf never writes more, and a wider value
+	// could not be sent back in a record of the fixed size.
+	for i, max := range [...]uint64{0xffff, 0xffff, 0xffffff, 0xffffff, math.MaxUint32} {
+		if vals[i] > max {
+			return d, fmt.Errorf("%w: %s %#x does not fit its field (at most %#x) in %q", ErrBadKey,
+				[...]string{"LID", "outstanding reads", "QP number", "PSN", "rkey"}[i], vals[i], max, msg)
+		}
 	}
 	d.LID, d.OutReads, d.QPN, d.PSN, d.RKey, d.VAddr = uint16(vals[0]), int(vals[1]), uint32(vals[2]), uint32(vals[3]), uint32(vals[4]), vals[5]
 	if withGID {

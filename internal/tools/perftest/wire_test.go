@@ -32,7 +32,8 @@ func TestKeyRecord(t *testing.T) {
 
 func TestDecodeKeyErrors(t *testing.T) {
 	for _, msg := range []string{"", "0000:0001", "zzzz:0001:000011:50ac02:000002ad:000055bdb0f74000:00000000",
-		"10000:0001:000011:50ac02:000002ad:000055bdb0f74000:00000000", "0000:0001::50ac02:000002ad:0:0"} {
+		"10000:0001:000011:50ac02:000002ad:000055bdb0f74000:00000000", "0000:0001::50ac02:000002ad:0:0",
+		"0:10000:0:0:0:0:1", "0:1:1000000:0:0:0:0", "0:1:1:1000000:0:0:0"} { // wider than their fields
 		if _, err := DecodeKey([]byte(msg), false); !errors.Is(err, ErrBadKey) {
 			t.Errorf("DecodeKey(%q) = %v, want ErrBadKey", msg, err)
 		}
