@@ -21,8 +21,14 @@ import (
 // SetWaitInKernel(true), a blocking read as libibverbs does.
 type CompChannel struct {
 	ctx *Context
-	pf  *pollFile
 	fd  int
+
+	// pf is the fd wrapped for Go's runtime poller, made by the first GetEvent that waits there. A channel
+	// that waits in the kernel from the start is never registered with the poller: a registered fd wakes
+	// the runtime's netpoller on every event, for a read nobody waits for there.
+	pfMu     sync.Mutex
+	pf       *pollFile
+	fdClosed bool // Close closed the fd; guarded by pfMu
 
 	rmu      sync.Mutex
 	buf      [8]byte
@@ -41,16 +47,28 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	}
 	fd := int(out.Fd)
 	unix.CloseOnExec(fd)
-	pf, err := newPollFile(fd, "uverbs-comp-channel")
-	if err != nil {
+	if err := unix.SetNonblock(fd, true); err != nil { // the poller's mode, until SetWaitInKernel
 		unix.Close(fd)
 		return nil, wrap("create completion channel", c.dev.Name, err)
 	}
 	if err := c.addObject(); err != nil {
-		pf.close()
+		unix.Close(fd)
 		return nil, wrap("create completion channel", c.dev.Name, err)
 	}
-	return &CompChannel{ctx: c, pf: pf, fd: fd}, nil
+	return &CompChannel{ctx: c, fd: fd}, nil
+}
+
+// pollFile returns the channel's fd registered with Go's poller, registering it on first use.
+func (ch *CompChannel) pollFile() (*pollFile, error) {
+	ch.pfMu.Lock()
+	defer ch.pfMu.Unlock()
+	if ch.fdClosed {
+		return nil, ErrClosed
+	}
+	if ch.pf == nil {
+		ch.pf = &pollFile{f: os.NewFile(uintptr(ch.fd), "uverbs-comp-channel")}
+	}
+	return ch.pf, nil
 }
 
 // FD is the channel's file descriptor.
@@ -75,7 +93,11 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	}
 	// GetEvent waits, so it cannot hold the channel open: a Close while it waits closes the file under it,
 	// which wakes the read with os.ErrClosed (Go's poller makes that safe); it is reported as ErrClosed.
-	if err := ch.pf.read(ctx, ch.buf[:]); err != nil {
+	pf, err := ch.pollFile()
+	if err != nil {
+		return nil, wrap("get CQ event", ch.ctx.dev.Name, err)
+	}
+	if err := pf.read(ctx, ch.buf[:]); err != nil {
 		if errors.Is(err, os.ErrClosed) {
 			err = ErrClosed
 		}
@@ -105,7 +127,9 @@ func (ch *CompChannel) deliver() (*CQ, error) {
 // epoll wait, a second read and the runtime's parking when the event is not there yet (docs/perf.md measures
 // the difference). Then nothing can interrupt a waiting GetEvent — neither a context (GetEvent refuses one that
 // can end, with EINVAL) nor Close, which does not wake a read the kernel is blocked in — and the goroutine's
-// thread is blocked while it waits: for programs that, like rdma-core's tools, wait until an event comes.
+// thread is blocked while it waits: for programs that, like rdma-core's tools, wait until an event comes. Set
+// it before the first GetEvent: a channel that has waited on the poller stays registered with it, and then
+// every event also wakes the runtime's network poller.
 func (ch *CompChannel) SetWaitInKernel(on bool) error {
 	ch.rmu.Lock()
 	defer ch.rmu.Unlock()
@@ -149,7 +173,14 @@ func (ch *CompChannel) Close() error {
 			return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", n, unix.EBUSY))
 		}
 		ch.ctx.dropObject()
-		closeErr = ch.pf.close() // the fd is gone either way
+		ch.pfMu.Lock()
+		ch.fdClosed = true
+		if ch.pf != nil {
+			closeErr = ch.pf.close() // wakes a GetEvent waiting on the poller; the fd is gone either way
+		} else {
+			closeErr = unix.Close(ch.fd)
+		}
+		ch.pfMu.Unlock()
 		return nil
 	})
 	if err != nil {

@@ -58,6 +58,39 @@ func TestNegRemoteAccessBothEnds(t *testing.T) {
 				requireSuccess(t, pollOne(t, s.cq))
 				return mw.RKey(), s.mr.Addr() + uint64(s.recvOff())
 			}},
+		{"MW after remote invalidate", mwOpts, // SEND_WITH_INV from the client invalidates the server's window
+			func(t *testing.T, e *env, c, s *player) (uint32, uint64) {
+				mw := allocMW(t, s, uverbs.MWType2)
+				requireSuccess(t, bindMW(t, s, mw, s.o.msgSize, rw))
+				s.postRecv(0x5e)
+				wr := c.sendWR(uverbs.WRSendWithInv, 0)
+				wr.Imm = mw.RKey()
+				c.post(wr)
+				requireSuccess(t, pollOne(t, c.cq))
+				rwc := pollOne(t, s.cq)
+				requireSuccess(t, rwc)
+				require.NotZero(t, rwc.Flags&uverbs.WCWithInv, "receive %+v lacks the invalidate flag", rwc)
+				return mw.RKey(), s.mr.Addr() + uint64(s.recvOff())
+			}},
+		{"MW type 1, old rkey after rebind", mwOpts, // a rebind gives the window a new rkey; the old one is dead
+			func(t *testing.T, e *env, c, s *player) (uint32, uint64) {
+				mw := allocMW(t, s, uverbs.MWType1)
+				requireSuccess(t, bindMW(t, s, mw, s.o.msgSize, rw))
+				old := mw.RKey()
+				requireSuccess(t, bindMW(t, s, mw, s.o.msgSize, rw))
+				require.NotEqual(t, old, mw.RKey())
+				return old, s.mr.Addr() + uint64(s.recvOff())
+			}},
+		{"MW after dealloc", mwOpts,
+			func(t *testing.T, e *env, c, s *player) (uint32, uint64) {
+				mw, err := s.pd.AllocMW(uverbs.MWType2)
+				skipIfUnsupported(t, err, "memory window")
+				require.NoError(t, err)
+				requireSuccess(t, bindMW(t, s, mw, s.o.msgSize, rw))
+				rkey := mw.RKey()
+				require.NoError(t, mw.Close())
+				return rkey, s.mr.Addr() + uint64(s.recvOff())
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

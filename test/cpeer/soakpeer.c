@@ -1,6 +1,6 @@
 // soakpeer is the C side of the soak (test/faults TestLabSoak): it streams checksummed messages over an RC QP
 // with rdma-core's libibverbs, or receives and checks them, in the protocol the Go side speaks. It is a
-// test-only harness, compiled in the lab by the test (gcc, libibverbs-dev); nothing of it is in goverbs.
+// test-only harness, compiled in the lab by the test (test/labtest.BuildCPeer); nothing of it is in goverbs.
 //
 //   soakpeer -d DEV -g GIDX -m send|write -r sender|receiver -s SIZE -n COUNT -w SLOTS [-p PORT] [HOST]
 //
@@ -14,44 +14,13 @@
 // carrying seq) that lets the sender reuse the slot. At the end the receiver writes COUNT and the byte count
 // over TCP. Exit status 0 when every message arrived intact and in order, 1 with a message on stderr
 // otherwise.
-#define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <endian.h>
-#include <errno.h>
-#include <infiniband/verbs.h>
-#include <netdb.h>
+#include "cpeer.h"
 #include <nmmintrin.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #define MAGIC 0x4b535647u /* "GVSK" */
 #define HDR 16
 #define POOL_OFFSETS 251
 #define POOL_STRIDE 4093
-
-struct info {
-	uint32_t qpn, psn;
-	uint8_t gid[16];
-	uint64_t addr;
-	uint32_t rkey, size, slots, mode;
-	uint64_t count;
-};
-
-static void die(const char *what)
-{
-	fprintf(stderr, "soakpeer: %s\n", what);
-	exit(1);
-}
-
-static void die_errno(const char *what)
-{
-	fprintf(stderr, "soakpeer: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
 
 static uint32_t crc32c(const uint8_t *p, size_t n)
 {
@@ -65,111 +34,6 @@ static uint32_t crc32c(const uint8_t *p, size_t n)
 	for (; n; n--, p++)
 		c32 = _mm_crc32_u8(c32, *p);
 	return ~c32;
-}
-
-static void put32(uint8_t *b, uint32_t v) { v = htole32(v); memcpy(b, &v, 4); }
-static void put64(uint8_t *b, uint64_t v) { v = htole64(v); memcpy(b, &v, 8); }
-static uint32_t get32(const uint8_t *b) { uint32_t v; memcpy(&v, b, 4); return le32toh(v); }
-static uint64_t get64(const uint8_t *b) { uint64_t v; memcpy(&v, b, 8); return le64toh(v); }
-
-static void full_write(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	while (n) {
-		ssize_t k = write(fd, b, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			die_errno("TCP write");
-		b += k;
-		n -= k;
-	}
-}
-
-static void full_read(int fd, void *p, size_t n)
-{
-	uint8_t *b = p;
-	while (n) {
-		ssize_t k = read(fd, b, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			die_errno("TCP read");
-		if (k == 0)
-			die("TCP read: the peer closed the connection");
-		b += k;
-		n -= k;
-	}
-}
-
-static void encode(uint8_t b[64], const struct info *in)
-{
-	memset(b, 0, 64);
-	put32(b, MAGIC);
-	put32(b + 4, 1);
-	put32(b + 8, in->qpn);
-	put32(b + 12, in->psn);
-	memcpy(b + 16, in->gid, 16);
-	put64(b + 32, in->addr);
-	put32(b + 40, in->rkey);
-	put32(b + 44, in->size);
-	put32(b + 48, in->slots);
-	put32(b + 52, in->mode);
-	put64(b + 56, in->count);
-}
-
-static void decode(const uint8_t b[64], struct info *in)
-{
-	if (get32(b) != MAGIC || get32(b + 4) != 1)
-		die("the peer's record is not a soak record (magic, version)");
-	in->qpn = get32(b + 8);
-	in->psn = get32(b + 12);
-	memcpy(in->gid, b + 16, 16);
-	in->addr = get64(b + 32);
-	in->rkey = get32(b + 40);
-	in->size = get32(b + 44);
-	in->slots = get32(b + 48);
-	in->mode = get32(b + 52);
-	in->count = get64(b + 56);
-}
-
-static int tcp_connect(const char *host, const char *port)
-{
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res, *r;
-	int fd = -1, err = getaddrinfo(host, port, &hints, &res);
-	if (err) {
-		fprintf(stderr, "soakpeer: %s: %s\n", host, gai_strerror(err));
-		exit(1);
-	}
-	for (r = res; r; r = r->ai_next) {
-		fd = socket(r->ai_family, r->ai_socktype, r->ai_protocol);
-		if (fd >= 0 && connect(fd, r->ai_addr, r->ai_addrlen) == 0)
-			break;
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		die_errno("TCP connect");
-	return fd;
-}
-
-static int tcp_accept(const char *port)
-{
-	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(atoi(port)), .sin6_addr = in6addr_any};
-	int one = 1, zero = 0, fd, lfd = socket(AF_INET6, SOCK_STREAM, 0);
-	if (lfd < 0)
-		die_errno("socket");
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 1))
-		die_errno("TCP listen");
-	fd = accept(lfd, NULL, NULL);
-	if (fd < 0)
-		die_errno("TCP accept");
-	close(lfd);
-	return fd;
 }
 
 struct peer {
@@ -210,15 +74,6 @@ static int next(struct peer *p, struct ibv_wc *wc, int max)
 	}
 }
 
-static void check_wc(const struct ibv_wc *wc, const char *what)
-{
-	if (wc->status != IBV_WC_SUCCESS) {
-		fprintf(stderr, "soakpeer: %s completion %llu failed: %s (%d)\n", what,
-			(unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status), wc->status);
-		exit(1);
-	}
-}
-
 static void post_recv(struct peer *p, uint64_t id, uint64_t addr, uint32_t len)
 {
 	struct ibv_sge sge = {.addr = addr, .length = len, .lkey = p->mr->lkey};
@@ -229,6 +84,7 @@ static void post_recv(struct peer *p, uint64_t id, uint64_t addr, uint32_t len)
 
 int main(int argc, char **argv)
 {
+	prog = "soakpeer";
 	const char *dev = NULL, *port = "18515", *mode = "send", *role = NULL;
 	int gidx = 1, opt;
 	unsigned long long count = 0;
@@ -257,15 +113,10 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	struct peer p = {.size = size, .slots = slots};
-	int n;
-	struct ibv_device **list = ibv_get_device_list(&n), *d = NULL;
-	for (int i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			d = list[i];
-	if (!d)
-		die("no such device");
-	if (!(p.ctx = ibv_open_device(d)) || !(p.ch = ibv_create_comp_channel(p.ctx)) || !(p.pd = ibv_alloc_pd(p.ctx)))
-		die_errno("open the device");
+	struct ibv_device **list;
+	p.ctx = open_device(dev, &list);
+	if (!(p.ch = ibv_create_comp_channel(p.ctx)) || !(p.pd = ibv_alloc_pd(p.ctx)))
+		die_errno("create a completion channel and a PD");
 	size_t buflen = slots * size + slots * 8;
 	if (posix_memalign((void **)&p.buf, 4096, buflen))
 		die("out of memory");
@@ -297,53 +148,16 @@ int main(int argc, char **argv)
 	if (!(p.qp = ibv_create_qp(p.pd, &qia)))
 		die_errno("ibv_create_qp");
 
-	struct info me = {.qpn = p.qp->qp_num, .psn = (uint32_t)(getpid() * 7919) & 0xffffff,
-		.addr = (uintptr_t)p.buf, .rkey = p.mr->rkey, .size = size, .slots = slots, .mode = write_mode,
-		.count = count}, them;
-	union ibv_gid gid;
-	if (ibv_query_gid(p.ctx, 1, gidx, &gid))
-		die_errno("ibv_query_gid");
-	memcpy(me.gid, gid.raw, 16);
+	struct record me = {.magic = MAGIC, .qpn = p.qp->qp_num, .psn = (uint32_t)(getpid() * 7919) & 0xffffff,
+		.addr = (uintptr_t)p.buf, .rkey = p.mr->rkey, .w = {size, slots, write_mode}, .count = count}, them;
+	my_gid(p.ctx, gidx, &me);
 	int fd = host ? tcp_connect(host, port) : tcp_accept(port);
-	uint8_t rec[64];
-	encode(rec, &me);
-	full_write(fd, rec, 64);
-	full_read(fd, rec, 64);
-	decode(rec, &them);
-	if (them.size != size || them.slots != slots || them.mode != (uint32_t)write_mode || them.count != count)
+	exchange(fd, &me, &them);
+	if (them.w[0] != size || them.w[1] != slots || them.w[2] != (uint32_t)write_mode || them.count != count)
 		die("the peer runs another size, slot count, mode or message count");
+	rc_connect(p.qp, gidx, me.psn, &them, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 12);
 
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE};
-	if (ibv_modify_qp(p.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die_errno("modify QP to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = them.qpn;
-	a.rq_psn = them.psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.grh.sgid_index = gidx;
-	memcpy(a.ah_attr.grh.dgid.raw, them.gid, 16);
-	if (ibv_modify_qp(p.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die_errno("modify QP to RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 12;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = me.psn;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(p.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				    IBV_QP_MAX_QP_RD_ATOMIC))
-		die_errno("modify QP to RTS");
-
-	uint8_t *credits = p.buf + slots * size;
+	uint8_t *credits = p.buf + slots * size, rec[16];
 	struct ibv_wc wc[32];
 	uint64_t bytes = 0;
 	char msg[200];

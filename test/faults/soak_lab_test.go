@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -26,66 +25,18 @@ import (
 	"github.com/goverbs/goverbs/uverbs"
 )
 
-// The soak's protocol, shared with the C peer (testdata/soakpeer/soakpeer.c, where it is described in full):
-// a 64-byte TCP record each way, then SIZE-byte messages (sequence number, CRC-32C of the payload, payload
-// length, payload) from SLOTS slots, each returned by an 8-byte credit SEND once the receiver has checked it.
+// The soak's protocol, shared with the C peer (test/cpeer/soakpeer.c, where it is described in full): a
+// labtest.CPeerRecord each way (W: size, slots, mode), then SIZE-byte messages (sequence number, CRC-32C of
+// the payload, payload length, payload) from SLOTS slots, each returned by an 8-byte credit SEND once the
+// receiver has checked it.
 const (
 	soakMagic       = 0x4b535647 // "GVSK"
-	soakRecordSize  = 64
 	soakHeader      = 16
 	soakPoolOffsets = 251
 	soakPoolStride  = 4093
 	soakSize        = 64 << 10
 	soakSlots       = 16
 )
-
-// soakRecord is what each side tells the other over TCP.
-type soakRecord struct {
-	QPN, PSN    uint32
-	GID         uverbs.GID
-	Addr        uint64
-	RKey        uint32
-	Size, Slots uint32
-	Write       bool
-	Count       uint64
-}
-
-func (r soakRecord) marshal() []byte {
-	b := make([]byte, soakRecordSize)
-	le := binary.LittleEndian
-	le.PutUint32(b[0:], soakMagic)
-	le.PutUint32(b[4:], 1)
-	le.PutUint32(b[8:], r.QPN)
-	le.PutUint32(b[12:], r.PSN)
-	copy(b[16:32], r.GID[:])
-	le.PutUint64(b[32:], r.Addr)
-	le.PutUint32(b[40:], r.RKey)
-	le.PutUint32(b[44:], r.Size)
-	le.PutUint32(b[48:], r.Slots)
-	if r.Write {
-		le.PutUint32(b[52:], 1)
-	}
-	le.PutUint64(b[56:], r.Count)
-	return b
-}
-
-func parseSoakRecord(b []byte) (soakRecord, error) {
-	le := binary.LittleEndian
-	if len(b) != soakRecordSize || le.Uint32(b[0:]) != soakMagic || le.Uint32(b[4:]) != 1 {
-		return soakRecord{}, errors.New("the peer's record is not a soak record (magic, version)")
-	}
-	r := soakRecord{QPN: le.Uint32(b[8:]), PSN: le.Uint32(b[12:]), Addr: le.Uint64(b[32:]), RKey: le.Uint32(b[40:]),
-		Size: le.Uint32(b[44:]), Slots: le.Uint32(b[48:]), Count: le.Uint64(b[56:])}
-	copy(r.GID[:], b[16:32])
-	switch le.Uint32(b[52:]) {
-	case 0:
-	case 1:
-		r.Write = true
-	default:
-		return soakRecord{}, fmt.Errorf("the peer's record names mode %d", le.Uint32(b[52:]))
-	}
-	return r, nil
-}
 
 // soakPool is the sender's read-only payload source: message seq carries the payload at offset
 // soakPoolOffset(seq), whose CRC-32C is computed once.
@@ -250,23 +201,27 @@ func runSoak(ctx context.Context, conn net.Conn, p soakParams) (res soakResult, 
 		return res, err
 	}
 	buf := s.buf.Bytes()
-	me := soakRecord{QPN: ep.QPN, PSN: ep.PSN, GID: ep.GID, Addr: s.mr.Addr(), RKey: s.mr.RKey(),
-		Size: size, Slots: slots, Write: p.write, Count: p.count}
+	mode := uint32(0)
+	if p.write {
+		mode = 1
+	}
+	me := labtest.CPeerRecord{Magic: soakMagic, QPN: ep.QPN, PSN: ep.PSN, GID: ep.GID, Addr: s.mr.Addr(),
+		RKey: s.mr.RKey(), W: [3]uint32{size, slots, mode}, Count: p.count}
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
-	if _, err := conn.Write(me.marshal()); err != nil {
+	if _, err := conn.Write(me.Marshal()); err != nil {
 		return res, fmt.Errorf("TCP write: %w", err)
 	}
-	rec := make([]byte, soakRecordSize)
+	rec := make([]byte, labtest.CPeerRecordSize)
 	if _, err := io.ReadFull(conn, rec); err != nil {
 		return res, fmt.Errorf("TCP read: %w", err)
 	}
-	them, err := parseSoakRecord(rec)
+	them, err := labtest.ParseCPeerRecord(rec, soakMagic)
 	if err != nil {
 		return res, err
 	}
-	if them.Size != size || them.Slots != slots || them.Write != p.write || them.Count != p.count {
+	if them.W != me.W || them.Count != p.count {
 		return res, fmt.Errorf("the peer runs another size, slot count, mode or message count: %+v", them)
 	}
 	opts := uverbs.DefaultConnectOptions()
@@ -489,7 +444,7 @@ func TestLabSoak(t *testing.T) {
 		spec = v
 	}
 	count := perLeg / soakSize
-	cpeer := buildSoakPeer(t)
+	cpeer := labtest.BuildCPeer(t, "soakpeer")
 	drops, _ := netem(t, peer, spec)
 	before := [2]map[string]int64{counters(t, labtest.Device()), counters(t, peer.Device)}
 
@@ -612,18 +567,6 @@ func TestLabSoak(t *testing.T) {
 	if n := fdCount(); n > baseFDs {
 		t.Errorf("%d file descriptors after the soak, %d before", n, baseFDs)
 	}
-}
-
-// buildSoakPeer compiles the C peer against the installed libibverbs (rdma-core 44 on the lab's host).
-func buildSoakPeer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "soakpeer")
-	out, err := exec.Command("gcc", "-O2", "-msse4.2", "-Wall", "-Werror", "-o", bin,
-		filepath.Join("testdata", "soakpeer", "soakpeer.c"), "-libverbs").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build the C soak peer (needs gcc and libibverbs-dev: make deps): %v\n%s", err, out)
-	}
-	return bin
 }
 
 var soakPort atomic.Int32

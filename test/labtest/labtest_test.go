@@ -1,10 +1,13 @@
 package labtest
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/goverbs/goverbs/uverbs"
 )
 
 func TestDeviceFromEnv(t *testing.T) {
@@ -61,4 +64,33 @@ func TestParseRelease(t *testing.T) {
 	if k := Kernel(); k.Major == 0 {
 		t.Errorf("Kernel() = %+v", k)
 	}
+}
+
+func TestCPeerRecordRoundTrip(t *testing.T) {
+	r := CPeerRecord{Magic: 0x4b535647, QPN: 0x123456, PSN: 0xabcdef, GID: uverbs.GID{0xfe, 0x80, 15: 1}, Addr: 1 << 40,
+		RKey: 0xdeadbeef, W: [3]uint32{65536, 16, 1}, Count: 1 << 33}
+	b := r.Marshal()
+	if got, err := ParseCPeerRecord(b, r.Magic); err != nil || got != r {
+		t.Fatalf("round trip: %+v, %v; want %+v", got, err, r)
+	}
+	if _, err := ParseCPeerRecord(b, 0x52575647); err == nil {
+		t.Error("a record with another magic parsed")
+	}
+	if _, err := ParseCPeerRecord(b[:63], r.Magic); err == nil {
+		t.Error("a short record parsed")
+	}
+}
+
+func FuzzParseCPeerRecord(f *testing.F) {
+	f.Add(CPeerRecord{Magic: 1, QPN: 2}.Marshal())
+	f.Add([]byte("short"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseCPeerRecord(b, 1)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(r.Marshal(), b) { // every byte is a field: a parsed record re-encodes to its input
+			t.Fatalf("record %+v re-encodes differently", r)
+		}
+	})
 }
