@@ -634,6 +634,16 @@ func TestDriverUARsThroughCore(t *testing.T) {
 	if !errors.Is(err, ErrNotSupported) || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "mlx5_1") {
 		t.Errorf("context without the driver-object hook: %v", err)
 	}
+
+	// A UAR size but 0 UARs per page (make fuzz's input for CapsFromResp): refused, not a division by zero later.
+	_, err = allocContext(&provider.Device{Name: "mlx5_2", PageSize: 4096, Objects: g.objs.hook}, func(in, out []byte) error {
+		resp := abi.Mlx5IbAllocUcontextResp{CacheLineSize: 64, LogUarSize: 12, NumUarsPerPage: 0, CqeVersion: 1}
+		copy(out, bytesOf(&resp))
+		return nil
+	}, &emuSys{dev: dev})
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "0 UARs per page") || !strings.Contains(err.Error(), "mlx5_2") {
+		t.Errorf("context with 0 UARs per page: %v, want EINVAL naming mlx5_2 and the cause", err)
+	}
 }
 
 // Every control-path refusal names what failed and wraps an errno; every not-supported one also matches

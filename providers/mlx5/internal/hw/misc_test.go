@@ -169,7 +169,15 @@ func FuzzCapsFromResp(f *testing.F) {
 		var r abi.Mlx5IbAllocUcontextResp
 		copy(bytesOf(&r), b)
 		c := CapsFromResp(&r, 4096)
-		if c.BlueFlame != (r.BfRegSize != 0) || c.UARsPerPage < 1 {
+		// As rdma-core's adjust_uar_info: a response with neither UAR field (an old kernel) means one UAR of a
+		// page per page; otherwise the kernel's numbers are taken as given — including 0 UARs per page, which
+		// the provider then refuses (allocContext: "0 UARs per page", EINVAL; found by make fuzz, where this
+		// check used to require at least one).
+		wantPerPage := int(r.NumUarsPerPage)
+		if r.LogUarSize == 0 && r.NumUarsPerPage == 0 {
+			wantPerPage = 1
+		}
+		if c.BlueFlame != (r.BfRegSize != 0) || c.UARsPerPage != wantPerPage || c.UARSize < 1 {
 			t.Fatalf("caps %+v from %+v", c, r)
 		}
 		_ = c.ContextFlags()
