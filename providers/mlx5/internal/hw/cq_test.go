@@ -227,17 +227,7 @@ func TestCQClean(t *testing.T) {
 // TestCQCleanReturnsSRQWQEs: cleaning a QP on an SRQ returns the WQEs of its receive completions (success and
 // error) to the SRQ's free list, and leaves the other QP's completion of the same SRQ.
 func TestCQCleanReturnsSRQWQEs(t *testing.T) {
-	d, _ := NewDoorbellRecord(aligned(8))
-	buf := aligned(8 * 64)
-	cq, err := NewCQ(CQConfig{Buf: buf, CQECount: 8, CQN: 1, DBR: d, CQEVersion: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sd, _ := NewDoorbellRecord(aligned(8))
-	srq, err := NewSRQ(SRQConfig{Buf: aligned(4 * 64), WQECount: 4, WQEShift: 6, DBR: sd, SRQN: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cq, buf, srq, _ := newCQAndSRQ(t, 8)
 	a, b := &QP{QPN: 0x42, SRQ: srq}, &QP{QPN: 0x43, SRQ: srq}
 	for _, qp := range []*QP{a, b} {
 		if err := cq.Attach(qp); err != nil {
@@ -263,10 +253,13 @@ func TestCQCleanReturnsSRQWQEs(t *testing.T) {
 	}
 }
 
-func TestCQVersion0AndSRQ(t *testing.T) {
+// newCQAndSRQ returns a CQ of n CQEs (version 0, CQN 1) with its ring, and an SRQ of 4 WQEs (SRQN 5) with its
+// doorbell record.
+func newCQAndSRQ(t *testing.T, n int) (*CQ, []byte, *SRQ, DoorbellRecord) {
+	t.Helper()
 	d, _ := NewDoorbellRecord(aligned(8))
-	buf := aligned(4 * 64)
-	cq, err := NewCQ(CQConfig{Buf: buf, CQECount: 4, CQN: 1, DBR: d, CQEVersion: 0})
+	buf := aligned(n * 64)
+	cq, err := NewCQ(CQConfig{Buf: buf, CQECount: n, CQN: 1, DBR: d, CQEVersion: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +268,11 @@ func TestCQVersion0AndSRQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cq, buf, srq, sd
+}
+
+func TestCQVersion0AndSRQ(t *testing.T) {
+	cq, buf, srq, sd := newCQAndSRQ(t, 4)
 	qp := &QP{QPN: 0x42, UserIndex: 1234, SRQ: srq}
 	if err := cq.Attach(qp); err != nil {
 		t.Fatal(err)
@@ -295,11 +293,11 @@ func TestCQVersion0AndSRQ(t *testing.T) {
 	putCQE(buf, 4, 0, cqeSpec{opcode: CQERespSend, qpn: 0x42, uidx: 5, wqeCounter: 1, byteCnt: 7})
 	var wcs [2]WC
 	if n, st := cq.Poll(wcs[:]); n != 1 || st != provider.OK || wcs[0].WRID != 11 || wcs[0].ByteLen != 7 {
-		t.Fatalf("Poll = %d, %v, %+v", n, err, wcs[0])
+		t.Fatalf("Poll = %d, %v, %+v", n, st, wcs[0])
 	}
 	// The freed WQE can be posted again and is the one reused.
 	if n, st := srq.PostRecv([]RecvWR{{WRID: 20}}); n != 1 || st != provider.OK {
-		t.Fatalf("repost = %d, %v", n, err)
+		t.Fatalf("repost = %d, %v", n, st)
 	}
 	if srq.wrid[3] != 20 {
 		t.Errorf("repost went to WQE with wrid table %v, want index 3 (the old tail)", srq.wrid)
