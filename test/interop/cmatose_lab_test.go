@@ -24,10 +24,17 @@ const (
 // exit status 0 and the given stdout from each.
 func pairTool(t *testing.T, tool ppTool, port int, sArgs, cArgs []string, goServer bool, sOut, cOut string) {
 	t.Helper()
-	serve, connect := cPP, goPP
+	pairToolWith(t, cPP, tool, port, sArgs, cArgs, goServer, sOut, cOut)
+}
+
+// pairToolWith is pairTool with cRun running rdma-core's side (cPPIn: another release's).
+func pairToolWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppTool, port int, sArgs, cArgs []string,
+	goServer bool, sOut, cOut string) {
+	t.Helper()
+	serve, connect := cRun, goPP
 	sName, cName := "C server", "Go client"
 	if goServer {
-		serve, connect = goPP, cPP
+		serve, connect = goPP, cRun
 		sName, cName = "Go server", "C client"
 	}
 	done := make(chan ppResult, 1)

@@ -2,56 +2,14 @@ package interop
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
-// peerEnv names the variable that carries the root of an era's C tools (labsuite builds it with
-// lab.EnsurePeerRoot and sets GOVERBS_LAB_PEER_TRIXIE).
-func peerEnv(era string) string { return "GOVERBS_LAB_PEER_" + strings.ToUpper(era) }
-
-var peerMounts sync.Map // era -> error of the one-time mount setup
-
-// peerRoot returns the root of era's C tools with the VM's /dev, /sys, /proc and tmpfs mounted in it, so that
-// command can chroot into it (impl "c@trixie").
-func peerRoot(t *testing.T, era string) string {
-	t.Helper()
-	root := os.Getenv(peerEnv(era))
-	if root == "" {
-		if labtest.Required() {
-			t.Fatalf("%s is not set: run the lab tests with labsuite, which builds %s's tools root", peerEnv(era), era)
-		}
-		t.Skipf("%s is not set: run with go run ./test/lab/cmd/labsuite, which builds %s's tools root", peerEnv(era), era)
-	}
-	errv, _ := peerMounts.LoadOrStore(era, sync.OnceValue(func() error {
-		for _, m := range []struct {
-			src, dir, fstype string
-			flags            uintptr
-		}{
-			{"/dev", "dev", "", unix.MS_BIND | unix.MS_REC},
-			{"/sys", "sys", "", unix.MS_BIND | unix.MS_REC},
-			{"proc", "proc", "proc", 0},
-			{"tmpfs", "tmp", "tmpfs", 0},
-			{"tmpfs", "run", "tmpfs", 0},
-		} {
-			if err := unix.Mount(m.src, filepath.Join(root, m.dir), m.fstype, m.flags, ""); err != nil {
-				return &os.PathError{Op: "mount " + m.src + " on", Path: filepath.Join(root, m.dir), Err: err}
-			}
-		}
-		return nil
-	}))
-	if err := errv.(func() error)(); err != nil {
-		t.Fatalf("%s peer root %s: %v", era, root, err)
-	}
-	return root
-}
+// peerRoot is labtest.PeerRoot: era's C tools root, mounted for chroot (impl "c@trixie").
+func peerRoot(t *testing.T, era string) string { return labtest.PeerRoot(t, era) }
 
 // TestLabPerftestPeers runs goverbs' perftest against another Debian release's perftest (trixie's 6.24, run
 // from its own root by chroot) in both directions, one case per loop kind, and checks as
@@ -122,6 +80,47 @@ func TestLabPingpongPeers(t *testing.T) {
 					})
 				}
 			}
+		}
+	}
+}
+
+// TestLabRdmaCMPeers runs goverbs' rdma_cm tools against trixie's (rdma-core 56) and sid's (rdma-core 65)
+// rdmacm-utils, each from its own root, in both directions: rping (with and without -V), ucmatose, udaddy
+// and rstream (-T v: the receivers check every byte; 50 transfers of 1000 bytes). Each pair must succeed and print what it prints against
+// the host's tools (rdma-core 44).
+func TestLabRdmaCMPeers(t *testing.T) {
+	labtest.Require(t)
+	labtest.RequireRoot(t)
+	port := Port(780)
+	for _, era := range []string{"trixie", "sid"} {
+		cRun := cPPIn(peerRoot(t, era))
+		for _, goServer := range []bool{false, true} {
+			dir := "c-server"
+			if goServer {
+				dir = "go-server"
+			}
+			for _, extra := range [][]string{nil, {"-V"}} {
+				port++
+				p := port
+				t.Run(fmt.Sprintf("%s/rping%v/%s", era, extra, dir), func(t *testing.T) {
+					pairRpingWith(t, cRun, p, extra, goServer, 10, 64)
+				})
+			}
+			port++
+			p := port
+			t.Run(fmt.Sprintf("%s/ucmatose/%s", era, dir), func(t *testing.T) {
+				pairToolWith(t, cRun, cmatoseTool, p, []string{"-b", labIP, "-p", Itoa(p)}, []string{"-s", labIP, "-p", Itoa(p)},
+					goServer, cmatoseServerOut, cmatoseClientOut)
+			})
+			t.Run(fmt.Sprintf("%s/udaddy/%s", era, dir), func(t *testing.T) {
+				pairToolWith(t, cRun, udaddyTool, 7174, []string{"-b", labIP}, []string{"-s", labIP}, goServer,
+					udaddyServerOut, udaddyClientOut)
+			})
+			port++
+			p2 := port
+			t.Run(fmt.Sprintf("%s/rstream/%s", era, dir), func(t *testing.T) {
+				pairStreamWith(t, cRun, rstreamTool, p2, []string{"-T", "v", "-S", "1000", "-C", "50"}, goServer)
+			})
 		}
 	}
 }

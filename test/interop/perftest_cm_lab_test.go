@@ -48,6 +48,22 @@ func runCMPairOnce(t *testing.T, tool, srvImpl, cliImpl string, port int, args [
 	return srv, cli
 }
 
+// cHungInTeardown reports whether one side is perftest's, was killed at the bound (exit -1) after printing a
+// result row, and the other is goverbs' and exited 0.
+func cHungInTeardown(tool string, srv, cli *side) bool {
+	kind := "bw"
+	if strings.HasSuffix(tool, "_lat") {
+		kind = "lat"
+	}
+	for _, x := range [][2]*side{{srv, cli}, {cli, srv}} {
+		c, g := x[0], x[1]
+		if c.impl == "c" && g.impl == "go" && c.rc == -1 && g.rc == 0 && len(cmResultLines(c.out.String(), kind)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // cListenRace reports whether perftest's client says its rdma_cm connect beat the server's listen: REJECTED
 // with reason 8 (no listener) for RC, UNREACHABLE for UD.
 func cListenRace(stderr string) bool {
@@ -81,6 +97,11 @@ func runCMPair(t *testing.T, tool, srvImpl, cliImpl string, port int, args []str
 			return srv, cli
 		case strings.Contains(srv.err.String()+cli.err.String(), cClockFlake):
 			t.Logf("%s-server/%s-client: C clock sampling failed, running the pair again", srvImpl, cliImpl)
+		case cHungInTeardown(tool, srv, cli):
+			// Seen twice in full matrix runs on 7.3 (ib_read_bw -z, C server, goverbs client): the C side printed
+			// its results and never exited within the bound after the goverbs side had exited 0. Not reproduced
+			// in isolation (3 of 3 runs of the case pass); docs/perftest.md.
+			t.Logf("%s-server/%s-client: the C side printed its results but did not exit (the teardown hang of docs/perftest.md), running the pair again", srvImpl, cliImpl)
 		case srvImpl == "c" && cliImpl == "c" && cListenRace(cli.err.String()):
 			// perftest's own race: its server listens only after the handshake its client connects after; a
 			// connect that comes back REJECTED (no listener) or, for UD, UNREACHABLE can make Debian's C client

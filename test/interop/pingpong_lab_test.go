@@ -2,12 +2,14 @@ package interop
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,8 +102,23 @@ func goPP(tool ppTool, args []string) ppResult {
 }
 
 // cPP runs rdma-core's tool.
-func cPP(tool ppTool, args []string) ppResult {
-	cmd := exec.Command(tool.ctool, args...)
+func cPP(tool ppTool, args []string) ppResult { return runC(exec.Command(tool.ctool, args...)) }
+
+// cPPIn runs another release's rdma-core tool from its root (peerRoot), by chroot, killed after 3 minutes (C
+// riostream spins for ever on a lost peer).
+func cPPIn(root string) func(ppTool, []string) ppResult {
+	return func(tool ppTool, args []string) ppResult {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "/usr/bin/"+tool.ctool, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
+		cmd.Dir = "/"
+		return runC(cmd)
+	}
+}
+
+// runC runs cmd and collects its status and output.
+func runC(cmd *exec.Cmd) ppResult {
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -40,12 +40,19 @@ func rpingLines(prefix string, n, size int) string {
 // exit 0 and print the ping data rping -v prints.
 func pairRping(t *testing.T, port int, extra []string, goServer bool, count, size int) {
 	t.Helper()
+	pairRpingWith(t, cPP, port, extra, goServer, count, size)
+}
+
+// pairRpingWith is pairRping with cRun running rdma-core's side (cPP: the host's rping; cPPIn: another
+// release's, from its root).
+func pairRpingWith(t *testing.T, cRun func(ppTool, []string) ppResult, port int, extra []string, goServer bool, count, size int) {
+	t.Helper()
 	sArgs := append([]string{"-s", "-a", labIP, "-p", Itoa(port), "-v"}, extra...)
 	cArgs := append([]string{"-c", "-a", labIP, "-p", Itoa(port), "-C", Itoa(count), "-v"}, extra...)
-	serve, connect := cPP, goPP
+	serve, connect := cRun, goPP
 	sName, cName := "C server", "Go client"
 	if goServer {
-		serve, connect = goPP, cPP
+		serve, connect = goPP, cRun
 		sName, cName = "Go server", "C client"
 	}
 	done := make(chan ppResult, 1)

@@ -34,9 +34,15 @@ var keepaliveLine = regexp.MustCompile(`^(Keepalive: ON|  time: \d+)$`)
 // stderr and print the header, the keepalive lines of -k, and the same custom row (up to the timings).
 func pairStream(t *testing.T, tool ppTool, port int, extra []string, goServer bool) {
 	t.Helper()
+	pairStreamWith(t, func(tool ppTool, args []string) ppResult { return cPPTimeout(tool, args, 3*time.Minute) },
+		tool, port, extra, goServer)
+}
+
+// pairStreamWith is pairStream with cRun running rdma-core's side (cPPIn: another release's).
+func pairStreamWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppTool, port int, extra []string, goServer bool) {
+	t.Helper()
 	sArgs := append([]string{"-b", labIP, "-p", Itoa(port)}, extra...)
 	cArgs := append([]string{"-s", labIP, "-p", Itoa(port)}, extra...)
-	cRun := func(tool ppTool, args []string) ppResult { return cPPTimeout(tool, args, 3*time.Minute) }
 	serve, connect := cRun, goPP
 	sName, cName := "C server", "Go client"
 	if goServer {
