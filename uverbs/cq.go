@@ -26,8 +26,8 @@ type CompChannel struct {
 	// pf is the fd wrapped for Go's runtime poller, made by the first GetEvent that waits there. A channel
 	// that waits in the kernel from the start is never registered with the poller: a registered fd wakes
 	// the runtime's netpoller on every event, for a read nobody waits for there.
+	pf       atomic.Pointer[pollFile] // set once, under pfMu; read without it on every wait
 	pfMu     sync.Mutex
-	pf       *pollFile
 	fdClosed bool // Close closed the fd; guarded by pfMu
 
 	rmu      sync.Mutex
@@ -59,16 +59,23 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 }
 
 // pollFile returns the channel's fd registered with Go's poller, registering it on first use.
+// After the first call it is one atomic load (a Close after it closes the file under the read, which then
+// fails with os.ErrClosed).
 func (ch *CompChannel) pollFile() (*pollFile, error) {
+	if pf := ch.pf.Load(); pf != nil {
+		return pf, nil
+	}
 	ch.pfMu.Lock()
 	defer ch.pfMu.Unlock()
 	if ch.fdClosed {
 		return nil, ErrClosed
 	}
-	if ch.pf == nil {
-		ch.pf = &pollFile{f: os.NewFile(uintptr(ch.fd), "uverbs-comp-channel")}
+	pf := ch.pf.Load()
+	if pf == nil {
+		pf = &pollFile{f: os.NewFile(uintptr(ch.fd), "uverbs-comp-channel")}
+		ch.pf.Store(pf)
 	}
-	return ch.pf, nil
+	return pf, nil
 }
 
 // FD is the channel's file descriptor.
@@ -175,8 +182,8 @@ func (ch *CompChannel) Close() error {
 		ch.ctx.dropObject()
 		ch.pfMu.Lock()
 		ch.fdClosed = true
-		if ch.pf != nil {
-			closeErr = ch.pf.close() // wakes a GetEvent waiting on the poller; the fd is gone either way
+		if pf := ch.pf.Load(); pf != nil {
+			closeErr = pf.close() // wakes a GetEvent waiting on the poller; the fd is gone either way
 		} else {
 			closeErr = unix.Close(ch.fd)
 		}
