@@ -1,7 +1,8 @@
-// Package asyncwatch is goverbs' clone of rdma-core's ibv_asyncwatch
+// Package asyncwatch is goverbs' clone of rdma-core 65's ibv_asyncwatch
 // (libibverbs/examples/asyncwatch.c): it opens a device and prints every
 // asynchronous event the device reports, with the C tool's lines, until it
-// is killed.
+// is killed. (Its one change since rdma-core 44, in 62: the event
+// IBV_EVENT_DEVICE_SPEED_CHANGE is named instead of "unexpected".)
 package asyncwatch
 
 import (

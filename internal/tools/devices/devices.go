@@ -1,4 +1,4 @@
-// Package devices is goverbs' clone of rdma-core 44's ibv_devices: it lists
+// Package devices is goverbs' clone of rdma-core 65's ibv_devices: it lists
 // the verbs devices and their node GUIDs, byte for byte like the C tool.
 package devices
 

@@ -1,4 +1,4 @@
-// Package devinfo is goverbs' clone of rdma-core 44's ibv_devinfo: device
+// Package devinfo is goverbs' clone of rdma-core 65's ibv_devinfo: device
 // and port attributes, byte for byte like the C tool, with the same options
 // (-d/--ib-dev, -i/--ib-port, -l/--list, -v/--verbose), diagnostics and exit
 // statuses.
@@ -49,7 +49,7 @@ func usage(w io.Writer, prog string) {
 	fmt.Fprintf(w, "Usage: %s             print the ca attributes\n", prog)
 	fmt.Fprintf(w, "\n")
 	fmt.Fprintf(w, "Options:\n")
-	fmt.Fprintf(w, "  -d, --ib-dev=<dev>     use IB device <dev> (default first device found)\n")
+	fmt.Fprintf(w, "  -d, --ib-dev=<dev>     use IB device <dev> (default all devices)\n")
 	fmt.Fprintf(w, "  -i, --ib-port=<port>   use port <port> of IB device (default all ports)\n")
 	fmt.Fprintf(w, "  -l, --list             print only the IB devices names\n")
 	fmt.Fprintf(w, "  -v, --verbose          print all the attributes of the IB device(s)\n")
@@ -242,7 +242,14 @@ func WriteHCA(stdout, stderr io.Writer, m *Model, ibPort uint8, verbose bool) in
 			p("\t\t\tsubnet_timeout:\t\t%d\n", pa.SubnetTimeout)
 			p("\t\t\tinit_type_reply:\t%d\n", pa.InitTypeReply)
 			p("\t\t\tactive_width:\t\t%sX (%d)\n", widthStr(pa.ActiveWidth), pa.ActiveWidth)
-			p("\t\t\tactive_speed:\t\t%s (%d)\n", speedStr(pa.ActiveSpeed), pa.ActiveSpeed)
+			speed := uint32(pa.ActiveSpeed)
+			if pa.ActiveSpeedEx != 0 {
+				speed = pa.ActiveSpeedEx
+			}
+			p("\t\t\tactive_speed:\t\t%s (%d)\n", speedStr(speed), int32(speed))
+			if pt.EffectiveSpeed != nil {
+				p("\t\t\teffective_speed:\t%.1f Gbps\n", float64(*pt.EffectiveSpeed)/10)
+			}
 			if m.Transport == 0 {
 				p("\t\t\tphys_state:\t\t%s (%d)\n", portPhyStateStr(pa.PhysState), pa.PhysState)
 			}

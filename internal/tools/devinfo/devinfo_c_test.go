@@ -18,11 +18,13 @@ import (
 )
 
 // The C ibv_devinfo cannot query fake devices, so "go test -update" runs it
-// with testdata/fakeverbs (an LD_PRELOAD library built here with cc) that
-// answers ibv_open_device, the context's query_device_ex/query_port and
-// ibv_query_gid(_type) from a spec the test writes from the same Model our
-// renderer gets. The goldens are therefore the C tool's own rendering of
-// these models, including its failure paths.
+// with testdata/fakeverbs (an LD_PRELOAD library built here with cc against
+// the Reference libibverbs headers, golden.CHeaders) that answers
+// ibv_open_device, the context's query_device_ex/query_port,
+// ibv_query_gid(_type), ibv_query_port_speed and ibv_query_comp_cntr_caps
+// from a spec the test writes from the same Model our renderer gets. The
+// goldens are therefore the C tool's own rendering of these models,
+// including its failure paths.
 
 // cFields maps DeviceAttr fields to struct ibv_device_attr_ex field names.
 var cFields = map[string]string{
@@ -60,7 +62,7 @@ var cPortFields = map[string]string{
 	"QkeyViolCntr": "qkey_viol_cntr", "PkeyTblLen": "pkey_tbl_len", "LID": "lid", "SMLID": "sm_lid", "LMC": "lmc",
 	"MaxVLNum": "max_vl_num", "SMSL": "sm_sl", "SubnetTimeout": "subnet_timeout", "InitTypeReply": "init_type_reply",
 	"ActiveWidth": "active_width", "ActiveSpeed": "active_speed", "PhysState": "phys_state", "LinkLayer": "link_layer",
-	"Flags": "flags", "PortCapFlags2": "port_cap_flags2",
+	"Flags": "flags", "PortCapFlags2": "port_cap_flags2", "ActiveSpeedEx": "active_speed_ex",
 }
 
 // intValue is v as an unsigned 64-bit pattern (signed values sign-extend,
@@ -122,6 +124,12 @@ func spec(m *Model, qerr error) string {
 		if p.GIDFailure != nil {
 			fmt.Fprintf(&b, "gidfail %d %d\n", i+1, p.GIDFailure.Index)
 		}
+		if p.EffectiveSpeed != nil {
+			fmt.Fprintf(&b, "portspeed %d %d\n", i+1, *p.EffectiveSpeed)
+		}
+	}
+	if cc := m.CompCntr; cc != nil {
+		fmt.Fprintf(&b, "compcntr %d %d\n", cc.MaxCounters, cc.SupportedQPAttachOps)
 	}
 	if m.CloseErr != nil {
 		b.WriteString("closefail\n")
@@ -205,6 +213,27 @@ func oddModel() *Model {
 	return m
 }
 
+// rdma65Model has what rdma-core 65's ibv_devinfo prints beyond 44's: an
+// XDR port (active_speed_ex 256), effective speeds, completion counters, the
+// FLUSH and ATOMIC_WRITE ODP capabilities, CC_DMA_BOUNCE and packet pacing
+// over RC.
+func rdma65Model() *Model {
+	m := cx5Model()
+	a := &m.Attr
+	a.RCODPCaps |= ODPSupportFlush | ODPSupportAtomicWrite | 1<<9
+	a.UDODPCaps = ODPSupportFlush
+	a.DeviceCapFlagsEx |= 1<<41 | 1<<42
+	a.PacketPacing = PacketPacingCaps{QPRateLimitMin: 1, QPRateLimitMax: 100000000, SupportedQPTs: 1<<2 | 1<<4 | 1<<8 | 1<<11}
+	m.CompCntr = &CompCntrCaps{MaxCounters: 1024, SupportedQPAttachOps: 0x7f}
+	m.Ports[0].Attr.ActiveSpeed, m.Ports[0].Attr.ActiveSpeedEx = 0, 256
+	m.Ports[0].EffectiveSpeed = new(uint64)
+	*m.Ports[0].EffectiveSpeed = 8000
+	m.Ports[1].Attr.ActiveSpeedEx = 64
+	m.Ports[1].EffectiveSpeed = new(uint64)
+	*m.Ports[1].EffectiveSpeed = 25
+	return m
+}
+
 var cCases = []struct {
 	name  string
 	args  string
@@ -216,6 +245,14 @@ var cCases = []struct {
 	{"cx5_-v_-d_mlx5_1_-i_2", "-v -d mlx5_1 -i 2", cx5Model, nil},
 	{"cx5_-i_3", "-i 3", cx5Model, nil},
 	{"odd_-v", "-v", oddModel, nil},
+	{"rdma65_-v", "-v", rdma65Model, nil},
+	{"rdma65", "-i 1", rdma65Model, nil},
+	{"no_comp_cntr_ops_-v", "-v -d mlx5_0 -i 2", func() *Model {
+		m := rdma65Model()
+		m.CompCntr.SupportedQPAttachOps = 0
+		m.Ports[1].Attr.ActiveSpeedEx = 0x80000000
+		return m
+	}, nil},
 	{"port2_fails_-v", "-v", func() *Model { m := cx5Model(); m.Ports[1].Err = unix.EPERM; return m }, nil},
 	{"port1_fails_-i_2", "-i 2", func() *Model { m := cx5Model(); m.Ports[0].Err = unix.EPERM; return m }, nil},
 	{"gid_fails_-v", "-v -d mlx5_0", func() *Model {
@@ -253,8 +290,12 @@ func TestCRenderedModels(t *testing.T) {
 		if why := golden.CAvailable("ibv_devinfo"); why != "" {
 			t.Fatalf("-update: %s", why)
 		}
+		inc, err := golden.CHeaders()
+		if err != nil {
+			t.Fatalf("-update: %v", err)
+		}
 		shim = filepath.Join(t.TempDir(), "fakeverbs.so")
-		cc := exec.Command("cc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror",
+		cc := exec.Command("cc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-I", inc,
 			"-Wl,--version-script=testdata/fakeverbs/fakeverbs.map", "-o", shim, "testdata/fakeverbs/fakeverbs.c")
 		if out, err := cc.CombinedOutput(); err != nil {
 			t.Fatalf("build fakeverbs: %v\n%s", err, out)
@@ -266,11 +307,7 @@ func TestCRenderedModels(t *testing.T) {
 			file := filepath.Join("testdata", "golden", "c_"+c.name+".golden")
 			args := strings.Fields(c.args)
 			if *update {
-				specFile := filepath.Join(t.TempDir(), "spec")
-				if err := os.WriteFile(specFile, []byte(spec(m, c.qerr)), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				r, err := golden.RunCEnv(tree, []string{"LD_PRELOAD=" + shim, "FAKEVERBS_SPEC=" + specFile}, "ibv_devinfo", args...)
+				r, err := runFakeverbs(t, shim, tree, spec(m, c.qerr), "ibv_devinfo", args...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -284,4 +321,23 @@ func TestCRenderedModels(t *testing.T) {
 			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
 		})
 	}
+}
+
+// runFakeverbs runs the Reference C tool prog against tree with the
+// fakeverbs library shim answering from specText; the shim and the spec are
+// visible as /tmp/fakeverbs.so and /tmp/spec in the Reference root.
+func runFakeverbs(t *testing.T, shim, tree, specText, prog string, args ...string) (golden.Result, error) {
+	t.Helper()
+	tmp := t.TempDir()
+	b, err := os.ReadFile(shim)
+	if err != nil {
+		return golden.Result{}, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "fakeverbs.so"), b, 0o755); err != nil {
+		return golden.Result{}, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "spec"), []byte(specText), 0o644); err != nil {
+		return golden.Result{}, err
+	}
+	return golden.Run{Tree: tree, Tmp: tmp, Env: []string{"LD_PRELOAD=/tmp/fakeverbs.so", "FAKEVERBS_SPEC=/tmp/spec"}}.C(prog, args...)
 }

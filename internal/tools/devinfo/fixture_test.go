@@ -49,7 +49,7 @@ func rxeModel(guid uint64) *Model {
 			MaxAH: 32767, MaxSRQ: 917503, MaxSRQWR: 1048576, MaxSRQSGE: 27, MaxPkeys: 64,
 			LocalCAAckDelay: 15, PhysPortCnt: 1, DeviceCapFlagsEx: 0x1223c76,
 		},
-		NumCompVectors: 2,
+		NumCompVectors: 1, // the capture ran under TCG, with one vCPU
 		Ports: []Port{{
 			Attr: PortAttr{
 				State: 4, MaxMTU: 5, ActiveMTU: 3, GIDTblLen: 1024, PortCapFlags: 0x10000,

@@ -1,12 +1,12 @@
 package devinfo
 
 // This file is the data model ibv_devinfo prints, and the Source contract
-// that fills it. Field names and C types follow rdma-core 44's struct
+// that fills it. Field names and C types follow rdma-core 65's struct
 // ibv_device_attr_ex and struct ibv_port_attr; int32 fields are C "int" and
 // are printed with %d exactly like the C tool (so a kernel value above 2^31
 // prints negative there and here).
 //
-// Where each field comes from (Linux 6.1, what libibverbs 44 does):
+// Where each field comes from (what libibverbs 65 does):
 //
 //   - DeviceAttr: the EX_QUERY_DEVICE write command (IB_USER_VERBS_EX_CMD_QUERY_DEVICE,
 //     struct ib_uverbs_ex_query_device_resp), tunnelled through
@@ -48,7 +48,15 @@ package devinfo
 //   - PortAttr: UVERBS_METHOD_QUERY_PORT (struct ib_uverbs_query_port_resp_ex,
 //     with port_cap_flags2), falling back to the QUERY_PORT write command
 //     (PortCapFlags2 then 0). Fields map by name; link_layer is
-//     IBV_LINK_LAYER_* (0 unspecified, 1 InfiniBand, 2 Ethernet).
+//     IBV_LINK_LAYER_* (0 unspecified, 1 InfiniBand, 2 Ethernet);
+//     active_speed_ex (after port_cap_flags2 and two reserved bytes; 0 from
+//     kernels that predate it) -> ActiveSpeedEx.
+//   - Port.EffectiveSpeed: UVERBS_METHOD_QUERY_PORT_SPEED (a recent kernel
+//     method), which only the mlx5 and efa providers issue; the others fail
+//     with EOPNOTSUPP.
+//   - CompCntr: UVERBS_METHOD_QUERY_COMP_CNTR_CAPS, issued by the efa
+//     provider only (EOPNOTSUPP elsewhere, so nil on every device goverbs
+//     opens).
 //   - GIDs: UVERBS_METHOD_QUERY_GID_TABLE (struct ib_uverbs_gid_entry: gid,
 //     gid_index, port_num, gid_type, netdev_ifindex) with max_entries =
 //     the largest gid_tbl_len, or per index UVERBS_METHOD_QUERY_GID_ENTRY
@@ -84,6 +92,9 @@ const (
 	ODPSupportRead    = 1 << 3
 	ODPSupportAtomic  = 1 << 4
 	ODPSupportSRQRecv = 1 << 5
+	// Since rdma-core 58.
+	ODPSupportFlush       = 1 << 6 // IBV_ODP_SUPPORT_FLUSH
+	ODPSupportAtomicWrite = 1 << 7 // IBV_ODP_SUPPORT_ATOMIC_WRITE
 )
 
 // TSOCaps is struct ibv_tso_caps.
@@ -207,6 +218,10 @@ type PortAttr struct {
 	LinkLayer     uint8 // 0 unspecified, 1 InfiniBand, 2 Ethernet
 	Flags         uint8
 	PortCapFlags2 uint16
+	// ActiveSpeedEx is the port's speed as a 32-bit value (rdma-core 49+;
+	// 0 when the kernel does not report it), which ibv_devinfo
+	// prints instead of ActiveSpeed when it is not 0 (XDR is 256).
+	ActiveSpeedEx uint32
 }
 
 // Link layers (IBV_LINK_LAYER_*).
@@ -253,6 +268,18 @@ type Port struct {
 	GIDs []GIDEntry
 	// GIDFailure, if set, is the first index whose query failed.
 	GIDFailure *GIDFailure
+	// EffectiveSpeed is ibv_query_port_speed's answer, the port's
+	// effective bandwidth in units of 100 Mb/s (rdma-core 65), or nil when
+	// the verb fails (on rxe it always does: only mlx5 and efa implement
+	// it); ibv_devinfo -v prints it as effective_speed.
+	EffectiveSpeed *uint64
+}
+
+// CompCntrCaps is struct ibv_comp_cntr_caps (rdma-core 65's completion
+// counters), as much of it as ibv_devinfo prints.
+type CompCntrCaps struct {
+	MaxCounters          uint32
+	SupportedQPAttachOps uint32 // enum ibv_qp_attach_comp_cntr_op bits
 }
 
 // Model is everything ibv_devinfo prints for one device.
@@ -264,6 +291,9 @@ type Model struct {
 	NumCompVectors int32
 	// Ports[i] is port i+1; there must be Attr.PhysPortCnt entries.
 	Ports []Port
+	// CompCntr is ibv_query_comp_cntr_caps' answer, nil when it fails (in
+	// rdma-core 65 only the efa provider implements it).
+	CompCntr *CompCntrCaps
 	// CloseErr is a failure to close the device after querying it.
 	CloseErr error
 }

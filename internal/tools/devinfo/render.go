@@ -101,7 +101,7 @@ func widthStr(w uint8) string {
 	return "invalid width"
 }
 
-func speedStr(s uint8) string {
+func speedStr(s uint32) string {
 	switch s {
 	case 1:
 		return "2.5 Gbps"
@@ -117,6 +117,8 @@ func speedStr(s uint8) string {
 		return "50.0 Gbps"
 	case 128:
 		return "100.0 Gbps"
+	case 256:
+		return "200.0 Gbps"
 	}
 	return "invalid speed"
 }
@@ -173,13 +175,28 @@ var deviceCapFlags = []flagName{
 var odpTransCaps = []flagName{
 	{ODPSupportSend, "SUPPORT_SEND"}, {ODPSupportRecv, "SUPPORT_RECV"}, {ODPSupportWrite, "SUPPORT_WRITE"},
 	{ODPSupportRead, "SUPPORT_READ"}, {ODPSupportAtomic, "SUPPORT_ATOMIC"}, {ODPSupportSRQRecv, "SUPPORT_SRQ"},
+	{ODPSupportFlush, "SUPPORT_FLUSH"}, {ODPSupportAtomicWrite, "SUPPORT_ATOMIC_WRITE"},
 }
 
 const (
 	flagIndent = "\t\t\t\t\t"
+	qptRC      = 2 // IBV_QPT_RC
 	qptUD      = 4 // IBV_QPT_UD
 	qptRaw     = 8 // IBV_QPT_RAW_PACKET
 )
+
+// The QP types whose support tso_caps and rss_caps name, and those
+// packet_pacing_caps names (RC since rdma-core 62).
+var (
+	qptNames       = []flagName{{1 << qptRaw, "SUPPORT_RAW_PACKET"}, {1 << qptUD, "SUPPORT_UD"}}
+	pacingQPTNames = []flagName{{1 << qptRaw, "SUPPORT_RAW_PACKET"}, {1 << qptUD, "SUPPORT_UD"}, {1 << qptRC, "SUPPORT_RC"}}
+)
+
+// compCntrOps are the IBV_QP_ATTACH_COMP_CNTR_OP_* names.
+var compCntrOps = []flagName{
+	{1 << 0, "QP_ATTACH_SEND"}, {1 << 1, "QP_ATTACH_RECV"}, {1 << 2, "QP_ATTACH_RDMA_READ"},
+	{1 << 3, "QP_ATTACH_REMOTE_RDMA_READ"}, {1 << 4, "QP_ATTACH_RDMA_WRITE"}, {1 << 5, "QP_ATTACH_REMOTE_RDMA_WRITE"},
+}
 
 // printFlags prints the name of every known set bit, then the unknown ones
 // (within mask) in upper-case hex.
@@ -204,17 +221,9 @@ func printODPTransCaps(w io.Writer, v uint32) {
 	printFlags(w, uint64(v), odpTransCaps, 0xffffffff)
 }
 
-func printQPTs(w io.Writer, qpts uint32) {
+func printQPTs(w io.Writer, qpts uint32, names []flagName) {
 	fmt.Fprintf(w, "\t\tsupported_qp:\n")
-	if qpts&(1<<qptRaw) != 0 {
-		fmt.Fprintf(w, "%sSUPPORT_RAW_PACKET\n", flagIndent)
-	}
-	if qpts&(1<<qptUD) != 0 {
-		fmt.Fprintf(w, "%sSUPPORT_UD\n", flagIndent)
-	}
-	if u := qpts &^ (1<<qptRaw | 1<<qptUD); u != 0 {
-		fmt.Fprintf(w, "%sUnknown flags: 0x%X\n", flagIndent, u)
-	}
+	printFlags(w, uint64(qpts), names, 0xffffffff)
 }
 
 func writeVerboseDevice(w io.Writer, m *Model) {
@@ -257,6 +266,15 @@ func writeVerboseDevice(w io.Writer, m *Model) {
 		p("\tmax_srq_sge:\t\t\t%d\n", a.MaxSRQSGE)
 	}
 	p("\tmax_pkeys:\t\t\t%d\n", a.MaxPkeys)
+	if cc := m.CompCntr; cc != nil {
+		p("\tmax_comp_cntr:\t\t\t%d\n", int32(cc.MaxCounters))
+		p("\tcomp_cntr_caps:\n")
+		for _, f := range compCntrOps {
+			if uint64(cc.SupportedQPAttachOps)&f.bit != 0 {
+				p("%s%s\n", flagIndent, f.name)
+			}
+		}
+	}
 	p("\tlocal_ca_ack_delay:\t\t%d\n", a.LocalCAAckDelay)
 
 	p("\tgeneral_odp_caps:\n")
@@ -289,12 +307,12 @@ func writeVerboseDevice(w io.Writer, m *Model) {
 		}
 	}
 	p("\tdevice_cap_flags_ex:\t\t0x%X\n", a.DeviceCapFlagsEx)
-	printFlags(w, a.DeviceCapFlagsEx&0xffffffff00000000, []flagName{{1 << 34, "RAW_SCATTER_FCS"}, {1 << 36, "PCI_WRITE_END_PADDING"}}, ^uint64(0))
+	printFlags(w, a.DeviceCapFlagsEx&0xffffffff00000000, []flagName{{1 << 34, "RAW_SCATTER_FCS"}, {1 << 36, "PCI_WRITE_END_PADDING"}, {1 << 41, "CC_DMA_BOUNCE"}}, ^uint64(0))
 
 	p("\ttso_caps:\n")
 	p("\t\tmax_tso:\t\t\t%d\n", int32(a.TSO.MaxTSO))
 	if a.TSO.MaxTSO != 0 {
-		printQPTs(w, a.TSO.SupportedQPTs)
+		printQPTs(w, a.TSO.SupportedQPTs, qptNames)
 	}
 	p("\trss_caps:\n")
 	p("\t\tmax_rwq_indirection_tables:\t\t\t%d\n", a.RSS.MaxRWQIndirectionTables)
@@ -302,14 +320,14 @@ func writeVerboseDevice(w io.Writer, m *Model) {
 	p("\t\trx_hash_function:\t\t\t\t0x%x\n", a.RSS.RxHashFunction)
 	p("\t\trx_hash_fields_mask:\t\t\t\t0x%X\n", a.RSS.RxHashFieldsMask)
 	if a.RSS.SupportedQPTs != 0 {
-		printQPTs(w, a.RSS.SupportedQPTs)
+		printQPTs(w, a.RSS.SupportedQPTs, qptNames)
 	}
 	p("\tmax_wq_type_rq:\t\t\t%d\n", a.MaxWQTypeRQ)
 	p("\tpacket_pacing_caps:\n")
 	p("\t\tqp_rate_limit_min:\t%dkbps\n", a.PacketPacing.QPRateLimitMin)
 	p("\t\tqp_rate_limit_max:\t%dkbps\n", a.PacketPacing.QPRateLimitMax)
 	if a.PacketPacing.QPRateLimitMax != 0 {
-		printQPTs(w, a.PacketPacing.SupportedQPTs)
+		printQPTs(w, a.PacketPacing.SupportedQPTs, pacingQPTNames)
 	}
 	if a.TM.MaxNumTags != 0 {
 		p("\tmax_rndv_hdr_size:\t\t%d\n", a.TM.MaxRndvHdrSize)

@@ -1,9 +1,9 @@
 package devinfo
 
 // This file is the Source over goverbs' own uverbs package: the device list
-// of package verbssrc, attributes from the kernel queries libibverbs 44 makes
-// (extended QUERY_DEVICE, QUERY_PORT, QUERY_GID_TABLE), so that
-// "goverbs devinfo" prints what ibv_devinfo prints.
+// of package verbssrc, attributes from the kernel queries libibverbs 65 makes
+// (extended QUERY_DEVICE, QUERY_PORT, QUERY_GID_TABLE, QUERY_PORT_SPEED), so
+// that "goverbs devinfo" prints what ibv_devinfo prints.
 
 import (
 	"errors"
@@ -91,6 +91,15 @@ func (s *UverbsSource) Query(id DeviceID) (*Model, error) {
 			continue
 		}
 		m.Ports[i].Attr = portAttr(pa)
+		// rdma-core 65's additions: the 32-bit active speed of the
+		// QUERY_PORT response (which package uverbs does not return yet),
+		// and the effective speed.
+		if ex, err := verbssrc.ActiveSpeedEx(ctx, i+1); err == nil {
+			m.Ports[i].Attr.ActiveSpeedEx = ex
+		}
+		if v, err := verbssrc.PortSpeed(ctx, i+1); err == nil {
+			m.Ports[i].EffectiveSpeed = &v
+		}
 	}
 	fillGIDs(ctx, m)
 	m.CloseErr = ctx.Close()

@@ -1,11 +1,13 @@
 // Package golden holds the test plumbing shared by the tool clones: golden
 // files of captured C tool output, and a runner that executes the real
-// rdma-core tool against a fake sysfs tree (inside a private mount
-// namespace) so that the goldens are produced by the C tool itself.
+// rdma-core tool (the Reference release's, from its own root) against a fake
+// sysfs tree inside a private mount namespace, so that the goldens are
+// produced by the C tool itself.
 package golden
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +16,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/goverbs/goverbs/test/lab"
 )
 
 // Pid is the process id the goldens carry in "[pid]" diagnostics; tests run
@@ -121,49 +126,218 @@ func NormalizePid(s string) string {
 	})
 }
 
-// CAvailable reports why the C tool prog cannot be run against fake trees
-// here ("" when it can): it needs the tool, root and unshare(1).
+// Reference names the rdma-core release whose tools make the goldens: the
+// tools of Debian sid, run from the root lab.EnsurePeerRoot builds.
+const Reference = "rdma-core 65.0 (Debian sid)"
+
+// referenceEra is the lab's peer era that carries Reference.
+const referenceEra = "sid"
+
+var croot = sync.OnceValues(func() (string, error) {
+	if root := os.Getenv("GOVERBS_LAB_PEER_" + strings.ToUpper(referenceEra)); root != "" {
+		return root, nil
+	}
+	cache, err := lab.CacheDir()
+	if err != nil {
+		return "", err
+	}
+	return lab.EnsurePeerRoot(context.Background(), cache, referenceEra, os.Stderr)
+})
+
+// CRoot returns the root filesystem holding the Reference tools
+// ($GOVERBS_LAB_PEER_SID when set, as in the lab VM, else the lab cache's
+// root, built the first time by downloading sid's packages).
+func CRoot() (string, error) { return croot() }
+
+// CAvailable reports why the Reference C tool prog cannot be run against
+// fake trees here ("" when it can): it needs root, unshare(1) and the
+// Reference root holding prog.
 func CAvailable(prog string) string {
-	if _, err := exec.LookPath(prog); err != nil {
-		return prog + " not installed"
+	if os.Geteuid() != 0 {
+		return "not root (a mount namespace and chroot are needed)"
 	}
 	if _, err := exec.LookPath("unshare"); err != nil {
 		return "unshare not installed"
 	}
-	if os.Geteuid() != 0 {
-		return "not root (a mount namespace is needed)"
+	root, err := CRoot()
+	if err != nil {
+		return Reference + ": " + err.Error()
+	}
+	if _, err := toolPath(root, prog); err != nil {
+		return err.Error()
 	}
 	return ""
 }
 
-// RunC runs the real C tool prog with args against the fake tree dir (with
-// dir/sys and dir/dev): in a private mount namespace dir/sys/class is bound
-// over /sys/class and dir/dev over /dev, and SYSFS_PATH points libibverbs at
-// dir/sys. The command runs with a clean environment and argv[0] = prog.
-func RunC(dir, prog string, args ...string) (Result, error) {
-	return RunCEnv(dir, nil, prog, args...)
+// toolPath is prog's path inside root.
+func toolPath(root, prog string) (string, error) {
+	for _, dir := range []string{"/usr/sbin", "/usr/bin"} {
+		if _, err := os.Stat(filepath.Join(root, dir, prog)); err == nil {
+			return filepath.Join(dir, prog), nil
+		}
+	}
+	return "", fmt.Errorf("%s: no %s in %s", Reference, prog, root)
 }
 
-// RunCEnv is RunC with extra environment variables ("K=V").
-func RunCEnv(dir string, env []string, prog string, args ...string) (Result, error) {
-	abs, err := filepath.Abs(dir)
+// Run is one run of a Reference C tool against a fake tree.
+//
+// In a private mount namespace the tree's sys/ is bound over the root's
+// /sys and its dev/ (the host's /dev when the tree has none) over the root's
+// /dev, the host's /proc over /proc, and the tool runs chrooted in the root
+// (libibverbs finds its providers by compiled-in paths), with a clean
+// environment, SYSFS_PATH=/sys and argv[0] = prog. A shell script (ibstatus:
+// the root has no shell) runs instead under the host's /bin/sh from the
+// root, outside the chroot, with the tree's sys/class bound over
+// /sys/class.
+type Run struct {
+	Tree string   // the fake tree: Tree/sys and optionally Tree/dev
+	Env  []string // extra environment ("K=V")
+	// Tmp, when set, is a host directory bound over /tmp in the root and,
+	// inside the namespace, on the host, so that a /tmp path in Env (an
+	// LD_PRELOAD library, its input) names the same file for chroot(8) and
+	// for the tool.
+	Tmp string
+}
+
+// RunC runs the Reference C tool prog with args against the fake tree dir.
+func RunC(dir, prog string, args ...string) (Result, error) {
+	return Run{Tree: dir}.C(prog, args...)
+}
+
+// runScript is the namespace set-up; $1 is the root, $2 the tree, $3 the
+// tmp directory or "", $4 "chroot" or "script", $5 the number of "K=V"
+// environment entries that follow, exported only for the tool (an
+// LD_PRELOAD must not apply to the host's mount and chroot), then the
+// command.
+const runScript = `root=$1 tree=$2 tmp=$3 how=$4 n=$5; shift 5
+if [ "$how" = script ]; then
+	mount --bind "$tree/sys/class" /sys/class || exit 125
+else
+	mount --bind "$tree/sys" "$root/sys" || exit 125
+	if [ -d "$tree/dev" ]; then mount --bind "$tree/dev" "$root/dev"; else mount --rbind /dev "$root/dev"; fi || exit 125
+	mount --rbind /proc "$root/proc" || exit 125
+	if [ -n "$tmp" ]; then
+		# Also over the host's /tmp, so that chroot(8) finds what the
+		# environment names there (it runs with the tool's environment).
+		mount --bind "$tmp" "$root/tmp" && mount --bind "$tmp" /tmp || exit 125
+	fi
+fi
+while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n - 1)); done
+if [ "$how" = script ]; then exec /bin/sh "$@"; fi
+exec chroot "$root" "$@"`
+
+// C runs the Reference C tool prog with args; stderr's pids are normalized.
+func (r Run) C(prog string, args ...string) (Result, error) {
+	root, err := CRoot()
 	if err != nil {
 		return Result{}, err
 	}
-	script := `mount --bind "$1/sys/class" /sys/class && { [ ! -d "$1/dev" ] || mount --bind "$1/dev" /dev; } && shift && exec "$@"`
-	cmd := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", abs, prog}, args...)...)
-	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SYSFS_PATH=" + filepath.Join(abs, "sys")}, env...)
+	tree, err := filepath.Abs(r.Tree)
+	if err != nil {
+		return Result{}, err
+	}
+	tmp := r.Tmp
+	if tmp != "" {
+		if tmp, err = filepath.Abs(tmp); err != nil {
+			return Result{}, err
+		}
+	}
+	path, err := toolPath(root, prog)
+	if err != nil {
+		return Result{}, err
+	}
+	how, argv, sysfsPath := "chroot", append([]string{prog}, args...), "/sys"
+	if script, err := isScript(filepath.Join(root, path)); err != nil {
+		return Result{}, err
+	} else if script {
+		how, argv, sysfsPath = "script", append([]string{filepath.Join(root, path)}, args...), filepath.Join(tree, "sys")
+	}
+	shArgs := []string{"-m", "--propagation", "private", "sh", "-c", runScript, "sh", root, tree, tmp, how, strconv.Itoa(len(r.Env))}
+	cmd := exec.Command("unshare", append(append(shArgs, r.Env...), argv...)...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SYSFS_PATH=" + sysfsPath}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
-	r := Result{Stdout: out.String(), Stderr: NormalizePid(errb.String())}
+	res := Result{Stdout: out.String(), Stderr: NormalizePid(errb.String())}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-	case errors.As(err, &ee):
-		r.Status = ee.ExitCode()
+	case errors.As(err, &ee) && ee.ExitCode() != 125:
+		res.Status = ee.ExitCode()
 	default:
-		return r, fmt.Errorf("run %s in a mount namespace: %w", prog, err)
+		return res, fmt.Errorf("run %s (%s) in a mount namespace: %v: %s", prog, Reference, err, errb.String())
 	}
-	return r, nil
+	return res, nil
 }
+
+// isScript reports whether the file at path starts with "#!".
+func isScript(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var b [2]byte
+	n, _ := f.Read(b[:])
+	return n == 2 && string(b[:]) == "#!", nil
+}
+
+// referenceDevPackage is the package whose headers build C test helpers
+// against the Reference libibverbs (devinfo's fakeverbs).
+const referenceDevPackage = "libibverbs-dev"
+
+var cheaders = sync.OnceValues(func() (string, error) {
+	root, err := CRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(filepath.Dir(root), "dev")
+	inc := filepath.Join(dir, "root", "usr", "include")
+	if _, err := os.Stat(filepath.Join(inc, "infiniband", "verbs.h")); err == nil {
+		return inc, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	debs, _ := filepath.Glob(filepath.Join(dir, referenceDevPackage+"_*.deb"))
+	if len(debs) == 0 {
+		// The lab's private apt configuration (lab.PrivateApt), which
+		// building the root has set up; never the system's sources.
+		cache, err := lab.CacheDir()
+		if err != nil {
+			return "", err
+		}
+		apt := filepath.Join(cache, "apt")
+		cmd := exec.Command("apt-get",
+			"-o", "Dir::Etc::sourcelist="+filepath.Join(apt, "sources.list"), "-o", "Dir::Etc::sourceparts=-",
+			"-o", "Dir::State::Lists="+filepath.Join(apt, "lists"), "-o", "Dir::Cache="+filepath.Join(apt, "cache"),
+			"-o", "Dir::State::status="+filepath.Join(apt, "status"), "-o", "Debug::NoLocking=1",
+			"-o", "APT::Sandbox::User=root", "download", referenceDevPackage+"/"+referenceEra)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("apt-get download %s/%s: %v: %s", referenceDevPackage, referenceEra, err, out)
+		}
+		if debs, _ = filepath.Glob(filepath.Join(dir, referenceDevPackage+"_*.deb")); len(debs) == 0 {
+			return "", fmt.Errorf("apt-get download %s/%s: no .deb in %s", referenceDevPackage, referenceEra, dir)
+		}
+	}
+	tmp, err := os.MkdirTemp(dir, ".root-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if out, err := exec.Command("dpkg", "-x", debs[0], tmp).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("dpkg -x %s: %v: %s", debs[0], err, out)
+	}
+	os.RemoveAll(filepath.Join(dir, "root"))
+	if err := os.Rename(tmp, filepath.Join(dir, "root")); err != nil {
+		return "", err
+	}
+	return inc, nil
+})
+
+// CHeaders returns the include directory of the Reference libibverbs
+// (sid's libibverbs-dev, downloaded once next to the root through the lab's
+// private apt configuration and unpacked), for C test helpers that must
+// match the Reference library's structures.
+func CHeaders() (string, error) { return cheaders() }

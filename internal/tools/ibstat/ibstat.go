@@ -1,15 +1,17 @@
 // Package ibstat is goverbs' clone of infiniband-diags' ibstat (rdma-core
-// 44): it prints the state of InfiniBand CAs and ports from sysfs, byte for
+// 65): it prints the state of InfiniBand CAs and ports from sysfs, byte for
 // byte like the C tool, with the same options, diagnostics and exit codes.
 //
 // The data model (CA, Port) is libibumad's umad_ca_t/umad_port_t; WriteCA and
 // WritePort format it without any device, and Command reads it from a
-// configurable sysfs tree.
+// configurable sysfs tree, with each port's effective speed from libibverbs
+// (Verbs).
 package ibstat
 
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -20,7 +22,7 @@ import (
 )
 
 // Version is the infiniband-diags version ibstat -V reports.
-const Version = "44.0"
+const Version = "65.0"
 
 // Command is one configured ibstat. The zero value reads the real system.
 type Command struct {
@@ -38,6 +40,10 @@ type Command struct {
 	// Posix stops option parsing at the first operand (POSIXLY_CORRECT);
 	// when nil, the environment decides.
 	Posix *bool
+	// Verbs opens the CAs' verbs contexts for their ports' effective
+	// speed; when nil, UverbsVerbs if FS is the host's tree, else
+	// SysfsVerbs over FS.
+	Verbs Verbs
 }
 
 // Main is the tool as goverbs runs it: ibstat on the real system, prog
@@ -77,6 +83,13 @@ func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
 			status = int(e)
 		}
 	}()
+	if c.Verbs == nil {
+		if c.FS == sysfs.Host {
+			c.Verbs = &UverbsVerbs{Stderr: stderr}
+		} else {
+			c.Verbs = &SysfsVerbs{FS: c.FS, Stderr: stderr}
+		}
+	}
 	s := &state{cmd: c, stdout: stdout, stderr: stderr,
 		u: &umad{fs: c.FS, stderr: stderr, pid: c.Pid}}
 	s.readConfig(c.Config)
@@ -110,6 +123,23 @@ func (s *state) panicf(format string, args ...any) {
 	panic(exit(255))
 }
 
+// exitf is infiniband-diags' IBEXIT from fn: a message on stdout, exit -1.
+func (s *state) exitf(fn, format string, args ...any) {
+	if s.debug > 0 {
+		fmt.Fprintf(s.stdout, "%s: iberror: [pid %d] %s: failed: %s\n", s.cmd.Prog, s.cmd.Pid, fn, fmt.Sprintf(format, args...))
+	} else {
+		fmt.Fprintf(s.stdout, "%s: iberror: failed: %s\n", s.cmd.Prog, fmt.Sprintf(format, args...))
+	}
+	panic(exit(255))
+}
+
+// debugf is infiniband-diags' DEBUG from fn: with -d, a line on stdout.
+func (s *state) debugf(fn, format string, args ...any) {
+	if s.debug > 0 {
+		fmt.Fprintf(s.stdout, "ibdebug: [%d] %s: %s\n", s.cmd.Pid, fn, fmt.Sprintf(format, args...))
+	}
+}
+
 func (s *state) main(args []string, posix bool) int {
 	long := make([]getopt.LongOption, len(ibstatOpts))
 	short := ""
@@ -138,6 +168,12 @@ func (s *state) main(args []string, posix bool) int {
 			listPorts = true
 		case 'z':
 			s.readConfig(o.Arg)
+		case 'Y':
+			// The P_Key index of outgoing MADs: validated, unused by ibstat.
+			v, end, erange := cstd.Strtol(o.Arg, 0)
+			if erange || end == 0 || end != len(o.Arg) || v < 0 || v > math.MaxUint16 {
+				s.exitf("process_opt", "Invalid P_Key index \"%s\".  Requires an integer in the range [0, %d].", o.Arg, math.MaxUint16)
+			}
 		case 'h':
 			s.usage()
 		case 'V':
@@ -197,7 +233,7 @@ func (s *state) main(args []string, posix bool) int {
 			continue
 		}
 		if err := s.caStat(n, devPort, shortFmt); err != nil {
-			s.panicf("stat of IB device '%s' failed", n)
+			s.u.warn("main", "stat of IB device '%s' failed", n)
 		}
 	}
 	return 0
@@ -207,10 +243,25 @@ func (s *state) main(args []string, posix bool) int {
 func (s *state) caStat(name string, port int, noPorts bool) error {
 	ca, err := s.u.getCA(name)
 	if err != nil {
+		// A device that is no RDMA endpoint (its port has neither GID 0
+		// nor the CM capability) is passed over.
+		check := port
+		if port == -1 {
+			check = 1
+		}
+		if !s.u.portHasGID(name, check) && !s.u.portHasCMCap(name, check) {
+			s.debugf("ca_stat", "The device %s is not RDMA endpoint device", name)
+			return nil
+		}
 		return err
 	}
 	if ca.NodeType == 0 {
 		return nil
+	}
+	var speed func(port int) (uint64, error)
+	if ctx := s.cmd.Verbs.Open(name); ctx != nil {
+		defer ctx.Close()
+		speed = ctx.PortSpeed
 	}
 	if !noPorts && port >= 0 {
 		if port > ca.NumPorts || ca.Ports[port] == nil {
@@ -218,13 +269,18 @@ func (s *state) caStat(name string, port int, noPorts bool) error {
 			return fmt.Errorf("stat port %d of %s: %w", port, name, unix.EINVAL)
 		}
 		fmt.Fprintf(s.stdout, "%s: '%s'\n", NodeTypeName(ca.NodeType), ca.Name)
-		WritePort(s.stdout, ca.Ports[port], true)
+		writePort(s.stdout, ca.Ports[port], true, speed)
 		return nil
 	}
 	if noPorts {
 		WriteCA(s.stdout, ca)
 		return nil
 	}
-	WriteCAPorts(s.stdout, ca)
+	WriteCA(s.stdout, ca)
+	for _, p := range ca.Ports[:ca.NumPorts+1] {
+		if p != nil {
+			writePort(s.stdout, p, false, speed)
+		}
+	}
 	return nil
 }

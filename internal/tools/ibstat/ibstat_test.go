@@ -58,6 +58,14 @@ var cases = []struct {
 	{"rxe", "-C rxe0"},
 	{"rxe", "-P 1"},
 	{"rxe", "-e"},
+	{"rxe", "-Y 5 rxe0"},
+	{"rxe", "--pkey-idx=0xffff -s"},
+	{"rxe", "-Y abc"},
+	{"rxe", "-Y 65536"},
+	{"rxe", "--pkey-idx=-1"},
+	{"rxe", "-Y 1x"},
+	{"rxe", "-d -Y 99999999999999999999"},
+	{"rxe", "-Y"},
 	{"mlx5", ""},
 	{"mlx5", "-p"},
 	{"mlx5", "-l"},
@@ -75,6 +83,13 @@ var cases = []struct {
 	{"edge", "nopkeys"},
 	{"edge", "badport"},
 	{"edge", "iwarp0"},
+	{"edge", "-d"},
+	{"edge", "badport 10"},
+	{"edge", "-d -- badport -3"},
+	{"edge", "nopkeys 2"},
+	{"edge", "cmonly"},
+	{"edge", "cmonly 2"},
+	{"edge", "-s"},
 	{"empty", ""},
 	{"empty", "-p"},
 	{"empty", "rxe0"},
@@ -101,6 +116,7 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				r.Stdout = golden.NormalizePid(r.Stdout) // IBEXIT and DEBUG print the pid on stdout
 				if err := golden.Write(file, r); err != nil {
 					t.Fatal(err)
 				}

@@ -39,10 +39,15 @@ func WriteCA(w io.Writer, ca *CA) {
 	fmt.Fprintf(w, "\tSystem image GUID: 0x%016x\n", ca.SysImageGUID)
 }
 
-// WritePort writes one port block (ibstat's port_dump). alone is the
-// "ibstat CA PORT" form, without indentation; otherwise the block is indented
-// under its CA.
-func WritePort(w io.Writer, p *Port, alone bool) {
+// WritePort writes one port block (ibstat's port_dump) of a CA without a
+// verbs context. alone is the "ibstat CA PORT" form, without indentation;
+// otherwise the block is indented under its CA.
+func WritePort(w io.Writer, p *Port, alone bool) { writePort(w, p, alone, nil) }
+
+// writePort is port_dump; speed, when not nil, is ibv_query_port_speed on
+// the CA's context, whose answer, unless it fails, is printed as the
+// effective speed in Gb/s.
+func writePort(w io.Writer, p *Port, alone bool, speed func(port int) (uint64, error)) {
 	pre, hdrpre := "\t\t", "\t"
 	if alone {
 		pre, hdrpre = "", ""
@@ -65,6 +70,11 @@ func WritePort(w io.Writer, p *Port, alone bool) {
 		fmt.Fprintf(w, "%sRate: %d\n", pre, int32(p.Rate))
 	default:
 		fmt.Fprintf(w, "%sRate: 2.5\n", pre)
+	}
+	if speed != nil {
+		if v, err := speed(p.PortNum); err == nil {
+			fmt.Fprintf(w, "%sEffective speed: %s\n", pre, formatG(float64(v)/10))
+		}
 	}
 	fmt.Fprintf(w, "%sBase lid: %d\n", pre, int32(p.BaseLID))
 	fmt.Fprintf(w, "%sLMC: %d\n", pre, int32(p.LMC))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -361,4 +362,30 @@ func (u *umad) portGUIDs(name string) ([]uint64, error) {
 	}
 	u.trace("umad_get_ca_portguids", "%s: %d ports", name, len(guids))
 	return guids, nil
+}
+
+// portHasGID is ibstat's port_has_gid: the port's gids/0 opens for reading.
+func (u *umad) portHasGID(caName string, port int) bool {
+	f, err := os.Open(u.abs(fmt.Sprintf("%s/%s/ports/%d/gids/0", sysInfiniband, caName, port)))
+	if err != nil {
+		u.setErr(err)
+		return false
+	}
+	f.Close()
+	return true
+}
+
+// portCapCM is the port capability bit of a Connection Manager (IB spec,
+// PortInfo:CapabilityMask bit 16).
+const portCapCM = 0x10000
+
+// portHasCMCap is ibstat's port_has_cm_cap: the port's cap_mask has the CM
+// bit.
+func (u *umad) portHasCMCap(caName string, port int) bool {
+	s, err := u.readString(fmt.Sprintf("%s/%s/ports/%d", sysInfiniband, caName, port), "cap_mask", 32)
+	if err != nil {
+		return false
+	}
+	v, _, _ := cstd.Strtoul(s, 0)
+	return uint32(v)&portCapCM != 0
 }

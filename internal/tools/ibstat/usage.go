@@ -23,6 +23,7 @@ var ibstatOpts = []diagOpt{
 	{"short", 's', false, "", "short output"},
 	{"port_list", 'p', false, "", "show port list"},
 	{"config", 'z', true, "<config>", "use config file, default: " + defaultConfig},
+	{"pkey-idx", 'Y', true, "<idx>", "P_Key table index for outgoing SA/GMP MADs (default 0)"},
 	{"verbose", 'v', false, "", "increase verbosity level"},
 	{"debug", 'd', false, "", "raise debug level"},
 	{"help", 'h', false, "", "help message"},

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/goverbs/goverbs/internal/tools/asyncwatch"
 	"github.com/goverbs/goverbs/internal/tools/devices"
 	"github.com/goverbs/goverbs/internal/tools/devinfo"
 	"github.com/goverbs/goverbs/internal/tools/golden"
@@ -16,14 +20,40 @@ import (
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
-// runC runs the C tool and returns its result with pids normalized.
+// reference is the lab peer era whose C tools the clones mirror:
+// rdma-core 65 (Debian sid), run from its own root by chroot.
+const reference = "sid"
+
+// runC runs the reference C tool prog (from sid's root, by chroot; ibstatus,
+// a /bin/sh script and the root having no shell, with the VM's sh) and
+// returns its result with pids normalized.
 func runC(t *testing.T, prog string, args []string) golden.Result {
 	t.Helper()
-	cmd := exec.Command(prog, args...)
+	root := labtest.PeerRoot(t, reference)
+	var path string
+	for _, dir := range []string{"/usr/bin", "/usr/sbin"} {
+		if _, err := os.Stat(filepath.Join(root, dir, prog)); err == nil {
+			path = filepath.Join(dir, prog)
+			break
+		}
+	}
+	if path == "" {
+		t.Fatalf("no %s in %s's root %s", prog, reference, root)
+	}
+	var cmd *exec.Cmd
+	if prog == "ibstatus" {
+		cmd = exec.Command("/bin/sh", append([]string{filepath.Join(root, path)}, args...)...)
+	} else {
+		cmd = exec.Command(path, args...)
+		cmd.Args[0] = prog
+		cmd.Dir = "/"
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
+	}
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	r := golden.Result{Stdout: out.String(), Stderr: golden.NormalizePid(errb.String())}
+	r := golden.Result{Stdout: golden.NormalizePid(out.String()), Stderr: golden.NormalizePid(errb.String())}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -46,7 +76,7 @@ func compare(t *testing.T, prog string, run goTool, cases []string) {
 			want := runC(t, prog, args)
 			var out, errb bytes.Buffer
 			st := run(prog, args, &out, &errb)
-			got := golden.Result{Stdout: out.String(), Stderr: golden.NormalizePid(errb.String()), Status: st}
+			got := golden.Result{Stdout: golden.NormalizePid(out.String()), Stderr: golden.NormalizePid(errb.String()), Status: st}
 			if got != want {
 				t.Errorf("%s %s differs from the C tool\n--- C:\n%s\n--- goverbs:\n%s", prog, c, want, got)
 			}
@@ -65,12 +95,12 @@ func TestLabIbstat(t *testing.T) {
 	labtest.Require(t)
 	compare(t, "ibstat", ibstat.Main,
 		[]string{"", "-s", "-p", "-l", "DEV", "DEV 1", "DEV 2", "DEV 0", "DEV 9", "foo", "-l DEV", "-p DEV", "-s DEV",
-			"-dd DEV 9", "-dd -p", "-V", "-h", "-x"})
+			"-dd DEV 9", "-dd -p", "-V", "-h", "-x", "-Y 3 DEV", "--pkey-idx=70000", "-d -Y x DEV", "-d DEV 0"})
 }
 
 // DevinfoCases are the ibv_devinfo invocations compared in the lab.
 var DevinfoCases = []string{"", "-v", "-l", "-d DEV", "-d DEV -i 1", "-v -i 1", "-i 9", "-i 257", "-d foo",
-	"-i 0", "-v -d DEV", "--ib-dev=DEV --verbose", "-x"}
+	"-i 0", "-v -d DEV", "--ib-dev=DEV --verbose", "-x", "-h"}
 
 // DiffDevinfo compares ibv_devinfo with goverbs' devinfo over src, a
 // devinfo.Source implementation.
@@ -90,4 +120,11 @@ func TestLabDevinfo(t *testing.T) {
 func TestLabIbstatus(t *testing.T) {
 	labtest.Require(t)
 	compare(t, "ibstatus", ibstatus.Main, []string{"", "DEV", "DEV:1", "DEV:2", "nosuchdev", "-h"})
+}
+
+// TestLabAsyncwatch compares ibv_asyncwatch's invocations that return (the
+// event loop itself is compared in test/interop's TestLabAsyncwatch).
+func TestLabAsyncwatch(t *testing.T) {
+	labtest.Require(t)
+	compare(t, "ibv_asyncwatch", asyncwatch.Main, []string{"-h", "-x", "-d", "-d foo", "--help=1"})
 }

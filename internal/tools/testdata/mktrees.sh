@@ -80,6 +80,12 @@ w $d/node_type "1: CA\n"
 w $d/node_guid "0001:0002:0003:0004\n"
 w $d/sys_image_guid "0001:0002:0003:0004\n"
 port $d/ports/10 "4: ACTIVE" "5: LinkUp" "10 Gb/sec (1X QDR)" 1 1 0 0 InfiniBand fe80:0:0:0:1:2:3:4
+d=edge/sys/class/infiniband/cmonly # no GID 0, no pkeys, a CM capability: an RDMA endpoint libibumad fails on
+w $d/node_type "1: CA\n"
+w $d/node_guid "0001:0002:0003:0005\n"
+w $d/sys_image_guid "0001:0002:0003:0005\n"
+port $d/ports/1 "4: ACTIVE" "5: LinkUp" "10 Gb/sec (1X QDR)" 1 1 0 0x00010000 InfiniBand fe80:0:0:0:1:2:3:5
+rm -r $d/ports/1/pkeys $d/ports/1/gids
 touch empty/sys/class/.keep
 
 # --- verbs_edge: uverbs entries libibverbs skips, unparsable GUIDs ------------

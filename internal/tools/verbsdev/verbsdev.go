@@ -1,4 +1,4 @@
-// Package verbsdev lists RDMA verbs devices the way libibverbs 44
+// Package verbsdev lists RDMA verbs devices the way libibverbs 65
 // (ibv_get_device_list) does when it scans sysfs: one device per
 // class/infiniband_verbs/uverbsN whose ibdev, dev and /dev/infiniband node
 // exist, in directory order, with the same errors (ENOSYS when the class is
@@ -6,7 +6,7 @@
 //
 // Differences from the C library, by design: devices are not matched against
 // userspace provider drivers (every device with a uverbs node is listed;
-// rdma-core 44 ships a provider for every in-tree driver), and the netlink
+// rdma-core 65 ships a provider for every in-tree driver), and the netlink
 // enumeration libibverbs tries first is not used (its order, by device index,
 // equals the sysfs order on ordinary systems).
 package verbsdev

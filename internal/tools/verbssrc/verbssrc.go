@@ -1,6 +1,6 @@
 // Package verbssrc is the device list the goverbs tools show on the real
 // system: goverbs' own discovery (uverbs.Devices: RDMA netlink, sysfs as
-// fallback), filtered and reported like libibverbs 44's
+// fallback), filtered and reported like libibverbs 65's
 // ibv_get_device_list, so that "goverbs devices" and "goverbs devinfo" list
 // what ibv_devices and ibv_devinfo list.
 //

@@ -1,11 +1,15 @@
 /*
- * Test-only LD_PRELOAD library: fakes a device behind libibverbs 44's
- * ibv_open_device so that the real ibv_devinfo prints a model the Go test
- * describes (devinfo_c_test.go builds this with cc; it is not part of any Go
- * package). The model is read from $FAKEVERBS_SPEC, one "key value..." per
- * line: ex-device attributes by their C field name, "port N field value",
- * "gid PORT INDEX HEX32 TYPE", "ncv N", and failures "openfail",
- * "queryfail ERRNO", "closefail", "portfail N ERRNO", "gidfail PORT INDEX".
+ * Test-only LD_PRELOAD library: fakes a device behind libibverbs 65's
+ * ibv_open_device so that the real ibv_devinfo (and ibstat) print a model the
+ * Go test describes (devinfo_c_test.go builds this with cc against rdma-core
+ * 65's headers; it is not part of any Go package). The model is read from
+ * $FAKEVERBS_SPEC, one "key value..." per line: ex-device attributes by their
+ * C field name, "port N field value", "gid PORT INDEX HEX32 TYPE", "ncv N",
+ * "portspeed N VALUE" (ibv_query_port_speed's answer; without it the verb
+ * fails with EOPNOTSUPP, as on most providers), "compcntr MAX OPS"
+ * (ibv_query_comp_cntr_caps' answer; without it EOPNOTSUPP), and failures
+ * "openfail", "queryfail ERRNO", "closefail", "portfail N ERRNO",
+ * "gidfail PORT INDEX".
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -27,6 +31,9 @@ static struct {
 	struct gid gids[MAXG];
 	int ngids, ncv, openfail, queryfail, closefail;
 	int portfail[MAXP + 1], gidfail_port, gidfail_index;
+	int has_speed[MAXP + 1], has_cc;
+	uint64_t speed[MAXP + 1];
+	struct ibv_comp_cntr_caps cc;
 	int loaded;
 } S;
 
@@ -58,7 +65,7 @@ static const struct field portf[] = {
 	P(state), P(max_mtu), P(active_mtu), P(gid_tbl_len), P(port_cap_flags), P(max_msg_sz),
 	P(bad_pkey_cntr), P(qkey_viol_cntr), P(pkey_tbl_len), P(lid), P(sm_lid), P(lmc), P(max_vl_num),
 	P(sm_sl), P(subnet_timeout), P(init_type_reply), P(active_width), P(active_speed), P(phys_state),
-	P(link_layer), P(flags), P(port_cap_flags2), {0},
+	P(link_layer), P(flags), P(port_cap_flags2), P(active_speed_ex), {0},
 };
 
 static int set(void *base, const struct field *t, const char *name, unsigned long long v)
@@ -104,6 +111,11 @@ static void load(void)
 				sscanf(hex + 2 * j, "%2hhx", &g->raw[j]);
 		} else if (sscanf(line, "fw_ver %63s", S.dev.orig_attr.fw_ver) == 1)
 			;
+		else if (sscanf(line, "portspeed %d %llu", &p, &v) == 2 && p <= MAXP) {
+			S.has_speed[p] = 1;
+			S.speed[p] = v;
+		} else if (sscanf(line, "compcntr %u %u", &S.cc.max_counters, &S.cc.supported_qp_attach_ops) == 2)
+			S.has_cc = 1;
 		else if (sscanf(line, "ncv %d", &S.ncv) == 1)
 			;
 		else if (!strncmp(line, "openfail", 8))
@@ -196,5 +208,22 @@ int ibv_query_gid_type(struct ibv_context *c, uint8_t port, unsigned int index,
 	if (g && g->type == 255)
 		return -1;
 	*type = g && g->type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
+	return 0;
+}
+
+int ibv_query_port_speed(struct ibv_context *c, uint32_t port, uint64_t *speed)
+{
+	if (port > MAXP || !S.has_speed[port])
+		return EOPNOTSUPP;
+	*speed = S.speed[port];
+	return 0;
+}
+
+int _ibv_query_comp_cntr_caps(struct ibv_context *c, struct ibv_comp_cntr_caps *caps, size_t size)
+{
+	memset(caps, 0, size);
+	if (!S.has_cc)
+		return EOPNOTSUPP;
+	memcpy(caps, &S.cc, size < sizeof(S.cc) ? size : sizeof(S.cc));
 	return 0;
 }

@@ -1,0 +1,129 @@
+package ibstat
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/internal/tools/golden"
+	"github.com/goverbs/goverbs/internal/tools/sysfs"
+)
+
+// fakeVerbs opens every device, whose ports answer ibv_query_port_speed
+// from speeds (EOPNOTSUPP for the others); open false opens none.
+type fakeVerbs struct {
+	open   bool
+	speeds map[int]uint64
+}
+
+func (f fakeVerbs) Open(string) VerbsContext {
+	if !f.open {
+		return nil
+	}
+	return f
+}
+
+func (f fakeVerbs) PortSpeed(port int) (uint64, error) {
+	if v, ok := f.speeds[port]; ok {
+		return v, nil
+	}
+	return 0, unix.EOPNOTSUPP
+}
+
+func (f fakeVerbs) Close() error { return nil }
+
+// speedCases make the C ibstat print effective speeds: "go test -update"
+// runs it with devinfo's fakeverbs library (testdata/fakeverbs there), which
+// opens the fake devices and answers ibv_query_port_speed.
+var speedCases = []struct {
+	name  string
+	args  string
+	verbs fakeVerbs
+}{
+	{"speed", "", fakeVerbs{true, map[int]uint64{1: 250, 2: 1234567}}},
+	{"speed_port", "mlx5_1 2", fakeVerbs{true, map[int]uint64{2: 4}}},
+	{"speed_some", "mlx5_0", fakeVerbs{true, map[int]uint64{2: 0}}},
+	{"speed_none", "-s", fakeVerbs{true, nil}},
+	{"speed_badport", "mlx5_0 3", fakeVerbs{true, map[int]uint64{1: 1000}}},
+	{"speed_openfail", "mlx5_0 1", fakeVerbs{false, map[int]uint64{1: 1000}}},
+}
+
+func (f fakeVerbs) spec() string {
+	var b strings.Builder
+	if !f.open {
+		b.WriteString("openfail\n")
+	}
+	for p, v := range f.speeds {
+		fmt.Fprintf(&b, "portspeed %d %d\n", p, v)
+	}
+	return b.String()
+}
+
+func TestCEffectiveSpeed(t *testing.T) {
+	tree := filepath.Join(trees, "mlx5")
+	var shim string
+	if *update {
+		if why := golden.CAvailable("ibstat"); why != "" {
+			t.Fatalf("-update: %s", why)
+		}
+		inc, err := golden.CHeaders()
+		if err != nil {
+			t.Fatalf("-update: %v", err)
+		}
+		src := "../devinfo/testdata/fakeverbs/"
+		shim = filepath.Join(t.TempDir(), "fakeverbs.so")
+		cc := exec.Command("cc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-I", inc,
+			"-Wl,--version-script="+src+"fakeverbs.map", "-o", shim, src+"fakeverbs.c")
+		if out, err := cc.CombinedOutput(); err != nil {
+			t.Fatalf("build fakeverbs: %v\n%s", err, out)
+		}
+	}
+	for _, c := range speedCases {
+		t.Run(c.name, func(t *testing.T) {
+			args := strings.Fields(c.args)
+			file := filepath.Join("testdata", "golden", "c_"+c.name+".golden")
+			if *update {
+				tmp := t.TempDir()
+				b, err := os.ReadFile(shim)
+				if err == nil {
+					err = os.WriteFile(filepath.Join(tmp, "fakeverbs.so"), b, 0o755)
+				}
+				if err == nil {
+					err = os.WriteFile(filepath.Join(tmp, "spec"), []byte(c.verbs.spec()), 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := golden.Run{Tree: tree, Tmp: tmp, Env: []string{"LD_PRELOAD=/tmp/fakeverbs.so", "FAKEVERBS_SPEC=/tmp/spec"}}.C("ibstat", args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := golden.Write(file, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out, errb bytes.Buffer
+			cmd := Command{FS: sysfs.Under(tree), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool), Verbs: c.verbs}
+			st := cmd.Run(args, &out, &errb)
+			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+		})
+	}
+}
+
+func TestFormatG(t *testing.T) {
+	// printf("%g") of glibc.
+	for v, want := range map[float64]string{
+		0: "0", 25: "25", 0.4: "0.4", 123456.7: "123457", 999999.5: "1e+06", 1234567: "1.23457e+06",
+		0.0001: "0.0001", 0.00001234: "1.234e-05", 100000: "100000", 2e6: "2e+06", 429496729.5: "4.29497e+08",
+	} {
+		if got := formatG(v); got != want {
+			t.Errorf("formatG(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
