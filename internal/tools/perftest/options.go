@@ -3,6 +3,7 @@ package perftest
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -91,7 +92,7 @@ const (
 	defPageSize    = 4096
 	maxSize        = 8388608
 	minIter        = 5
-	maxIter        = 100000000
+	maxIter        = 4294967296
 	maxTx          = 15000
 	maxSL          = 15
 	maxGIDIx       = 64
@@ -99,8 +100,8 @@ const (
 	maxRx          = 16384
 	ucMaxRx        = 16000
 	maxCQMod       = 1024
-	maxInline      = 912
-	maxInlineUD    = 884
+	maxInline      = 1024
+	maxInlineUD    = 1024
 	udAddition     = 40
 	msgSizeCQLimit = 8192
 	defRetryCount  = 7
@@ -173,7 +174,15 @@ type Params struct {
 	UseRDMACM bool
 	// WorkRDMACM (-R): the test QPs are connected with rdma_cm too (implies UseRDMACM).
 	WorkRDMACM bool
-	FlowLabel  int
+	// FlowLabels (--flow_label=fl0,fl1,...) are given to the QPs round robin.
+	FlowLabels []int
+	// IPv6Addr (--ipv6-addr): the out-of-band TCP channel uses IPv6.
+	IPv6Addr bool
+	// DisablePCIR (--disable_pcie_relaxed): no IBV_ACCESS_RELAXED_ORDERING.
+	DisablePCIR bool
+	// WriteImm (--write_with_imm) is perftest 6.24's WRITE_IMM verb; goverbs refuses it after the checks 6.24
+	// makes on the command line.
+	WriteImm   bool
 	NoProgress bool // goverbs: no per-second progress lines on stderr in -D runs
 	// UseODP (--odp): the buffer is registered for on-demand paging (uverbs.AccessOnDemand), once the device
 	// reports RC send and receive with ODP, as perftest 6.06 checks.
@@ -184,9 +193,138 @@ type Params struct {
 	RemVersion string
 }
 
-// ParseError carries the exit status and the messages a C perftest prints for a bad command line.
-type parseExit struct{ status int }
+// parse's results for -V and -h: perftest's VERSION_EXIT and HELP_EXIT, after which the C tools exit 1 without
+// the " Parser function exited with Error" line.
+const (
+	versionExit = 10
+	helpExit    = 11
+	// exitFail is a check that calls exit(1) itself (change_conn_type, force_dependecies, ...): status 1 and
+	// no parser error line.
+	exitFail = 12
+)
 
+// longName is the long option name of a flag-only option value, for " Duplicated argument".
+func longName(val byte) string {
+	for _, o := range longOpts {
+		if o.Val == val {
+			return o.Name
+		}
+	}
+	return ""
+}
+
+// cStrtod is strtod(s, NULL): leading blanks, a sign and the longest number prefix; 0 if none.
+func cStrtod(s string) float64 {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := strings.HasPrefix(s, "-")
+	if neg || strings.HasPrefix(s, "+") {
+		s = s[1:]
+	}
+	if v := Atof(s); neg {
+		return -v
+	} else {
+		return v
+	}
+}
+
+// parseFlowLabels is perftest 6.24's parse_flow_label_from_str: comma-separated strtol(..., 0) values.
+func parseFlowLabels(s string) []int {
+	parts := strings.Split(s, ",")
+	fl := make([]int, len(parts))
+	for i, part := range parts {
+		v, _ := cIntPrefix(part)
+		fl[i] = int(int32(v))
+	}
+	return fl
+}
+
+// Long options that have no short letter (perftest sets a flag variable for them; getopt returns 0). Their
+// values only need to be distinct and above the letters.
+const (
+	optForceLink byte = 0x80 + iota
+	optRemoteMAC
+	optLocalMAC
+	optRemoteIP
+	optLocalIP
+	optRemotePort
+	optLocalPort
+	optRunInfinitely
+	optReportGbits
+	optUseSRQ
+	optNoLock
+	optUseNullMR
+	optReportBoth
+	optReversed
+	optPKeyIndex
+	optTCP
+	optBurstSize
+	optTypicalPktSize
+	optRateLimit
+	optRateLimitType
+	optRateUnits
+	optOutput
+	optCPUUtil
+	optOutJSON
+	optOutJSONFile
+	optLatencyGap
+	optFlowLabel
+	optRetryCount
+	optDontXchgVersions
+	optPayloadFilePath
+	optUseCUDA
+	optUseCUDABusID
+	optUseCUDADmabuf
+	optUseDataDirect
+	optUseROCm
+	optUseNeuron
+	optUseNeuronDmabuf
+	optUseHL
+	optUseMLU
+	optMmap
+	optMmapOffset
+	optIPv6
+	optIPv6Addr
+	optRawIPv6
+	optReportPerPort
+	optODP
+	optUseHugepages
+	optUseOldPostSend
+	optPromiscuous
+	optSniffer
+	optRawMcast
+	optMRPerQP
+	optDLID
+	optTClass
+	optWaitDestroy
+	optFlows
+	optFlowsBurst
+	optReplyEvery
+	optPerformWarmUp
+	optVLANEn
+	optVLANPCP
+	optRecvPostList
+	optAESXTS
+	optEncryptOnTx
+	optSigBefore
+	optAESBlockSize
+	optKEKPath
+	optCredentialsPath
+	optDataEncKeysNumber
+	optDataEncKeyAppPath
+	optLogDCIStreams
+	optLogActiveDCIStreams
+	optDisablePCIeRelaxed
+	optCongestType
+	optBindSourceIP
+	optWriteWithImm
+	optNoDDP
+	optUnsolicitedWrite
+	optConnectionless
+	optNoProgress // goverbs' own
+)
+
+// longOpts is perftest 6.24's long option table as Debian builds it (the options compiled in: see usage), in its
+// order, plus goverbs' --no_progress.
 var longOpts = []getopt.LongOption{
 	{Name: "port", HasArg: getopt.RequiredArgument, Val: 'p'},
 	{Name: "ib-dev", HasArg: getopt.RequiredArgument, Val: 'd'},
@@ -226,36 +364,100 @@ var longOpts = []getopt.LongOption{
 	{Name: "post_list", HasArg: getopt.RequiredArgument, Val: 'l'},
 	{Name: "duration", HasArg: getopt.RequiredArgument, Val: 'D'},
 	{Name: "margin", HasArg: getopt.RequiredArgument, Val: 'f'},
+	{Name: "source_mac", HasArg: getopt.RequiredArgument, Val: 'B'},
+	{Name: "dest_mac", HasArg: getopt.RequiredArgument, Val: 'E'},
+	{Name: "dest_ip", HasArg: getopt.RequiredArgument, Val: 'J'},
+	{Name: "source_ip", HasArg: getopt.RequiredArgument, Val: 'j'},
+	{Name: "dest_port", HasArg: getopt.RequiredArgument, Val: 'K'},
+	{Name: "source_port", HasArg: getopt.RequiredArgument, Val: 'k'},
+	{Name: "ethertype", HasArg: getopt.RequiredArgument, Val: 'Y'},
 	{Name: "limit_bw", HasArg: getopt.RequiredArgument, Val: 'w'},
 	{Name: "limit_msgrate", HasArg: getopt.RequiredArgument, Val: 'y'},
 	{Name: "server", HasArg: getopt.NoArgument, Val: 'Z'},
 	{Name: "client", HasArg: getopt.NoArgument, Val: 'P'},
-	{Name: "run_infinitely", HasArg: getopt.NoArgument, Val: 0x80},
-	{Name: "report_gbits", HasArg: getopt.NoArgument, Val: 0x81},
-	{Name: "report-both", HasArg: getopt.NoArgument, Val: 0x82},
-	{Name: "pkey_index", HasArg: getopt.RequiredArgument, Val: 0x83},
-	{Name: "output", HasArg: getopt.RequiredArgument, Val: 0x84},
-	{Name: "out_json", HasArg: getopt.NoArgument, Val: 0x85},
-	{Name: "out_json_file", HasArg: getopt.RequiredArgument, Val: 0x86},
-	{Name: "latency_gap", HasArg: getopt.RequiredArgument, Val: 0x87},
-	{Name: "retry_count", HasArg: getopt.RequiredArgument, Val: 0x88},
-	{Name: "dont_xchg_versions", HasArg: getopt.NoArgument, Val: 0x89},
-	{Name: "tclass", HasArg: getopt.RequiredArgument, Val: 0x8a},
-	{Name: "wait_destroy", HasArg: getopt.RequiredArgument, Val: 0x8b},
-	{Name: "perform_warm_up", HasArg: getopt.NoArgument, Val: 0x8c},
-	{Name: "ipv6", HasArg: getopt.NoArgument, Val: 0x8d},
-	{Name: "source_ip", HasArg: getopt.RequiredArgument, Val: 0x8e},
-	{Name: "flow_label", HasArg: getopt.RequiredArgument, Val: 0x8f},
-	{Name: "use_old_post_send", HasArg: getopt.NoArgument, Val: 0x90},
-	{Name: "no_progress", HasArg: getopt.NoArgument, Val: 0x91},
-	{Name: "use-srq", HasArg: getopt.NoArgument, Val: 0xa0},
-	{Name: "odp", HasArg: getopt.NoArgument, Val: 0xa1},
-	{Name: "use_hugepages", HasArg: getopt.NoArgument, Val: 0xa2},
-	{Name: "mr_per_qp", HasArg: getopt.NoArgument, Val: 0xa3},
-	{Name: "cpu_util", HasArg: getopt.NoArgument, Val: 0xa4},
-	{Name: "rate_limit", HasArg: getopt.RequiredArgument, Val: 0xa5},
-	{Name: "report-per-port", HasArg: getopt.NoArgument, Val: 0xa6},
-	{Name: "reversed", HasArg: getopt.NoArgument, Val: 0xa7},
+	{Name: "mac_fwd", HasArg: getopt.NoArgument, Val: 'v'},
+	{Name: "use_rss", HasArg: getopt.NoArgument, Val: 'G'},
+	{Name: "report-counters", HasArg: getopt.RequiredArgument, Val: 'W'},
+	{Name: "force-link", HasArg: getopt.RequiredArgument, Val: optForceLink},
+	{Name: "remote_mac", HasArg: getopt.RequiredArgument, Val: optRemoteMAC},
+	{Name: "local_mac", HasArg: getopt.RequiredArgument, Val: optLocalMAC},
+	{Name: "remote_ip", HasArg: getopt.RequiredArgument, Val: optRemoteIP},
+	{Name: "local_ip", HasArg: getopt.RequiredArgument, Val: optLocalIP},
+	{Name: "remote_port", HasArg: getopt.RequiredArgument, Val: optRemotePort},
+	{Name: "local_port", HasArg: getopt.RequiredArgument, Val: optLocalPort},
+	{Name: "run_infinitely", HasArg: getopt.NoArgument, Val: optRunInfinitely},
+	{Name: "report_gbits", HasArg: getopt.NoArgument, Val: optReportGbits},
+	{Name: "use-srq", HasArg: getopt.NoArgument, Val: optUseSRQ},
+	{Name: "no_lock", HasArg: getopt.NoArgument, Val: optNoLock},
+	{Name: "use-null-mr", HasArg: getopt.NoArgument, Val: optUseNullMR},
+	{Name: "report-both", HasArg: getopt.NoArgument, Val: optReportBoth},
+	{Name: "reversed", HasArg: getopt.NoArgument, Val: optReversed},
+	{Name: "pkey_index", HasArg: getopt.RequiredArgument, Val: optPKeyIndex},
+	{Name: "tcp", HasArg: getopt.NoArgument, Val: optTCP},
+	{Name: "burst_size", HasArg: getopt.RequiredArgument, Val: optBurstSize},
+	{Name: "typical_pkt_size", HasArg: getopt.RequiredArgument, Val: optTypicalPktSize},
+	{Name: "rate_limit", HasArg: getopt.RequiredArgument, Val: optRateLimit},
+	{Name: "rate_limit_type", HasArg: getopt.RequiredArgument, Val: optRateLimitType},
+	{Name: "rate_units", HasArg: getopt.RequiredArgument, Val: optRateUnits},
+	{Name: "output", HasArg: getopt.RequiredArgument, Val: optOutput},
+	{Name: "cpu_util", HasArg: getopt.NoArgument, Val: optCPUUtil},
+	{Name: "out_json", HasArg: getopt.NoArgument, Val: optOutJSON},
+	{Name: "out_json_file", HasArg: getopt.RequiredArgument, Val: optOutJSONFile},
+	{Name: "latency_gap", HasArg: getopt.RequiredArgument, Val: optLatencyGap},
+	{Name: "flow_label", HasArg: getopt.RequiredArgument, Val: optFlowLabel},
+	{Name: "retry_count", HasArg: getopt.RequiredArgument, Val: optRetryCount},
+	{Name: "dont_xchg_versions", HasArg: getopt.NoArgument, Val: optDontXchgVersions},
+	{Name: "payload_file_path", HasArg: getopt.RequiredArgument, Val: optPayloadFilePath},
+	{Name: "use_cuda", HasArg: getopt.RequiredArgument, Val: optUseCUDA},
+	{Name: "use_cuda_bus_id", HasArg: getopt.RequiredArgument, Val: optUseCUDABusID},
+	{Name: "use_cuda_dmabuf", HasArg: getopt.NoArgument, Val: optUseCUDADmabuf},
+	{Name: "use_data_direct", HasArg: getopt.NoArgument, Val: optUseDataDirect},
+	{Name: "use_rocm", HasArg: getopt.RequiredArgument, Val: optUseROCm},
+	{Name: "use_neuron", HasArg: getopt.RequiredArgument, Val: optUseNeuron},
+	{Name: "use_neuron_dmabuf", HasArg: getopt.NoArgument, Val: optUseNeuronDmabuf},
+	{Name: "use_hl", HasArg: getopt.RequiredArgument, Val: optUseHL},
+	{Name: "use_mlu", HasArg: getopt.RequiredArgument, Val: optUseMLU},
+	{Name: "mmap", HasArg: getopt.RequiredArgument, Val: optMmap},
+	{Name: "mmap-offset", HasArg: getopt.RequiredArgument, Val: optMmapOffset},
+	{Name: "ipv6", HasArg: getopt.NoArgument, Val: optIPv6},
+	{Name: "ipv6-addr", HasArg: getopt.NoArgument, Val: optIPv6Addr},
+	{Name: "raw_ipv6", HasArg: getopt.NoArgument, Val: optRawIPv6},
+	{Name: "report-per-port", HasArg: getopt.NoArgument, Val: optReportPerPort},
+	{Name: "odp", HasArg: getopt.NoArgument, Val: optODP},
+	{Name: "use_hugepages", HasArg: getopt.NoArgument, Val: optUseHugepages},
+	{Name: "use_old_post_send", HasArg: getopt.NoArgument, Val: optUseOldPostSend},
+	{Name: "promiscuous", HasArg: getopt.NoArgument, Val: optPromiscuous},
+	{Name: "sniffer", HasArg: getopt.NoArgument, Val: optSniffer},
+	{Name: "raw_mcast", HasArg: getopt.NoArgument, Val: optRawMcast},
+	{Name: "mr_per_qp", HasArg: getopt.NoArgument, Val: optMRPerQP},
+	{Name: "dlid", HasArg: getopt.RequiredArgument, Val: optDLID},
+	{Name: "tclass", HasArg: getopt.RequiredArgument, Val: optTClass},
+	{Name: "wait_destroy", HasArg: getopt.RequiredArgument, Val: optWaitDestroy},
+	{Name: "flows", HasArg: getopt.RequiredArgument, Val: optFlows},
+	{Name: "flows_burst", HasArg: getopt.RequiredArgument, Val: optFlowsBurst},
+	{Name: "reply_every", HasArg: getopt.RequiredArgument, Val: optReplyEvery},
+	{Name: "perform_warm_up", HasArg: getopt.NoArgument, Val: optPerformWarmUp},
+	{Name: "vlan_en", HasArg: getopt.NoArgument, Val: optVLANEn},
+	{Name: "vlan_pcp", HasArg: getopt.RequiredArgument, Val: optVLANPCP},
+	{Name: "recv_post_list", HasArg: getopt.RequiredArgument, Val: optRecvPostList},
+	{Name: "aes_xts", HasArg: getopt.NoArgument, Val: optAESXTS},
+	{Name: "encrypt_on_tx", HasArg: getopt.NoArgument, Val: optEncryptOnTx},
+	{Name: "sig_before", HasArg: getopt.NoArgument, Val: optSigBefore},
+	{Name: "aes_block_size", HasArg: getopt.RequiredArgument, Val: optAESBlockSize},
+	{Name: "kek_path", HasArg: getopt.RequiredArgument, Val: optKEKPath},
+	{Name: "credentials_path", HasArg: getopt.RequiredArgument, Val: optCredentialsPath},
+	{Name: "data_enc_keys_number", HasArg: getopt.RequiredArgument, Val: optDataEncKeysNumber},
+	{Name: "data_enc_key_app_path", HasArg: getopt.RequiredArgument, Val: optDataEncKeyAppPath},
+	{Name: "log_dci_streams", HasArg: getopt.RequiredArgument, Val: optLogDCIStreams},
+	{Name: "log_active_dci_streams", HasArg: getopt.RequiredArgument, Val: optLogActiveDCIStreams},
+	{Name: "disable_pcie_relaxed", HasArg: getopt.NoArgument, Val: optDisablePCIeRelaxed},
+	{Name: "congest_type", HasArg: getopt.RequiredArgument, Val: optCongestType},
+	{Name: "bind_source_ip", HasArg: getopt.RequiredArgument, Val: optBindSourceIP},
+	{Name: "write_with_imm", HasArg: getopt.NoArgument, Val: optWriteWithImm},
+	{Name: "no_ddp", HasArg: getopt.NoArgument, Val: optNoDDP},
+	{Name: "unsolicited_write", HasArg: getopt.NoArgument, Val: optUnsolicitedWrite},
+	{Name: "connectionless", HasArg: getopt.NoArgument, Val: optConnectionless},
+	{Name: "no_progress", HasArg: getopt.NoArgument, Val: optNoProgress},
 }
 
 const shortOpts = "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP"
@@ -313,10 +515,37 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, " %s is not supported by goverbs perftest\n", what)
 		return 1
 	}
+	nonNegative := func(arg, name string, dst *int) int {
+		v, ok := cInt(arg)
+		if !ok {
+			return bad(name, arg, "int")
+		}
+		*dst = int(int32(v))
+		if *dst < 0 {
+			fmt.Fprintf(stderr, " %s must be non-negative %s\n", name, "int")
+			return 1
+		}
+		return -1
+	}
+	seen := map[byte]bool{} // perftest 6.24's duplicates_checker
+	// -J/--dest_ip and -j/--source_ip are raw Ethernet's addresses (6.06's --source_ip is 6.24's
+	// --bind_source_ip): checked after the options, then unused by these tests.
+	var rawServerIP, rawClientIP *string
 	for {
 		opt, ok := g.Next()
 		if !ok {
 			break
+		}
+		if opt.Val != '?' {
+			if seen[opt.Val] {
+				if opt.Val >= 0x80 {
+					fmt.Fprintf(stderr, " Duplicated argument: %s \n", longName(opt.Val))
+				} else {
+					fmt.Fprintf(stderr, " Duplicated argument: -%c \n", opt.Val)
+				}
+				return 1
+			}
+			seen[opt.Val] = true
 		}
 		rc := -1
 		switch opt.Val {
@@ -345,9 +574,15 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 			}
 			p.MTU = int(int32(v))
 		case 'n':
-			var n int
-			rc = inRange(opt.Arg, "int", "Iteration num", minIter, maxIter, &n)
-			p.Iters = uint64(n)
+			v, ok := cInt(opt.Arg)
+			if !ok {
+				return bad("Iteration num", opt.Arg, "uint64_t")
+			}
+			if n := uint64(v); n < minIter || n > maxIter {
+				fmt.Fprintf(stderr, " %s should be between %d and %d\n", "Iteration num", minIter, uint64(maxIter))
+				return 1
+			}
+			p.Iters = uint64(v)
 		case 't':
 			rc = inRange(opt.Arg, "int", "Tx depth", 1, maxTx, &p.TxDepth)
 		case 'T', 'L':
@@ -381,8 +616,8 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 			}
 			p.GIDIndex, p.UseGIDUser = int(v), true
 		case 'c':
-			if rc = changeConnType(p, opt.Arg, stderr); rc >= 0 {
-				return rc
+			if changeConnType(p, opt.Arg, stderr) >= 0 {
+				return exitFail
 			}
 		case 'q':
 			if p.Kind != KindBW {
@@ -408,7 +643,7 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 			}
 		case 'r':
 			rc = inRange(opt.Arg, "int", " Rx depth", 1, maxRx, &p.RxDepth)
-			if rc < 0 && p.Verb != VerbSend && p.RxDepth > defRxRDMA {
+			if rc < 0 && p.Verb != VerbSend && p.Verb != VerbWrite && p.RxDepth > defRxRDMA {
 				fmt.Fprintf(stderr, " On RDMA verbs rx depth can be only 1\n")
 				return 1
 			}
@@ -428,7 +663,7 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 				p.AtomicType = atomicFetchAndAdd
 			default:
 				fmt.Fprintf(stderr, " Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD}\n")
-				return 1
+				return exitFail
 			}
 		case 'l':
 			v, ok := cInt(opt.Arg)
@@ -455,21 +690,21 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 			if !ok {
 				return bad("Margin", opt.Arg, "int")
 			}
-			if v < 0 {
-				fmt.Fprintf(stderr, " %s must be non-negative\n", "Margin")
+			p.Margin = int(int32(v))
+			if p.Margin < 0 {
+				fmt.Fprintf(stderr, " %s must be non-negative %s\n", "Margin", "int")
 				return 1
 			}
-			p.Margin = int(v)
 		case 'a':
 			p.TestMethod = runAll
 		case 'F':
 			p.CPUFreqF = true
 		case 'V':
 			fmt.Fprintf(stdout, "Version: %s\n", Version)
-			return 0
+			return versionExit
 		case 'h':
 			usage(stdout, prog, p)
-			return 0
+			return helpExit
 		case 'e':
 			p.UseEvent = true
 			if p.Verb == VerbWrite {
@@ -530,26 +765,37 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 			}
 		case 'w':
 			p.IsLimitBW = true
-			p.LimitBW, _ = strconv.ParseFloat(opt.Arg, 64)
+			p.LimitBW = float64(float32(cStrtod(opt.Arg)))
+			if p.LimitBW < 0 {
+				fmt.Fprintf(stderr, " Invalid Minimum BW Limit\n")
+				return 1
+			}
 		case 'y':
 			p.IsLimitMsgRate = true
-			p.LimitMsgRate, _ = strconv.ParseFloat(opt.Arg, 64)
+			p.LimitMsgRate = float64(float32(cStrtod(opt.Arg)))
+			if p.LimitMsgRate < 0 {
+				fmt.Fprintf(stderr, " Invalid Minimum msgRate Limit\n")
+				return 1
+			}
 		case 'P':
 			// perftest sets the machine from the operand afterwards; -P/-Z only matter for raw Ethernet.
 		case 'Z':
-		case 0x80:
+		case 'G':
+			fmt.Fprintf(stderr, "RSS isn't supported\n")
+			return 1
+		case optRunInfinitely:
 			p.TestMethod = runInfinitely
-		case 0x81:
+		case optReportGbits:
 			p.ReportGbits = true
-		case 0x82:
+		case optReportBoth:
 			p.ReportBoth = true
-		case 0x83:
+		case optPKeyIndex:
 			v, ok := cInt(opt.Arg)
 			if !ok {
 				return bad("Pkey index", opt.Arg, "int")
 			}
 			p.PKeyIndex = int(v)
-		case 0x84:
+		case optOutput:
 			switch opt.Arg {
 			case "bandwidth":
 				p.Output = outBW
@@ -561,81 +807,128 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 				fmt.Fprintf(stderr, " Invalid verbosity level output flag. Please use bandwidth, latency, message_rate\n")
 				return 1
 			}
-		case 0x85:
+		case optOutJSON:
 			p.OutJSON = true
-		case 0x86:
+		case optOutJSONFile:
 			p.OutJSONFile = opt.Arg
-		case 0x87:
-			v, ok := cInt(opt.Arg)
-			if !ok {
-				return bad("Latency gap time", opt.Arg, "int")
-			}
-			if v < 0 {
-				fmt.Fprintf(stderr, " %s must be non-negative\n", "Latency gap time")
-				return 1
-			}
-			p.LatencyGap = int(v)
-		case 0x88:
-			v, ok := cInt(opt.Arg)
-			if !ok || v < 0 {
-				return bad("Retry Count", opt.Arg, "int")
-			}
-			p.RetryCount = int(v)
-		case 0x89:
+		case optLatencyGap:
+			rc = nonNegative(opt.Arg, "Latency gap time", &p.LatencyGap)
+		case optRetryCount:
+			rc = nonNegative(opt.Arg, "Retry Count", &p.RetryCount)
+		case optDontXchgVersions:
 			p.DontXchgVersions = true
-		case 0x8a:
+		case optTClass:
 			v, ok := cInt(opt.Arg)
 			if !ok {
 				return bad("traffic class", opt.Arg, "uint16_t")
 			}
 			p.TrafficClass = int(uint8(v))
-		case 0x8b:
+		case optWaitDestroy:
 			v, ok := cInt(opt.Arg)
 			if !ok {
 				return bad("wait_destroy", opt.Arg, "uint32_t")
 			}
 			p.WaitDestroy = int(uint32(v))
-		case 0x8c:
+		case optPerformWarmUp:
 			p.PerformWarmUp = true
-		case 0x8d:
+		case optIPv6:
 			p.IPv6 = true
-		case 0x8e:
+		case optIPv6Addr:
+			p.IPv6Addr = true
+		case optBindSourceIP:
 			p.SourceIP = opt.Arg
-		case 0x8f:
-			v, ok := cInt(opt.Arg)
-			if !ok || v < 0 {
-				return bad("flow label", opt.Arg, "int")
-			}
-			p.FlowLabel = int(v)
-		case 0x90:
+		case optFlowLabel:
+			p.FlowLabels = parseFlowLabels(opt.Arg)
+		case optUseOldPostSend:
 			// goverbs has one post path; accepted for command-line compatibility.
-		case 0x91:
+		case optNoProgress:
 			p.NoProgress = true
-		case 'g', 'M':
-			return unsupported("Multicast (-g/-M)")
+		case optODP:
+			p.UseODP = true
+		case optDisablePCIeRelaxed:
+			p.DisablePCIR = true
+		case optNoDDP:
+			// Only mlx5's out-of-order receive WRs make "Using DDP" ON; without them --no_ddp changes nothing.
+		case optWriteWithImm:
+			if p.Verb != VerbWrite {
+				fmt.Fprintf(stderr, "Write_with_imm can only be used with write_lat and write_bw tests\n")
+				return 1
+			}
+			p.WriteImm = true
+		case optUseCUDA, optUseCUDABusID, optUseCUDADmabuf, optUseROCm, optUseNeuron, optUseNeuronDmabuf,
+			optUseHL, optUseMLU:
+			// Debian builds perftest without CUDA, ROCm, Neuron, Habana and MLU support.
+			fmt.Fprintf(stdout, " Unsupported memory type\n")
+			return 1
+		case optUseDataDirect:
+			fmt.Fprintf(stdout, " Data Direct is not supported\n")
+			return 1
+		case optCongestType:
+			switch opt.Arg {
+			case "DCQCN", "LDCP", "HC3", "DIP":
+				return unsupported("--congest_type (hns devices)")
+			}
+			fmt.Fprintf(stderr, " Invalid congest type. Please choose from {DCQCN,LDCP,HC3,DIP}\n")
+			return exitFail
+		case optForceLink:
+			switch strings.ToUpper(opt.Arg) {
+			case "IB", "ETHERNET":
+				return unsupported("--force-link")
+			}
+			fmt.Fprintf(stderr, "Invalid link layer value should be IB or ETHERNET.\n")
+			return 1
+		case 'g':
+			if p.Verb != VerbSend {
+				fmt.Fprintf(stderr, " MultiCast feature only available on SEND verb\n")
+				return 1
+			}
+			return unsupported("Multicast (-g/-M/--connectionless)")
+		case 'M', optConnectionless:
+			return unsupported("Multicast (-g/-M/--connectionless)")
 		case 'z':
 			p.UseRDMACM = true
 		case 'R':
 			p.WorkRDMACM = true
-		case 'O':
-			return unsupported("Dual-port mode (-O)")
-		case 0xa0:
+		case 'O', optReportPerPort:
+			return unsupported("Dual-port mode (-O/--report-per-port)")
+		case optUseSRQ:
 			return unsupported("SRQ (--use-srq)")
-		case 0xa1:
-			p.UseODP = true
-		case 0xa2:
+		case optUseHugepages:
 			return unsupported("hugepages (--use_hugepages)")
-		case 0xa3:
+		case optMRPerQP:
 			return unsupported("--mr_per_qp")
-		case 0xa4:
+		case optCPUUtil:
 			return unsupported("--cpu_util")
-		case 0xa5:
-			return unsupported("rate limiting (--rate_limit)")
-		case 0xa6:
-			return unsupported("--report-per-port")
-		case 0xa7:
+		case optRateLimit, optRateLimitType, optRateUnits, optBurstSize, optTypicalPktSize:
+			return unsupported("rate limiting (--rate_limit, --burst_size, ...)")
+		case optReversed:
 			return unsupported("--reversed")
-		case 'B', 'E', 'J', 'j', 'K', 'k', 'Y', 'W', 'v', 'G':
+		case optNoLock:
+			return unsupported("--no_lock (thread domains)")
+		case optUseNullMR:
+			return unsupported("--use-null-mr")
+		case optPayloadFilePath:
+			return unsupported("--payload_file_path")
+		case optRecvPostList:
+			return unsupported("--recv_post_list")
+		case optDLID:
+			return unsupported("--dlid")
+		case optMmap, optMmapOffset:
+			return unsupported("mmap'd buffers (--mmap)")
+		case optAESXTS, optEncryptOnTx, optSigBefore, optAESBlockSize, optKEKPath, optCredentialsPath,
+			optDataEncKeysNumber, optDataEncKeyAppPath:
+			return unsupported("AES-XTS encryption (--aes_xts, ...)")
+		case optLogDCIStreams, optLogActiveDCIStreams:
+			return unsupported("DC streams (--log_dci_streams)")
+		case optUnsolicitedWrite:
+			return unsupported("--unsolicited_write (SRD)")
+		case 'J':
+			rawServerIP = &opt.Arg
+		case 'j':
+			rawClientIP = &opt.Arg
+		case 'B', 'E', 'K', 'k', 'Y', 'W', 'v', optRemoteMAC, optLocalMAC, optRemoteIP, optLocalIP,
+			optRemotePort, optLocalPort, optTCP, optRawIPv6, optPromiscuous, optSniffer, optRawMcast, optFlows,
+			optFlowsBurst, optReplyEvery, optVLANEn, optVLANPCP:
 			return unsupported("Raw Ethernet and counter options")
 		default:
 			fmt.Fprintf(stderr, " Invalid Command or flag.\n")
@@ -647,6 +940,17 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 			return rc
 		}
 	}
+	for _, ip := range []struct {
+		arg  *string
+		what string
+	}{{rawServerIP, "server"}, {rawClientIP, "client"}} {
+		if ip.arg != nil {
+			if a := net.ParseIP(*ip.arg); a == nil || a.To4() == nil || strings.Contains(*ip.arg, ":") {
+				fmt.Fprintf(stderr, " Invalid %s IP address\n", ip.what)
+				return 1
+			}
+		}
+	}
 	ops := g.Operands()
 	switch {
 	case len(ops) == 1:
@@ -656,15 +960,18 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	p.Server = p.Servername == ""
-	if rc := forceDependencies(p, stdout, stderr); rc >= 0 {
-		return rc
+	if forceDependencies(p, stdout, stderr) >= 0 {
+		return exitFail
+	}
+	if p.WriteImm {
+		return unsupported("--write_with_imm")
 	}
 	if p.WorkRDMACM {
 		switch p.Conn {
 		case ConnUC:
 			io.WriteString(stdout, resultLine)
 			fmt.Fprintf(stdout, " UC is not supported in librdmacm\n")
-			return 1
+			return exitFail
 		}
 		p.UseRDMACM = true
 	}
@@ -762,7 +1069,16 @@ func cacheLineSize() int {
 // forceDependencies is perftest's force_dependecies for the options goverbs implements.
 func forceDependencies(p *Params, stdout, stderr io.Writer) int {
 	line := func() { io.WriteString(stdout, resultLine) }
-	if p.TestType == byIterations {
+	noPeak := func() { // 6.24 says so whenever a BW test loses its peak
+		if !p.NoPeak && p.Kind == KindBW {
+			fmt.Fprintf(stdout, " WARNING: BW peak won't be measured in this run.\n")
+		}
+		p.NoPeak = true
+	}
+	if p.Verb == VerbWrite {
+		p.RxDepth = defRxRDMA
+	}
+	if p.TestMethod != runInfinitely && p.TestType == byIterations {
 		if uint64(p.TxDepth) > p.Iters {
 			p.TxDepth = int(p.Iters)
 		}
@@ -824,7 +1140,7 @@ func forceDependencies(p *Params, stdout, stderr io.Writer) int {
 	}
 	if p.TestType == byDuration {
 		p.Iters = 0
-		p.NoPeak = true
+		noPeak()
 		if p.UseEvent {
 			line()
 			fmt.Fprintf(stderr, "Duration mode doesn't work with events.\n")
@@ -836,21 +1152,11 @@ func forceDependencies(p *Params, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if p.Verb == VerbAtomic && p.UseODP {
-		line()
-		fmt.Fprintf(stderr, " ODP does not support ATOMICS for now\n")
-		return 1
-	}
-	if p.Conn == ConnUC && p.UseODP {
-		line()
-		fmt.Fprintf(stderr, " ODP does not support UC\n")
-		return 1
-	}
 	if p.Verb == VerbSend && p.Kind == KindBW && p.Server && !p.Duplex {
-		p.NoPeak = true
+		noPeak()
 	}
 	if p.TestMethod == runInfinitely {
-		p.NoPeak = true
+		noPeak()
 		p.TestType = byDuration
 		if p.UseEvent {
 			line()
@@ -864,7 +1170,7 @@ func forceDependencies(p *Params, stdout, stderr io.Writer) int {
 		}
 		if p.Duplex && p.Verb == VerbSend {
 			line()
-			fmt.Fprintf(stderr, " run_infinitely mode is not supported in SEND Bidirectional BW test\n")
+			fmt.Fprintf(stderr, " run_infinitely mode is not supported in SEND or WRITE_IMM Bidirectional BW test\n")
 			return 1
 		}
 	}
@@ -897,7 +1203,7 @@ func forceDependencies(p *Params, stdout, stderr io.Writer) int {
 		p.RxDepth++
 	}
 	if p.TestType == byIterations && p.Iters > 20000 && !p.NoPeak && p.Kind == KindBW {
-		p.NoPeak = true
+		noPeak()
 	}
 	if !(p.Duration > 2*p.Margin) {
 		line()
@@ -909,76 +1215,4 @@ func forceDependencies(p *Params, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return -1
-}
-
-func usage(w io.Writer, prog string, p *Params) {
-	fmt.Fprintf(w, "Usage:\n")
-	fmt.Fprintf(w, "  %s            start a server and wait for connection\n", prog)
-	fmt.Fprintf(w, "  %s <host>     connect to server at <host>\n", prog)
-	fmt.Fprintf(w, "\nOptions:\n")
-	opt := func(s, l, d string) { fmt.Fprintf(w, "  %-3s%-28s %s\n", s, l, d) }
-	opt("-a,", "--all", "Run sizes from 2 till 2^23")
-	if p.Verb == VerbAtomic {
-		opt("-A,", "--atomic_type=<type>", "type of atomic operation from {CMP_AND_SWAP,FETCH_AND_ADD} (default FETCH_AND_ADD)")
-	}
-	opt("-c,", "--connection=<RC/UC/UD>", "Connection type RC/UC/UD (default RC)")
-	if p.Kind == KindLat {
-		opt("-C,", "--report-cycles", "report times in cpu cycle units (default microseconds)")
-	}
-	opt("-d,", "--ib-dev=<dev>", "Use IB device <dev> (default first device found)")
-	opt("-D,", "--duration", "Run test for a customized period of seconds.")
-	if p.Verb != VerbWrite {
-		opt("-e,", "--events", "Sleep on CQ events (default poll)")
-	}
-	opt("-f,", "--margin", "measure results within margins. (default=2sec)")
-	opt("-F,", "--CPU-freq", "Do not show a warning even if cpufreq_ondemand module is loaded, and cpu-freq is not on max.")
-	if p.Kind == KindLat {
-		opt("-H,", "--report-histogram", "Print out all results (default print summary only)")
-	}
-	opt("-i,", "--ib-port=<port>", "Use port <port> of IB device (default 1)")
-	if p.Verb != VerbRead && p.Verb != VerbAtomic {
-		opt("-I,", "--inline_size=<size>", "Max size of message to be sent in inline")
-	}
-	if p.Kind == KindBW {
-		opt("-l,", "--post_list=<list size>", "Post list of WQEs of <list size> size (instead of single post)")
-	}
-	opt("-m,", "--mtu=<mtu>", "MTU size : 256 - 4096 (default port mtu)")
-	opt("-n,", "--iters=<iters>", "Number of exchanges (at least 5, default 1000)")
-	if p.Verb == VerbRead || p.Verb == VerbAtomic {
-		opt("-o,", "--outs=<num>", "num of outstanding read/atom(default max of device)")
-	}
-	opt("-p,", "--port=<port>", "Listen on/connect to port <port> (default 18515)")
-	if p.Kind == KindBW {
-		opt("-q,", "--qp=<num of qp's>", "Num of qp's(default 1)")
-		opt("-Q,", "--cq-mod", "Generate Cqe only after <--cq-mod> completion")
-	}
-	if p.Verb == VerbSend {
-		opt("-r,", "--rx-depth=<dep>", "Rx queue size (default 512).")
-	}
-	opt("-s,", "--size=<size>", "Size of message to exchange")
-	opt("-S,", "--sl=<sl>", "SL (default 0)")
-	opt("-t,", "--tx-depth=<dep>", "Size of tx queue")
-	opt("-u,", "--qp-timeout=<timeout>", "QP timeout, timeout value is 4 usec * 2 ^(timeout), default 14")
-	if p.Kind == KindLat {
-		opt("-U,", "--report-unsorted", "(implies -H) print out unsorted results (default sorted)")
-	}
-	opt("-V,", "--version", "Display version number")
-	opt("-x,", "--gid-index=<index>", "Test uses GID with GID index")
-	opt("", "--dont_xchg_versions", "Do not exchange versions and MTU with other side")
-	opt("", "--latency_gap=<delay_time>", "delay time between each post send")
-	opt("", "--out_json", "Save the report in a json file")
-	opt("", "--out_json_file=<file>", "Name of the report json file")
-	opt("", "--odp", "Use On Demand Paging instead of Memory Registration.")
-	opt("", "--output=<units>", "Set verbosity output level: bandwidth , message_rate, latency")
-	opt("", "--perform_warm_up", "Perform some iterations before start measuring in order to warming-up memory cache")
-	opt("", "--pkey_index=<pkey index>", "PKey index to use for QP")
-	opt("", "--no_progress", "goverbs: no per-second progress lines on stderr in -D runs")
-	opt("", "--report_gbits", "Report Max/Average BW of test in Gbit/sec (instead of MiB/sec)")
-	opt("", "--retry_count=<value>", "Set retry count value in rdma_cm mode")
-	if p.Kind == KindBW {
-		opt("", "--run_infinitely", "Run test forever, print results every <duration> seconds")
-	}
-	opt("", "--tclass=<value>", "Set the Traffic Class in GRH (if GRH is in use)")
-	opt("", "--wait_destroy=<seconds>", "Wait <seconds> before destroying allocated resources (QP/CQ/PD/MR..)")
-	opt("-h,", "--help", "Show this help screen.")
 }

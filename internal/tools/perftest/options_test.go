@@ -80,8 +80,8 @@ func TestParseErrors(t *testing.T) {
 		args []string
 		out  string // on stdout or stderr
 	}{
-		{VerbWrite, KindBW, []string{"-n", "3"}, " Iteration num should be between 5 and 100000000\n"},
-		{VerbWrite, KindBW, []string{"-n", "1x"}, " Iteration num argument 1x should be int\n"},
+		{VerbWrite, KindBW, []string{"-n", "3"}, " Iteration num should be between 5 and 4294967296\n"},
+		{VerbWrite, KindBW, []string{"-n", "1x"}, " Iteration num argument 1x should be uint64_t\n"},
 		{VerbRead, KindBW, []string{"-c", "UC"}, " UC connection not possible in READ/ATOMIC verbs\n"},
 		{VerbWrite, KindBW, []string{"-c", "UD"}, " UD connection only possible in SEND verb\n"},
 		{VerbWrite, KindBW, []string{"-c", "XX"}, " Invalid Connection type. Please choose from {RC,UC,UD,XRC,DC,SRD}\n"},
@@ -96,13 +96,19 @@ func TestParseErrors(t *testing.T) {
 		{VerbWrite, KindBW, []string{"a", "b"}, " Invalid Command line. Please check command rerun \n"},
 		{VerbSend, KindBW, []string{"-R", "-c", "UC"}, " UC is not supported in librdmacm\n"},
 		{VerbWrite, KindBW, []string{"-s", "0"}, " Message Size should be between 1 and 2147483647\n"},
-		{VerbAtomic, KindBW, []string{"--odp"}, " ODP does not support ATOMICS for now\n"},
-		{VerbWrite, KindBW, []string{"--odp", "-c", "UC"}, " ODP does not support UC\n"},
+		{VerbWrite, KindBW, []string{"-s", "64", "--size=128"}, " Duplicated argument: -s \n"},
+		{VerbWrite, KindBW, []string{"--report_gbits", "--report_gbits"}, " Duplicated argument: report_gbits \n"},
+		{VerbRead, KindBW, []string{"--write_with_imm"}, "Write_with_imm can only be used with write_lat and write_bw tests\n"},
+		{VerbWrite, KindBW, []string{"--use_cuda=0"}, " Unsupported memory type\n"},
+		{VerbWrite, KindBW, []string{"--use_rss"}, "RSS isn't supported\n"},
+		{VerbWrite, KindBW, []string{"-f", "-1"}, " Margin must be non-negative int\n"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, rc, o, e := parsed(t, tc.verb, tc.kind, tc.args...)
-			eq(t, 1, rc)
+			if rc != 1 && rc != exitFail {
+				t.Fatalf("parse returned %d, want a failure", rc)
+			}
 			if !strings.Contains(o+e, tc.out) {
 				t.Fatalf("output %q lacks %q", o+e, tc.out)
 			}
@@ -112,10 +118,10 @@ func TestParseErrors(t *testing.T) {
 
 func TestParseVersionHelp(t *testing.T) {
 	_, rc, o, _ := parsed(t, VerbWrite, KindBW, "-V")
-	eq(t, 0, rc)
-	eq(t, "Version: 6.06\n", o)
+	eq(t, versionExit, rc)
+	eq(t, "Version: 6.24\n", o)
 	_, rc, o, _ = parsed(t, VerbWrite, KindBW, "--help")
-	eq(t, 0, rc)
+	eq(t, helpExit, rc)
 	if !strings.HasPrefix(o, "Usage:\n") || !strings.Contains(o, "--run_infinitely") {
 		t.Fatalf("help: %q", o)
 	}
@@ -124,6 +130,9 @@ func TestParseVersionHelp(t *testing.T) {
 func TestRunUnknownTool(t *testing.T) {
 	var o, e bytes.Buffer
 	eq(t, 1, MainProg("ib_frob_bw", nil, &o, &e))
-	eq(t, 0, MainProg("/usr/bin/ib_write_bw", []string{"-V"}, &o, &e))
-	eq(t, "Version: 6.06\n", o.String())
+	o.Reset()
+	e.Reset()
+	eq(t, 1, MainProg("/usr/bin/ib_write_bw", []string{"-V"}, &o, &e)) // VERSION_EXIT: status 1, no parser error
+	eq(t, "Version: 6.24\n", o.String())
+	eq(t, "", e.String())
 }

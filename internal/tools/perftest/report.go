@@ -8,10 +8,10 @@ import (
 	"strings"
 )
 
-// Result table framing and headers, byte for byte as perftest 6.06 prints them.
+// Result table framing and headers, byte for byte as perftest 6.24 prints them (MiB/sec since 6.22).
 const (
 	resultLine   = "---------------------------------------------------------------------------------------\n"
-	resultFmt    = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]"
+	resultFmt    = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]"
 	resultFmtG   = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
 	resultFmtLat = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
 	resultFmtDur = " #bytes        #iterations       t_avg[usec]    tps average"
@@ -132,12 +132,13 @@ func printTestInfo(w io.Writer, p *Params, ti *testInfo) {
 	fmt.Fprintf(w, " Dual-port       : %s\t\tDevice         : %s\n", "OFF", ti.DevName)
 	fmt.Fprintf(w, " Number of qps   : %d\t\tTransport type : %s\n", p.NumQPs, ti.Transport)
 	fmt.Fprintf(w, " Connection type : %s\t\tUsing SRQ      : %s\n", connStr[p.Conn], "OFF")
-	fmt.Fprintf(w, " PCIe relax order: %s\n", onOff(ti.RelaxOrder))
+	// Debian builds 6.24 with the thread domain API (--no_lock) and mlx5's out-of-order receive WRs (DDP).
+	fmt.Fprintf(w, " PCIe relax order: %s\t\tLock-free      : %s\n", onOff(ti.RelaxOrder), "OFF")
 	if ti.ROWarning && ti.RelaxOrder {
 		fmt.Fprintf(w, " WARNING: CPU is not PCIe relaxed ordering compliant.\n")
 		fmt.Fprintf(w, " WARNING: You should disable PCIe RO with `--disable_pcie_relaxed` for both server and client.\n")
 	}
-	fmt.Fprintf(w, " ibv_wr* API     : %s\n", onOff(!ti.OldPost))
+	fmt.Fprintf(w, " ibv_wr* API     : %s\t\tUsing DDP      : %s\n", onOff(!ti.OldPost), "OFF")
 	if !p.Server || p.Duplex {
 		fmt.Fprintf(w, " TX depth        : %d\n", p.TxDepth)
 	}
@@ -248,72 +249,73 @@ func formatBWLine(p *Params, r *BWReport) string {
 		return fmt.Sprintf(" %-7d    %d           %s            %s            %s\n", r.Size, r.Iters,
 			cFloat("%-7.6f", r.BWPeak), cFloat("%-7.6f", r.BWAvg), cFloat("%-7.6f", r.MsgRateAvg))
 	}
-	return fmt.Sprintf(" %-7d    %-10d       %s            %s\t\t   %s\n", r.Size, r.Iters,
+	return fmt.Sprintf(" %-7d    %-10d       %s            %s\t\t     %s\n", r.Size, r.Iters,
 		cFloat("%-7.2f", r.BWPeak), cFloat("%-7.2f", r.BWAvg), cFloat("%-7.6f", r.MsgRateAvg))
 }
 
-// bwJSON is the --out_json file for a bandwidth result.
+// bwJSON is the --out_json file for a bandwidth result (6.24's JSON, keys and strings quoted).
 func bwJSON(p *Params, ti *testInfo, r *BWReport) string {
 	var b strings.Builder
 	b.WriteString("{\n")
 	writeTestInfoJSON(&b, p, ti)
-	b.WriteString("results: {\n")
+	b.WriteString("\"results\": {\n")
 	switch {
 	case p.Output == outBW:
-		fmt.Fprintf(&b, "bw_avg: %f,\n", r.BWAvg)
+		fmt.Fprintf(&b, "\"bw_avg\": %f,\n", r.BWAvg)
 	case p.Output == outMR:
-		fmt.Fprintf(&b, "msgRate_avg: %f,\n", r.MsgRateAvg)
+		fmt.Fprintf(&b, "\"msgRate_avg\": %f,\n", r.MsgRateAvg)
 	case r.BWAvg < 0.1 && p.ReportGbits:
-		fmt.Fprintf(&b, "MsgSize: %d,\nn_iterations: %d,\nBW_peak: %s,\nBW_average: %s,\nMsgRate: %s,\n", r.Size, r.Iters,
+		fmt.Fprintf(&b, "\"MsgSize\": %d,\n\"n_iterations\": %d,\n\"BW_peak\": %s,\n\"BW_average\": %s,\n\"MsgRate\": %s", r.Size, r.Iters,
 			cFloat("%.6f", r.BWPeak), cFloat("%.6f", r.BWAvg), cFloat("%.6f", r.MsgRateAvg))
 	default:
-		fmt.Fprintf(&b, "MsgSize: %d,\nn_iterations: %d,\nBW_peak: %s,\nBW_average: %s,\nMsgRate: %s,\n", r.Size, r.Iters,
+		fmt.Fprintf(&b, "\"MsgSize\": %d,\n\"n_iterations\": %d,\n\"BW_peak\": %s,\n\"BW_average\": %s,\n\"MsgRate\": %s", r.Size, r.Iters,
 			cFloat("%.2f", r.BWPeak), cFloat("%.2f", r.BWAvg), cFloat("%.6f", r.MsgRateAvg))
 	}
-	b.WriteString("},\n}\n")
+	b.WriteString("\n}\n}\n")
 	return b.String()
 }
 
 func writeTestInfoJSON(b *strings.Builder, p *Params, ti *testInfo) {
-	b.WriteString("test_info: {\n")
-	fmt.Fprintf(b, "test: %s,\n", testTitle(p, "_"))
+	b.WriteString("\"test_info\": {\n")
+	fmt.Fprintf(b, "\"test\": \"%s\",\n", testTitle(p, "_"))
 	if p.UseEvent {
-		fmt.Fprintf(b, "Test with events: Using_%s_comp%d,\n", ti.DevName, p.EQNum)
+		fmt.Fprintf(b, "\"Test with events\": \"Using_%s_comp%d\",\n", ti.DevName, p.EQNum)
 	}
-	fmt.Fprintf(b, "Dual_port: %s,\nDevice: \"%s\",\n", "OFF", ti.DevName)
-	fmt.Fprintf(b, "Number_of_qps: %d,\nTransport_type: %s,\n", p.NumQPs, ti.Transport)
-	fmt.Fprintf(b, "Connection_type: %s,\nUsing_SRQ: %s,\n", connStr[p.Conn], "OFF")
-	fmt.Fprintf(b, "PCIe_relax_order: %s,\n", onOff(ti.RelaxOrder))
+	fmt.Fprintf(b, "\"Dual_port\": \"%s\",\n\"Device\": \"%s\",\n", "OFF", ti.DevName)
+	fmt.Fprintf(b, "\"Number_of_qps\": %d,\n\"Transport_type\": \"%s\",\n", p.NumQPs, ti.Transport)
+	fmt.Fprintf(b, "\"Connection_type\": \"%s\",\n\"Using_SRQ\": \"%s\",\n", connStr[p.Conn], "OFF")
+	fmt.Fprintf(b, "\"PCIe_relax_order\": \"%s\",\n", onOff(ti.RelaxOrder))
 	if ti.ROWarning && ti.RelaxOrder {
-		b.WriteString("WARNING1: \"CPU is not PCIe relaxed ordering compliant\",\n")
-		b.WriteString("WARNING2: \"You should disable PCIe RO with --disable_pcie_relaxed for both server and client\",\n")
+		b.WriteString("\"WARNING1\": \"CPU is not PCIe relaxed ordering compliant\",\n")
+		b.WriteString("\"WARNING2\": \"You should disable PCIe RO with --disable_pcie_relaxed for both server and client\",\n")
 	}
-	fmt.Fprintf(b, "ibv_wr_API: %s,\n", onOff(!ti.OldPost))
+	fmt.Fprintf(b, "\"ibv_wr_API\": \"%s\",\n", onOff(!ti.OldPost))
 	if !p.Server || p.Duplex {
-		fmt.Fprintf(b, "TX_depth : %d,\n", p.TxDepth)
+		fmt.Fprintf(b, "\"TX_depth\": %d,\n", p.TxDepth)
 	}
 	if p.PostList > 1 {
-		fmt.Fprintf(b, "Post_List: %d,\n", p.PostList)
+		fmt.Fprintf(b, "\"Post_List\": %d,\n", p.PostList)
 	}
 	if p.Verb == VerbSend && (p.Server || p.Duplex) {
-		fmt.Fprintf(b, "RX_depth: %d,\n", p.RxDepth)
+		fmt.Fprintf(b, "\"RX_depth\": %d,\n", p.RxDepth)
 	}
 	if p.Kind == KindBW {
-		fmt.Fprintf(b, "CQ_Moderation: %d,\n", p.CQMod)
+		fmt.Fprintf(b, "\"CQ_Moderation\": %d,\n", p.CQMod)
 	}
-	fmt.Fprintf(b, "Mtu: %d,\n", mtuBytes(p.CurrMTU))
-	fmt.Fprintf(b, "Link_type: %s,\n", ti.LinkLayer)
+	fmt.Fprintf(b, "\"Mtu\": %d,\n", mtuBytes(p.CurrMTU))
+	fmt.Fprintf(b, "\"Link_type\": \"%s\",\n", ti.LinkLayer)
 	if p.GIDIndex != -1 {
-		fmt.Fprintf(b, "GID_index: %d,\n", p.GIDIndex)
+		fmt.Fprintf(b, "\"GID_index\": %d,\n", p.GIDIndex)
 	}
 	if p.Verb != VerbRead && p.Verb != VerbAtomic {
-		fmt.Fprintf(b, "Max_inline_data: %d,\n", p.InlineSize)
+		fmt.Fprintf(b, "\"Max_inline_data\": %d,\n", p.InlineSize)
 	} else {
-		fmt.Fprintf(b, "Outstand_reads: %d,\n", p.OutReads)
+		fmt.Fprintf(b, "\"Outstand_reads\": %d,\n", p.OutReads)
 	}
-	fmt.Fprintf(b, "rdma_cm_QPs: %s,\n", onOff(p.WorkRDMACM))
-	fmt.Fprintf(b, "Data_ex_method: %s,\n", exchangeMethod(p))
-	b.WriteString("},\n")
+	fmt.Fprintf(b, "\"rdma_cm_QPs\": \"%s\",\n", onOff(p.WorkRDMACM))
+	fmt.Fprintf(b, "\"Use_ROCm_memory\": \"%s\",\n", "OFF")
+	fmt.Fprintf(b, "\"Data_ex_method\": \"%s\"", exchangeMethod(p))
+	b.WriteString("\n},\n")
 }
 
 // LatResult is the summary of a latency run (print_report_lat's numbers, in the report's units).
@@ -344,15 +346,15 @@ func latJSON(p *Params, ti *testInfo, r *LatResult) string {
 	var b strings.Builder
 	b.WriteString("{\n")
 	writeTestInfoJSON(&b, p, ti)
-	b.WriteString("results: {\n")
+	b.WriteString("\"results\": {\n")
 	if p.Output == outLat {
-		fmt.Fprintf(&b, "avg_lat: %f,\n", r.Avg)
+		fmt.Fprintf(&b, "\"avg_lat\": %f\n", r.Avg)
 	} else {
-		fmt.Fprintf(&b, "MsgSize: %d,\nn_iterations: %d,\nt_min: %s,\nt_max: %s,\nt_typical: %s,\nt_avg: %s,\nt_stdev: %s,\npercentile_99: %s,\npercentile_99.9: %s,\n",
+		fmt.Fprintf(&b, "\"MsgSize\": %d,\n\"n_iterations\": %d,\n\"t_min\": %s,\n\"t_max\": %s,\n\"t_typical\": %s,\n\"t_avg\": %s,\n\"t_stdev\": %s,\n\"percentile_99\": %s,\n\"percentile_99.9\": %s\n",
 			r.Size, r.Iters, cFloat("%.2f", r.Min), cFloat("%.2f", r.Max), cFloat("%.2f", r.Typical), cFloat("%.2f", r.Avg),
 			cFloat("%.2f", r.Stdev), cFloat("%.2f", r.P99), cFloat("%.2f", r.P999))
 	}
-	b.WriteString("},\n}\n")
+	b.WriteString("}\n}\n")
 	return b.String()
 }
 
@@ -368,13 +370,13 @@ func latDurJSON(p *Params, ti *testInfo, size, iters uint64, lat, tps float64) s
 	var b strings.Builder
 	b.WriteString("{\n")
 	writeTestInfoJSON(&b, p, ti)
-	b.WriteString("results: {\n")
+	b.WriteString("\"results\": {\n")
 	if p.Output == outLat {
-		fmt.Fprintf(&b, "t_avg: %f\n", lat)
+		fmt.Fprintf(&b, "\"t_avg\": %f\n", lat)
 	} else {
-		fmt.Fprintf(&b, "MsgSize: %d,\nn_iterations: %d,\nt_avg: %s,\ntps_average: %s,\n", size, iters, cFloat("%.2f", lat), cFloat("%.2f", tps))
+		fmt.Fprintf(&b, "\"MsgSize\": %d,\n\"n_iterations\": %d,\n\"t_avg\": %s,\n\"tps_average\": %s\n", size, iters, cFloat("%.2f", lat), cFloat("%.2f", tps))
 	}
-	b.WriteString("},\n}\n")
+	b.WriteString("}\n}\n")
 	return b.String()
 }
 

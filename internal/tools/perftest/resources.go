@@ -166,20 +166,54 @@ func setMTU(p *Params, pa *uverbs.PortAttr, stdout, stderr io.Writer) int {
 	return m
 }
 
-// checkODP is perftest 6.06's check_odp_support: the device must report RC send and receive with ODP, whatever
-// the transport and verb (--odp with UC or atomics was refused with the options).
+// checkODP is perftest 6.24's check_odp_support: the device must support ODP, and on RC the operations this
+// side performs (send, receive or both for SEND; write, read or atomics) must be among its RC ODP caps; UC is
+// refused, UD not checked.
 func (s *session) checkODP(stderr io.Writer) error {
+	p := s.p
 	a, err := s.vc.QueryDevice()
 	if err != nil {
-		fmt.Fprintf(stderr, " Couldn't query device for on-demand paging capabilities.\n")
+		fmt.Fprintf(stderr, " Couldn't query device for On-Demand Paging capabilities.\n")
 		return err
 	}
-	if a.ODPRCCaps&uverbs.ODPSend == 0 {
-		fmt.Fprintf(stderr, " Send is not supported for RC transport.\n")
+	if a.ODPGeneralCaps&uverbs.ODPSupport == 0 {
+		fmt.Fprintf(stderr, " The device does not support On-Demand Paging.\n")
 		return uverbs.ErrNotSupported
 	}
-	if a.ODPRCCaps&uverbs.ODPRecv == 0 {
-		fmt.Fprintf(stderr, " Receive is not supported for RC transport.\n")
+	switch p.Conn {
+	case ConnUC:
+		fmt.Fprintf(stderr, " ODP is not available on UC transport.\n")
+		return uverbs.ErrNotSupported
+	case ConnUD:
+		return nil
+	}
+	caps, conn := a.ODPRCCaps, connStr[p.Conn]
+	var need uverbs.ODPTransportCap
+	var what string
+	switch {
+	case p.Verb == VerbSend && !p.Duplex && !p.Server:
+		need, what = uverbs.ODPSend, "Send is"
+	case p.Verb == VerbSend && !p.Duplex:
+		if caps&(uverbs.ODPRecv|uverbs.ODPSRQRecv) == 0 {
+			fmt.Fprintf(stderr, " ODP Recv is not supported for %s transport.\n", conn)
+			return uverbs.ErrNotSupported
+		}
+		return nil
+	case p.Verb == VerbSend:
+		if caps&uverbs.ODPSend == 0 || caps&(uverbs.ODPRecv|uverbs.ODPSRQRecv) == 0 {
+			fmt.Fprintf(stderr, " ODP bidirectional Send is not supported for %s transport.\n", conn)
+			return uverbs.ErrNotSupported
+		}
+		return nil
+	case p.Verb == VerbWrite:
+		need, what = uverbs.ODPWrite, "Write is"
+	case p.Verb == VerbRead:
+		need, what = uverbs.ODPRead, "Read is"
+	default:
+		need, what = uverbs.ODPAtomic, "Atomics are"
+	}
+	if caps&need == 0 {
+		fmt.Fprintf(stderr, " ODP %s not supported for %s transport.\n", what, conn)
 		return uverbs.ErrNotSupported
 	}
 	return nil
@@ -370,7 +404,10 @@ func (s *session) connect(stderr io.Writer) error {
 		if p.GIDIndex != -1 {
 			a.AHAttr.IsGlobal = true
 			a.AHAttr.GRH = uverbs.GlobalRoute{DGID: d.GID, SGIDIndex: uint8(p.GIDIndex), HopLimit: 0xff,
-				TrafficClass: uint8(p.TrafficClass), FlowLabel: uint32(p.FlowLabel)}
+				TrafficClass: uint8(p.TrafficClass)}
+			if n := len(p.FlowLabels); n > 0 {
+				a.AHAttr.GRH.FlowLabel = uint32(p.FlowLabels[i%n])
+			}
 		}
 		mask := uverbs.QPAttrState
 		if p.Conn != ConnUD {

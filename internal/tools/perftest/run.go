@@ -70,13 +70,14 @@ func MainProg(prog string, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	p := &Params{Verb: t.Verb, Kind: t.Kind}
-	if rc := parse(p, prog, args, stdout, stderr); rc >= 0 {
-		if rc != 0 && rc != 1 {
-			return rc
-		}
-		if rc == 1 {
-			fmt.Fprintf(stderr, " Parser function exited with Error\n")
-		}
+	switch rc := parse(p, prog, args, stdout, stderr); rc {
+	case -1:
+	case versionExit, helpExit, exitFail:
+		return 1
+	case 1:
+		fmt.Fprintf(stderr, " Parser function exited with Error\n")
+		return 1
+	default:
 		return rc
 	}
 	if path := os.Getenv(ProfileEnv); path != "" {
@@ -205,7 +206,7 @@ func (r *runner) run() int {
 		p.OutReads = 1
 	}
 	r.info = testInfo{DevName: dev.Name, Transport: "IB", LinkLayer: ll, OldPost: !newPost,
-		RelaxOrder: !(p.Verb == VerbWrite && p.Kind == KindLat)}
+		RelaxOrder: !(p.Verb == VerbWrite && p.Kind == KindLat) && !p.DisablePCIR}
 	if r.info.RelaxOrder {
 		r.info.ROWarning = roNonCompliant()
 	}
@@ -282,6 +283,14 @@ func (r *runner) establish() error {
 	return nil
 }
 
+// tcpNetwork is the out-of-band channel's address family: perftest 6.24's ai_family, AF_INET6 with --ipv6-addr.
+func tcpNetwork(p *Params) string {
+	if p.IPv6Addr {
+		return "tcp6"
+	}
+	return "tcp4"
+}
+
 // establishTCP opens the out-of-band TCP connection.
 func (r *runner) establishTCP() error {
 	p := r.p
@@ -291,7 +300,7 @@ func (r *runner) establishTCP() error {
 		if p.SourceIP != "" {
 			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(p.SourceIP)}
 		}
-		nc, err := d.Dial("tcp4", addr)
+		nc, err := d.Dial(tcpNetwork(p), addr)
 		if err != nil {
 			fmt.Fprintf(r.stderr, "Couldn't connect to %s:%d\n", p.Servername, p.Port)
 			return err
@@ -302,7 +311,7 @@ func (r *runner) establishTCP() error {
 		if p.SourceIP != "" {
 			host = p.SourceIP
 		}
-		l, err := net.Listen("tcp4", net.JoinHostPort(host, strconv.Itoa(p.Port)))
+		l, err := net.Listen(tcpNetwork(p), net.JoinHostPort(host, strconv.Itoa(p.Port)))
 		if err != nil {
 			fmt.Fprintf(r.stderr, "Couldn't listen to port %d\n", p.Port)
 			return err

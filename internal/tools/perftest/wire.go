@@ -14,10 +14,11 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 )
 
-// Version is the perftest version goverbs speaks and advertises: Debian 12's perftest 4.5+0.17 prints 6.06. A
-// version at or above 5.70 and below 6.28 keeps the parameter negotiation of newer perftests out of the
-// exchange.
-const Version = "6.06"
+// Version is the perftest version goverbs prints (-V) and advertises: Debian trixie's and sid's perftest
+// 25.01.0+0.80 is 6.24. The exchange is the same from 5.70 (the oldest version 6.24 talks to) to 6.27, so 6.06
+// (Debian 12) peers work as well; a version below 6.28 keeps the parameter negotiation of newer perftests out
+// of the exchange.
+const Version = "6.24"
 
 // versionSize is the size of the version record (MAX_VERSION in perftest).
 const versionSize = 16
