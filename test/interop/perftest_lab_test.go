@@ -4,6 +4,7 @@ package interop
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -83,6 +84,7 @@ func runPair(t *testing.T, tool, srvImpl, cliImpl string, port int, args []strin
 type endpoint struct {
 	impl string
 	peer *labtest.PeerHost // nil: the lab's own namespace, rxe0 on veth0 (serverAddr)
+	args []string          // arguments for this side only, after the common ones
 }
 
 func (e endpoint) device() string {
@@ -132,7 +134,8 @@ func runPairOnce(t *testing.T, tool string, srvEnd, cliEnd endpoint, port int, a
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	withDev := func(e endpoint) []string {
-		return append([]string{"-d", e.device(), "-p", fmt.Sprint(port)}, args...)
+		a := append([]string{"-d", e.device(), "-p", fmt.Sprint(port)}, args...)
+		return append(a, e.args...)
 	}
 	srv, cli := &side{impl: srvEnd.impl}, &side{impl: cliEnd.impl}
 	sc := srvEnd.command(ctx, t, tool, withDev(srvEnd))
@@ -307,6 +310,63 @@ func TestLabPerftestInterop(t *testing.T) {
 					if len(s) == 1 && len(c) == 1 && strings.Join(strings.Fields(s[0]), " ") != strings.Join(strings.Fields(c[0]), " ") {
 						t.Errorf("%s: server reports %q, client %q", dir, s[0], c[0])
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestLabPerftestJSON compares goverbs' --out_json files with perftest 6.24's: a goverbs pair and a sid pair run
+// the same test, each side writing its own file; with numbers made uniform the files must be equal (or both
+// absent), and goverbs' must be valid JSON wherever 6.24's is.
+func TestLabPerftestJSON(t *testing.T) {
+	labtest.Require(t)
+	labtest.RequireRoot(t)
+	root := peerRoot(t, "sid")
+	port := 24600
+	for _, pc := range []pcase{
+		{"ib_write_bw", "RC", nil},
+		{"ib_send_bw", "RC", nil},
+		{"ib_read_lat", "RC", nil},
+		{"ib_send_lat", "UD", nil},
+		{"ib_read_lat", "RC", []string{"-D", "2"}},
+		{"ib_write_bw", "RC", []string{"--output=bandwidth"}},
+		{"ib_atomic_bw", "RC", []string{"--report_gbits"}},
+	} {
+		t.Run(strings.Join(append([]string{pc.tool, pc.conn}, pc.args...), "/"), func(t *testing.T) {
+			args := append([]string{"-n", "20", "-c", pc.conn, "--out_json"}, pc.args...)
+			files := map[string][2][]byte{}
+			for _, impl := range []string{"go", refImpl} {
+				var ends [2]endpoint
+				var paths [2]string
+				for i, role := range []string{"server", "client"} {
+					paths[i] = fmt.Sprintf("/tmp/perftest-json-%s-%s.json", strings.TrimPrefix(impl, "c@"), role)
+					ends[i] = endpoint{impl: impl, args: []string{"--out_json_file=" + paths[i]}}
+					if impl != "go" {
+						paths[i] = filepath.Join(root, paths[i])
+					}
+					os.Remove(paths[i])
+				}
+				port++
+				srv, cli := runPairOn(t, pc.tool, ends[0], ends[1], port, args)
+				for _, s := range []*side{srv, cli} {
+					if s.rc != 0 {
+						t.Fatalf("%s pair: %s side exited %d\nstdout:\n%s\nstderr:\n%s", impl, s.impl, s.rc, s.out.String(), s.err.String())
+					}
+				}
+				var got [2][]byte
+				for i := range paths {
+					got[i], _ = os.ReadFile(paths[i]) // nil: no file
+				}
+				files[impl] = got
+			}
+			for i, role := range []string{"server", "client"} {
+				g, c := files["go"][i], files[refImpl][i]
+				if (g == nil) != (c == nil) || shape(string(g)) != shape(string(c)) {
+					t.Errorf("%s: goverbs' --out_json file differs from 6.24's\ngoverbs:\n%s\n6.24:\n%s", role, g, c)
+				}
+				if c != nil && json.Valid(c) && !json.Valid(g) {
+					t.Errorf("%s: goverbs' --out_json file is not valid JSON where 6.24's is:\n%s", role, g)
 				}
 			}
 		})

@@ -515,10 +515,17 @@ func (r *runner) printBoth(mine, rem *BWReport) {
 	r.printFullBW(rem)
 }
 
+// writeJSON writes the --out_json file as open_file_write opens it (O_TRUNC, mode 0600).
+func (r *runner) writeJSON(s string) {
+	if err := os.WriteFile(r.p.OutJSONFile, []byte(s), 0o600); err != nil {
+		fmt.Fprintf(r.stderr, "failed to open %s\n", r.p.OutJSONFile)
+	}
+}
+
 func (r *runner) printFullBW(rep *BWReport) {
 	p := r.p
 	if p.OutJSON {
-		os.WriteFile(p.OutJSONFile, []byte(bwJSON(p, &r.info, rep)), 0o600)
+		r.writeJSON(bwJSON(p, &r.info, rep))
 	}
 	io.WriteString(r.stdout, formatBWLine(p, rep))
 }
@@ -727,7 +734,7 @@ func (r *runner) printLat(iters uint64) {
 		t := r.sess.tcompleted[0] - r.sess.tposted[0]
 		lat, tps := latDuration(p, t, iters, ticksPerUsec())
 		if p.OutJSON {
-			os.WriteFile(p.OutJSONFile, []byte(latDurJSON(p, &r.info, p.Size, iters, lat, tps)), 0o600)
+			r.writeJSON(latDurJSON(p, &r.info, p.Size, iters, lat, tps))
 		}
 		io.WriteString(out, formatLatDurLine(p, p.Size, iters, lat, tps))
 		return
@@ -751,7 +758,7 @@ func (r *runner) printLat(iters uint64) {
 		io.WriteString(out, "\n")
 	}
 	if p.OutJSON {
-		os.WriteFile(p.OutJSONFile, []byte(latJSON(p, &r.info, &res)), 0o600)
+		r.writeJSON(latJSON(p, &r.info, &res))
 	}
 	io.WriteString(out, formatLatLine(p, &res))
 }
