@@ -48,3 +48,14 @@ func TestCLIMatchesC(t *testing.T) {
 		t.Fatal("no cases")
 	}
 }
+
+// TestResolveError checks check_add_port's message for addresses of the wrong family (glibc's getaddrinfo says
+// EAI_ADDRFAMILY for them).
+func TestResolveError(t *testing.T) {
+	eq(t, "Address family for hostname not supported for ai_family: 2 service: ::1 port: 18515\n",
+		resolveError(&Params{Port: 18515}, "::1"))
+	eq(t, "Address family for hostname not supported for ai_family: a service: 10.233.0.1 port: 7\n",
+		resolveError(&Params{Port: 7, IPv6Addr: true}, "10.233.0.1"))
+	eq(t, "", resolveError(&Params{Port: 7}, "10.233.0.1"))
+	eq(t, "", resolveError(&Params{Port: 7, IPv6Addr: true}, "fe80::1"))
+}

@@ -11,6 +11,7 @@ package perftest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -277,7 +278,7 @@ func (r *runner) establish() error {
 		return nil
 	}
 	if err := r.establishTCP(); err != nil {
-		fmt.Fprintf(r.stderr, "Unable to open file descriptor for socket connection")
+		fmt.Fprintf(r.stderr, "Unable to open file descriptor for socket connection\n")
 		return err
 	}
 	return nil
@@ -291,11 +292,40 @@ func tcpNetwork(p *Params) string {
 	return "tcp4"
 }
 
+// resolveError is check_add_port's complaint when getaddrinfo cannot resolve host in the channel's family
+// (gai_strerror's text, the family in hex), or "" when it can.
+func resolveError(p *Params, host string) string {
+	family, network := 2, "ip4" // AF_INET
+	if p.IPv6Addr {
+		family, network = 10, "ip6"
+	}
+	msg := ""
+	if ip := net.ParseIP(host); ip != nil {
+		if (ip.To4() != nil && !strings.Contains(host, ":")) == p.IPv6Addr {
+			msg = "Address family for hostname not supported"
+		}
+	} else if _, err := net.DefaultResolver.LookupIP(context.Background(), network, host); err != nil {
+		msg = "Name or service not known"
+		if de, ok := err.(*net.DNSError); ok && (de.IsTemporary || de.IsTimeout) {
+			msg = "Temporary failure in name resolution"
+		}
+	}
+	if msg == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s for ai_family: %x service: %s port: %d\n", msg, family, host, p.Port)
+}
+
 // establishTCP opens the out-of-band TCP connection.
 func (r *runner) establishTCP() error {
 	p := r.p
 	addr := net.JoinHostPort(p.Servername, strconv.Itoa(p.Port))
 	if !p.Server {
+		if msg := resolveError(p, p.Servername); msg != "" {
+			io.WriteString(r.stderr, msg)
+			fmt.Fprintf(r.stderr, "Problem in resolving basic address and port\n")
+			return errors.New("cannot resolve " + p.Servername)
+		}
 		d := net.Dialer{}
 		if p.SourceIP != "" {
 			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(p.SourceIP)}
