@@ -2,6 +2,7 @@ package netlinkrdma
 
 import (
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/vishvananda/netlink/nl"
@@ -48,6 +49,11 @@ func DialNetNS(ns netns.NsHandle) (*Conn, error) {
 		// to ErrNotSupported.
 		return nil, opErr("open", "NETLINK_RDMA socket", err)
 	}
+	// Ask for the kernel's error messages (extended ACK), as iproute2 does.
+	if err := s.SetExtAck(true); err != nil {
+		s.Close()
+		return nil, opErr("enable extended ACK on", "NETLINK_RDMA socket", err)
+	}
 	return &Conn{t: &nlTransport{sh: &nl.SocketHandle{Socket: s}}}, nil
 }
 
@@ -80,9 +86,45 @@ func (t *nlTransport) execute(msgType, flags uint16, attrs []byte, fn func([]byt
 		return cbErr == nil
 	})
 	if err != nil {
-		return err
+		return withKernelMessage(err)
 	}
 	return cbErr
+}
+
+// KernelError is a kernel errno with the message of its extended ACK
+// (NLMSGERR_ATTR_MSG), e.g. EINVAL "Unknown attribute type" from a kernel
+// older than the request. It is found inside an OpError with errors.As;
+// errors.Is(err, unix.EINVAL) sees through it.
+type KernelError struct {
+	Errno   unix.Errno
+	Message string
+}
+
+func (e *KernelError) Error() string { return e.Errno.Error() + ": " + e.Message }
+func (e *KernelError) Unwrap() error { return e.Errno }
+
+// withKernelMessage turns nl's annotation of an errno with the extended
+// ACK message (fmt.Errorf("%w: %s", errno, msg)) into a *KernelError.
+func withKernelMessage(err error) error {
+	var errno unix.Errno
+	if !errors.As(err, &errno) || err == error(errno) {
+		return err
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), errno.Error()+": "); ok && msg != "" {
+		return &KernelError{errno, msg}
+	}
+	return err
+}
+
+// KernelMessage returns the message the kernel attached to the failure
+// err (netlink extended ACK, e.g. "Unknown attribute type" from a kernel
+// older than the request), or "" if it sent none.
+func KernelMessage(err error) string {
+	var ke *KernelError
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return ""
 }
 
 func (t *nlTransport) close() error {

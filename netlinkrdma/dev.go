@@ -25,6 +25,11 @@ type Device struct {
 	FirmwareVersion string
 	// Protocol is "ib", "roce", "iw", "opa" or "usnic"; empty if not sent.
 	Protocol string
+	// Type is the kind of a sub-device (DeviceTypeSMI, Linux 6.11+); zero
+	// for an ordinary device, which the kernel sends no type for.
+	Type DeviceType
+	// Parent names the device a sub-device was created under ("" if none).
+	Parent string
 	// AdaptiveModeration is the CQ adaptive moderation (DIM) setting; nil
 	// when the kernel did not report it or reported a value other than 0
 	// or 1.
@@ -78,6 +83,10 @@ func decodeDevice(b []byte) (Device, error) {
 			d.Protocol = ad.String()
 		case abi.RDMA_NLDEV_ATTR_DEV_DIM:
 			d.AdaptiveModeration = dimSetting(ad.Uint8())
+		case abi.RDMA_NLDEV_ATTR_DEV_TYPE:
+			d.Type = DeviceType(ad.Uint8())
+		case abi.RDMA_NLDEV_ATTR_PARENT_NAME:
+			d.Parent = ad.String()
 		}
 	}
 	if err := ad.Err(); err != nil {
@@ -213,4 +222,40 @@ func dimSetting(v uint8) *bool {
 func (s AttrSet) With(t uint16) AttrSet {
 	s.add(t)
 	return s
+}
+
+// DeviceType is RDMA_NLDEV_ATTR_DEV_TYPE, the kind of a sub-device.
+type DeviceType uint8
+
+// DeviceTypeSMI is an SMI sub-device (RDMA_DEVICE_TYPE_SMI).
+const DeviceTypeSMI DeviceType = 1
+
+// String returns iproute2's word: "smi", otherwise "unknown".
+func (t DeviceType) String() string {
+	if t == DeviceTypeSMI {
+		return "smi"
+	}
+	return "unknown"
+}
+
+// AddSubDevice creates a sub-device of type typ called name under the
+// device with index parent (Linux 6.11+; mlx5 SMI devices). Kernels and
+// drivers without sub-devices answer EOPNOTSUPP.
+//
+// Equivalent to: rdma dev add NAME type smi parent PARENT
+func (c *Conn) AddSubDevice(parent uint32, name string, typ DeviceType) error {
+	var e attrEncoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, parent)
+	e.String(abi.RDMA_NLDEV_ATTR_DEV_NAME, name)
+	e.Uint8(abi.RDMA_NLDEV_ATTR_DEV_TYPE, uint8(typ))
+	return opErr("add sub-device", name, c.doit(abi.RDMA_NLDEV_CMD_NEWDEV, e.Encode(), nil))
+}
+
+// DeleteSubDevice deletes the sub-device with index idx.
+//
+// Equivalent to: rdma dev delete NAME
+func (c *Conn) DeleteSubDevice(idx uint32) error {
+	var e attrEncoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
+	return opErr("delete sub-device", "", c.doit(abi.RDMA_NLDEV_CMD_DELDEV, e.Encode(), nil))
 }

@@ -2,6 +2,7 @@ package netlinkrdma
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -173,4 +174,23 @@ func FuzzDecodeDevice(f *testing.F) {
 			t.Fatal("decoded a device without a name")
 		}
 	})
+}
+
+// TestKernelMessage pins the conversion of vishvananda/netlink's extended
+// ACK annotation into a *KernelError.
+func TestKernelMessage(t *testing.T) {
+	err := withKernelMessage(fmt.Errorf("%w: %s", unix.EINVAL, "Unknown attribute type"))
+	var ke *KernelError
+	if !errors.As(err, &ke) || ke.Errno != unix.EINVAL || ke.Message != "Unknown attribute type" {
+		t.Fatalf("got %#v", err)
+	}
+	wrapped := opErr("set qp counter mode of port", "0/1", err)
+	if KernelMessage(wrapped) != "Unknown attribute type" || !errors.Is(wrapped, unix.EINVAL) {
+		t.Errorf("through OpError: %q, Is EINVAL %v", KernelMessage(wrapped), errors.Is(wrapped, unix.EINVAL))
+	}
+	for _, plain := range []error{unix.EINVAL, fmt.Errorf("decode: %w", unix.EINVAL), errors.New("x")} {
+		if got := withKernelMessage(plain); got != plain || KernelMessage(got) != "" {
+			t.Errorf("%v became %#v", plain, got)
+		}
+	}
 }

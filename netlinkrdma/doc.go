@@ -10,14 +10,22 @@
 //   - ports: state, physical state, netdev, IB LID/SM LID/LMC/subnet prefix
 //     (RDMA_NLDEV_CMD_PORT_GET);
 //   - software devices: rxe and siw links (RDMA_NLDEV_CMD_NEWLINK/DELLINK);
-//   - system settings: netns mode, copy-on-fork (RDMA_NLDEV_CMD_SYS_GET/SET);
+//   - sub-devices (SMI): add, delete (RDMA_NLDEV_CMD_NEWDEV/DELDEV, 6.11+);
+//   - system settings: netns mode, copy-on-fork, privileged Q_Keys, monitor
+//     mode (RDMA_NLDEV_CMD_SYS_GET/SET);
+//   - device events: NewMonitor (RDMA_NL_GROUP_NOTIFY, 6.12+);
 //   - character devices: /dev/infiniband/uverbsN etc. with driver id and
 //     ABI (RDMA_NLDEV_CMD_GET_CHARDEV);
-//   - resources and statistics (RDMA_NLDEV_CMD_RES_*, RDMA_NLDEV_CMD_STAT_*).
+//   - resources and statistics (RDMA_NLDEV_CMD_RES_*, RDMA_NLDEV_CMD_STAT_*),
+//     with the limits of Linux 7.3's resource summary and the raw SRQ dump;
+//   - kernel FRMR pools: list, aging, pinned counts
+//     (RDMA_NLDEV_CMD_FRMR_POOLS_GET/SET, 7.1+).
 //
-// Each method's doc names the rdma command it is equivalent to. Linux 6.1
-// has no privileged-qkey system setting and no sub-device (NEWDEV/DELDEV)
-// or monitor commands; the package does not offer them yet.
+// Each method's doc names the rdma command it is equivalent to. A kernel
+// without a command answers with an error matching ErrNotSupported or
+// unix.EINVAL; a setting it does not report is absent from Present (6.1
+// reports no monitor mode, and Debian's 6.1 from 6.1.190 on reports the
+// privileged-qkey mode).
 //
 // Replies are decoded into typed values (GUID prints as iproute2 does, enums
 // have iproute2's names). Each value records the attributes the kernel sent

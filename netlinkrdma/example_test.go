@@ -1,9 +1,11 @@
 package netlinkrdma_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -94,5 +96,33 @@ func ExampleConn_QPs() {
 	}
 	for _, q := range qps {
 		fmt.Println(q.LQPN, q.Type, q.State, q.PID)
+	}
+}
+
+func ExampleEventType_String() {
+	for _, t := range []netlinkrdma.EventType{netlinkrdma.EventRegister, netlinkrdma.EventNetdevAttach, 9} {
+		fmt.Println(t)
+	}
+	// Output:
+	// REGISTER
+	// NETDEV_ATTACH
+	// UNKNOWN 0x09
+}
+
+// Print device events for a minute (Linux 6.12+; see System().Monitor).
+func ExampleNewMonitor() {
+	m, err := netlinkrdma.NewMonitor()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		e, err := m.Next(ctx)
+		if err != nil {
+			return // ctx.Err() when the minute is over
+		}
+		fmt.Printf("%v %s port %d netdev %s\n", e.Type, e.DevName, e.Port, e.NetdevName)
 	}
 }

@@ -1,16 +1,20 @@
 package netlinkrdma_test
 
 import (
+	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/goverbs/netlinkrdma"
 	"github.com/goverbs/goverbs/test/labtest"
+	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // TestLabLibrary checks netlinkrdma against the lab's kernel (rxe0 on
@@ -146,5 +150,106 @@ func TestLabUnprivileged(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestLabUnprivileged") {
 		t.Fatalf("unprivileged run: %v\n%s", err, out)
+	}
+}
+
+// TestLabMonitor subscribes to device events and adds and deletes an rxe
+// link: on kernels with monitor mode (6.12+) the events name the device,
+// its port and its netdev; on 6.1 the kernel reports no monitor mode and
+// sends nothing. Cancellation and Close end a waiting Next.
+func TestLabMonitor(t *testing.T) {
+	labtest.Require(t)
+	if !labtest.InLab() {
+		t.Skip("adds and deletes rxe links on the lab's veth pair; runs only in the lab VM")
+	}
+	c, err := netlinkrdma.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.System()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := netlinkrdma.NewMonitor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	if _, err := m.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next with nothing to report: want DeadlineExceeded, got %v", err)
+	}
+	cancel()
+
+	t.Cleanup(func() { c.LinkDel("rxe9") })
+	if err := c.LinkAdd("rxe9", netlinkrdma.LinkTypeRXE, "veth1"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Device("rxe9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	veth1, err := net.InterfaceByName("veth1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LinkDel("rxe9"); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Monitor {
+		if s.Present.Has(abi.RDMA_NLDEV_SYS_ATTR_MONITOR_MODE) {
+			t.Errorf("kernel %s sends monitor mode off", labtest.Kernel())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if e, err := m.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Linux %s reports no monitor mode but sent %+v (%v)", labtest.Kernel(), e, err)
+		}
+		t.Skipf("Linux %s reports no RDMA monitor mode (RDMA_NLDEV_SYS_ATTR_MONITOR_MODE absent): no events to check",
+			labtest.Kernel())
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var seen []netlinkrdma.Event
+	for len(seen) == 0 || seen[len(seen)-1].Type != netlinkrdma.EventUnregister {
+		e, err := m.Next(ctx)
+		if err != nil {
+			t.Fatalf("after %+v: %v", seen, err)
+		}
+		if e.DevName == "rxe9" || e.DevIndex == d.Index {
+			seen = append(seen, e)
+		}
+	}
+	types := make(map[netlinkrdma.EventType]netlinkrdma.Event)
+	for _, e := range seen {
+		types[e.Type] = e
+		if e.DevIndex != d.Index {
+			t.Errorf("%v event for device %d, want %d", e.Type, e.DevIndex, d.Index)
+		}
+	}
+	if _, ok := types[netlinkrdma.EventRegister]; !ok {
+		t.Errorf("no REGISTER event in %+v", seen)
+	}
+	att, ok := types[netlinkrdma.EventNetdevAttach]
+	if !ok || att.Port != 1 || att.NetdevName != "veth1" || att.NetdevIndex != uint32(veth1.Index) {
+		t.Errorf("NETDEV_ATTACH: got %+v, want port 1 on veth1 (index %d)", att, veth1.Index)
+	}
+	t.Logf("events on Linux %s: %+v", labtest.Kernel(), seen)
+
+	// Close from another goroutine ends a waiting Next.
+	done := make(chan error, 1)
+	go func() { _, err := m.Next(context.Background()); done <- err }()
+	time.Sleep(20 * time.Millisecond)
+	m.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("Next after Close: want os.ErrClosed, got %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end a waiting Next")
 	}
 }

@@ -15,6 +15,10 @@ import (
 type ResourceCount struct {
 	Name    string // "pd", "cq", "qp", "cm_id", "mr", "ctx", "srq"
 	Current uint64
+	// Max is the device's limit for the kind (RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX, Linux 7.3+, sent for
+	// pd, cq, qp, mr and srq); HasMax is false where the kernel sent none.
+	Max    uint64
+	HasMax bool
 }
 
 // ResourceSummary counts a device's restrack objects (RDMA_NLDEV_CMD_RES_GET).
@@ -51,6 +55,8 @@ func decodeResourceSummary(b []byte) (ResourceSummary, error) {
 								rc.Name = e.String()
 							case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR:
 								rc.Current = e.Uint64()
+							case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX:
+								rc.Max, rc.HasMax = e.Uint64(), true
 							}
 						}
 					})
@@ -327,8 +333,9 @@ type ResQuery struct {
 	// Port restricts QP and CM ID dumps to one port; 0 means all. The kernel
 	// ignores it for other objects.
 	Port uint32
-	// Raw asks for the driver's raw object dump (QP, CQ and MR only; needs
-	// CAP_NET_ADMIN) in ResBase.Raw.
+	// Raw asks for the driver's raw object dump (QP, CQ, MR and SRQ; needs
+	// CAP_NET_ADMIN; Linux 6.1 has no raw SRQ dump and answers EINVAL) in
+	// ResBase.Raw.
 	Raw bool
 }
 
@@ -777,13 +784,13 @@ func (s *SRQ) decodeAttr(ad *attrDecoder) {
 }
 
 func (s *SRQ) check() error {
-	if !s.Present.Has(abi.RDMA_NLDEV_ATTR_RES_SRQN) {
+	if s.Raw == nil && !s.Present.Has(abi.RDMA_NLDEV_ATTR_RES_SRQN) {
 		return errors.New("netlinkrdma: srq entry lacks srqn")
 	}
 	return nil
 }
 
-var srqKind = resKind{"srq", abi.RDMA_NLDEV_CMD_RES_SRQ_GET, 0,
+var srqKind = resKind{"srq", abi.RDMA_NLDEV_CMD_RES_SRQ_GET, abi.RDMA_NLDEV_CMD_RES_SRQ_GET_RAW,
 	abi.RDMA_NLDEV_ATTR_RES_SRQ, abi.RDMA_NLDEV_ATTR_RES_SRQ_ENTRY, abi.RDMA_NLDEV_ATTR_RES_SRQN}
 
 // SRQs lists the SRQs of a device.

@@ -22,6 +22,9 @@ func summaryMsg(e *attrEncoder) {
 			t.Nested(abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY, func(en *attrEncoder) {
 				en.String(abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME, n)
 				en.Uint64(abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR, uint64(i+1))
+				if n != "cq" { // Linux 7.3 adds the limit (not for every kind)
+					en.Uint64(abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX, uint64(1000*(i+1)))
+				}
 			})
 		}
 	})
@@ -32,7 +35,8 @@ func TestDecodeResourceSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ResourceSummary{DevIndex: 2, DevName: "rxe0", Counts: []ResourceCount{{"pd", 1}, {"cq", 2}, {"qp", 3}}}
+	want := ResourceSummary{DevIndex: 2, DevName: "rxe0", Counts: []ResourceCount{
+		{Name: "pd", Current: 1, Max: 1000, HasMax: true}, {Name: "cq", Current: 2}, {Name: "qp", Current: 3, Max: 3000, HasMax: true}}}
 	if !reflect.DeepEqual(want, got) {
 		t.Fatalf("summary:\n- want: %+v\n-  got: %+v", want, got)
 	}
@@ -253,3 +257,49 @@ func FuzzDecodeContext(f *testing.F)   { fuzzResDump[Context](f, ctxKind, nil) }
 func FuzzDecodeSRQ(f *testing.F)       { fuzzResDump[SRQ](f, srqKind, nil) }
 func FuzzDecodeQPCounter(f *testing.F) { fuzzResDump[QPCounter](f, qpCounterKind, nil) }
 func FuzzDecodeMRStats(f *testing.F)   { fuzzResDump[MRStats](f, mrStatKind, nil) }
+
+// frmrPoolsMsg is an FRMR_POOLS_GET dump reply with a keyed pool and one
+// without a key.
+func frmrPoolsMsg(e *attrEncoder) {
+	devHandle(e)
+	e.Nested(abi.RDMA_NLDEV_ATTR_FRMR_POOLS, func(t *attrEncoder) {
+		t.Nested(abi.RDMA_NLDEV_ATTR_FRMR_POOL_ENTRY, func(en *attrEncoder) {
+			en.Nested(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY, func(k *attrEncoder) {
+				k.Uint8(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ATS, 1)
+				k.Uint32(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ACCESS_FLAGS, 0x2007)
+				k.Uint64(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_VENDOR_KEY, 0x1f)
+				k.Uint64(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_NUM_DMA_BLOCKS, 0x100)
+			})
+			en.Uint32(abi.RDMA_NLDEV_ATTR_FRMR_POOL_QUEUE_HANDLES, 12)
+			en.Uint64(abi.RDMA_NLDEV_ATTR_FRMR_POOL_IN_USE, 3)
+			en.Uint64(abi.RDMA_NLDEV_ATTR_FRMR_POOL_MAX_IN_USE, 40)
+			en.Uint32(abi.RDMA_NLDEV_ATTR_FRMR_POOL_PINNED_HANDLES, 8)
+		})
+		t.Nested(abi.RDMA_NLDEV_ATTR_FRMR_POOL_ENTRY, func(en *attrEncoder) {
+			en.Uint64(abi.RDMA_NLDEV_ATTR_FRMR_POOL_IN_USE, 1)
+		})
+	})
+}
+
+func TestDecodeFRMRPools(t *testing.T) {
+	got, err := decodeResDump[FRMRPool](encode(frmrPoolsMsg), frmrPoolKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d pools, want 2", len(got))
+	}
+	a, b := got[0], got[1]
+	if !a.HasKey || a.Key.VendorKey != 0x1f || a.Key.NumDMABlocks != 0x100 || a.Key.AccessFlags != 0x2007 || !a.Key.ATS ||
+		a.QueueHandles != 12 || a.InUse != 3 || a.MaxInUse != 40 || a.PinnedHandles != 8 || a.DevName != "rxe0" {
+		t.Errorf("keyed pool: %+v", a)
+	}
+	if a.Key.Present.Has(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_KERNEL_VENDOR_KEY) {
+		t.Error("kernel vendor key recorded as present")
+	}
+	if b.HasKey || b.InUse != 1 || b.Present.Has(abi.RDMA_NLDEV_ATTR_FRMR_POOL_QUEUE_HANDLES) {
+		t.Errorf("pool without key: %+v", b)
+	}
+}
+
+func FuzzDecodeFRMRPool(f *testing.F) { fuzzResDump[FRMRPool](f, frmrPoolKind, encode(frmrPoolsMsg)) }

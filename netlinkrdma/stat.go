@@ -177,7 +177,11 @@ type QPCounterMode struct {
 	Port     uint32
 	Mode     CounterMode
 	AutoMask CounterMask // valid in CounterModeAuto
-	Present  AttrSet
+	// OptionalCounters reports that auto-bound counters also count the
+	// optional (operation) counters (RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED,
+	// Linux 6.14+, drivers with optional counters).
+	OptionalCounters bool
+	Present          AttrSet
 }
 
 func decodeQPCounterMode(b []byte) (QPCounterMode, error) {
@@ -196,6 +200,8 @@ func decodeQPCounterMode(b []byte) (QPCounterMode, error) {
 			m.Mode = CounterMode(ad.Uint32())
 		case abi.RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK:
 			m.AutoMask = CounterMask(ad.Uint32())
+		case abi.RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED:
+			m.OptionalCounters = ad.Uint8() != 0
 		}
 	}
 	if err := ad.Err(); err != nil {
@@ -237,10 +243,33 @@ func (c *Conn) QPCounterMode(devIndex, port uint32) (QPCounterMode, error) {
 //
 // Equivalent to: rdma statistic qp set link DEV/PORT auto type on
 func (c *Conn) SetQPCounterAuto(devIndex, port uint32, mask CounterMask) error {
+	return c.SetQPCounterAutoWith(devIndex, port, mask, nil)
+}
+
+// QPCounterAutoOptions are the optional settings of SetQPCounterAutoWith;
+// nil means none.
+type QPCounterAutoOptions struct {
+	// OptionalCounters, when set, turns the counting of optional counters
+	// by auto-bound counters on or off (Linux 6.14+; other kernels and
+	// drivers without optional counters refuse it).
+	OptionalCounters *bool
+}
+
+// SetQPCounterAutoWith is SetQPCounterAuto with options.
+//
+// Equivalent to: rdma statistic qp set link DEV/PORT auto CRITERIA on optional-counters on|off
+func (c *Conn) SetQPCounterAutoWith(devIndex, port uint32, mask CounterMask, opts *QPCounterAutoOptions) error {
 	e := portAttrs(devIndex, port)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_QP)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_MODE, abi.RDMA_COUNTER_MODE_AUTO)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, uint32(mask))
+	if opts != nil && opts.OptionalCounters != nil {
+		v := uint8(0)
+		if *opts.OptionalCounters {
+			v = 1
+		}
+		e.Uint8(abi.RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED, v)
+	}
 	return opErr("set qp counter mode of port", fmt.Sprintf("%d/%d", devIndex, port),
 		c.doit(abi.RDMA_NLDEV_CMD_STAT_SET, e.Encode(), nil))
 }

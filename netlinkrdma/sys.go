@@ -27,7 +27,14 @@ type System struct {
 	// CopyOnFork reports that the kernel gives fork()ed children copies of
 	// pinned pages (so ibv_fork_init is unnecessary); always true from 5.13.
 	CopyOnFork bool
-	// Present records which attributes the kernel sent (6.1 sends both).
+	// PrivilegedQKey reports that unprivileged processes may use
+	// privileged Q_Keys (RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE; Linux
+	// 6.7, Debian 6.1.190+).
+	PrivilegedQKey bool
+	// Monitor reports that the kernel sends device events to
+	// RDMA_NL_GROUP_NOTIFY (RDMA_NLDEV_SYS_ATTR_MONITOR_MODE, Linux 6.12+).
+	Monitor bool
+	// Present records which attributes the kernel sent.
 	Present AttrSet
 }
 
@@ -42,6 +49,10 @@ func decodeSystem(b []byte) (System, error) {
 			s.NetNSMode = NetNSMode(ad.Uint8())
 		case abi.RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK:
 			s.CopyOnFork = ad.Uint8() != 0
+		case abi.RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE:
+			s.PrivilegedQKey = ad.Uint8() != 0
+		case abi.RDMA_NLDEV_SYS_ATTR_MONITOR_MODE:
+			s.Monitor = ad.Uint8() != 0
 		}
 	}
 	return s, ad.Err()
@@ -72,4 +83,19 @@ func (c *Conn) SetNetNSMode(m NetNSMode) error {
 	var e attrEncoder
 	e.Uint8(abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE, uint8(m))
 	return opErr("set netns mode", m.String(), c.doit(abi.RDMA_NLDEV_CMD_SYS_SET, e.Encode(), nil))
+}
+
+// SetPrivilegedQKey allows (on) or forbids (off) unprivileged processes to
+// use privileged Q_Keys (MSB set) on UD QPs. Kernels without the setting
+// (before 6.7; Debian's 6.1 has it from 6.1.190) answer EOPNOTSUPP.
+//
+// Equivalent to: rdma system set privileged-qkey on|off
+func (c *Conn) SetPrivilegedQKey(on bool) error {
+	var e attrEncoder
+	v, word := uint8(0), "off"
+	if on {
+		v, word = 1, "on"
+	}
+	e.Uint8(abi.RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE, v)
+	return opErr("set privileged-qkey mode", word, c.doit(abi.RDMA_NLDEV_CMD_SYS_SET, e.Encode(), nil))
 }

@@ -332,7 +332,7 @@ func (t *tool) filtered(key string, val uint32, present bool) bool {
 }
 
 // strFiltered reports whether a string attribute filters the entry out
-// (rd_is_string_filtered_attr). As in iproute2 6.1, presence is not
+// (rd_is_string_filtered_attr). As in iproute2 (6.1 to 7.3), presence is not
 // considered: an absent attribute is matched by its default name.
 func (t *tool) strFiltered(key, val string) bool {
 	for _, f := range t.filters {

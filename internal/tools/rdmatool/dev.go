@@ -11,8 +11,10 @@ import (
 
 func (t *tool) devHelp() int {
 	t.outf("Usage: %s dev show [DEV]\n", progName)
+	t.outf("       %s dev add DEVNAME type TYPE parent PARENT_DEVNAME\n", progName)
+	t.outf("       %s dev delete DEVNAME\n", progName)
 	t.outf("       %s dev set [DEV] name DEVNAME\n", progName)
-	t.outf("       %s dev set [DEV] netns NSNAME\n", progName)
+	t.outf("       %s dev set [DEV] netns { NSNAME | PID }\n", progName)
 	t.outf("       %s dev set [DEV] adaptive-moderation [on|off]\n", progName)
 	return 0
 }
@@ -20,6 +22,8 @@ func (t *tool) devHelp() int {
 func (t *tool) cmdDev() int {
 	return t.execCmd([]command{
 		{"", t.devShow},
+		{"add", t.devAdd},
+		{"delete", t.devDel},
 		{"show", t.devShow},
 		{"list", t.devShow},
 		{"set", t.devSet},
@@ -50,6 +54,9 @@ func printDevice(p *printer, d netlinkrdma.Device, details bool) {
 	if d.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_NODE_TYPE) {
 		p.str(printAny, "node_type", "node_type %s ", d.NodeType.String())
 	}
+	if d.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_PROTOCOL) {
+		p.str(printAny, "protocol", "protocol %s ", d.Protocol)
+	}
 	if d.Present.Has(abi.RDMA_NLDEV_ATTR_FW_VERSION) {
 		p.str(printAny, "fw", "fw %s ", d.FirmwareVersion)
 	}
@@ -58,6 +65,12 @@ func printDevice(p *printer, d netlinkrdma.Device, details bool) {
 	}
 	if d.Present.Has(abi.RDMA_NLDEV_ATTR_SYS_IMAGE_GUID) {
 		p.str(printAny, "sys_image_guid", "sys_image_guid %s ", d.SysImageGUID.String())
+	}
+	if d.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_TYPE) {
+		p.str(printAny, "type", "type %s ", d.Type.String())
+	}
+	if d.Present.Has(abi.RDMA_NLDEV_ATTR_PARENT_NAME) {
+		p.str(printAny, "parent", "parent %s ", d.Parent)
 	}
 	if details {
 		// iproute2 skips settings other than 0 and 1, which the decoder
@@ -75,7 +88,7 @@ func printDevice(p *printer, d netlinkrdma.Device, details bool) {
 // printCaps prints a capability list: "\n    caps: <A, B>" in text, an
 // array "caps" in JSON.
 func printCaps(p *printer, names []string) {
-	p.text("\n    caps: <")
+	p.text(p.lineSep() + "    caps: <")
 	p.openArray(printJSON, "caps", "")
 	for i, n := range names {
 		if p.jsonCtx(printAny) {
@@ -87,6 +100,49 @@ func printCaps(p *printer, names []string) {
 		}
 	}
 	p.closeArray(printAny, ">")
+}
+
+// devAdd is "dev add NAME type TYPE parent PARENT".
+func (t *tool) devAdd() int {
+	if t.noArg() {
+		t.errf("Please provide a device name to add.\n")
+		return -int(unix.EINVAL)
+	}
+	name := t.arg()
+	t.argInc()
+	return t.execCmd([]command{{"", t.devHelp}, {"type", func() int {
+		if t.noArg() {
+			t.errf("Please provide a device type name.\n")
+			return -int(unix.EINVAL)
+		}
+		if !strings.EqualFold(t.arg(), "smi") {
+			t.errf("Invalid device type %s\n", t.arg())
+			return -int(unix.EINVAL)
+		}
+		t.argInc()
+		return t.execCmd([]command{{"", t.devHelp}, {"parent", func() int {
+			return t.execRequireDev(func() int {
+				if err := t.be.AddSubDevice(t.devIdx, name, netlinkrdma.DeviceTypeSMI); err != nil {
+					return t.nlError(err)
+				}
+				return 0
+			})
+		}}}, "parameter")
+	}}}, "parameter")
+}
+
+// devDel is "dev delete NAME".
+func (t *tool) devDel() int {
+	return t.execRequireDev(func() int {
+		if !t.noArg() {
+			t.errf("Unknown parameter %s\n", t.arg())
+			return -int(unix.EINVAL)
+		}
+		if err := t.be.DeleteSubDevice(t.devIdx); err != nil {
+			return t.nlError(err)
+		}
+		return 0
+	})
 }
 
 func (t *tool) devSet() int {
@@ -276,10 +332,11 @@ func (t *tool) cmdSys() int {
 }
 
 func (t *tool) sysShow() int {
-	return t.execCmd([]command{{"", t.sysShowOne}, {"netns", t.sysShowOne}}, "parameter")
+	return t.execCmd([]command{{"", t.sysShowOne}, {"netns", t.sysShowOne}, {"privileged-qkey", t.sysShowOne},
+		{"monitor", t.sysShowOne}}, "parameter")
 }
 
-// sysShowOne prints the system settings. iproute2 6.1 opens no JSON
+// sysShowOne prints the system settings. iproute2 opens no JSON
 // context here, so the output is text even with -j.
 func (t *tool) sysShowOne() int {
 	s, err := t.be.System()
@@ -298,12 +355,19 @@ func printSystem(p *printer, s netlinkrdma.System) {
 		}
 		p.str(printAny, "netns", "netns %s ", mode)
 	}
-	p.onOff(printAny, "copy-on-fork", "copy-on-fork %s\n", s.CopyOnFork)
+	if s.Present.Has(abi.RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE) {
+		p.onOff(printAny, "privileged-qkey", "privileged-qkey %s ", s.PrivilegedQKey)
+	}
+	// iproute2 7.3 prints the monitor mode always, "off" when not sent.
+	p.onOff(printAny, "monitor", "monitor %s ", s.Monitor)
+	p.onOff(printAny, "copy-on-fork", "copy-on-fork %s", s.CopyOnFork)
+	p.text(p.lineSep()) // print_nl
 }
 
 func (t *tool) sysSetHelp() int {
 	t.outf("Usage: %s system set [PARAM] value\n", progName)
 	t.outf("            system set netns { shared | exclusive }\n")
+	t.outf("            system set privileged-qkey { on | off }\n")
 	return 0
 }
 
@@ -312,6 +376,7 @@ func (t *tool) sysSet() int {
 		{"", t.sysSetHelp},
 		{"help", t.sysSetHelp},
 		{"netns", t.sysSetNetNS},
+		{"privileged-qkey", t.sysSetPrivilegedQKey},
 	}, "parameter")
 }
 
@@ -329,4 +394,33 @@ func (t *tool) sysSetNetNS() int {
 		return t.nlError(err)
 	}
 	return 0
+}
+
+// sysSetPrivilegedQKey is "system set privileged-qkey on|off".
+func (t *tool) sysSetPrivilegedQKey() int {
+	if t.noArg() {
+		t.errf("valid options are: { on | off }\n")
+		return -int(unix.EINVAL)
+	}
+	on, ok := t.parseOnOff("privileged-qkey", t.arg())
+	if !ok {
+		return -int(unix.EINVAL)
+	}
+	if err := t.be.SetPrivilegedQKey(on); err != nil {
+		return t.nlError(err)
+	}
+	return 0
+}
+
+// parseOnOff is iproute2's parse_on_off: exactly "on" or "off", otherwise
+// an error on stderr naming msg.
+func (t *tool) parseOnOff(msg, val string) (on, ok bool) {
+	switch val {
+	case "on":
+		return true, true
+	case "off":
+		return false, true
+	}
+	t.errf("Error: argument of \"%s\" must be one of \"off\", \"on\", not \"%s\"\n", msg, val)
+	return false, false
 }

@@ -1,6 +1,8 @@
 package rdmatool
 
 import (
+	"context"
+	"fmt"
 	"net/netip"
 
 	"golang.org/x/sys/unix"
@@ -90,8 +92,21 @@ func (f *fakeBackend) LinkAdd(name, typ, netdev string) error {
 func (f *fakeBackend) LinkDelIndex(idx uint32) error { f.record("linkdel"); return f.linkErr }
 
 func (f *fakeBackend) System() (netlinkrdma.System, error) {
-	return netlinkrdma.System{NetNSMode: netlinkrdma.NetNSShared, CopyOnFork: true,
-		Present: present(abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE, abi.RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK)}, nil
+	return netlinkrdma.System{NetNSMode: netlinkrdma.NetNSShared, CopyOnFork: true, Monitor: true,
+		Present: present(abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE, abi.RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK,
+			abi.RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE, abi.RDMA_NLDEV_SYS_ATTR_MONITOR_MODE)}, nil
+}
+func (f *fakeBackend) SetPrivilegedQKey(on bool) error {
+	f.record(fmt.Sprint("privileged-qkey ", on))
+	return nil
+}
+func (f *fakeBackend) AddSubDevice(parent uint32, name string, typ netlinkrdma.DeviceType) error {
+	f.record(fmt.Sprint("newdev ", parent, " ", name, " ", typ))
+	return unix.EOPNOTSUPP
+}
+func (f *fakeBackend) DeleteSubDevice(idx uint32) error {
+	f.record(fmt.Sprint("deldev ", idx))
+	return unix.EOPNOTSUPP
 }
 func (f *fakeBackend) SetNetNSMode(m netlinkrdma.NetNSMode) error {
 	f.record("netns " + m.String())
@@ -101,7 +116,11 @@ func (f *fakeBackend) SetNetNSMode(m netlinkrdma.NetNSMode) error {
 func (f *fakeBackend) ResourceSummary(idx uint32) (netlinkrdma.ResourceSummary, error) {
 	s := netlinkrdma.ResourceSummary{DevIndex: idx, DevName: fakeDevices[idx].Name}
 	for i, n := range []string{"pd", "cq", "qp", "cm_id", "mr", "ctx", "srq"} {
-		s.Counts = append(s.Counts, netlinkrdma.ResourceCount{Name: n, Current: uint64(i % 3)})
+		c := netlinkrdma.ResourceCount{Name: n, Current: uint64(i % 3)}
+		if n != "cm_id" && n != "ctx" { // Linux 7.3 sends limits for these
+			c.Max, c.HasMax = 1<<20+uint64(i), true
+		}
+		s.Counts = append(s.Counts, c)
 	}
 	return s, nil
 }
@@ -277,7 +296,12 @@ func (f *fakeBackend) QPCounterMode(dev, port uint32) (netlinkrdma.QPCounterMode
 	return m, nil
 }
 
-func (f *fakeBackend) SetQPCounterAuto(dev, port uint32, mask netlinkrdma.CounterMask) error {
+func (f *fakeBackend) SetQPCounterAuto(dev, port uint32, mask netlinkrdma.CounterMask, opts *netlinkrdma.QPCounterAutoOptions) error {
+	if opts != nil && opts.OptionalCounters != nil {
+		f.record(fmt.Sprint("auto ", mask, " optional-counters ", *opts.OptionalCounters))
+		// A kernel before 6.14 rejects the attribute in its policy.
+		return &netlinkrdma.KernelError{Errno: unix.EINVAL, Message: "Unknown attribute type"}
+	}
 	return unix.EOPNOTSUPP
 }
 func (f *fakeBackend) BindQPCounter(dev, port, lqpn uint32, cntn *uint32) error {
@@ -302,4 +326,56 @@ func (f *fakeBackend) QPCounter(dev, port, cntn uint32) (netlinkrdma.QPCounter, 
 func (f *fakeBackend) MRStats(dev uint32) ([]netlinkrdma.MRStats, error) { return nil, nil }
 func (f *fakeBackend) MRStat(dev, mrn uint32) (netlinkrdma.MRStats, error) {
 	return netlinkrdma.MRStats{}, unix.ENOENT
+}
+
+// fakeEvents are what the fake monitor reports before failing: an rxe link
+// added and its netdev attached, and a type this tool does not know.
+var fakeEvents = []netlinkrdma.Event{
+	{Type: netlinkrdma.EventRegister, DevIndex: 3, DevName: "rxe1",
+		Present: present(abi.RDMA_NLDEV_ATTR_EVENT_TYPE, abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_DEV_NAME)},
+	{Type: netlinkrdma.EventNetdevAttach, DevIndex: 3, DevName: "rxe1", Port: 1, NetdevIndex: 4, NetdevName: "veth1",
+		Present: present(abi.RDMA_NLDEV_ATTR_EVENT_TYPE, abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_DEV_NAME,
+			abi.RDMA_NLDEV_ATTR_PORT_INDEX, abi.RDMA_NLDEV_ATTR_NDEV_INDEX, abi.RDMA_NLDEV_ATTR_NDEV_NAME)},
+	{Type: 9, DevIndex: 3, Present: present(abi.RDMA_NLDEV_ATTR_EVENT_TYPE, abi.RDMA_NLDEV_ATTR_DEV_INDEX)},
+}
+
+type fakeMonitor struct {
+	events []netlinkrdma.Event
+	closed bool
+}
+
+func (m *fakeMonitor) Next(ctx context.Context) (netlinkrdma.Event, error) {
+	if len(m.events) == 0 {
+		return netlinkrdma.Event{}, unix.ENOBUFS
+	}
+	e := m.events[0]
+	m.events = m.events[1:]
+	return e, nil
+}
+
+func (m *fakeMonitor) Close() error { m.closed = true; return nil }
+
+func (f *fakeBackend) FRMRPools(q netlinkrdma.ResQuery) ([]netlinkrdma.FRMRPool, error) {
+	if q.DevIndex != 1 {
+		return nil, nil // rxe keeps no FRMR pools
+	}
+	key := netlinkrdma.FRMRPoolKey{VendorKey: 0x1f, NumDMABlocks: 0x100, AccessFlags: 0x2007, ATS: true,
+		KernelVendorKey: 7, Present: present(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ATS,
+			abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ACCESS_FLAGS, abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_VENDOR_KEY,
+			abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_NUM_DMA_BLOCKS, abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_KERNEL_VENDOR_KEY)}
+	counts := present(abi.RDMA_NLDEV_ATTR_FRMR_POOL_QUEUE_HANDLES, abi.RDMA_NLDEV_ATTR_FRMR_POOL_IN_USE,
+		abi.RDMA_NLDEV_ATTR_FRMR_POOL_MAX_IN_USE, abi.RDMA_NLDEV_ATTR_FRMR_POOL_PINNED_HANDLES)
+	a := netlinkrdma.FRMRPool{Key: key, HasKey: true, QueueHandles: 12, InUse: 3, MaxInUse: 40, PinnedHandles: 8}
+	a.DevIndex, a.DevName, a.Present = 1, "mlx5_0", counts
+	b := netlinkrdma.FRMRPool{QueueHandles: 2, InUse: 1, MaxInUse: 1}
+	b.DevIndex, b.DevName, b.Present = 1, "mlx5_0", counts
+	return []netlinkrdma.FRMRPool{a, b}, nil
+}
+func (f *fakeBackend) SetFRMRPoolAging(dev, period uint32) error {
+	f.record(fmt.Sprint("aging ", dev, " ", period))
+	return nil
+}
+func (f *fakeBackend) SetFRMRPoolPinned(dev uint32, k netlinkrdma.FRMRPoolKey, pinned uint32) error {
+	f.record(fmt.Sprintf("pinned %d %x:%x:%x:%v %d", dev, k.VendorKey, k.NumDMABlocks, k.AccessFlags, k.ATS, pinned))
+	return nil
 }

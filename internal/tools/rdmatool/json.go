@@ -52,7 +52,11 @@ func (w *jsonWriter) quote(s string) {
 		case '"':
 			b.WriteString(`\"`)
 		default:
-			b.WriteByte(c)
+			if c < 0x20 || c == 0x7f { // RFC 8259 control characters (iproute2 6.9+)
+				fmt.Fprintf(&b, `\u%04x`, c)
+			} else {
+				b.WriteByte(c)
+			}
 		}
 	}
 	b.WriteByte('"')
@@ -125,8 +129,9 @@ const (
 // to print in text mode and what to emit in JSON mode.
 type printer struct {
 	out    io.Writer
-	json   bool // -j
-	pretty bool // -p
+	json   bool   // -j
+	pretty bool   // -p (JSON only)
+	sl     string // _SL_: "\n", or "\\" with -oneline
 	jw     *jsonWriter
 }
 
@@ -250,14 +255,24 @@ func (p *printer) hex(t int, key, textFmt string, v uint32) {
 	p.value(t, key, fmt.Sprintf("%x", v), true, textFmt, v)
 }
 
-// newline ends an entry: closes its JSON object, or ends the text line.
+// newline ends an entry as iproute2 7.x's close_json_object(); newline()
+// do: closes its JSON object, then ends the line in text and JSON alike
+// (hence "}\n,{" between JSON entries).
 func (p *printer) newline() {
 	p.closeObject()
-	p.text("\n")
+	io.WriteString(p.out, "\n")
 }
 
-// newlineIndent is newline followed by a four-space text indent.
+// newlineIndent continues a text entry on an indented line (nothing in
+// JSON).
 func (p *printer) newlineIndent() {
-	p.newline()
-	p.text("    ")
+	p.text(p.lineSep() + "    ")
+}
+
+// lineSep is _SL_.
+func (p *printer) lineSep() string {
+	if p.sl == "" {
+		return "\n"
+	}
+	return p.sl
 }

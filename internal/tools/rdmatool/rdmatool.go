@@ -1,7 +1,7 @@
 // Package rdmatool is goverbs' implementation of iproute2's rdma tool
-// (iproute2 6.1 syntax and output): objects dev, link, resource, system and
-// statistic, the options -j, -p, -d, -r, -f, -b, -V, and iproute2's exit
-// statuses. It speaks RDMA netlink through package netlinkrdma.
+// (iproute2 7.3 syntax and output): objects dev, link, resource, monitor,
+// system and statistic, the options -j, -p, -d, -r, -o, -f, -b, -V, and
+// iproute2's exit statuses. It speaks RDMA netlink through package netlinkrdma.
 package rdmatool
 
 import (
@@ -14,12 +14,27 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/netlinkrdma"
 	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // progName is the name the usage texts give the tool.
 const progName = "rdma"
+
+// iproute2AttrMax is RDMA_NLDEV_ATTR_MAX of the uAPI copy iproute2 7.3 is
+// built with (Linux 7.3: RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX is the last,
+// 118); libmnl reports newer attributes as EOPNOTSUPP.
+const iproute2AttrMax = abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX + 1
+
+// sl is iproute2's _SL_, the line separator of multi-line entries: "\" with
+// -oneline.
+func sl(oneline bool) string {
+	if oneline {
+		return "\\"
+	}
+	return "\n"
+}
 
 // Main runs the rdma tool with args (without the program name) and returns
 // the exit status iproute2's rdma would: 0 on success, 1 on failure. Note
@@ -29,7 +44,13 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	return run(args, stdout, stderr, dialNetlink)
 }
 
-func dialNetlink() (backend, error) { return netlinkrdma.Dial() }
+func dialNetlink() (backend, error) {
+	c, err := netlinkrdma.Dial()
+	if err != nil {
+		return nil, err
+	}
+	return conn{c}, nil
+}
 
 // backend is what the tool needs from RDMA netlink; *netlinkrdma.Conn
 // implements it, and tests supply fixed data.
@@ -40,6 +61,9 @@ type backend interface {
 	SetDeviceName(idx uint32, name string) error
 	SetDeviceNetNS(idx uint32, nsFD int) error
 	SetAdaptiveModeration(idx uint32, on bool) error
+	AddSubDevice(parent uint32, name string, typ netlinkrdma.DeviceType) error
+	DeleteSubDevice(idx uint32) error
+	SetPrivilegedQKey(on bool) error
 	Port(devIndex, port uint32) (netlinkrdma.Port, error)
 	LinkAdd(name, typ, netdev string) error
 	LinkDelIndex(devIndex uint32) error
@@ -60,11 +84,14 @@ type backend interface {
 	Context(q netlinkrdma.ResQuery, ctxn uint32) (netlinkrdma.Context, error)
 	SRQs(q netlinkrdma.ResQuery) ([]netlinkrdma.SRQ, error)
 	SRQ(q netlinkrdma.ResQuery, srqn uint32) (netlinkrdma.SRQ, error)
+	FRMRPools(q netlinkrdma.ResQuery) ([]netlinkrdma.FRMRPool, error)
+	SetFRMRPoolAging(devIndex, period uint32) error
+	SetFRMRPoolPinned(devIndex uint32, k netlinkrdma.FRMRPoolKey, pinned uint32) error
 	PortStats(devIndex, port uint32) (netlinkrdma.PortStats, error)
 	CounterStatus(devIndex, port uint32) (netlinkrdma.PortStats, error)
 	SetOptionalCounters(devIndex, port uint32, indices []uint32) error
 	QPCounterMode(devIndex, port uint32) (netlinkrdma.QPCounterMode, error)
-	SetQPCounterAuto(devIndex, port uint32, mask netlinkrdma.CounterMask) error
+	SetQPCounterAuto(devIndex, port uint32, mask netlinkrdma.CounterMask, opts *netlinkrdma.QPCounterAutoOptions) error
 	BindQPCounter(devIndex, port, lqpn uint32, cntn *uint32) error
 	UnbindQPCounter(devIndex, port, cntn, lqpn uint32) error
 	QPCounters(devIndex, port uint32) ([]netlinkrdma.QPCounter, error)
@@ -73,7 +100,14 @@ type backend interface {
 	MRStat(devIndex, mrn uint32) (netlinkrdma.MRStats, error)
 }
 
-var _ backend = (*netlinkrdma.Conn)(nil)
+var _ backend = conn{}
+
+// conn adapts *netlinkrdma.Conn to backend.
+type conn struct{ *netlinkrdma.Conn }
+
+func (c conn) SetQPCounterAuto(dev, port uint32, mask netlinkrdma.CounterMask, opts *netlinkrdma.QPCounterAutoOptions) error {
+	return c.SetQPCounterAutoWith(dev, port, mask, opts)
+}
 
 // devMap is one entry of the device table built at start-up.
 type devMap struct {
@@ -100,17 +134,21 @@ type tool struct {
 
 	// errno is what the C tool's errno holds after its successful calls, for the errors it reports with
 	// perror while errno was never set by the failure itself: libmnl's mnl_attr_type_valid() sets EOPNOTSUPP
-	// whenever iproute2's rd_attr_cb meets an attribute newer than iproute2's own headers, and the reply to
-	// rd_init's device dump carries one from Linux 6.11 on (RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE, 101, always
-	// sent), so on those kernels iproute2 6.1 says "error: Operation not supported" where 6.1 says "Success".
+	// whenever iproute2's rd_attr_cb meets an attribute newer than iproute2's own headers (iproute2AttrMax)
+	// in the reply to rd_init's device dump. No kernel of the lab sends one to iproute2 7.3 ("error:
+	// Success"); iproute2 6.1 met RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE (101) from Linux 6.11 on.
 	errno unix.Errno
 
 	linkName, linkType string
 
 	// taskName returns /proc/PID/comm; replaced in tests.
 	taskName func(pid uint32) (string, bool)
-	// openNetNS opens /var/run/netns/NAME; replaced in tests.
+	// openNetNS opens a network namespace by name or pid; replaced in tests.
 	openNetNS func(name string) (*os.File, error)
+	// newMonitor subscribes to device events; replaced in tests.
+	newMonitor func() (eventSource, error)
+	// flush writes buffered stdout (rdma monitor flushes after each event).
+	flush func() error
 }
 
 func (t *tool) errf(format string, a ...any) { fmt.Fprintf(t.stderr, format, a...) }
@@ -119,8 +157,8 @@ func (t *tool) outf(format string, a ...any) { fmt.Fprintf(t.stdout, format, a..
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: %s [ OPTIONS ] OBJECT { COMMAND | help }\n"+
 		"       %s [ -f[orce] ] -b[atch] filename\n"+
-		"where  OBJECT := { dev | link | resource | system | statistic | help }\n"+
-		"       OPTIONS := { -V[ersion] | -d[etails] | -j[son] | -p[retty] -r[aw]}\n", progName, progName)
+		"where  OBJECT := { dev | link | resource | monitor | system | statistic | help }\n"+
+		"       OPTIONS := { -V[ersion] | -d[etails] | -j[son] | -p[retty] | -r[aw]}\n", progName, progName)
 }
 
 type longOpt struct {
@@ -130,7 +168,7 @@ type longOpt struct {
 }
 
 var longOpts = []longOpt{
-	{"version", 'V', false}, {"help", 'h', false}, {"json", 'j', false}, {"pretty", 'p', false},
+	{"version", 'V', false}, {"help", 'h', false}, {"json", 'j', false}, {"oneline", 'o', false}, {"pretty", 'p', false},
 	{"details", 'd', false}, {"raw", 'r', false}, {"force", 'f', false}, {"batch", 'b', true},
 }
 
@@ -141,14 +179,14 @@ var (
 )
 
 type options struct {
-	version, help, json, pretty, raw, force bool
-	details                                 int
-	batch                                   string
-	haveBatch                               bool
+	version, help, json, pretty, raw, force, oneline bool
+	details                                          int
+	batch                                            string
+	haveBatch                                        bool
 }
 
 // parseOpts parses options the way GNU getopt_long does for rdma's
-// ":Vhdrpjfb:": options may follow operands, clusters ("-jp") and unique
+// ":Vhdropjfb:": options may follow operands, clusters ("-jp") and unique
 // long-option prefixes are accepted, and "--" ends option parsing. -V and
 // -h take effect as soon as they are met.
 func parseOpts(args []string) (opts options, operands []string, err error) {
@@ -166,6 +204,8 @@ func parseOpts(args []string) (opts options, operands []string, err error) {
 			opts.details++
 		case 'r':
 			opts.raw = true
+		case 'o':
+			opts.oneline = true
 		case 'f':
 			opts.force = true
 		case 'b':
@@ -206,7 +246,7 @@ func parseOpts(args []string) (opts options, operands []string, err error) {
 		case len(a) > 1 && a[0] == '-':
 			for k := 1; k < len(a); k++ {
 				c := a[k]
-				if !strings.ContainsRune("Vhdrpjfb", rune(c)) {
+				if !strings.ContainsRune("Vhdropjfb", rune(c)) {
 					return opts, nil, errUnknownOpt
 				}
 				if c == 'b' {
@@ -247,7 +287,7 @@ func run(args []string, stdout, stderr io.Writer, dial func() (backend, error)) 
 		usage(stdout)
 		return 1
 	case opts.version:
-		fmt.Fprintf(stdout, "%s utility, iproute2-6.1.0 compatible (goverbs)\n", progName)
+		fmt.Fprintf(stdout, "%s utility, iproute2-7.3.0 compatible (goverbs)\n", progName)
 		return 0
 	case opts.help:
 		usage(stdout)
@@ -259,12 +299,14 @@ func run(args []string, stdout, stderr io.Writer, dial func() (backend, error)) 
 	t := &tool{
 		stdout:        out,
 		stderr:        stderrFlusher{out, stderr},
-		p:             &printer{out: out, json: opts.json, pretty: opts.pretty},
+		p:             &printer{out: out, json: opts.json, pretty: opts.pretty, sl: sl(opts.oneline)},
 		details:       opts.details > 0,
 		driverDetails: opts.details > 1,
 		raw:           opts.raw,
 		taskName:      taskName,
-		openNetNS:     func(name string) (*os.File, error) { return os.Open("/var/run/netns/" + name) },
+		openNetNS:     openNetNS,
+		newMonitor:    dialMonitor,
+		flush:         out.Flush,
 	}
 
 	be, err := dial()
@@ -310,7 +352,7 @@ func (t *tool) init() int {
 			return t.nlError(unix.EINVAL)
 		}
 		t.devs = append(t.devs, devMap{name: d.Name, idx: d.Index, numPorts: d.NumPorts})
-		for a := uint16(abi.RDMA_NLDEV_ATTR_MAX); a < 128; a++ {
+		for a := uint16(iproute2AttrMax); a < 128; a++ {
 			if d.Present.Has(a) {
 				t.errno = unix.EOPNOTSUPP // mnl_attr_type_valid(attr, RDMA_NLDEV_ATTR_MAX - 1)
 			}
@@ -322,6 +364,14 @@ func (t *tool) init() int {
 // nlError reports a failed netlink exchange as iproute2's perror("error")
 // does, and returns the failure code.
 func (t *tool) nlError(err error) int {
+	// libnetlink's nl_dump_ext_ack prints the kernel's message even when
+	// errors are suppressed.
+	if m := netlinkrdma.KernelMessage(err); m != "" {
+		if !strings.HasSuffix(m, ".") {
+			m += "."
+		}
+		t.errf("Error: %s\n", m)
+	}
 	if !t.suppressErrors {
 		t.errf("error: %s\n", errText(err))
 	}
@@ -446,10 +496,29 @@ func (t *tool) cmd(args []string) int {
 		{"resource", t.cmdRes},
 		{"system", t.cmdSys},
 		{"statistic", t.cmdStat},
+		{"monitor", t.cmdMon},
 	}, "object")
 }
 
 func (t *tool) cmdHelp() int {
 	usage(t.stdout)
 	return 0
+}
+
+// openNetNS opens a network namespace as iproute2's netns_get_fd does: a
+// path when arg has a '/', else /var/run/netns/ARG, else, when arg is an
+// integer, /proc/ARG/ns/net. The error is that of the last open tried.
+func openNetNS(arg string) (*os.File, error) {
+	path := arg
+	if !strings.Contains(arg, "/") {
+		path = "/var/run/netns/" + arg
+	}
+	f, err := os.Open(path)
+	if err == nil {
+		return f, nil
+	}
+	if v, end, erange := cstd.Strtol(arg, 0); arg == "" || end != len(arg) || erange || v != int64(int32(v)) {
+		return nil, err
+	}
+	return os.Open("/proc/" + arg + "/ns/net")
 }

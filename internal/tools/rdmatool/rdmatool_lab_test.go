@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ import (
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
-// These tests run goverbs' rdma and iproute2's /usr/bin/rdma side by side
-// in the lab VM (Debian 6.1 kernel, rxe0 on veth0) and require identical
+// These tests run goverbs' rdma and iproute2 7.3's rdma (sid's root) side by side
+// in the lab VM (every kernel of the matrix, rxe0 on veth0) and require identical
 // stdout, stderr and exit status. Our tool runs as a separate process: the
 // test binary re-executes itself with execEnv set (see TestMain).
 
@@ -49,19 +50,28 @@ func (r toolResult) String() string {
 	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.code, r.stdout, r.stderr)
 }
 
-func runTool(t *testing.T, prefix []string, path string, env []string, args ...string) toolResult {
-	t.Helper()
-	return runToolIn(t, "", prefix, path, env, args...)
+// rdmaBin is one way to run an rdma binary: ours re-executes the test binary,
+// theirs runs iproute2's in the root of the newest Debian release (sid),
+// the release goverbs' rdma reproduces.
+type rdmaBin struct {
+	path, root string
+	env        []string
+	cred       *syscall.Credential // run unprivileged when set
 }
 
-// runToolIn runs a tool with stdin as its standard input.
-func runToolIn(t *testing.T, stdin string, prefix []string, path string, env []string, args ...string) toolResult {
+func (tl rdmaBin) run(t *testing.T, args ...string) toolResult {
+	t.Helper()
+	return tl.runIn(t, "", args...)
+}
+
+// runIn runs the tool with stdin as its standard input.
+func (tl rdmaBin) runIn(t *testing.T, stdin string, args ...string) toolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	argv := append(append([]string{}, prefix...), path)
-	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd := exec.CommandContext(ctx, tl.path, args...)
+	cmd.Env = append(os.Environ(), tl.env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: tl.root, Credential: tl.cred}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	cmd.Stdin = strings.NewReader(stdin)
@@ -71,23 +81,34 @@ func runToolIn(t *testing.T, stdin string, prefix []string, path string, env []s
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("run %s %v: %v", path, args, err)
+		t.Fatalf("run %s %v: %v", tl.path, args, err)
 	}
 	return toolResult{o.String(), e.String(), code}
 }
 
-func ours(t *testing.T, args ...string) toolResult {
+func oursTool(t *testing.T) rdmaBin {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runTool(t, nil, self, []string{execEnv + "=1"}, args...)
+	return rdmaBin{path: self, env: []string{execEnv + "=1"}}
+}
+
+// theirsTool is iproute2's rdma of the newest Debian release (sid's root, built by labsuite).
+func theirsTool(t *testing.T) rdmaBin {
+	t.Helper()
+	return rdmaBin{path: "/usr/bin/rdma", root: labtest.PeerRoot(t, "sid")}
+}
+
+func ours(t *testing.T, args ...string) toolResult {
+	t.Helper()
+	return oursTool(t).run(t, args...)
 }
 
 func theirs(t *testing.T, args ...string) toolResult {
 	t.Helper()
-	return runTool(t, nil, "/usr/bin/rdma", nil, args...)
+	return theirsTool(t).run(t, args...)
 }
 
 // same runs both tools with args and fails the test on any difference.
@@ -117,7 +138,13 @@ func TestLabShowMatchesIproute2(t *testing.T) {
 		{"stat", "show", "link", "rxe0/1"}, {"stat", "help"}, {"stat", "qp", "mode"}, {"-j", "stat", "qp", "mode"},
 		{"stat", "qp", "show"}, {"stat", "mode"}, {"stat", "mode", "supported"}, {"stat", "mr"},
 		{"stat", "qp", "bind", "link", "rxe0/1", "lqpn", "1"},
-		{"stat", "qp", "set", "link", "rxe0/1", "auto", "type", "on"},
+		{"stat", "qp", "set", "link", "rxe0/1", "auto", "type", "on"}, {"stat", "qp", "mode"}, {"-j", "stat", "qp", "mode"},
+		{"stat", "qp", "set", "link", "rxe0/1", "auto", "off"}, {"stat", "qp", "mode"},
+		{"stat", "qp", "set", "link", "rxe0/1", "auto", "type", "on", "optional-counters", "yes"},
+		{"stat", "qp", "set", "link", "rxe0/1", "auto", "type", "on", "optional-counters", "on,off"},
+		{"stat", "qp", "set", "link", "rxe0/1", "auto", "off", "bogus", "on"},
+		{"stat", "qp", "set", "link", "rxe0/1", "auto", "type", "on", "optional-counters", "on"}, {"stat", "qp", "mode"},
+		{"stat", "qp", "set", "link", "rxe0/1", "auto", "off", "optional-counters", "off"}, {"stat", "qp", "mode"},
 		{"stat", "qp", "set", "link", "rxe0/1", "auto", "bogus", "on"},
 		{"bogus"}, {"-x", "dev"}, {"--json", "dev"}, {"dev", "-j"}, {"-b"},
 		{"res", "show", "qp", "lqpn"}, {"res", "show", "qp", "bogus", "1"}, {"res", "show", "qp", "lqpn", "x"},
@@ -129,19 +156,32 @@ func TestLabShowMatchesIproute2(t *testing.T) {
 		{"stat", "qp", "unbind", "link", "rxe0/1", "cntn", "1"}, {"stat", "set", "link", "rxe0/1"},
 		{"stat", "unset", "link", "rxe0/1", "optional-counters"},
 		{"-b", "/nonexistent"},
+		{"-o", "-d", "dev"}, {"--oneline", "stat"}, {"-o", "sys"}, {"-o", "-d", "link"}, {"-oj", "res"},
+		{"sys", "set", "privileged-qkey"}, {"sys", "set", "privileged-qkey", "yes"}, {"sys", "show", "monitor"},
+		{"dev", "add"}, {"dev", "add", "smi0"}, {"dev", "add", "smi0", "type", "foo"}, {"dev", "add", "smi0", "type", "smi"},
+		{"dev", "add", "smi0", "type", "smi", "parent", "nosuch"}, {"dev", "add", "smi0", "type", "SMI", "parent", "rxe0"},
+		{"dev", "delete"}, {"dev", "delete", "rxe0", "now"}, {"dev", "set", "rxe0", "netns", "999999"},
+		{"dev", "set", "rxe0", "netns", "/nonexistent/ns"}, {"res", "show", "srq"}, {"-j", "res", "show", "srq"},
+		{"-r", "res", "show", "srq"}, {"mon", "help"},
+		{"res", "show", "frmr_pools"}, {"-j", "res", "show", "frmr_pools"}, {"-d", "res", "show", "frmr_pools", "dev", "rxe0"},
+		{"res", "show", "frmr_pools", "queue", "1"}, {"res", "set"}, {"res", "set", "frmr_pools"},
+		{"res", "set", "frmr_pools", "dev"}, {"res", "set", "frmr_pools", "dev", "rxe0"},
+		{"res", "set", "frmr_pools", "dev", "rxe0", "aging"}, {"res", "set", "frmr_pools", "dev", "rxe0", "aging", "0"},
+		{"res", "set", "frmr_pools", "dev", "rxe0", "aging", "x"}, {"res", "set", "frmr_pools", "dev", "rxe0", "aging", "60"},
+		{"res", "set", "frmr_pools", "dev", "rxe0", "pinned"}, {"res", "set", "frmr_pools", "dev", "rxe0", "pinned", "1:2"},
+		{"res", "set", "frmr_pools", "dev", "rxe0", "pinned", "1:2:3:1"},
+		{"res", "set", "frmr_pools", "dev", "rxe0", "pinned", "1:2:100000000:1", "5"},
+		{"res", "set", "frmr_pools", "dev", "rxe0", "pinned", "1:2:3:1", "5"},
+		{"res", "set", "frmr_pools", "dev", "nosuch", "aging", "60"},
 	} {
 		same(t, args...)
 	}
 	// Batch commands from standard input (the lab's file systems are read
 	// only): comments, blank lines, continuations, quotes, a failing line.
 	batch := "dev show # comment\n\nlink \\\nshow\ndev show nosuch\n-j sys\n'dev' \"show\"\n"
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, args := range [][]string{{"-b", "-"}, {"-f", "-b", "-"}, {"-j", "-force", "-batch=-"}, {"--force", "--batch", "-"}} {
-		o := runToolIn(t, batch, nil, self, []string{execEnv + "=1"}, args...)
-		r := runToolIn(t, batch, nil, "/usr/bin/rdma", nil, args...)
+		o := oursTool(t).runIn(t, batch, args...)
+		r := theirsTool(t).runIn(t, batch, args...)
 		if o != r {
 			t.Errorf("rdma %s < batch differs:\n=== iproute2:\n%s=== goverbs:\n%s", strings.Join(args, " "), r, o)
 		}
@@ -155,6 +195,7 @@ func TestLabSettingsBothWays(t *testing.T) {
 	t.Cleanup(func() {
 		theirs(t, "dev", "set", "rxe0", "adaptive-moderation", "off")
 		theirs(t, "sys", "set", "netns", "shared")
+		theirs(t, "sys", "set", "privileged-qkey", "off")
 	})
 	for _, step := range []struct {
 		by   func(*testing.T, ...string) toolResult
@@ -164,6 +205,10 @@ func TestLabSettingsBothWays(t *testing.T) {
 		{theirs, []string{"dev", "set", "rxe0", "adaptive-moderation", "off"}},
 		{ours, []string{"sys", "set", "netns", "exclusive"}},
 		{theirs, []string{"sys", "set", "netns", "shared"}},
+		{ours, []string{"sys", "set", "privileged-qkey", "on"}},
+		{theirs, []string{"sys", "set", "privileged-qkey", "off"}},
+		{theirs, []string{"sys", "set", "privileged-qkey", "on"}},
+		{ours, []string{"sys", "set", "privileged-qkey", "off"}},
 		{ours, []string{"dev", "set", "rxe0", "name", "rxe7"}},
 		{theirs, []string{"dev", "set", "rxe7", "name", "rxe0"}},
 	} {
@@ -329,22 +374,122 @@ func TestLabLinkAddDeleteBothWays(t *testing.T) {
 
 func TestLabUnprivilegedMatchesIproute2(t *testing.T) {
 	requireLab(t)
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	drop := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"}
+	// nobody, no groups: setuid from root clears the capabilities.
+	nobody := &syscall.Credential{Uid: 65534, Gid: 65534, NoSetGroups: false}
+	us, them := oursTool(t), theirsTool(t)
+	us.cred, them.cred = nobody, nobody
 	for _, args := range [][]string{
 		{"link", "add", "rxe2", "type", "rxe", "netdev", "veth1"}, {"link", "delete", "rxe0"},
 		{"dev", "set", "rxe0", "name", "foo"}, {"dev"}, {"res", "show", "qp"},
 	} {
-		o := runTool(t, drop, self, []string{execEnv + "=1"}, args...)
-		r := runTool(t, drop, "/usr/bin/rdma", nil, args...)
+		o, r := us.run(t, args...), them.run(t, args...)
 		if o != r {
 			t.Errorf("unprivileged rdma %s differs:\n=== iproute2:\n%s=== goverbs:\n%s", strings.Join(args, " "), r, o)
 		}
 	}
+}
+
+// lockedBuffer collects a running process's output for polling.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// monitorSockets counts NETLINK_RDMA sockets joined to RDMA_NL_GROUP_NOTIFY
+// (bind mask 0x8), from /proc/net/netlink.
+func monitorSockets(t *testing.T) int {
+	b, err := os.ReadFile("/proc/net/netlink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 3 && f[1] == "20" && f[3] == "00000008" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLabMonitorMatchesIproute2 runs both tools' `rdma monitor` (text and
+// JSON) while an rxe link is added and deleted, and requires the same event
+// lines. Kernels without monitor mode (6.1) get the refusal compared.
+func TestLabMonitorMatchesIproute2(t *testing.T) {
+	requireLab(t)
+	same(t, "monitor", "help")
+	if sys := theirs(t, "sys"); !strings.Contains(sys.stdout, "monitor on") {
+		same(t, "monitor")
+		t.Skipf("Linux %s reports no RDMA monitor mode (rdma sys: %q): only the refusal is compared",
+			labtest.Kernel(), strings.TrimSpace(sys.stdout))
+	}
+	t.Cleanup(func() { theirs(t, "link", "delete", "rxe1") })
+	type mon struct {
+		name string
+		cmd  *exec.Cmd
+		out  lockedBuffer
+		errb lockedBuffer
+	}
+	base := monitorSockets(t)
+	var mons []*mon
+	for _, tl := range []struct {
+		name string
+		bin  rdmaBin
+	}{{"iproute2", theirsTool(t)}, {"goverbs", oursTool(t)}} {
+		for _, args := range [][]string{{"monitor"}, {"-j", "monitor"}} {
+			m := &mon{name: tl.name + " " + strings.Join(args, " ")}
+			m.cmd = exec.Command(tl.bin.path, args...)
+			m.cmd.Env = append(os.Environ(), tl.bin.env...)
+			m.cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: tl.bin.root}
+			m.cmd.Stdout, m.cmd.Stderr = &m.out, &m.errb
+			if err := m.cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.cmd.Process.Kill(); m.cmd.Wait() })
+			mons = append(mons, m)
+		}
+	}
+	waitFor(t, "four monitors to join the notify group", 30*time.Second, func() bool {
+		return monitorSockets(t) >= base+len(mons)
+	})
+	if r := theirs(t, "link", "add", "rxe1", "type", "rxe", "netdev", "veth1"); r.code != 0 {
+		t.Fatalf("link add: %v", r)
+	}
+	if r := theirs(t, "link", "delete", "rxe1"); r.code != 0 {
+		t.Fatalf("link delete: %v", r)
+	}
+	waitFor(t, "every monitor to report the unregistration", 30*time.Second, func() bool {
+		for _, m := range mons {
+			if !strings.Contains(m.out.String(), "[UNREGISTER]") {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range mons {
+		m.cmd.Process.Signal(syscall.SIGTERM)
+		m.cmd.Wait()
+	}
+	for i := 0; i < 2; i++ {
+		c, g := mons[i], mons[i+2]
+		if c.out.String() != g.out.String() || c.errb.String() != g.errb.String() {
+			t.Errorf("%s differs:\n=== iproute2:\n%s--- stderr:\n%s=== goverbs:\n%s--- stderr:\n%s", c.name,
+				c.out.String(), c.errb.String(), g.out.String(), g.errb.String())
+		}
+		if !strings.Contains(c.out.String(), "REGISTER]") || !strings.Contains(c.out.String(), "veth1") {
+			t.Errorf("%s: no registration or netdev event seen:\n%s", c.name, c.out.String())
+		}
+	}
+	t.Logf("events (text):\n%s", mons[0].out.String())
 }

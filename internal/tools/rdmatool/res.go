@@ -13,13 +13,13 @@ func (t *tool) resHelp() int {
 	t.outf("Usage: %s resource\n", progName)
 	for _, l := range []string{
 		"resource show [DEV]",
-		"resource show [qp|cm_id|pd|mr|cq|ctx|srq]",
+		"resource show [qp|cm_id|pd|mr|cq|ctx|srq|frmr_pools]",
 		"resource show qp link [DEV/PORT]",
 		"resource show qp link [DEV/PORT] [FILTER-NAME FILTER-VALUE]",
 		"resource show cm_id link [DEV/PORT]",
 		"resource show cm_id link [DEV/PORT] [FILTER-NAME FILTER-VALUE]",
-		"resource show cq link [DEV/PORT]",
-		"resource show cq link [DEV/PORT] [FILTER-NAME FILTER-VALUE]",
+		"resource show cq dev [DEV]",
+		"resource show cq dev [DEV] [FILTER-NAME FILTER-VALUE]",
 		"resource show pd dev [DEV]",
 		"resource show pd dev [DEV] [FILTER-NAME FILTER-VALUE]",
 		"resource show mr dev [DEV]",
@@ -28,6 +28,10 @@ func (t *tool) resHelp() int {
 		"resource show ctx dev [DEV] [FILTER-NAME FILTER-VALUE]",
 		"resource show srq dev [DEV]",
 		"resource show srq dev [DEV] [FILTER-NAME FILTER-VALUE]",
+		"resource show frmr_pools dev [DEV]",
+		"resource show frmr_pools dev [DEV] [FILTER-NAME FILTER-VALUE]",
+		"resource set frmr_pools dev DEV aging AGING_PERIOD",
+		"resource set frmr_pools dev DEV pinned POOL_KEY PINNED_VALUE",
 	} {
 		t.outf("          %s\n", l)
 	}
@@ -38,6 +42,7 @@ func (t *tool) cmdRes() int {
 	return t.execCmd([]command{
 		{"", t.resShow},
 		{"show", t.resShow},
+		{"set", t.resSet},
 		{"list", t.resShow},
 		{"help", t.resHelp},
 	}, "resource command")
@@ -58,6 +63,7 @@ func (t *tool) resShow() int {
 		{"pd", func() int { return t.resRun(t.pdFunc()) }},
 		{"ctx", func() int { return t.resRun(t.ctxFunc()) }},
 		{"srq", func() int { return t.resRun(t.srqFunc()) }},
+		{"frmr_pools", func() int { return t.resRun(t.frmrPoolsFunc()) }},
 	}, "parameter")
 }
 
@@ -116,7 +122,14 @@ func (t *tool) resSummaryOne() int {
 	p.uint(printAny, "ifindex", "%d: ", s.DevIndex)
 	p.str(printAny, "ifname", "%s: ", s.DevName)
 	for _, c := range s.Counts {
-		t.resU64(c.Name, c.Current, true)
+		if !c.HasMax {
+			t.resU64(c.Name, c.Current, true)
+			continue
+		}
+		// iproute2 7.3: "NAME CURR/MAX " in text, NAME and NAME-max in JSON.
+		p.u64(printJSON, c.Name, "", c.Current)
+		p.u64(printJSON, c.Name+"-max", "", c.Max)
+		p.textf("%s %d/%d ", c.Name, c.Current, c.Max)
 	}
 	p.newline()
 	return 0
@@ -202,15 +215,11 @@ func (t *tool) printDriverTable(r *netlinkrdma.ResBase) {
 		return
 	}
 	p := t.p
-	if p.pretty {
-		p.newlineIndent()
-	}
+	p.newlineIndent()
 	cc := 0
 	for _, d := range r.Driver {
 		if cc > 80 {
-			if p.pretty {
-				p.newlineIndent()
-			}
+			p.newlineIndent()
 			cc = 0
 		}
 		key := "drv_" + d.Key
@@ -522,8 +531,8 @@ func (t *tool) ctxLine(x *netlinkrdma.Context) int {
 
 func (t *tool) srqFunc() resFunc {
 	dump, doit := listing(t,
-		func() ([]netlinkrdma.SRQ, error) { return t.be.SRQs(t.query(false)) },
-		func(id uint32) (netlinkrdma.SRQ, error) { return t.be.SRQ(t.query(false), id) },
+		func() ([]netlinkrdma.SRQ, error) { return t.be.SRQs(t.query(true)) },
+		func(id uint32) (netlinkrdma.SRQ, error) { return t.be.SRQ(t.query(true), id) },
 		t.srqLine)
 	return resFunc{valid: []filterSpec{
 		{"dev", false, false}, {"pid", true, false}, {"srqn", true, true}, {"type", false, false},
@@ -597,6 +606,9 @@ func (t *tool) srqQPs(s *netlinkrdma.SRQ) (string, bool) {
 }
 
 func (t *tool) srqLine(s *netlinkrdma.SRQ) int {
+	if t.raw {
+		return t.rawLine(&s.ResBase, false)
+	}
 	has := s.Present.Has
 	comm, ok := t.comm(&s.ResBase)
 	if t.filtered("pid", s.PID, has(abi.RDMA_NLDEV_ATTR_RES_PID)) ||

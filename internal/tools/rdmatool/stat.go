@@ -101,13 +101,11 @@ func (t *tool) statShowLink() int {
 	}, false)
 }
 
-// printHWCounters prints counters as "name value" pairs; with -p (text)
-// each on its own indented line.
+// printHWCounters prints counters as "name value" pairs, in text each on
+// its own indented line.
 func (t *tool) printHWCounters(cs []netlinkrdma.HWCounter) {
 	for _, c := range cs {
-		if t.p.pretty && !t.p.json {
-			t.p.newlineIndent()
-		}
+		t.p.newlineIndent()
 		t.resU64(c.Name, c.Value, true)
 	}
 }
@@ -173,7 +171,7 @@ func (t *tool) qpCounterLine(c *netlinkrdma.QPCounter) int {
 	t.printComm(&c.ResBase, comm, ok)
 	t.printHWCounters(c.Counters)
 	p.openArray(printJSON, "lqpn", "")
-	p.text("\n    LQPN: <")
+	p.text(p.lineSep() + "    LQPN: <")
 	for i, q := range c.LQPNs {
 		if i > 0 {
 			p.text(",")
@@ -185,8 +183,8 @@ func (t *tool) qpCounterLine(c *netlinkrdma.QPCounter) int {
 	return 0
 }
 
-// autoModeString renders a QP counter mode as iproute2 does ("qp auto
-// type on", "qp auto off").
+// autoModeString renders a QP counter mode as iproute2 7.3 does ("qp auto
+// type on optional-counters off", "qp auto off").
 func autoModeString(m netlinkrdma.QPCounterMode) string {
 	if m.Mode != netlinkrdma.CounterModeAuto || m.AutoMask == 0 {
 		return "qp auto off"
@@ -198,10 +196,15 @@ func autoModeString(m netlinkrdma.QPCounterMode) string {
 	if m.AutoMask&netlinkrdma.CounterMaskPID != 0 {
 		names = append(names, "pid")
 	}
-	if len(names) == 0 {
-		return "qp auto on"
+	s := "qp auto"
+	if len(names) > 0 {
+		s += " " + strings.Join(names, ",")
 	}
-	return "qp auto " + strings.Join(names, ",") + " on"
+	opt := "off"
+	if m.OptionalCounters {
+		opt = "on"
+	}
+	return s + " on optional-counters " + opt
 }
 
 func (t *tool) statQPModeOne() int {
@@ -243,7 +246,15 @@ func (t *tool) statQPSetAuto() int {
 		return -int(unix.EINVAL)
 	}
 	set := func(mask netlinkrdma.CounterMask) int {
-		if err := t.be.SetQPCounterAuto(t.devIdx, t.portIdx, mask); err != nil {
+		var opts *netlinkrdma.QPCounterAutoOptions
+		if !t.noArg() {
+			on, ret := t.statOnOff("optional-counters")
+			if ret != 0 {
+				return ret
+			}
+			opts = &netlinkrdma.QPCounterAutoOptions{OptionalCounters: &on}
+		}
+		if err := t.be.SetQPCounterAuto(t.devIdx, t.portIdx, mask, opts); err != nil {
 			return t.nlError(err)
 		}
 		return 0
@@ -420,9 +431,7 @@ func (t *tool) statModeLink(supported bool) func() int {
 				} else {
 					p.text(",")
 				}
-				if p.pretty && !p.json {
-					p.newlineIndent()
-				}
+				p.newlineIndent()
 				p.str(printAny, "", "%s", c.Name)
 			}
 			if !first {
@@ -566,4 +575,27 @@ func (t *tool) statMRLine(m *netlinkrdma.MRStats) int {
 	}
 	t.p.newline()
 	return 0
+}
+
+// statOnOff consumes "NAME on|off" (stat_get_on_off).
+func (t *tool) statOnOff(name string) (on bool, ret int) {
+	if !strcmpx(t.arg(), name) {
+		return false, -int(unix.EINVAL)
+	}
+	t.argInc()
+	if !t.noArg() && strings.ContainsAny(t.arg(), ",-") {
+		t.errf("The parameter %s shouldn't include range\n", name)
+		return false, int(unix.EINVAL)
+	}
+	if t.noArg() {
+		// iproute2 7.3 passes NULL to strcmp here and crashes; goverbs reports it.
+		t.errf("Error: argument of \"%s\" must be one of \"off\", \"on\", not \"(null)\"\n", name)
+		return false, -int(unix.EINVAL)
+	}
+	on, ok := t.parseOnOff(name, t.arg())
+	if !ok {
+		return false, -int(unix.EINVAL)
+	}
+	t.argInc()
+	return on, 0
 }
