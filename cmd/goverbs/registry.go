@@ -12,6 +12,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/ibstat"
 	"github.com/goverbs/goverbs/internal/tools/ibstatus"
 	"github.com/goverbs/goverbs/internal/tools/mckey"
+	"github.com/goverbs/goverbs/internal/tools/perfquery"
 	"github.com/goverbs/goverbs/internal/tools/perftest"
 	"github.com/goverbs/goverbs/internal/tools/pingpong"
 	"github.com/goverbs/goverbs/internal/tools/rcopy"
@@ -57,6 +58,8 @@ var commands = []Command{
 	{Name: "devinfo", Aliases: []string{"ibv_devinfo"}, Summary: "show device and port attributes", Run: devinfo.Main},
 	{Name: "ibstat", Aliases: []string{"ibstat"}, Summary: "show InfiniBand CA and port state from sysfs", Run: ibstat.Main},
 	{Name: "ibstatus", Aliases: []string{"ibstatus"}, Summary: "show port status from sysfs, same as infiniband-diags' ibstatus", Run: ibstatus.Main},
+	{Name: "perfquery", Aliases: []string{"perfquery"}, Summary: "query PerfMgt port counters over the user MAD interface, same as infiniband-diags' perfquery",
+		Run: perfquery.Main},
 	{Name: "asyncwatch", Aliases: []string{"ibv_asyncwatch"}, Summary: "print a device's asynchronous events, same as ibv_asyncwatch", Run: asyncwatch.Main},
 	{Name: "pingpong", Summary: "ping-pong tests wire compatible with rdma-core's: goverbs pingpong rc|uc|ud|srq|xsrq [options] [host]",
 		Run: pingpong.Main},

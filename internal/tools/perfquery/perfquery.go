@@ -1,0 +1,387 @@
+// Package perfquery is goverbs' clone of infiniband-diags' perfquery
+// (rdma-core 65, as Debian sid builds it): it reads a port's PerfMgt
+// counters (ClassPortInfo, PortCounters, PortCountersExtended) through the
+// kernel's user MAD interface (package umad) and prints them byte for byte
+// like the C tool, with the same options, diagnostics and exit statuses.
+//
+// On RoCE, sid's perfquery never sends a MAD: its libibumad only pairs
+// InfiniBand ports, so on a host whose RDMA ports are all Ethernet (rxe) it
+// fails to open a umad port whatever the kernel ("Failed to open '(null)'
+// port '0'"). The clone reproduces that (see umadlib.go); the PMA round
+// trip itself, which Linux 7.2+ rxe answers, is package umad's (its lab
+// test).
+package perfquery
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/internal/tools/sysfs"
+)
+
+// Version is the infiniband-diags version -V reports.
+const Version = "65.0"
+
+const defaultConfig = "/etc/infiniband-diags/ibdiag.conf"
+
+// Command is one configured perfquery. The zero value runs on the real
+// system.
+type Command struct {
+	Prog   string    // argv[0] as printed; "perfquery" when empty
+	FS     sysfs.FS  // the sysfs and /dev tree; sysfs.Host when zero
+	Config string    // the default config file; defaultConfig when empty
+	Pid    int       // printed in ibwarn lines; os.Getpid() when zero
+	Posix  *bool     // POSIXLY_CORRECT; the environment when nil
+	MAD    Transport // MAD I/O; UmadTransport when nil
+}
+
+// Main is the tool as goverbs runs it.
+func Main(prog string, args []string, stdout, stderr io.Writer) int {
+	return Command{Prog: prog}.Run(args, stdout, stderr)
+}
+
+type exit int
+
+type diagOpt struct {
+	name    string
+	letter  byte
+	hasArg  bool
+	argTmpl string
+	desc    string
+}
+
+// opts is perfquery's table followed by the common options it does not
+// exclude ("DK"), in ibdiag_process_opts' order.
+var opts = []diagOpt{
+	{"extended", 'x', false, "", "show extended port counters"},
+	{"xmtsl", 'X', false, "", "show Xmt SL port counters"},
+	{"rcvsl", 'S', false, "", "show Rcv SL port counters"},
+	{"xmtdisc", 'D', false, "", "show Xmt Discard Details"},
+	{"rcverr", 'E', false, "", "show Rcv Error Details"},
+	{"extended_speeds", 'T', false, "", "show port extended speeds counters"},
+	{"oprcvcounters", 1, false, "", "show Rcv Counters per Op code"},
+	{"flowctlcounters", 2, false, "", "show flow control counters"},
+	{"vloppackets", 3, false, "", "show packets received per Op code per VL"},
+	{"vlopdata", 4, false, "", "show data received per Op code per VL"},
+	{"vlxmitflowctlerrors", 5, false, "", "show flow control update errors per VL"},
+	{"vlxmitcounters", 6, false, "", "show ticks waiting to transmit counters per VL"},
+	{"swportvlcong", 7, false, "", "show sw port VL congestion"},
+	{"rcvcc", 8, false, "", "show Rcv congestion control counters"},
+	{"slrcvfecn", 9, false, "", "show SL Rcv FECN counters"},
+	{"slrcvbecn", 10, false, "", "show SL Rcv BECN counters"},
+	{"xmitcc", 11, false, "", "show Xmit congestion control counters"},
+	{"vlxmittimecc", 12, false, "", "show VL Xmit Time congestion control counters"},
+	{"smplctl", 'c', false, "", "show samples control"},
+	{"all_ports", 'a', false, "", "show aggregated counters"},
+	{"loop_ports", 'l', false, "", "iterate through each port"},
+	{"reset_after_read", 'r', false, "", "reset counters after read"},
+	{"Reset_only", 'R', false, "", "only reset counters"},
+	{"config", 'z', true, "<config>", "use config file, default: " + defaultConfig},
+	{"Ca", 'C', true, "<ca>", "Ca name to use"},
+	{"Port", 'P', true, "<port>", "Ca port number to use"},
+	{"Lid", 'L', false, "", "use LID address argument"},
+	{"Guid", 'G', false, "", "use GUID address argument"},
+	{"timeout", 't', true, "<ms>", "timeout in ms"},
+	{"sm_port", 's', true, "<lid>", "SM port lid"},
+	{"m_key", 'y', true, "<key>", "M_Key to use in request"},
+	{"pkey-idx", 'Y', true, "<idx>", "P_Key table index for outgoing SA/GMP MADs (default 0)"},
+	{"errors", 'e', false, "", "show send and receive errors"},
+	{"verbose", 'v', false, "", "increase verbosity level"},
+	{"debug", 'd', false, "", "raise debug level"},
+	{"help", 'h', false, "", "help message"},
+	{"version", 'V', false, "", "show version"},
+}
+
+const usageArgs = " [<lid|guid> [[port(s)] [reset_mask]]]"
+
+var usageExamples = []string{
+	"\t\t# read local port's performance counters",
+	"32 1\t\t# read performance counters from lid 32, port 1",
+	"-x 32 1\t# read extended performance counters from lid 32, port 1",
+	"-a 32\t\t# read performance counters from lid 32, all ports",
+	"-r 32 1\t# read performance counters and reset",
+	"-x -r 32 1\t# read extended performance counters and reset",
+	"-R 0x20 1\t# reset performance counters of port 1 only",
+	"-x -R 0x20 1\t# reset extended performance counters of port 1 only",
+	"-R -a 32\t# reset performance counters of all ports",
+	"-R 32 2 0x0fff\t# reset only error counters of port 2",
+	"-R 32 2 0xf000\t# reset only non-error counters of port 2",
+	"-a 32 1-10\t# read performance counters from lid 32, port 1-10, aggregate output",
+	"-l 32 1-10\t# read performance counters from lid 32, port 1-10, output each port",
+	"-a 32 1,4,8\t# read performance counters from lid 32, port 1, 4, and 8, aggregate output",
+	"-l 32 1,4,8\t# read performance counters from lid 32, port 1, 4, and 8, output each port",
+}
+
+// prettyPrint is infiniband-diags' pretty_print.
+func prettyPrint(b *strings.Builder, start, width int, str string) {
+	n := width - start
+	for {
+		str = strings.TrimLeft(str, " \t\n\v\f\r")
+		p := 0
+		var e int
+		for {
+			e = p + 1
+			i := strings.IndexByte(str[min(e, len(str)):], ' ')
+			if i < 0 {
+				p = -1
+				break
+			}
+			p = e + i
+			if p >= n {
+				break
+			}
+		}
+		if p < 0 {
+			b.WriteString(str)
+			return
+		}
+		if e == 1 {
+			e = p
+		}
+		fmt.Fprintf(b, "%s\n%*s", str[:e], start, "")
+		str = str[e:]
+	}
+}
+
+// writeUsage is ibdiag_show_usage.
+func writeUsage(w io.Writer, prog string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nUsage: %s [options] %s\n\n", prog, usageArgs)
+	b.WriteString("Options:\n")
+	for _, o := range opts {
+		n, _ := fmt.Fprintf(&b, "  --%s", o.name)
+		if o.letter >= 0x20 && o.letter < 0x7f {
+			m, _ := fmt.Fprintf(&b, ", -%c", o.letter)
+			n += m
+		}
+		if o.hasArg {
+			m, _ := fmt.Fprintf(&b, " %s", o.argTmpl)
+			n += m
+		}
+		if o.desc != "" {
+			m, _ := fmt.Fprintf(&b, "%*s  ", max(24-n, 0), "")
+			n += m
+			prettyPrint(&b, n, 74, o.desc)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nExamples:\n")
+	for _, e := range usageExamples {
+		fmt.Fprintf(&b, "  %s %s\n", prog, e)
+	}
+	b.WriteString("\n")
+	io.WriteString(w, b.String())
+}
+
+// state is one run.
+type state struct {
+	cmd            Command
+	stdout, stderr io.Writer
+	u              *lib
+	debug          int
+	verbose        int
+	ca             *string
+	caPort         int
+	timeout        int
+	pkeyIdx        int
+
+	extended, xmtSL, rcvSL, xmtDisc, rcvErr, extSpeeds, smplCtl bool
+	longOnly                                                    byte // the first long-only option seen (1..12)
+	allPorts, loopPorts, reset, resetOnly                       int
+	port                                                        int
+	ports                                                       []int
+	pair                                                        caPair
+	nextFD                                                      int
+	closers                                                     []func() error
+	pairSet                                                     bool
+}
+
+// Run runs perfquery with args (without the program name) and returns the
+// exit status.
+func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
+	if c.Prog == "" {
+		c.Prog = "perfquery"
+	}
+	if c.FS == (sysfs.FS{}) {
+		c.FS = sysfs.Host
+	}
+	if c.Config == "" {
+		c.Config = defaultConfig
+	}
+	if c.Pid == 0 {
+		c.Pid = os.Getpid()
+	}
+	if c.MAD == nil {
+		c.MAD = &UmadTransport{FS: c.FS}
+	}
+	posix := os.Getenv("POSIXLY_CORRECT") != ""
+	if c.Posix != nil {
+		posix = *c.Posix
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(exit)
+			if !ok {
+				panic(r)
+			}
+			status = int(e)
+		}
+	}()
+	s := &state{cmd: c, stdout: stdout, stderr: stderr, u: &lib{fs: c.FS, stderr: stderr, pid: c.Pid}}
+	s.readConfig(c.Config)
+	return s.main(args, posix)
+}
+
+// readConfig is read_ibdiag_config: CA, Port and timeout matter here.
+func (s *state) readConfig(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, val, _ := strings.Cut(line, "=")
+		if name == "" {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(name, "CA"):
+			v := val
+			s.ca = &v
+		case strings.HasPrefix(name, "Port"):
+			v, _, _ := cstd.Strtoul(val, 0)
+			s.caPort = int(int32(v))
+		case strings.HasPrefix(name, "timeout"):
+			v, _, _ := cstd.Strtoul(val, 0)
+			s.timeout = int(int32(v))
+		}
+	}
+}
+
+func (s *state) usage() {
+	writeUsage(s.stderr, s.cmd.Prog)
+	panic(exit(2))
+}
+
+// exitf is IBEXIT: a message on stdout, exit -1.
+func (s *state) exitf(fn, format string, args ...any) {
+	if s.debug > 0 {
+		fmt.Fprintf(s.stdout, "%s: iberror: [pid %d] %s: failed: %s\n", s.cmd.Prog, s.cmd.Pid, fn, fmt.Sprintf(format, args...))
+	} else {
+		fmt.Fprintf(s.stdout, "%s: iberror: failed: %s\n", s.cmd.Prog, fmt.Sprintf(format, args...))
+	}
+	panic(exit(255))
+}
+
+func (s *state) warn(fn, format string, args ...any) {
+	fmt.Fprintf(s.stderr, "ibwarn: [%d] %s: %s\n", s.cmd.Pid, fn, fmt.Sprintf(format, args...))
+}
+
+func (s *state) main(args []string, posix bool) int {
+	long := make([]getopt.LongOption, len(opts))
+	short := ""
+	for i, o := range opts {
+		ha := getopt.NoArgument
+		short += string(rune(o.letter))
+		if o.hasArg {
+			ha = getopt.RequiredArgument
+			short += ":"
+		}
+		long[i] = getopt.LongOption{Name: o.name, HasArg: ha, Val: o.letter}
+	}
+	p := getopt.New(s.cmd.Prog, args, short, long, s.stderr, posix)
+	for {
+		o, ok := p.Next()
+		if !ok {
+			break
+		}
+		switch o.Val {
+		case 'x':
+			s.extended = true
+		case 'X':
+			s.xmtSL = true
+		case 'S':
+			s.rcvSL = true
+		case 'D':
+			s.xmtDisc = true
+		case 'E':
+			s.rcvErr = true
+		case 'T':
+			s.extSpeeds = true
+		case 'c':
+			s.smplCtl = true
+		case 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12:
+			if s.longOnly == 0 || o.Val < s.longOnly {
+				s.longOnly = o.Val
+			}
+		case 'a':
+			s.allPorts++
+			s.port = allPorts
+		case 'l':
+			s.loopPorts++
+		case 'r':
+			s.reset++
+		case 'R':
+			s.resetOnly++
+		case 'z':
+			s.readConfig(o.Arg)
+		case 'h':
+			s.usage()
+		case 'V':
+			fmt.Fprintf(s.stderr, "%s BUILD VERSION: %s\n", s.cmd.Prog, Version)
+			return 0
+		case 'e':
+		case 'v':
+			s.verbose++
+		case 'd':
+			s.debug++
+			s.u.debug = s.debug - 1
+		case 'C':
+			v := o.Arg
+			s.ca = &v
+		case 'P':
+			v, _, _ := cstd.Strtoul(o.Arg, 0)
+			s.caPort = int(int32(v))
+		case 'L', 'G':
+			// The destination type: perfquery never reaches an address
+			// argument on the hosts goverbs targets (see the package doc).
+		case 't':
+			v, end, erange := cstd.Strtol(o.Arg, 0)
+			if erange || end != len(o.Arg) || v <= 0 || v > math.MaxInt32 {
+				s.exitf("process_opt", "Invalid timeout \"%s\".  Timeout requires a positive integer value < %d.", o.Arg, math.MaxInt32)
+			}
+			s.timeout = int(v)
+		case 's':
+			// resolve_portid_str(..., IB_DEST_LID): a LID in 1..0xbfff.
+			v, _, _ := cstd.Strtol(o.Arg, 0)
+			if v <= 0 || v >= 0xc000 {
+				s.exitf("process_opt", "cannot resolve SM destination port %s", o.Arg)
+			}
+		case 'y':
+			_, end, erange := cstd.Strtoul(o.Arg, 0)
+			if erange || end != len(o.Arg) {
+				// The C tool asks getpass("M_Key: ") here.
+				s.exitf("process_opt", "Bad M_Key")
+			}
+		case 'Y':
+			v, end, erange := cstd.Strtol(o.Arg, 0)
+			if erange || end == 0 || end != len(o.Arg) || v < 0 || v > math.MaxUint16 {
+				s.exitf("process_opt", "Invalid P_Key index \"%s\".  Requires an integer in the range [0, %d].", o.Arg, math.MaxUint16)
+			}
+			s.pkeyIdx = int(v)
+		default:
+			s.usage()
+		}
+	}
+	return s.run(p.Operands())
+}
+
+const allPorts = 0xff
