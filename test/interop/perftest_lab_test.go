@@ -163,8 +163,9 @@ var (
 	bwLine = regexp.MustCompile(`^ \d+ +\d+ +\d+\.\d+ +\d+\.\d+ *\t\t +\d+\.\d{6}$|^ \d+ +\d+ +\d+\.\d{6} +\d+\.\d{6} +\d+\.\d{6}$`)
 	// perftest's standard deviation overflows an int for outliers of tens of ms and prints -nan; so do we.
 	latLine = regexp.MustCompile(`^ \d+ +\d+ +((\d+\.\d+|-?nan|inf)[ \t]*){7}$|^ \d+ +\d+ +\d+\.\d+ +\d+\.\d+$`)
-	number  = regexp.MustCompile(`0x[0-9a-f]+|\d+(\.\d+)?`)
-	spaces  = regexp.MustCompile(`[ \t]+`)
+	// perftest prints -nan for an overflowed standard deviation and inf for a failed clock: numbers too.
+	number = regexp.MustCompile(`0x[0-9a-f]+|\d+(\.\d+)?|-?\bnan\b|\binf\b`)
+	spaces = regexp.MustCompile(`[ \t]+`)
 )
 
 // resultLines are the stdout lines that carry results.
@@ -362,6 +363,9 @@ func TestLabPerftestJSON(t *testing.T) {
 			}
 			for i, role := range []string{"server", "client"} {
 				g, c := files["go"][i], files[refImpl][i]
+				if role == "client" && c == nil {
+					t.Errorf("6.24's client wrote no --out_json file")
+				}
 				if (g == nil) != (c == nil) || shape(string(g)) != shape(string(c)) {
 					t.Errorf("%s: goverbs' --out_json file differs from 6.24's\ngoverbs:\n%s\n6.24:\n%s", role, g, c)
 				}
