@@ -21,6 +21,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/rdmax"
 	"github.com/goverbs/goverbs/internal/tools/rping"
 	"github.com/goverbs/goverbs/internal/tools/rstream"
+	"github.com/goverbs/goverbs/internal/tools/showgids"
 	"github.com/goverbs/goverbs/internal/tools/udaddy"
 )
 
@@ -58,6 +59,8 @@ var commands = []Command{
 	{Name: "devinfo", Aliases: []string{"ibv_devinfo"}, Summary: "show device and port attributes", Run: devinfo.Main},
 	{Name: "ibstat", Aliases: []string{"ibstat"}, Summary: "show InfiniBand CA and port state from sysfs", Run: ibstat.Main},
 	{Name: "ibstatus", Aliases: []string{"ibstatus"}, Summary: "show port status from sysfs, same as infiniband-diags' ibstatus", Run: ibstatus.Main},
+	{Name: "show_gids", Aliases: []string{"show_gids"}, Summary: "list RoCE GIDs with their index, netdev, version and IPv4, same as mlnx-tools' show_gids",
+		Run: showgids.Main},
 	{Name: "perfquery", Aliases: []string{"perfquery"}, Summary: "query PerfMgt port counters over the user MAD interface, same as infiniband-diags' perfquery",
 		Run: perfquery.Main},
 	{Name: "asyncwatch", Aliases: []string{"ibv_asyncwatch"}, Summary: "print a device's asynchronous events, same as ibv_asyncwatch", Run: asyncwatch.Main},
