@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -142,27 +140,9 @@ func TestLabKill(t *testing.T) {
 
 type proc struct {
 	cmd    *exec.Cmd
-	out    lockedBuffer // stdout and stderr
-	stderr lockedBuffer // stderr alone
+	out    labtest.SyncBuffer // stdout and stderr
+	stderr labtest.SyncBuffer // stderr alone
 	done   chan struct{}
-}
-
-// lockedBuffer is a bytes.Buffer that two output-copying goroutines may write at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func startTool(t *testing.T, impl, goBin, tool string, args []string, cgroupFD int) *proc {

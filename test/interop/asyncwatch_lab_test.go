@@ -18,8 +18,8 @@ func TestLabAsyncwatch(t *testing.T) {
 	NeedTool(t, "ibv_asyncwatch", "ibverbs-utils")
 	dev := labtest.Device()
 	netdev := "veth0"
-	start := func(argv ...string) (*exec.Cmd, *lockedBuffer) {
-		var out lockedBuffer
+	start := func(argv ...string) (*exec.Cmd, *labtest.SyncBuffer) {
+		var out labtest.SyncBuffer
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {

@@ -111,6 +111,7 @@ func cPPIn(root string) func(ppTool, []string) ppResult {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "/usr/bin/"+tool.ctool, args...)
+		cmd.Args[0] = tool.ctool // as a shell runs it: usage texts print argv[0]
 		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
 		cmd.Dir = "/"
 		return runC(cmd)
@@ -200,11 +201,13 @@ func TestLabSRQPingpongInterop(t *testing.T) {
 	ppMatrix(t, ppSRQ, 300, []int{1, 4096}, []string{"-q", "4", "-n", "12", "-c"}, srqLines(4))
 }
 
-// Runs that end before any connection, byte for byte and status for status against rdma-core's tools: usage
-// errors, option checks, and on rxe (no XRC) all of ibv_xsrq_pingpong's behaviour.
+// Runs that end before any connection, byte for byte and status for status against rdma-core 65's tools (sid's
+// root, the release goverbs' clones follow): usage errors, option checks, rc_pingpong's -U (no parent domain on
+// rxe), and on rxe (no XRC) all of ibv_xsrq_pingpong's behaviour.
 func TestLabPingpongErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
 	dev := labtest.Device()
+	cPP := cPPIn(labtest.PeerRoot(t, "sid"))
 	cases := []struct {
 		tool ppTool
 		args []string
@@ -237,9 +240,12 @@ func TestLabPingpongErrorsMatchC(t *testing.T) {
 		{ppXRC, []string{"-d", dev, "-e", "-c", "3"}},
 		{ppXRC, []string{"-d", dev, "-o"}},
 		{ppXRC, []string{"-d", dev, "-g", "1", "127.0.0.1"}},
+		{ppRC, []string{"-d", dev, "-U"}},
+		{ppRC, []string{"-d", dev, "-U", "-e", "-g", "1"}},
+		{ppRC, []string{"-U", "-j"}},
+		{ppRC, []string{"-x"}},
 	}
 	for _, c := range cases {
-		NeedTool(t, c.tool.ctool, "ibverbs-utils")
 		want := cPP(c.tool, c.args)
 		got := goPP(c.tool, c.args)
 		if got != want {

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,29 +19,11 @@ import (
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
-// lockedBuffer collects a running server's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // rcopyServer is a running rcopy server (it serves for ever, as the C tool does).
 type rcopyServer struct {
 	name     string
 	cmd      *exec.Cmd
-	out, err lockedBuffer
+	out, err labtest.SyncBuffer
 	exited   chan struct{}
 }
 

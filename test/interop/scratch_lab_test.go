@@ -80,8 +80,8 @@ func runCmd(t *testing.T, cmd *exec.Cmd) ppResult {
 }
 
 // TestLabFromScratch proves the container story: goverbs runs its tools in a root that holds only the static
-// binary and the kernel's /dev, /sys and /proc. devinfo, ibstat and rdma print what rdma-core's and iproute2's
-// tools print outside it, and a chrooted pingpong and rping talk to rdma-core's ibv_rc_pingpong and
+// binary and the kernel's /dev, /sys and /proc. devinfo, ibstat and rdma print what rdma-core 65's and iproute2
+// 7.3's tools print outside it, and a chrooted pingpong and rping talk to rdma-core's ibv_rc_pingpong and
 // rdmacm-utils' rping both ways.
 func TestLabFromScratch(t *testing.T) {
 	labtest.Require(t)
@@ -101,8 +101,9 @@ func TestLabFromScratch(t *testing.T) {
 		{"rdma", []string{"-j", "dev", "show"}, []string{"rdma", "-j", "dev", "show"}},
 	} {
 		t.Run(c.ctool+"_"+filepath.Join(c.cargs...), func(t *testing.T) {
-			NeedTool(t, c.ctool, "rdma-core")
-			want := runCmd(t, exec.Command(c.ctool, c.cargs...))
+			// The reference is the newest release (sid's rdma-core 65 and iproute2 7.3), as for the tools'
+			// own comparisons; its binaries run from sid's root by chroot.
+			want := runCmd(t, inPeerRoot(t, "sid", c.ctool, c.cargs...))
 			got := runCmd(t, inScratch(root, c.args...))
 			if got != want {
 				t.Fatalf("in the scratch root %v gives\n%+v\noutside, %s gives\n%+v", c.args, got, c.ctool, want)
@@ -196,4 +197,20 @@ func TestLabFromScratch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inPeerRoot is the command running tool (found in /usr/sbin or /usr/bin) from era's root by chroot, with argv[0]
+// the bare name as a shell would give it.
+func inPeerRoot(t *testing.T, era, tool string, args ...string) *exec.Cmd {
+	t.Helper()
+	root := labtest.PeerRoot(t, era)
+	path := "/usr/bin/" + tool
+	if _, err := os.Stat(filepath.Join(root, "usr/sbin", tool)); err == nil {
+		path = "/usr/sbin/" + tool
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Args[0] = tool
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
+	cmd.Dir = "/"
+	return cmd
 }

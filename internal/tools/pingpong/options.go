@@ -44,6 +44,10 @@ type options struct {
 	ts       bool
 	dm       bool
 	newSend  bool
+	// ccUnprotected is rc_pingpong's -U (rdma-core 65).
+	ccUnprotected bool
+	// udHopLimit: the GRH hop limit is 64 (ud_pingpong), not 1.
+	udHopLimit bool
 }
 
 // toolSpec is what a tool's getopt_long call and usage text are.
@@ -162,6 +166,8 @@ func parseOptions(spec *toolSpec, prog string, args []string, stdout, stderr io.
 			o.dm = true
 		case 'N':
 			o.newSend = true
+		case 'U':
+			o.ccUnprotected = true
 		default:
 			return usage()
 		}

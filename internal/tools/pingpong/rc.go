@@ -1,4 +1,4 @@
-// Package pingpong is goverbs' clone of rdma-core 44's pingpong examples (ibv_rc_pingpong, ibv_uc_pingpong,
+// Package pingpong is goverbs' clone of rdma-core 65's pingpong examples (ibv_rc_pingpong, ibv_uc_pingpong,
 // ibv_ud_pingpong, ibv_srq_pingpong and, up to the XRC domain, ibv_xsrq_pingpong): the same options, the same
 // 52-byte connection records and "done" handshake over TCP, and the same output lines, messages and exit
 // statuses, so a goverbs side pairs with a C side in either role.
@@ -23,7 +23,7 @@ import (
 
 var rcSpec = toolSpec{
 	kind:      kindRC,
-	optstring: "p:d:i:s:m:r:n:l:eg:oOPtcjN",
+	optstring: "p:d:i:s:m:r:n:l:eg:oOPtcjNU",
 	long: []getopt.LongOption{loPort, loIBDev, loIBPort, loSize, loMTU, loRxDepth, loIters, loSL, loEvents, loGIDIdx,
 		loODP,
 		{Name: "iodp", HasArg: getopt.NoArgument, Val: 'O'},
@@ -32,6 +32,7 @@ var rcSpec = toolSpec{
 		loChk,
 		{Name: "dm", HasArg: getopt.NoArgument, Val: 'j'},
 		{Name: "new_send", HasArg: getopt.NoArgument, Val: 'N'},
+		{Name: "allow-cc-unprotected", HasArg: getopt.NoArgument, Val: 'U'},
 	},
 	usage:    rcUsage,
 	defaults: options{port: 18515, ibPort: 1, size: 4096, mtu: uverbs.MTU1024, rxDepth: 500, iters: 1000, gidx: -1},
@@ -53,6 +54,8 @@ func rcUsage(w io.Writer, prog string) {
 	fmt.Fprintf(w, "  -c, --chk\t            validate received buffer\n")
 	fmt.Fprintf(w, "  -j, --dm\t            use device memory\n")
 	fmt.Fprintf(w, "  -N, --new_send            use new post send WR API\n")
+	fmt.Fprintf(w, "  -U, --allow-cc-unprotected  allow allocation of unprotected/shared\n"+
+		"                            memory on CoCo guests\n")
 }
 
 // MainRC runs ibv_rc_pingpong with args (without the program name) and returns its exit status.
@@ -63,6 +66,14 @@ func MainRC(prog string, args []string, stdout, stderr io.Writer) int {
 	}
 	if o.odp && o.dm {
 		fmt.Fprintf(stderr, "DM memory region can't be on demand\n")
+		return 1
+	}
+	if o.ccUnprotected && o.odp {
+		fmt.Fprintf(stderr, "CoCo unprotected memory cannot be used with ODP\n")
+		return 1
+	}
+	if o.ccUnprotected && o.dm {
+		fmt.Fprintf(stderr, "CoCo unprotected memory cannot be used with device memory\n")
 		return 1
 	}
 	if !o.odp && o.prefetch {

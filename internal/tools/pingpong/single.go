@@ -109,6 +109,16 @@ func initSingle(dev uverbs.Device, k kind, o *options, stderr io.Writer) *pp {
 		}
 		c.channel.SetWaitInKernel(true) // wait as ibv_get_cq_event does: the tool never cancels a wait
 	}
+	if o.ccUnprotected {
+		// rdma-core 65's -U allocates a parent domain allowing unprotected
+		// (shared) memory in confidential-computing guests. goverbs has no
+		// parent domains; it fails where rdma-core fails on providers
+		// without them (rxe).
+		if c.pd, err = c.ctx.AllocPD(); err != nil {
+			return fail("Couldn't allocate base PD")
+		}
+		return fail("Couldn't allocate parent domain")
+	}
 	if c.pd, err = c.ctx.AllocPD(); err != nil {
 		return fail("Couldn't allocate PD")
 	}
@@ -201,13 +211,16 @@ func (c *pp) postSend() error {
 }
 
 // remoteAV is the address of the remote side as the tools build it: its LID, and its GID only when the GID's
-// interface id (the low 8 bytes) is set.
+// interface id (the low 8 bytes) is set, with hop limit 1 (ud_pingpong: 64 since rdma-core 45).
 func remoteAV(o *options, rem *dest) uverbs.AHAttr {
 	av := uverbs.AHAttr{DLID: uint16(rem.lid), SL: uint8(o.sl), PortNum: uint8(o.ibPort)}
 	var zero [8]byte
 	if [8]byte(rem.gid[8:]) != zero {
 		av.IsGlobal = true
 		av.GRH.HopLimit = 1
+		if o.udHopLimit {
+			av.GRH.HopLimit = 64
+		}
 		av.GRH.DGID = rem.gid
 		av.GRH.SGIDIndex = uint8(o.gidx)
 	}

@@ -34,5 +34,6 @@ func MainUD(prog string, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return status
 	}
+	o.udHopLimit = true
 	return runSingle(kindUD, o, stdout, stderr)
 }

@@ -28,7 +28,7 @@ var xsrqLongOpts = []getopt.LongOption{loPort, loIBDev, loIBPort, loSize, loMTU,
 func xsrqUsage(w io.Writer, prog string) {
 	usageHead(w, prog)
 	fmt.Fprintf(w, "  -s, --size=<size>      size of message to exchange (default 4096)\n")
-	fmt.Fprintf(w, "  -m, --mtu=<size>       path MTU (default 2048)\n")
+	fmt.Fprintf(w, "  -m, --mtu=<size>       path MTU (default 1024)\n")
 	fmt.Fprintf(w, "  -c, --clients=<n>      number of clients (on server only, default 1)\n")
 	fmt.Fprintf(w, "  -n, --num_tests=<n>    number of tests per client (default 5)\n")
 	fmt.Fprintf(w, "  -l, --sl=<sl>          service level value\n")

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -389,24 +388,6 @@ func TestLabUnprivilegedMatchesIproute2(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects a running process's output for polling.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // monitorSockets counts NETLINK_RDMA sockets joined to RDMA_NL_GROUP_NOTIFY
 // (bind mask 0x8), from /proc/net/netlink.
 func monitorSockets(t *testing.T) int {
@@ -438,8 +419,8 @@ func TestLabMonitorMatchesIproute2(t *testing.T) {
 	type mon struct {
 		name string
 		cmd  *exec.Cmd
-		out  lockedBuffer
-		errb lockedBuffer
+		out  labtest.SyncBuffer
+		errb labtest.SyncBuffer
 	}
 	base := monitorSockets(t)
 	var mons []*mon
