@@ -198,7 +198,9 @@ func (t *tester) term() bool {
 		t.advance(true)
 		v := t.expr()
 		if t.pos >= len(a) {
-			panic(testError("`)' expected"))
+			// "[" drops its "]" from argc but not from argv: test.c
+			// finds "]" where "test" would find NULL.
+			panic(testError("`)' expected, found ]"))
 		}
 		if a[t.pos] != ")" {
 			panic(testError(fmt.Sprintf("`)' expected, found %s", a[t.pos])))

@@ -64,3 +64,10 @@ p=roce/sys/class/infiniband/odd/ports/2                         # a port without
 w $p/link_layer "Ethernet\n"
 mkdir -p roce/sys/class/infiniband/odd/ports/3/gids             # an empty gids directory
 : > roce/sys/class/infiniband/odd/ports/3/gids/.keep
+# --- words: multi-word GIDs through bash's test operators ------------------------
+p=roce/sys/class/infiniband/words/ports/1
+i=0
+for g in "! x" "( x )" "-n x" "a -a b" "! = 0000" "x -o" "-z" "( =" "a = b c" "!" "-a" "\\\\( ! )" "0000 fe80" "-x y"; do
+	gid $p $i "$g" w0 "RoCE v2"
+	i=$((i + 1))
+done
