@@ -15,9 +15,9 @@ deps:
 build:
 	$(GO) build -trimpath -o bin/goverbs ./cmd/goverbs
 
-## demo: boot the lab, bring up rxe0 on a veth, and show goverbs at work beside rdma-core's tools
+## demo: boot the lab, bring up rxe0 on a veth, and show goverbs at work beside the newest rdma-core and iproute2 (sid's)
 demo: deps build
-	$(GO) run ./test/lab/cmd/lab -- bash test/demo/demo.sh
+	$(GO) run ./test/lab/cmd/lab -peer sid -- bash test/demo/demo.sh
 
 ## test: every test: static checks, unit tests (race detector) on the host, then the kernel-facing suites in the lab
 test: deps check unit lab

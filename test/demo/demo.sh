@@ -1,8 +1,18 @@
 #!/bin/bash
 # The goverbs demo, run inside the lab VM by `make demo` (rxe0 is up on veth0). It shows goverbs' tools beside
-# rdma-core's on the same device, and a goverbs ping-pong talking to rdma-core's in both directions.
+# the newest releases of rdma-core's and iproute2's (Debian sid's rdma-core 65 and iproute2 7.3, whose root
+# `lab -peer sid` builds) on the same device, and a goverbs ping-pong talking to rdma-core's in both directions.
 set -u
 G=${GOVERBS:-bin/goverbs}
+SID=${GOVERBS_LAB_PEER_SID:-}
+# sid TOOL ARGS...: run sid's TOOL from its root (the VM's /dev, /sys and /proc mounted in a private namespace);
+# without the root (a demo run without -peer sid), the host's own tool.
+sid() {
+	if [ -z "$SID" ]; then "$@"; return; fi
+	unshare -m --propagation private sh -c 'r=$1; shift
+		mount --rbind /dev "$r/dev" && mount --rbind /sys "$r/sys" && mount -t proc proc "$r/proc" &&
+		mount -t tmpfs tmpfs "$r/tmp" && cd / && exec chroot "$r" "$@"' sh "$SID" "$@"
+}
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 same() { # same LABEL CMD_GO -- CMD_C : run both and say whether the outputs are identical
 	local label=$1; shift
@@ -17,18 +27,19 @@ same() { # same LABEL CMD_GO -- CMD_C : run both and say whether the outputs are
 wait_port() { for _ in $(seq 600); do grep -qi ":$(printf %04X "$1") .* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
 step "goverbs devices"
-same devices $G devices -- ibv_devices
+same devices $G devices -- sid ibv_devices
 step "goverbs devinfo"
-same devinfo $G devinfo -- ibv_devinfo
+same devinfo $G devinfo -- sid ibv_devinfo
 step "goverbs devinfo -v (first lines)"
-same devinfo-v $G devinfo -v -- ibv_devinfo -v | head -40
+same devinfo-v $G devinfo -v -- sid ibv_devinfo -v | head -40
 step "goverbs ibstat"
-same ibstat $G ibstat -- ibstat
+same ibstat $G ibstat -- sid ibstat
 
-step "goverbs rdma link / dev / res show"
-same rdma-link $G rdma link show -- rdma link show
-same rdma-dev $G rdma -j dev show -- rdma -j dev show
-same rdma-res $G rdma res show -- rdma res show
+step "goverbs rdma link / dev / res show / sys"
+same rdma-sys $G rdma sys -- sid rdma sys
+same rdma-link $G rdma link show -- sid rdma link show
+same rdma-dev $G rdma -j dev show -- sid rdma -j dev show
+same rdma-res $G rdma res show -- sid rdma res show
 step "goverbs cgroup: a limit in a new cgroup, then ibv_devinfo run under hca_handle=0"
 $G cgroup create goverbs-demo && $G cgroup set goverbs-demo rxe0 hca_handle=2 hca_object=100 && $G cgroup show goverbs-demo
 $G cgroup set goverbs-demo rxe0 hca_handle=0

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg   lab.Config
 		shell = fs.String("sh", "", "run this `script` with /bin/sh -c instead of a command after --")
 		quiet = fs.Bool("q", false, "do not print the boot and run times")
+		peer  = fs.String("peer", "", "build (once, in the lab cache) the C tools of Debian `release` (trixie, sid) and pass their root as GOVERBS_LAB_PEER_<RELEASE>")
 	)
 	fs.IntVar(&cfg.Memory, "m", 2048, "VM memory in `MiB`")
 	fs.IntVar(&cfg.CPUs, "smp", 0, "number of virtual `CPUs` (default 2 with KVM, 1 under TCG)")
@@ -63,6 +65,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Stdout, cfg.Stderr, cfg.Log = stdout, stderr, stderr
+	if *peer != "" {
+		if _, ok := lab.PeerEras[*peer]; !ok {
+			fmt.Fprintf(stderr, "lab: -peer %q: no such release (have trixie, sid)\n", *peer)
+			return 2
+		}
+		cache, err := lab.CacheDir()
+		if err != nil {
+			fmt.Fprintln(stderr, "lab:", err)
+			return 1
+		}
+		root, err := lab.EnsurePeerRoot(context.Background(), cache, *peer, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "lab:", err)
+			return 1
+		}
+		cfg.Env = lab.HostEnv()
+		cfg.Env["GOVERBS_LAB_PEER_"+strings.ToUpper(*peer)] = root
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
