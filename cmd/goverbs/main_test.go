@@ -111,8 +111,8 @@ func TestRealTools(t *testing.T) {
 	}{
 		{[]string{"goverbs", "devinfo", "-x"}, 255, "Usage: ibv_devinfo  ", "ibv_devinfo: invalid option -- 'x'\n"},
 		{[]string{"/usr/bin/ibv_devinfo", "-i", "0"}, 1, "Usage: /usr/bin/ibv_devinfo  ", ""},
-		{[]string{"goverbs", "ibstat", "-V"}, 0, "", "ibstat BUILD VERSION: 44.0\n"},
-		{[]string{"/sbin/ibstat", "--version"}, 0, "", "/sbin/ibstat BUILD VERSION: 44.0\n"},
+		{[]string{"goverbs", "ibstat", "-V"}, 0, "", "ibstat BUILD VERSION: 65.0\n"},
+		{[]string{"/sbin/ibstat", "--version"}, 0, "", "/sbin/ibstat BUILD VERSION: 65.0\n"},
 		{[]string{"goverbs", "pingpong", "srq", "-q", "300"}, 1, "", "num_qp 300 must be less than 255\n"},
 		{[]string{"goverbs", "srq_pingpong", "-r", "4"}, 1, "",
 			"rx_depth 4 is too small for 16 QPs -- must have at least one receive per QP.\n"},
