@@ -340,3 +340,9 @@ func (c *PortCountersExtended) Put(mad []byte) {
 	be.PutUint64(d[56:], c.PortMulticastXmitPkts)
 	be.PutUint64(d[64:], c.PortMulticastRcvPkts)
 }
+
+// String renders h for diagnostics.
+func (h MADHdr) String() string {
+	return fmt.Sprintf("class 0x%02x v%d method 0x%02x status 0x%04x tid 0x%016x attr 0x%04x mod 0x%08x",
+		h.MgmtClass, h.ClassVersion, h.Method, h.Status, h.TID, h.AttrID, h.AttrMod)
+}
