@@ -26,6 +26,18 @@
 // and Call honour their context's deadline and cancellation without a
 // thread blocked in read(2), and Close wakes a blocked Recv.
 //
+// # RoCE
+//
+// A RoCE port has no LIDs (rxe's is 0): address MADs by GRH to a GID of
+// the destination port, with GIDIndex naming the local GID to send from.
+// Use IPv6 GIDs: the kernel's MAD layer matches a reply to its request by
+// the GIDs in the receive buffer's GRH, which for RoCE v2 over IPv4 holds
+// an IPv4 header, so replies to requests sent to IPv4-mapped GIDs are
+// dropped. The first MAD to a link-local GID may fail with ETIMEDOUT while
+// the kernel resolves the neighbour. On Linux 7.3.4 rxe answers PerfMgt
+// GETs itself but its replies carry no MAD header and never arrive (see
+// docs/tool-versions.md, perfquery).
+//
 // # Errors
 //
 // Errors are *Error values naming the operation and device; they unwrap to
