@@ -18,6 +18,7 @@ import (
 
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/internal/tools/ibdiag"
 	"github.com/goverbs/goverbs/internal/tools/sysfs"
 )
 
@@ -65,7 +66,7 @@ func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
 		c.FS = sysfs.Host
 	}
 	if c.Config == "" {
-		c.Config = defaultConfig
+		c.Config = ibdiag.DefaultConfig
 	}
 	if c.Pid == 0 {
 		c.Pid = os.Getpid()
@@ -113,7 +114,7 @@ func (s *state) readConfig(path string) {
 }
 
 func (s *state) usage() {
-	writeUsage(s.stderr, s.cmd.Prog)
+	usage.Write(s.stderr, s.cmd.Prog)
 	panic(exit(2))
 }
 
@@ -141,17 +142,7 @@ func (s *state) debugf(fn, format string, args ...any) {
 }
 
 func (s *state) main(args []string, posix bool) int {
-	long := make([]getopt.LongOption, len(ibstatOpts))
-	short := ""
-	for i, o := range ibstatOpts {
-		ha := getopt.NoArgument
-		short += string(o.letter)
-		if o.hasArg {
-			ha = getopt.RequiredArgument
-			short += ":"
-		}
-		long[i] = getopt.LongOption{Name: o.name, HasArg: ha, Val: o.letter}
-	}
+	short, long := usage.Getopt()
 	var listOnly, shortFmt, listPorts bool
 	p := getopt.New(s.cmd.Prog, args, short, long, s.stderr, posix)
 	for {

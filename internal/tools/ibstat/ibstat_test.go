@@ -129,25 +129,6 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func TestPrettyPrint(t *testing.T) {
-	tests := []struct {
-		start, width int
-		in, want     string
-	}{
-		{26, 74, "use config file, default: /etc/infiniband-diags/ibdiag.conf", "use config file, default: /etc/infiniband-diags/ibdiag.conf"},
-		{0, 5, "aaa bbb ccc", "aaa \nbbb ccc"},
-		{2, 7, "aaa bbb ccc", "aaa \n  bbb ccc"},
-		{0, 3, "abcdefgh ij", "abcdefgh\nij"},
-	}
-	for _, tt := range tests {
-		var b strings.Builder
-		prettyPrint(&b, tt.start, tt.width, tt.in)
-		if b.String() != tt.want {
-			t.Errorf("prettyPrint(%d, %d, %q) = %q, want %q", tt.start, tt.width, tt.in, b.String(), tt.want)
-		}
-	}
-}
-
 func TestWritePort(t *testing.T) {
 	p := &Port{PortNum: 1, State: 4, PhysState: 5, Rate: 2, BaseLID: 0x80000000, CapMask: 1, PortGUID: 0x1, LinkLayer: "IB"}
 	var b bytes.Buffer

@@ -21,20 +21,19 @@ import (
 
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/internal/tools/ibdiag"
 	"github.com/goverbs/goverbs/internal/tools/sysfs"
 )
 
 // Version is the infiniband-diags version -V reports.
 const Version = "65.0"
 
-const defaultConfig = "/etc/infiniband-diags/ibdiag.conf"
-
 // Command is one configured perfquery. The zero value runs on the real
 // system.
 type Command struct {
 	Prog   string    // argv[0] as printed; "perfquery" when empty
 	FS     sysfs.FS  // the sysfs and /dev tree; sysfs.Host when zero
-	Config string    // the default config file; defaultConfig when empty
+	Config string    // the default config file; ibdiag.DefaultConfig when empty
 	Pid    int       // printed in ibwarn lines; os.Getpid() when zero
 	Posix  *bool     // POSIXLY_CORRECT; the environment when nil
 	MAD    Transport // MAD I/O; UmadTransport when nil
@@ -47,55 +46,50 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 
 type exit int
 
-type diagOpt struct {
-	name    string
-	letter  byte
-	hasArg  bool
-	argTmpl string
-	desc    string
-}
-
 // opts is perfquery's table followed by the common options it does not
 // exclude ("DK"), in ibdiag_process_opts' order.
-var opts = []diagOpt{
-	{"extended", 'x', false, "", "show extended port counters"},
-	{"xmtsl", 'X', false, "", "show Xmt SL port counters"},
-	{"rcvsl", 'S', false, "", "show Rcv SL port counters"},
-	{"xmtdisc", 'D', false, "", "show Xmt Discard Details"},
-	{"rcverr", 'E', false, "", "show Rcv Error Details"},
-	{"extended_speeds", 'T', false, "", "show port extended speeds counters"},
-	{"oprcvcounters", 1, false, "", "show Rcv Counters per Op code"},
-	{"flowctlcounters", 2, false, "", "show flow control counters"},
-	{"vloppackets", 3, false, "", "show packets received per Op code per VL"},
-	{"vlopdata", 4, false, "", "show data received per Op code per VL"},
-	{"vlxmitflowctlerrors", 5, false, "", "show flow control update errors per VL"},
-	{"vlxmitcounters", 6, false, "", "show ticks waiting to transmit counters per VL"},
-	{"swportvlcong", 7, false, "", "show sw port VL congestion"},
-	{"rcvcc", 8, false, "", "show Rcv congestion control counters"},
-	{"slrcvfecn", 9, false, "", "show SL Rcv FECN counters"},
-	{"slrcvbecn", 10, false, "", "show SL Rcv BECN counters"},
-	{"xmitcc", 11, false, "", "show Xmit congestion control counters"},
-	{"vlxmittimecc", 12, false, "", "show VL Xmit Time congestion control counters"},
-	{"smplctl", 'c', false, "", "show samples control"},
-	{"all_ports", 'a', false, "", "show aggregated counters"},
-	{"loop_ports", 'l', false, "", "iterate through each port"},
-	{"reset_after_read", 'r', false, "", "reset counters after read"},
-	{"Reset_only", 'R', false, "", "only reset counters"},
-	{"config", 'z', true, "<config>", "use config file, default: " + defaultConfig},
-	{"Ca", 'C', true, "<ca>", "Ca name to use"},
-	{"Port", 'P', true, "<port>", "Ca port number to use"},
-	{"Lid", 'L', false, "", "use LID address argument"},
-	{"Guid", 'G', false, "", "use GUID address argument"},
-	{"timeout", 't', true, "<ms>", "timeout in ms"},
-	{"sm_port", 's', true, "<lid>", "SM port lid"},
-	{"m_key", 'y', true, "<key>", "M_Key to use in request"},
-	{"pkey-idx", 'Y', true, "<idx>", "P_Key table index for outgoing SA/GMP MADs (default 0)"},
-	{"errors", 'e', false, "", "show send and receive errors"},
-	{"verbose", 'v', false, "", "increase verbosity level"},
-	{"debug", 'd', false, "", "raise debug level"},
-	{"help", 'h', false, "", "help message"},
-	{"version", 'V', false, "", "show version"},
+var opts = []ibdiag.Opt{
+	{Name: "extended", Letter: 'x', Desc: "show extended port counters"},
+	{Name: "xmtsl", Letter: 'X', Desc: "show Xmt SL port counters"},
+	{Name: "rcvsl", Letter: 'S', Desc: "show Rcv SL port counters"},
+	{Name: "xmtdisc", Letter: 'D', Desc: "show Xmt Discard Details"},
+	{Name: "rcverr", Letter: 'E', Desc: "show Rcv Error Details"},
+	{Name: "extended_speeds", Letter: 'T', Desc: "show port extended speeds counters"},
+	{Name: "oprcvcounters", Letter: 1, Desc: "show Rcv Counters per Op code"},
+	{Name: "flowctlcounters", Letter: 2, Desc: "show flow control counters"},
+	{Name: "vloppackets", Letter: 3, Desc: "show packets received per Op code per VL"},
+	{Name: "vlopdata", Letter: 4, Desc: "show data received per Op code per VL"},
+	{Name: "vlxmitflowctlerrors", Letter: 5, Desc: "show flow control update errors per VL"},
+	{Name: "vlxmitcounters", Letter: 6, Desc: "show ticks waiting to transmit counters per VL"},
+	{Name: "swportvlcong", Letter: 7, Desc: "show sw port VL congestion"},
+	{Name: "rcvcc", Letter: 8, Desc: "show Rcv congestion control counters"},
+	{Name: "slrcvfecn", Letter: 9, Desc: "show SL Rcv FECN counters"},
+	{Name: "slrcvbecn", Letter: 10, Desc: "show SL Rcv BECN counters"},
+	{Name: "xmitcc", Letter: 11, Desc: "show Xmit congestion control counters"},
+	{Name: "vlxmittimecc", Letter: 12, Desc: "show VL Xmit Time congestion control counters"},
+	{Name: "smplctl", Letter: 'c', Desc: "show samples control"},
+	{Name: "all_ports", Letter: 'a', Desc: "show aggregated counters"},
+	{Name: "loop_ports", Letter: 'l', Desc: "iterate through each port"},
+	{Name: "reset_after_read", Letter: 'r', Desc: "reset counters after read"},
+	{Name: "Reset_only", Letter: 'R', Desc: "only reset counters"},
+	{Name: "config", Letter: 'z', HasArg: true, ArgTmpl: "<config>", Desc: "use config file, default: " + ibdiag.DefaultConfig},
+	{Name: "Ca", Letter: 'C', HasArg: true, ArgTmpl: "<ca>", Desc: "Ca name to use"},
+	{Name: "Port", Letter: 'P', HasArg: true, ArgTmpl: "<port>", Desc: "Ca port number to use"},
+	{Name: "Lid", Letter: 'L', Desc: "use LID address argument"},
+	{Name: "Guid", Letter: 'G', Desc: "use GUID address argument"},
+	{Name: "timeout", Letter: 't', HasArg: true, ArgTmpl: "<ms>", Desc: "timeout in ms"},
+	{Name: "sm_port", Letter: 's', HasArg: true, ArgTmpl: "<lid>", Desc: "SM port lid"},
+	{Name: "m_key", Letter: 'y', HasArg: true, ArgTmpl: "<key>", Desc: "M_Key to use in request"},
+	{Name: "pkey-idx", Letter: 'Y', HasArg: true, ArgTmpl: "<idx>", Desc: "P_Key table index for outgoing SA/GMP MADs (default 0)"},
+	{Name: "errors", Letter: 'e', Desc: "show send and receive errors"},
+	{Name: "verbose", Letter: 'v', Desc: "increase verbosity level"},
+	{Name: "debug", Letter: 'd', Desc: "raise debug level"},
+	{Name: "help", Letter: 'h', Desc: "help message"},
+	{Name: "version", Letter: 'V', Desc: "show version"},
 }
+
+// usage is perfquery's usage text (ibdiag_show_usage).
+var usage = ibdiag.Usage{Args: usageArgs, Opts: opts, Examples: usageExamples}
 
 const usageArgs = " [<lid|guid> [[port(s)] [reset_mask]]]"
 
@@ -115,67 +109,6 @@ var usageExamples = []string{
 	"-l 32 1-10\t# read performance counters from lid 32, port 1-10, output each port",
 	"-a 32 1,4,8\t# read performance counters from lid 32, port 1, 4, and 8, aggregate output",
 	"-l 32 1,4,8\t# read performance counters from lid 32, port 1, 4, and 8, output each port",
-}
-
-// prettyPrint is infiniband-diags' pretty_print.
-func prettyPrint(b *strings.Builder, start, width int, str string) {
-	n := width - start
-	for {
-		str = strings.TrimLeft(str, " \t\n\v\f\r")
-		p := 0
-		var e int
-		for {
-			e = p + 1
-			i := strings.IndexByte(str[min(e, len(str)):], ' ')
-			if i < 0 {
-				p = -1
-				break
-			}
-			p = e + i
-			if p >= n {
-				break
-			}
-		}
-		if p < 0 {
-			b.WriteString(str)
-			return
-		}
-		if e == 1 {
-			e = p
-		}
-		fmt.Fprintf(b, "%s\n%*s", str[:e], start, "")
-		str = str[e:]
-	}
-}
-
-// writeUsage is ibdiag_show_usage.
-func writeUsage(w io.Writer, prog string) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nUsage: %s [options] %s\n\n", prog, usageArgs)
-	b.WriteString("Options:\n")
-	for _, o := range opts {
-		n, _ := fmt.Fprintf(&b, "  --%s", o.name)
-		if o.letter >= 0x20 && o.letter < 0x7f {
-			m, _ := fmt.Fprintf(&b, ", -%c", o.letter)
-			n += m
-		}
-		if o.hasArg {
-			m, _ := fmt.Fprintf(&b, " %s", o.argTmpl)
-			n += m
-		}
-		if o.desc != "" {
-			m, _ := fmt.Fprintf(&b, "%*s  ", max(24-n, 0), "")
-			n += m
-			prettyPrint(&b, n, 74, o.desc)
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("\nExamples:\n")
-	for _, e := range usageExamples {
-		fmt.Fprintf(&b, "  %s %s\n", prog, e)
-	}
-	b.WriteString("\n")
-	io.WriteString(w, b.String())
 }
 
 // state is one run.
@@ -211,7 +144,7 @@ func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
 		c.FS = sysfs.Host
 	}
 	if c.Config == "" {
-		c.Config = defaultConfig
+		c.Config = ibdiag.DefaultConfig
 	}
 	if c.Pid == 0 {
 		c.Pid = os.Getpid()
@@ -267,7 +200,7 @@ func (s *state) readConfig(path string) {
 }
 
 func (s *state) usage() {
-	writeUsage(s.stderr, s.cmd.Prog)
+	usage.Write(s.stderr, s.cmd.Prog)
 	panic(exit(2))
 }
 
@@ -286,17 +219,7 @@ func (s *state) warn(fn, format string, args ...any) {
 }
 
 func (s *state) main(args []string, posix bool) int {
-	long := make([]getopt.LongOption, len(opts))
-	short := ""
-	for i, o := range opts {
-		ha := getopt.NoArgument
-		short += string(rune(o.letter))
-		if o.hasArg {
-			ha = getopt.RequiredArgument
-			short += ":"
-		}
-		long[i] = getopt.LongOption{Name: o.name, HasArg: ha, Val: o.letter}
-	}
+	short, long := usage.Getopt()
 	p := getopt.New(s.cmd.Prog, args, short, long, s.stderr, posix)
 	for {
 		o, ok := p.Next()
