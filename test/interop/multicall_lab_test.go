@@ -9,7 +9,9 @@ import (
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
-func runTool(path string, args ...string) (string, int) { return runToolCmd(exec.Command(path, args...)) }
+func runTool(path string, args ...string) (string, int) {
+	return runToolCmd(exec.Command(path, args...))
+}
 
 // runToolCmd runs cmd and returns its combined output and exit status.
 func runToolCmd(cmd *exec.Cmd) (string, int) {
