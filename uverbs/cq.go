@@ -34,6 +34,11 @@ type CompChannel struct {
 	buf      [8]byte
 	inKernel atomic.Bool // SetWaitInKernel: GetEvent blocks in read(2)
 
+	// last is the CQ of the previous event: most channels serve one or two CQs, so an event usually names it
+	// and deliver skips the device's handle table. User handles are never reused, so a match is that CQ;
+	// CQ.Close clears it.
+	last atomic.Pointer[CQ]
+
 	life
 	cqs int // CQs using the channel; guarded by mu
 }
@@ -117,14 +122,15 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 func (ch *CompChannel) deliver() (*CQ, error) {
 	// struct ib_uverbs_comp_event_desc { __aligned_u64 cq_handle; } — the CQ's user handle.
 	h := binary.NativeEndian.Uint64(ch.buf[:])
-	cq, _ := ch.ctx.handles.get(h).(*CQ)
-	if cq == nil {
-		return nil, wrap("get CQ event", ch.ctx.dev.Name, fmt.Errorf("event for unknown CQ handle %d", h))
+	cq := ch.last.Load()
+	if cq == nil || cq.uhandle != h {
+		cq, _ = ch.ctx.handles.get(h).(*CQ)
+		if cq == nil {
+			return nil, wrap("get CQ event", ch.ctx.dev.Name, fmt.Errorf("event for unknown CQ handle %d", h))
+		}
+		ch.last.Store(cq)
 	}
 	cq.prov.EventReceived()
-	cq.evMu.Lock()
-	cq.eventsGot++
-	cq.evMu.Unlock()
 	return cq, nil
 }
 
@@ -205,10 +211,12 @@ type CQ struct {
 	prov    provider.CQ
 	channel *CompChannel
 
+	// Close waits until the events acknowledged reach the number the kernel reports having delivered.
+	// AckEvents adds without a lock and takes evMu only when Close has begun waiting (ackWaiter).
 	evMu      sync.Mutex
 	evCond    *sync.Cond
-	eventsGot uint32 // completion events read from the channel
-	eventsAck uint32 // acknowledged by AckEvents
+	eventsAck atomic.Uint32
+	ackWaiter atomic.Bool
 	life
 }
 
@@ -297,10 +305,12 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 
 // AckEvents acknowledges n completion events received for this CQ (ibv_ack_cq_events).
 func (cq *CQ) AckEvents(n int) {
-	cq.evMu.Lock()
-	cq.eventsAck += uint32(n)
-	cq.evCond.Broadcast()
-	cq.evMu.Unlock()
+	cq.eventsAck.Add(uint32(n))
+	if cq.ackWaiter.Load() { // Close stores ackWaiter before it reads the count: one of the two sees the other
+		cq.evMu.Lock()
+		cq.evCond.Broadcast()
+		cq.evMu.Unlock()
+	}
 }
 
 // Resize changes the CQ's size to at least cqe entries (ibv_resize_cq).
@@ -335,11 +345,15 @@ func (cq *CQ) Close() error {
 		}
 		cq.prov.Destroyed()
 		cq.evMu.Lock()
-		for cq.eventsAck < resp.CompEventsReported {
+		cq.ackWaiter.Store(true)
+		for cq.eventsAck.Load() < resp.CompEventsReported {
 			cq.evCond.Wait()
 		}
 		cq.evMu.Unlock()
 		c.handles.del(cq.uhandle)
+		if ch := cq.channel; ch != nil {
+			ch.last.CompareAndSwap(cq, nil)
+		}
 		if cq.channel != nil {
 			cq.channel.mu.Lock()
 			cq.channel.cqs--

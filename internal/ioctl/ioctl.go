@@ -37,6 +37,23 @@ func Ioctl(fd int, hdr unsafe.Pointer) error {
 	}
 }
 
+// IoctlRaw is Ioctl for commands the kernel completes without sleeping, such as arming a CQ: a raw system
+// call, so the Go scheduler does not do its entry and exit work around it (see WriteRaw). A command that can
+// block must use Ioctl.
+func IoctlRaw(fd int, hdr unsafe.Pointer) error {
+	for {
+		_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), rdmaVerbsIoctl, uintptr(hdr))
+		if e == unix.EINTR {
+			continue
+		}
+		runtime.KeepAlive(hdr)
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
+
 // Write issues a legacy uverbs write() command of n bytes at buf on fd. The kernel answers a successful command
 // by returning n; anything else is an error. Used for rxe's send doorbell (POST_SEND with no work requests),
 // which rdma-core also sends with write().

@@ -28,12 +28,15 @@ type cq struct {
 	arm   *armCmd
 }
 
-// armCmd is the preallocated REQ_NOTIFY_CQ command, so Arm does not allocate.
+// armCmd is the REQ_NOTIFY_CQ command, built once when the CQ is made: Arm only changes the solicited flag in
+// the core request, which travels inline in attribute 0 (rawcmd.Cmd.SetWrite), and makes one system call.
 type armCmd struct {
 	cmd rawcmd.Cmd
 	req abi.IbUverbsReqNotifyCq
-	w   rawcmd.Write
 }
+
+// Arm copies the request into the attribute's 8 data bytes: it must be exactly that long.
+var _ = [1]struct{}{}[unsafe.Sizeof(abi.IbUverbsReqNotifyCq{})-8]
 
 var _ provider.CQ = (*cq)(nil)
 
@@ -51,7 +54,7 @@ func (c *context) CreateCQ(p provider.CQParams, create provider.Create[provider.
 	}
 	cq := &cq{ctx: c, q: q, arm: new(armCmd)}
 	cq.arm.req.CqHandle = res.Handle
-	cq.arm.w = rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, CoreIn: rawcmd.Bytes(&cq.arm.req)}
+	cq.arm.cmd.SetWrite(c.driverID, &rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, CoreIn: rawcmd.Bytes(&cq.arm.req)})
 	return cq, res, nil
 }
 
@@ -115,19 +118,24 @@ func wcFlags(k uint32) verbs.WCFlags {
 }
 
 // Arm requests a completion event for the next completion (only for solicited ones if solicitedOnly): the
-// legacy REQ_NOTIFY_CQ command through the INVOKE_WRITE tunnel.
+// legacy REQ_NOTIFY_CQ command through the INVOKE_WRITE tunnel, as a raw system call — the kernel only marks
+// the CQ under its spinlock (rxe_req_notify_cq) and never sleeps there, and the scheduler's work around a
+// system call was a measurable part of a message's cost in event mode (docs/perf.md).
 func (cq *cq) Arm(solicitedOnly bool) error {
 	cq.armMu.Lock()
-	defer cq.armMu.Unlock()
 	a := cq.arm
 	if a == nil {
+		cq.armMu.Unlock()
 		return errArmDestroyed
 	}
 	a.req.SolicitedOnly = 0
 	if solicitedOnly {
 		a.req.SolicitedOnly = 1
 	}
-	if err := a.cmd.InvokeWrite(cq.ctx.fd, cq.ctx.driverID, &a.w); err != nil {
+	a.cmd.Attrs[0].Data = *(*uint64)(unsafe.Pointer(&a.req)) // the 8-byte request, inline (native order)
+	err := a.cmd.InvokeRaw(cq.ctx.fd)
+	cq.armMu.Unlock()
+	if err != nil {
 		return opError("arm CQ", "REQ_NOTIFY_CQ", err)
 	}
 	return nil

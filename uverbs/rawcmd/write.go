@@ -24,6 +24,14 @@ type Write struct {
 
 // InvokeWrite sends w on fd, addressed to driverID, using (and resetting) c.
 func (c *Cmd) InvokeWrite(fd int, driverID uint32, w *Write) error {
+	c.SetWrite(driverID, w)
+	return c.Invoke(fd)
+}
+
+// SetWrite resets c to the INVOKE_WRITE tunnel of w, addressed to driverID, without sending it: a command
+// that is sent many times unchanged (or with only its inline core request changed) is built once. When
+// w.CoreIn is not empty it is attribute 0, carried inline in Attrs[0].Data when it is at most 8 bytes long.
+func (c *Cmd) SetWrite(driverID uint32, w *Write) {
 	c.Reset(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_INVOKE_WRITE, driverID)
 	if len(w.CoreIn) > 0 {
 		c.BytesIn(abi.UVERBS_ATTR_CORE_IN, w.CoreIn)
@@ -38,7 +46,6 @@ func (c *Cmd) InvokeWrite(fd int, driverID uint32, w *Write) error {
 	if len(w.UHWOut) > 0 {
 		c.BytesOut(abi.UVERBS_ATTR_UHW_OUT, w.UHWOut)
 	}
-	return c.Invoke(fd)
 }
 
 // Bytes views the memory of *p (a fixed-size ABI struct) as a byte slice, for CoreIn/CoreOut/UHW fields.
