@@ -65,8 +65,8 @@ type Conn struct {
 	connected, readable, writable bool
 	err                           error // sticky connection error
 	closed                        bool
-	tearing                       bool // Close is destroying the QP and CQ: cqLoop must not touch them
-	armed                         bool // the CQ is armed: its next completion wakes cqLoop (rs cq_armed)
+	tearing                       bool // Close is destroying the QP and CQ: the CQ waiter must not touch them
+	armed                         bool // the CQ is armed: its next completion raises an event (rs cq_armed)
 
 	wc   [32]uverbs.WC
 	swr  [1]uverbs.SendWR
@@ -76,10 +76,20 @@ type Conn struct {
 	rmu, wmu     sync.Mutex // one reader, one writer at a time
 	rwake, wwake chan struct{}
 	cwake        chan struct{}
-	done         chan struct{}
-	rdl, wdl     atomic.Int64 // deadlines (UnixNano, 0 = none)
-	rtimer       *time.Timer
-	wtimer       *time.Timer
+
+	// The CQ waiter: the one caller that sleeps reading the completion channel itself (librdmacm's
+	// rs_get_cq_event under cq_wait_lock), where the others sleep on their wake channels. cqWaiting is the
+	// role; cqGen counts interruptions (a deadline changed, Close, the CM loop), each of which also sets the
+	// channel's deadline in the past; ccDL and ccGen are the deadline the role last set and cqGen then.
+	cqWaiting atomic.Bool
+	cqGen     atomic.Uint64
+	ccDL      int64
+	ccGen     uint64
+	done      chan struct{}
+	rdl, wdl  atomic.Int64 // deadlines (UnixNano, 0 = none)
+	rtimer    *time.Timer
+	wtimer    *time.Timer
+	ctimer    *time.Timer // waitLocked's (Close holds the reader's and writer's locks)
 
 	readReady, writeReady func() bool // for spin, made once (no allocation per call)
 
@@ -119,7 +129,7 @@ func stoppedTimer() *time.Timer {
 func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (c *Conn, err error) {
 	c = &Conn{ch: ch, id: id, sqSize: o.sqSize(), rqSize: o.rqSize(), sbufSize: o.sendBuffer(), pollTime: o.pollTime(),
 		rwake: newWake(), wwake: newWake(), cwake: newWake(), done: make(chan struct{}),
-		rtimer: stoppedTimer(), wtimer: stoppedTimer(), kaPeriod: max(o.KeepAlive, 0)}
+		rtimer: stoppedTimer(), wtimer: stoppedTimer(), ctimer: stoppedTimer(), kaPeriod: max(o.KeepAlive, 0)}
 	c.readReady = func() bool { return c.rx.haveData() || !c.readable || c.err != nil }
 	c.writeReady = func() bool { return c.canSend() || !c.writable || c.err != nil }
 	defer func() {
@@ -211,8 +221,7 @@ func (c *Conn) saveData(d connData) {
 	c.rx.sseqComp = d.Credits
 }
 
-// start runs the connection: the first credits, the CQ event loop and the
-// CM event loop.
+// start runs the connection: the first credits and the CM event loop.
 func (c *Conn) start() {
 	var ctx context.Context
 	ctx, c.stop = context.WithCancel(context.Background())
@@ -223,43 +232,8 @@ func (c *Conn) start() {
 		c.startKeepAlive()
 	}
 	c.mu.Unlock()
-	c.workers.Add(2)
-	go c.cqLoop()
+	c.workers.Add(1)
 	go c.cmLoop(ctx)
-}
-
-// cqLoop waits for completion events. It waits with context.Background (so
-// waiting allocates nothing) and ends when Close closes the completion channel.
-//
-// As in librdmacm (rs_process_cq), the CQ is armed only by a caller about to
-// sleep (see arm): a Read or Write that finds its completion by polling costs
-// no event, no re-arm and no wake-up, so a busy connection runs without
-// system calls besides its doorbells. An event disarms the CQ; cqLoop polls
-// it and wakes the sleepers, which arm again if they still have to wait.
-func (c *Conn) cqLoop() {
-	defer c.workers.Done()
-	for {
-		cq, err := c.cc.GetEvent(context.Background())
-		if err != nil {
-			c.mu.Lock()
-			if !c.tearing {
-				c.fail(err)
-			}
-			c.mu.Unlock()
-			c.wakeAll()
-			return
-		}
-		cq.AckEvents(1)
-		c.mu.Lock()
-		if c.tearing {
-			c.mu.Unlock()
-			return
-		}
-		c.armed = false
-		c.process()
-		c.mu.Unlock()
-		c.wakeAll()
-	}
 }
 
 func (c *Conn) cmLoop(ctx context.Context) {
@@ -293,6 +267,13 @@ func (c *Conn) cmLoop(ctx context.Context) {
 // unless one is already requested; a caller then polls once more before it
 // sleeps, since completions that arrived before the arm raise no event.
 // c.mu is held.
+//
+// As in librdmacm (rs_process_cq), the CQ is armed only by a caller about to
+// sleep: a Read or Write that finds its completion by polling costs no event,
+// no re-arm and no wake-up, so a busy connection runs without system calls
+// besides its doorbells. The event disarms the CQ; the caller that read it
+// polls the CQ and wakes the other sleepers, which arm again if they still
+// have to wait.
 func (c *Conn) arm() {
 	if c.armed || c.tearing || c.closed {
 		return
@@ -317,10 +298,106 @@ func (c *Conn) readyToSleep(ready func() bool) bool {
 	return ready()
 }
 
+// wakeAll makes every sleeper look again: the ones on their wake channels
+// and the CQ waiter.
 func (c *Conn) wakeAll() {
 	poke(c.rwake)
 	poke(c.wwake)
 	poke(c.cwake)
+	c.interruptCQWait()
+}
+
+// interruptCQWait wakes the CQ waiter, if there is one, to look again (its
+// deadline changed, Close, a CM event). The caller changes what the waiter
+// must see before it calls this: a caller that takes the role afterwards sees
+// it, and one that has it is woken.
+func (c *Conn) interruptCQWait() {
+	if !c.cqWaiting.Load() {
+		return
+	}
+	c.cqGen.Add(1)
+	c.cc.SetDeadline(time.Unix(1, 0)) // an error means the channel is closed: nobody waits there
+}
+
+// sleep blocks until the CQ raises an event, wake fires, the deadline d
+// (UnixNano, 0: none) passes (os.ErrDeadlineExceeded), or, when done is not
+// nil, the conn is closed (net.ErrClosed). It returns nil when the caller
+// should look again. The first caller to sleep reads the completion channel
+// itself, so the wake-up costs no goroutine hand-off; while it does, the
+// others wait on their wake channels, and it wakes them when it leaves. The
+// caller armed the CQ and found nothing (readyToSleep).
+func (c *Conn) sleep(wake chan struct{}, d int64, t *time.Timer, done chan struct{}) error {
+	if c.cqWaiting.CompareAndSwap(false, true) {
+		err := c.waitCQ(d, done)
+		c.cqWaiting.Store(false)
+		poke(c.rwake)
+		poke(c.wwake)
+		poke(c.cwake)
+		return err
+	}
+	var tc <-chan time.Time
+	if d != 0 {
+		left := time.Until(time.Unix(0, d))
+		if left <= 0 {
+			return os.ErrDeadlineExceeded
+		}
+		t.Reset(left)
+		tc = t.C
+		defer t.Stop()
+	}
+	select {
+	case <-wake:
+	case <-tc:
+		return os.ErrDeadlineExceeded
+	case <-done:
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// waitCQ is sleep for the CQ waiter: it reads one event from the completion
+// channel, with the channel's deadline set to d, and polls the CQ.
+func (c *Conn) waitCQ(d int64, done chan struct{}) error {
+	g := c.cqGen.Load()
+	if done != nil && c.isClosed() {
+		return net.ErrClosed
+	}
+	if d != c.ccDL || g != c.ccGen {
+		var t time.Time
+		if d != 0 {
+			t = time.Unix(0, d)
+		}
+		if err := c.cc.SetDeadline(t); err != nil {
+			return nil // closed under us: the caller sees why
+		}
+		c.ccDL, c.ccGen = d, g
+	}
+	if c.cqGen.Load() != g {
+		return nil // interrupted while setting the deadline (which may have undone the interruption's)
+	}
+	cq, err := c.cc.GetEvent(context.Background())
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if d != 0 && time.Now().UnixNano() >= d {
+				return os.ErrDeadlineExceeded
+			}
+			return nil // interrupted
+		}
+		c.mu.Lock()
+		if !c.tearing && !c.closed {
+			c.fail(err)
+		}
+		c.mu.Unlock()
+		return nil // the caller finds c.err
+	}
+	cq.AckEvents(1)
+	c.mu.Lock()
+	if !c.tearing {
+		c.armed = false
+		c.process()
+	}
+	c.mu.Unlock()
+	return nil
 }
 
 // fail makes err the connection's error and stops the QP. c.mu is held.
@@ -552,27 +629,9 @@ func (c *Conn) lockSendable(spun *bool) error {
 	}
 }
 
-// wait blocks until wake fires, the deadline passes, or the conn is closed.
+// wait blocks until wake fires, the CQ raises an event, the deadline passes, or the conn is closed.
 func (c *Conn) wait(wake chan struct{}, dl *atomic.Int64, t *time.Timer) error {
-	d := dl.Load()
-	var tc <-chan time.Time
-	if d != 0 {
-		left := time.Until(time.Unix(0, d))
-		if left <= 0 {
-			return os.ErrDeadlineExceeded
-		}
-		t.Reset(left)
-		tc = t.C
-		defer t.Stop()
-	}
-	select {
-	case <-wake:
-	case <-tc:
-		return os.ErrDeadlineExceeded
-	case <-c.done:
-		return net.ErrClosed
-	}
-	return nil
+	return c.sleep(wake, dl.Load(), t, c.done)
 }
 
 // spin polls the CQ for up to the poll time before sleeping (librdmacm's polling_time).
@@ -743,10 +802,8 @@ func (c *Conn) waitLocked(cond func() bool, deadline time.Time) bool {
 			return false
 		}
 		c.mu.Unlock()
-		select {
-		case <-c.cwake:
-		case <-time.After(min(left, 10*time.Millisecond)):
-		}
+		// Close calls this after marking the conn closed: sleep must not stop at done.
+		c.sleep(c.cwake, time.Now().Add(min(left, 10*time.Millisecond)).UnixNano(), c.ctimer, nil)
 		c.mu.Lock()
 	}
 }
@@ -779,6 +836,7 @@ func (c *Conn) Close() error {
 		c.stopKeepAlive()
 		close(c.done)
 		c.mu.Unlock()
+		c.interruptCQWait()
 		// Blocked Read/Write return; wait for them so nothing touches the QP after teardown.
 		c.rmu.Lock()
 		c.wmu.Lock()
@@ -790,7 +848,6 @@ func (c *Conn) Close() error {
 		c.tearing = true
 		c.mu.Unlock()
 		c.stop() // the CM loop
-		// Closing the completion channel (in release, after the CQ) ends cqLoop's wait.
 		c.closeErr = errors.Join(err, c.release())
 		c.workers.Wait()
 		c.wmu.Unlock()
@@ -875,6 +932,7 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 	}
 	setDL(&c.rdl, t)
 	poke(c.rwake)
+	c.interruptCQWait()
 	return nil
 }
 
@@ -886,6 +944,7 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 	}
 	setDL(&c.wdl, t)
 	poke(c.wwake)
+	c.interruptCQWait()
 	return nil
 }
 

@@ -28,7 +28,7 @@ func DebugErr(nc net.Conn) error {
 }
 
 // DebugProcess polls c's CQ as a Read or Write does, without reading or
-// writing (tests only): completions are processed only in calls (see cqLoop).
+// writing (tests only): completions are processed only in calls (see Conn.arm).
 func DebugProcess(nc net.Conn) {
 	c := nc.(*Conn)
 	c.mu.Lock()

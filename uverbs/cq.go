@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -132,6 +133,26 @@ func (ch *CompChannel) deliver() (*CQ, error) {
 	}
 	cq.prov.EventReceived()
 	return cq, nil
+}
+
+// SetDeadline sets the time after which GetEvent calls waiting on Go's poller — a waiting one included — fail
+// with an error matching os.ErrDeadlineExceeded, as os.File's SetReadDeadline does; the zero time means none. A
+// deadline costs no allocation per wait, where a context with a deadline does: it is for callers with their own
+// deadlines on a per-message path (rsocket's Read and Write), and a deadline in the past wakes a waiting GetEvent
+// at once. A GetEvent whose context ends clears the deadline. A channel set to wait in the kernel has no
+// deadlines (EINVAL).
+func (ch *CompChannel) SetDeadline(t time.Time) error {
+	if ch.inKernel.Load() {
+		return wrap("set completion channel deadline", ch.ctx.dev.Name, fmt.Errorf("the channel waits in the kernel: %w", unix.EINVAL))
+	}
+	pf, err := ch.pollFile()
+	if err == nil {
+		err = pf.f.SetReadDeadline(t)
+	}
+	if errors.Is(err, os.ErrClosed) {
+		err = ErrClosed
+	}
+	return wrap("set completion channel deadline", ch.ctx.dev.Name, err)
 }
 
 // SetWaitInKernel chooses how GetEvent waits. By default (false) it waits on Go's runtime poller: a context
