@@ -93,6 +93,15 @@ type cb struct {
 	remoteRKey uint32
 	remoteAddr uint64
 	remoteLen  uint32
+
+	// rping.c's CQ thread: here the main goroutine drives the CQ while it waits (see wait). cqOn and cqSeen
+	// belong to the main goroutine; waitCh is the channel it may be waiting on, for postCM; cqGen counts
+	// postCM's interruptions.
+	cqOn   bool
+	cqSeen uint64
+	cqGen  atomic.Uint64
+	waitCh atomic.Pointer[uverbs.CompChannel]
+	wc     [1]uverbs.WC
 }
 
 func (c *cb) errf(format string, args ...any) {
@@ -126,8 +135,18 @@ func (c *cb) perror(what string, err error) {
 
 func (c *cb) setState(s int) { c.mu.Lock(); c.state = s; c.mu.Unlock() }
 func (c *cb) getState() int  { c.mu.Lock(); defer c.mu.Unlock(); return c.state }
-func (c *cb) post()          { c.sem <- struct{}{} }
-func (c *cb) wait()          { <-c.sem }
+
+// post wakes the main flow (sem_post) from the CQ handler, which runs in the main goroutine (see wait).
+func (c *cb) post() { c.sem <- struct{}{} }
+
+// postCM is post from the CM goroutine: it also wakes the main goroutine if it is waiting for a CQ event.
+func (c *cb) postCM() {
+	c.sem <- struct{}{}
+	c.cqGen.Add(1)
+	if ch := c.waitCh.Load(); ch != nil {
+		ch.SetDeadline(time.Unix(1, 0)) // fails only once the channel is closed: nobody waits there
+	}
+}
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "%s -s [-vVd] [-S size] [-C count] [-a addr] [-p port]\n", "rping")
@@ -298,21 +317,21 @@ func (c *cb) eventHandler(ev *rdmacm.Event) int {
 		}
 	case rdmacm.EventRouteResolved:
 		c.setState(stRouteResolved)
-		c.post()
+		c.postCM()
 	case rdmacm.EventConnectRequest:
 		c.setState(stConnectRequest)
 		c.mu.Lock()
 		c.child = ev.ID
 		c.mu.Unlock()
-		c.post()
+		c.postCM()
 	case rdmacm.EventConnectResponse:
 		c.setState(stConnected)
-		c.post()
+		c.postCM()
 	case rdmacm.EventEstablished:
 		if !c.server {
 			c.setState(stConnected)
 		}
-		c.post()
+		c.postCM()
 	case rdmacm.EventAddrError, rdmacm.EventRouteError, rdmacm.EventConnectError, rdmacm.EventUnreachable,
 		rdmacm.EventRejected:
 		c.errf("cma event %s, error %d\n", ev.Type, ev.Status)
@@ -324,7 +343,7 @@ func (c *cb) eventHandler(ev *rdmacm.Event) int {
 		}
 		c.errf("%s DISCONNECT EVENT...\n", side)
 		c.setState(stDisconnected)
-		c.post()
+		c.postCM()
 	case rdmacm.EventDeviceRemoval:
 		c.errf("cma detected device removal!!!!\n")
 		c.setState(stError)
@@ -339,7 +358,7 @@ func (c *cb) eventHandler(ev *rdmacm.Event) int {
 // with status 255.
 func (c *cb) exitFromCM() int {
 	c.fatal.Store(true)
-	c.post()
+	c.postCM()
 	return -1
 }
 

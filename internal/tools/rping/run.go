@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/goverbs/goverbs/rdmacm"
@@ -236,38 +238,71 @@ func (c *cb) clientRecv(w *uverbs.WC) int {
 	return 0
 }
 
-// cqThread waits on the completion channel until the handler says stop
-// (flush after disconnect, or an error) or ctx ends. It waits on Go's
-// poller, not in read(2) as rping.c's thread does: while a goroutine is
-// blocked in a system call its P stays with it until the runtime's monitor
-// takes it back, so with one P (GOMAXPROCS=1, the lab's one vCPU) the main
-// goroutine this thread wakes waits for that each time — measured: 200
-// pings 0.82–1.01 s waiting in the kernel, 0.57–0.63 s on the poller.
-func (c *cb) cqThread(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	wc := make([]uverbs.WC, 1)
-	for {
-		cq, err := c.compCh.GetEvent(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				c.errf("Failed to get cq event!\n")
+// startCQThread starts rping.c's CQ thread. In goverbs the main goroutine is that thread: its waits (see wait)
+// read the completion channel and run the handler themselves, so a completion wakes the main flow without a
+// hand-off between goroutines (which, on the lab's one CPU, cost rping 12 % more instructions per ping than
+// rping.c; docs/perf.md). The returned stop ends it as pthread_join after the disconnect does: the handler
+// runs until the flush the disconnect causes, bounded like the pthread_cancel it stands for.
+func (c *cb) startCQThread() (stop func()) {
+	c.cqOn, c.cqSeen = true, c.cqGen.Load()
+	c.waitCh.Store(c.compCh)
+	return func() {
+		deadline := time.Now().Add(2 * time.Second)
+		for c.cqOn && time.Now().Before(deadline) {
+			c.compCh.SetDeadline(deadline)
+			if !c.cqStep() {
+				break
 			}
-			return
 		}
-		if cq != c.cq {
-			c.errf("Unknown CQ!\n")
-			return
+		c.cqOn = false
+		c.waitCh.Store(nil)
+		c.compCh.SetDeadline(time.Time{})
+	}
+}
+
+// wait is sem_wait. While the CQ thread runs, the main goroutine waits by reading completion events and
+// running the handler until something is posted; a post from the CM goroutine interrupts its read.
+func (c *cb) wait() {
+	for c.cqOn {
+		if g := c.cqGen.Load(); g != c.cqSeen {
+			c.compCh.SetDeadline(time.Time{}) // undo the interruption (postCM posts before it interrupts)
+			c.cqSeen = g
 		}
-		if err := c.cq.ReqNotify(false); err != nil {
-			c.errf("Failed to set notify!\n")
+		select {
+		case <-c.sem:
 			return
+		default:
 		}
-		ret := c.cqHandler(wc)
-		c.cq.AckEvents(1)
-		if ret != 0 {
-			return
+		if !c.cqStep() {
+			c.cqOn = false // the thread ended: only the CM goroutine posts from now on
 		}
 	}
+	<-c.sem
+}
+
+// cqStep is one turn of rping_cq_thread: wait for a completion event, re-arm, handle, acknowledge. It reports
+// whether the thread goes on. An interrupted wait (postCM) goes on; so does one whose deadline passed, which
+// only stop sets, and stop ends it quietly then, as pthread_cancel does.
+func (c *cb) cqStep() bool {
+	cq, err := c.compCh.GetEvent(context.Background())
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return true // interrupted, or stop's deadline passed (stop checks it)
+		}
+		c.errf("Failed to get cq event!\n")
+		return false
+	}
+	if cq != c.cq {
+		c.errf("Unknown CQ!\n")
+		return false
+	}
+	if err := c.cq.ReqNotify(false); err != nil {
+		c.errf("Failed to set notify!\n")
+		return false
+	}
+	ret := c.cqHandler(c.wc[:])
+	c.cq.AckEvents(1)
+	return ret == 0
 }
 
 func (c *cb) formatSend(buf *uverbs.Buffer, mr *uverbs.MR) {
@@ -466,22 +501,6 @@ func (c *cb) disconnect(id *rdmacm.ID) {
 		c.modify(&uverbs.QPAttr{State: uverbs.QPStateErr}, uverbs.QPAttrState)
 	}
 	id.Disconnect()
-}
-
-func (c *cb) startCQThread() (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go c.cqThread(ctx, done)
-	return func() {
-		// The thread ends by itself on the flush the disconnect causes;
-		// bound the wait like a pthread_cancel would.
-		select {
-		case <-done:
-		case <-time.After(2 * time.Second):
-		}
-		cancel()
-		<-done
-	}
 }
 
 func (c *cb) bindServer() int {
