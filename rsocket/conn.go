@@ -78,13 +78,10 @@ type Conn struct {
 	cwake        chan struct{}
 
 	// The CQ waiter: the one caller that sleeps reading the completion channel itself (librdmacm's
-	// rs_get_cq_event under cq_wait_lock), where the others sleep on their wake channels. cqWaiting is the
-	// role; cqGen counts interruptions (a deadline changed, Close, the CM loop), each of which also sets the
-	// channel's deadline in the past; ccDL and ccGen are the deadline the role last set and cqGen then.
+	// rs_get_cq_event under cq_wait_lock), in the kernel, where the others sleep on their wake channels.
+	// cqWaiting is the role; cqWake interrupts its wait (a deadline changed, Close, the CM loop, keepalive).
 	cqWaiting atomic.Bool
-	cqGen     atomic.Uint64
-	ccDL      int64
-	ccGen     uint64
+	cqWake    *uverbs.Wakeup
 	done      chan struct{}
 	rdl, wdl  atomic.Int64 // deadlines (UnixNano, 0 = none)
 	rtimer    *time.Timer
@@ -144,6 +141,9 @@ func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (c *Conn, err error) {
 	}
 	c.pd = pd
 	if c.cc, err = ctx.CreateCompChannel(); err != nil {
+		return nil, err
+	}
+	if c.cqWake, err = uverbs.NewWakeup(); err != nil {
 		return nil, err
 	}
 	if c.cq, err = ctx.CreateCQ(uverbs.CQAttr{CQE: int(c.sqSize) + int(c.rqSize), Channel: c.cc}); err != nil {
@@ -310,13 +310,12 @@ func (c *Conn) wakeAll() {
 // interruptCQWait wakes the CQ waiter, if there is one, to look again (its
 // deadline changed, Close, a CM event). The caller changes what the waiter
 // must see before it calls this: a caller that takes the role afterwards sees
-// it, and one that has it is woken.
+// it, and one that has it is woken (an eventfd: a wake before its wait
+// starts is not lost).
 func (c *Conn) interruptCQWait() {
-	if !c.cqWaiting.Load() {
-		return
+	if c.cqWaiting.Load() {
+		c.cqWake.Wake() // fails only after release, when nobody waits
 	}
-	c.cqGen.Add(1)
-	c.cc.SetDeadline(time.Unix(1, 0)) // an error means the channel is closed: nobody waits there
 }
 
 // sleep blocks until the CQ raises an event, wake fires, the deadline d
@@ -355,33 +354,24 @@ func (c *Conn) sleep(wake chan struct{}, d int64, t *time.Timer, done chan struc
 	return nil
 }
 
-// waitCQ is sleep for the CQ waiter: it reads one event from the completion
-// channel, with the channel's deadline set to d, and polls the CQ.
+// waitCQ is sleep for the CQ waiter: it waits in the kernel for one event
+// (uverbs.CompChannel.WaitEvent: ppoll on the channel and cqWake, with the
+// deadline d) and polls the CQ.
 func (c *Conn) waitCQ(d int64, done chan struct{}) error {
-	g := c.cqGen.Load()
 	if done != nil && c.isClosed() {
 		return net.ErrClosed
 	}
-	if d != c.ccDL || g != c.ccGen {
-		var t time.Time
-		if d != 0 {
-			t = time.Unix(0, d)
-		}
-		if err := c.cc.SetDeadline(t); err != nil {
-			return nil // closed under us: the caller sees why
-		}
-		c.ccDL, c.ccGen = d, g
+	var dl time.Time
+	if d != 0 {
+		dl = time.Unix(0, d)
 	}
-	if c.cqGen.Load() != g {
-		return nil // interrupted while setting the deadline (which may have undone the interruption's)
-	}
-	cq, err := c.cc.GetEvent(context.Background())
+	cq, err := c.cc.WaitEvent(dl, c.cqWake)
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			if d != 0 && time.Now().UnixNano() >= d {
-				return os.ErrDeadlineExceeded
-			}
-			return nil // interrupted
+		switch {
+		case errors.Is(err, uverbs.ErrWoken):
+			return nil
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return os.ErrDeadlineExceeded
 		}
 		c.mu.Lock()
 		if !c.tearing && !c.closed {
@@ -890,6 +880,7 @@ func (c *Conn) releaseLocal() error {
 	add(c.tmr.Close())
 	add(c.cq.Close())
 	add(c.cc.Close())
+	add(c.cqWake.Close())
 	for _, b := range []*uverbs.Buffer{c.sbuf, c.rbuf, c.tbuf} {
 		if b != nil {
 			add(b.Close())

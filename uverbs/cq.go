@@ -35,6 +35,9 @@ type CompChannel struct {
 	buf      [8]byte
 	inKernel atomic.Bool // SetWaitInKernel: GetEvent blocks in read(2)
 
+	pfds [2]unix.PollFd // WaitEvent's, guarded by rmu
+	pts  unix.Timespec
+
 	// last is the CQ of the previous event: most channels serve one or two CQs, so an event usually names it
 	// and deliver skips the device's handle table. User handles are never reused, so a match is that CQ;
 	// CQ.Close clears it.
