@@ -3,10 +3,13 @@
 // advertisement), output and exit codes, so that it pairs with the C tool in
 // either role.
 //
-// The structure follows the C program's: a CM event goroutine and a CQ event
-// goroutine drive a state variable and a semaphore that the main flow waits
-// on, so that the error messages ("wait for RDMA_READ_ADV state 10") come out
-// in the same situations.
+// The structure follows the C program's: a CM event goroutine and the CQ
+// event handler drive a state variable and a semaphore that the main flow
+// waits on, so that the error messages ("wait for RDMA_READ_ADV state 10")
+// come out in the same situations. rping.c's CQ thread is the main goroutine
+// itself: while it waits on the semaphore it reads the completion events and
+// runs the handler (see wait), which saves a hand-off between goroutines per
+// completion.
 package rping
 
 import (
