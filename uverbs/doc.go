@@ -68,5 +68,9 @@
 // # Events
 //
 // CompChannel.GetEvent and Context.AsyncEvent wait on Go's runtime poller (no blocked threads) and take a
-// context.Context for cancellation.
+// context.Context for cancellation; a completion channel can also bound GetEvent with SetDeadline, which costs no
+// allocation per wait. Two cheaper ways wait in the kernel, as libibverbs' ibv_get_cq_event does (docs/perf.md
+// measures all three): SetWaitInKernel makes GetEvent a blocking read(2) that nothing interrupts, for programs
+// that wait until an event comes (rdma-core's tools); CompChannel.WaitEvent is one ppoll(2) on the channel and
+// a Wakeup's eventfd, with a deadline, for callers that must still be woken (rsocket's Read and Write).
 package uverbs

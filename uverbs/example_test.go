@@ -86,3 +86,36 @@ func ExampleCompChannel_GetEvent() {
 		fmt.Println(got.Poll(wcs))
 	}
 }
+
+// Waiting for a completion event in the kernel, as ibv_get_cq_event does, with a deadline, while another
+// goroutine can end the wait (a Close of the caller's own object, a changed deadline) through a Wakeup.
+func ExampleCompChannel_WaitEvent() {
+	ctx, err := uverbs.Open("rxe0")
+	if err != nil {
+		return
+	}
+	defer ctx.Close()
+	ch, _ := ctx.CreateCompChannel()
+	defer ch.Close()
+	cq, _ := ctx.CreateCQ(uverbs.CQAttr{CQE: 16, Channel: ch})
+	defer cq.Close()
+	wake, err := uverbs.NewWakeup()
+	if err != nil {
+		return
+	}
+	defer wake.Close()
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		wake.Wake() // e.g. the owner is closing: the waiter looks again
+	}()
+	cq.ReqNotify(false)
+	got, err := ch.WaitEvent(time.Now().Add(time.Second), wake)
+	switch {
+	case errors.Is(err, uverbs.ErrWoken):
+		fmt.Println("woken")
+	case err == nil:
+		got.AckEvents(1)
+		wcs := make([]uverbs.WC, 16)
+		fmt.Println(got.Poll(wcs))
+	}
+}
