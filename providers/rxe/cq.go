@@ -118,9 +118,10 @@ func wcFlags(k uint32) verbs.WCFlags {
 }
 
 // Arm requests a completion event for the next completion (only for solicited ones if solicitedOnly): the
-// legacy REQ_NOTIFY_CQ command through the INVOKE_WRITE tunnel, as a raw system call — the kernel only marks
-// the CQ under its spinlock (rxe_req_notify_cq) and never sleeps there, and the scheduler's work around a
-// system call was a measurable part of a message's cost in event mode (docs/perf.md).
+// legacy REQ_NOTIFY_CQ command through the INVOKE_WRITE tunnel, as a raw system call — the kernel does not wait
+// on anything there (rxe marks the CQ under its spinlock, rxe_req_notify_cq; the uverbs ioctl path's small
+// GFP_KERNEL allocation can only stall under memory pressure, as rxe's raw doorbell write can), and the
+// scheduler's work around a system call was a measurable part of a message's cost in event mode (docs/perf.md).
 func (cq *cq) Arm(solicitedOnly bool) error {
 	cq.armMu.Lock()
 	a := cq.arm
