@@ -210,8 +210,12 @@ func encodeSend(p unsafe.Pointer, l *sendLimits, wr *verbs.SendWR, length uint64
 			}
 			off += uint32(copy(dst[off:], unsafe.Slice((*byte)(addrPointer(s.Addr)), s.Length)))
 		}
-	} else if len(wr.SGL) > 0 {
-		copy(unsafe.Slice((*verbs.SGE)(data), len(wr.SGL)), wr.SGL)
+	} else {
+		// Element by element: a send has one or a few SGEs, where a copy() would call memmove.
+		dst := unsafe.Slice((*verbs.SGE)(data), len(wr.SGL))
+		for i, sge := range wr.SGL {
+			dst[i] = sge
+		}
 	}
 
 	wqe.Iova = wr.RemoteAddr
