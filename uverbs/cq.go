@@ -9,7 +9,9 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
@@ -194,12 +196,14 @@ func (ch *CompChannel) SetWaitInKernel(on bool) error {
 // readInKernel reads one event record with a blocking read(2). ch.rmu is held.
 func (ch *CompChannel) readInKernel() error {
 	for {
-		n, err := unix.Read(ch.fd, ch.buf[:])
-		switch {
-		case err == unix.EINTR:
+		// package syscall's Syscall directly: x/sys/unix's read reaches it through an assembly jump and an ABI
+		// wrapper (see internal/ioctl), and this is the wait of every event.
+		r, _, e := syscall.Syscall(unix.SYS_READ, uintptr(ch.fd), uintptr(unsafe.Pointer(&ch.buf[0])), uintptr(len(ch.buf)))
+		switch n := int(r); {
+		case e == unix.EINTR:
 			continue
-		case err != nil:
-			return err
+		case e != 0:
+			return e
 		case n != len(ch.buf):
 			return fmt.Errorf("short event record: %d of %d bytes: %w", n, len(ch.buf), io.ErrUnexpectedEOF)
 		}

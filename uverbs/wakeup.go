@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -114,13 +115,13 @@ func (ch *CompChannel) WaitEvent(deadline time.Time, w *Wakeup) (*CQ, error) {
 			ch.pts = unix.NsecToTimespec(int64(left))
 			ts = &ch.pts
 		}
-		n, err := unix.Ppoll(ch.pfds[:], ts, nil)
+		ready, _, pe := syscall.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&ch.pfds[0])), uintptr(len(ch.pfds)), uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 		switch {
-		case err == unix.EINTR:
+		case pe == unix.EINTR:
 			continue
-		case err != nil:
-			return nil, wrap("wait for CQ event", ch.ctx.dev.Name, err)
-		case n == 0:
+		case pe != 0:
+			return nil, wrap("wait for CQ event", ch.ctx.dev.Name, pe)
+		case ready == 0:
 			continue // the deadline: checked at the top
 		}
 		if ch.pfds[1].Revents != 0 {
@@ -130,13 +131,14 @@ func (ch *CompChannel) WaitEvent(deadline time.Time, w *Wakeup) (*CQ, error) {
 		if ch.pfds[0].Revents&unix.POLLIN == 0 {
 			return nil, wrap("wait for CQ event", ch.ctx.dev.Name, fmt.Errorf("poll events %#x: %w", ch.pfds[0].Revents, unix.EIO))
 		}
-		// The channel is non-blocking (the poller's mode): another reader may have taken the event.
-		n, err = unix.Read(ch.fd, ch.buf[:])
-		switch {
-		case err == unix.EAGAIN || err == unix.EINTR:
+		// The channel is non-blocking (the poller's mode): another reader may have taken the event. So the
+		// read never sleeps and is a raw system call, without the scheduler's work around a blocking one.
+		r, _, e := syscall.RawSyscall6(unix.SYS_READ, uintptr(ch.fd), uintptr(unsafe.Pointer(&ch.buf[0])), uintptr(len(ch.buf)), 0, 0, 0)
+		switch n := int(r); {
+		case e == unix.EAGAIN || e == unix.EINTR:
 			continue
-		case err != nil:
-			return nil, wrap("wait for CQ event", ch.ctx.dev.Name, err)
+		case e != 0:
+			return nil, wrap("wait for CQ event", ch.ctx.dev.Name, e)
 		case n != len(ch.buf):
 			return nil, wrap("wait for CQ event", ch.ctx.dev.Name, fmt.Errorf("short event record: %d of %d bytes: %w", n, len(ch.buf), io.ErrUnexpectedEOF))
 		}
