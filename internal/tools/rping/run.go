@@ -265,7 +265,7 @@ func (c *cb) startCQThread() (stop func()) {
 func (c *cb) wait() {
 	for c.cqOn {
 		if g := c.cqGen.Load(); g != c.cqSeen {
-			c.compCh.SetDeadline(time.Time{}) // undo the interruption (postCM posts before it interrupts)
+			c.compCh.SetDeadline(time.Time{}) // undo the interruption (postCM sets the deadline before the generation)
 			c.cqSeen = g
 		}
 		select {
