@@ -174,8 +174,10 @@ func TestLabWaitEvent(t *testing.T) {
 func TestLabCompChannelDeadline(t *testing.T) {
 	ep := newEventPair(t)
 	bg := context.Background()
-	check(t, ep.ch.SetDeadline(time.Now().Add(100*time.Millisecond)))
+	// start is read before the deadline is computed from it: the wait ends at or after start+100ms, where a start
+	// read after SetDeadline could be later than the deadline's base and make a correct wait look early.
 	start := time.Now()
+	check(t, ep.ch.SetDeadline(start.Add(100*time.Millisecond)))
 	if _, err := ep.ch.GetEvent(bg); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("GetEvent past its deadline: %v, want os.ErrDeadlineExceeded", err)
 	}
