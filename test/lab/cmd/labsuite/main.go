@@ -16,7 +16,7 @@
 // kernel version, packages ok/failed, tests run, passed, failed and skipped, each skip with its reason, and
 // the time the kernel took. `make test` runs -kernels all.
 //
-// Usage: go run ./test/lab/cmd/labsuite [-kernels all|6.1,6.12,newest] [-run REGEXP] [-v] [-timeout 20m] [packages...]
+// Usage: go run ./test/lab/cmd/labsuite [-kernels all|6.1,6.12,newest] [-run REGEXP] [-count N] [-v] [-timeout 20m] [packages...]
 package main
 
 import (
@@ -30,6 +30,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +54,7 @@ func run(args []string) int {
 	inner := fs.String("inner", "", "run the manifest FILE inside the lab (internal)")
 	runRE := fs.String("run", "", "run only tests matching REGEXP (passed as -test.run)")
 	verbose := fs.Bool("v", false, "verbose test output")
+	count := fs.Int("count", 1, "run each test N times (passed as -test.count; for hunting flaky tests)")
 	race := fs.Bool("race", false, "build the test binaries with the race detector (needs cgo and a C compiler on the host; the binaries then use the host's libc, which the lab mounts)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "limit for each kernel's lab run")
 	pkgTimeout := fs.Duration("pkgtimeout", 15*time.Minute, "per-package test timeout inside the lab")
@@ -120,7 +124,11 @@ func run(args []string) int {
 		return 1
 	}
 	manifest := filepath.Join(work, "manifest.json")
-	m := manifestT{pkgs, *runRE, *verbose, pkgTimeout.String()}
+	if *count < 1 {
+		fmt.Fprintf(os.Stderr, "labsuite: -count %d: must be at least 1\n", *count)
+		return 2
+	}
+	m := manifestT{pkgs, *runRE, *verbose, pkgTimeout.String(), *count}
 	b, _ := json.Marshal(m)
 	if err := os.WriteFile(manifest, b, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
@@ -166,6 +174,7 @@ type manifestT struct {
 	Run        string
 	Verbose    bool
 	PkgTimeout string
+	Count      int
 }
 
 // kernelList expands -kernels: "" is $GOVERBS_LAB_KERNEL (else 6.1), "all" is lab.Matrix.
@@ -271,6 +280,11 @@ func printSummary(w io.Writer, results []kernelResult) {
 			fmt.Fprintf(w, "  %s skip %s: %s\n", r.Selector, s.Test, s.Reason)
 		}
 	}
+	for _, r := range results {
+		for _, t := range r.Slowest {
+			fmt.Fprintf(w, "  %s slow %7.1fs %s\n", r.Selector, t.Seconds, t.Test)
+		}
+	}
 }
 
 // labPackages lists the packages among patterns whose tests import test/labtest.
@@ -308,9 +322,31 @@ type Summary struct {
 	Failed    int
 	Fails     []string // package: test
 	Skips     []skip
+	Slowest   []timed // the top-level tests that took longest, longest first (at most slowestN)
 }
 
 type skip struct{ Test, Reason string }
+
+// timed is a top-level test and the time go test -v reported for it.
+type timed struct {
+	Test    string
+	Seconds float64
+}
+
+// slowestN is how many of a kernel's slowest tests the summary names: where the lab's time goes.
+const slowestN = 8
+
+// addTimed keeps s.Slowest the slowestN longest tests, longest first.
+func (s *Summary) addTimed(t timed) {
+	i := sort.Search(len(s.Slowest), func(i int) bool { return s.Slowest[i].Seconds < t.Seconds })
+	if i >= slowestN {
+		return
+	}
+	s.Slowest = slices.Insert(s.Slowest, i, t)
+	if len(s.Slowest) > slowestN {
+		s.Slowest = s.Slowest[:slowestN]
+	}
+}
 
 // countTests reads go test -v output: every "--- PASS/FAIL/SKIP: name" line at any depth, and for a skip the
 // last line its test logged (go test -v streams a test's log lines under "=== RUN/CONT/NAME name" before its
@@ -333,7 +369,13 @@ func countTests(s *Summary, importPath string, out []byte) {
 			}
 			continue
 		}
-		name, _, _ := strings.Cut(rest, " (")
+		name, dur, _ := strings.Cut(rest, " (")
+		if line == trimmed && !strings.Contains(name, "/") {
+			// A top-level test: "--- PASS: TestX (12.34s)".
+			if sec, err := strconv.ParseFloat(strings.TrimSuffix(dur, "s)"), 64); err == nil {
+				s.addTimed(timed{importPath + ": " + name, sec})
+			}
+		}
 		switch verdict {
 		case "--- PASS":
 			s.Passed++
@@ -353,16 +395,52 @@ func countTests(s *Summary, importPath string, out []byte) {
 	}
 }
 
-// quiet drops the progress lines of go test -v, for output shown on failure.
-func quiet(out []byte) []byte {
-	var b bytes.Buffer
-	for _, line := range strings.SplitAfter(string(out), "\n") {
+// failedOutput keeps, of a failed package's go test -v output, what explains the failure: the lines of every
+// test that failed or never finished (a panic, a timeout) with their "=== RUN" headers and "--- FAIL" lines,
+// and the lines outside any test (the binary's own, such as "FAIL" or a panic's trace). The logs of the tests
+// that passed or skipped are dropped: a package with many chatty tests would otherwise bury the failure, and
+// CI shows only part of the output.
+func failedOutput(out []byte) []byte {
+	lines := strings.SplitAfter(string(out), "\n")
+	verdict := map[string]string{}
+	for _, line := range lines {
 		t := strings.TrimLeft(line, " ")
-		if strings.HasPrefix(t, "=== RUN") || strings.HasPrefix(t, "=== PAUSE") || strings.HasPrefix(t, "=== CONT") ||
-			strings.HasPrefix(t, "=== NAME") || strings.HasPrefix(t, "--- PASS") {
+		if v, rest, ok := strings.Cut(t, ": "); ok && strings.HasPrefix(v, "--- ") {
+			name, _, _ := strings.Cut(strings.TrimSpace(rest), " (")
+			verdict[name] = v
+		}
+	}
+	failed := func(name string) bool {
+		v, ok := verdict[name]
+		return !ok || v == "--- FAIL"
+	}
+	var b bytes.Buffer
+	current := ""
+	for _, line := range lines {
+		t := strings.TrimLeft(line, " ")
+		if h, ok := strings.CutPrefix(t, "=== "); ok {
+			if f := strings.Fields(h); len(f) == 2 {
+				if f[0] == "RUN" || f[0] == "CONT" || f[0] == "NAME" {
+					current = f[1]
+				}
+				if f[0] == "RUN" && failed(f[1]) {
+					b.WriteString(line)
+				}
+			}
 			continue
 		}
-		b.WriteString(line)
+		if v, _, ok := strings.Cut(t, ": "); ok && strings.HasPrefix(v, "--- ") {
+			if v == "--- FAIL" {
+				b.WriteString(line)
+			}
+			if line == t {
+				current = "" // a top-level test ended: what follows is the binary's
+			}
+			continue
+		}
+		if current == "" || failed(current) {
+			b.WriteString(line)
+		}
 	}
 	return b.Bytes()
 }
@@ -396,6 +474,9 @@ func runInner(manifest string) int {
 		if m.Run != "" {
 			args = append(args, "-test.run="+m.Run)
 		}
+		if m.Count > 1 {
+			args = append(args, fmt.Sprintf("-test.count=%d", m.Count))
+		}
 		cmd := exec.Command(p.Binary, args...)
 		cmd.Dir = p.Dir
 		var buf bytes.Buffer
@@ -412,7 +493,7 @@ func runInner(manifest string) int {
 			failed++
 			sum.PkgFailed++
 			if !m.Verbose {
-				os.Stdout.Write(quiet(buf.Bytes()))
+				os.Stdout.Write(failedOutput(buf.Bytes()))
 			}
 			fmt.Printf("FAIL\t%s\t%.3fs\n", p.ImportPath, el)
 			continue
