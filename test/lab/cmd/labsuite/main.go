@@ -407,7 +407,9 @@ func failedOutput(out []byte) []byte {
 		t := strings.TrimLeft(line, " ")
 		if v, rest, ok := strings.Cut(t, ": "); ok && strings.HasPrefix(v, "--- ") {
 			name, _, _ := strings.Cut(strings.TrimSpace(rest), " (")
-			verdict[name] = v
+			if verdict[name] != "--- FAIL" { // with -count, one failed run of a name keeps all its runs' lines
+				verdict[name] = v
+			}
 		}
 	}
 	failed := func(name string) bool {

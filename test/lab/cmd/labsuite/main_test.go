@@ -93,3 +93,24 @@ FAIL	pkg	1.0s
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestFailedOutputWithCount(t *testing.T) {
+	out := `=== RUN   TestFlaky
+    f_test.go:1: run 1 fails
+--- FAIL: TestFlaky (0.10s)
+=== RUN   TestFlaky
+    f_test.go:1: run 2 passes
+--- PASS: TestFlaky (0.10s)
+FAIL
+`
+	want := `=== RUN   TestFlaky
+    f_test.go:1: run 1 fails
+--- FAIL: TestFlaky (0.10s)
+=== RUN   TestFlaky
+    f_test.go:1: run 2 passes
+FAIL
+`
+	if got := string(failedOutput([]byte(out))); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
