@@ -30,6 +30,14 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Timeout reports whether the operation failed because a deadline passed or
+// the CM timed out (a context's deadline, ETIMEDOUT): net.Error's meaning,
+// so a *net.OpError around it answers Timeout() as net.Dial's do.
+func (e *Error) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.Err, &t) && t.Timeout()
+}
+
 // ErrPrivateDataTooLong is returned (wrapped in *Error, before any system
 // call) when private data exceeds what the CM message can carry.
 var ErrPrivateDataTooLong = errors.New("private data too long")

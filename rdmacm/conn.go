@@ -28,7 +28,10 @@ type Options struct {
 	Cap    uverbs.QPCap
 	SigAll bool
 	// PrivateData goes with CONNECT (at most 56 bytes for RC, 180 for UD)
-	// or ACCEPT (196 RC, 136 UD).
+	// or ACCEPT (196 RC, 136 UD). Data computed in Setup (an address and
+	// rkey of memory registered there) is set with Conn.SetPrivateData;
+	// assigning this field inside Setup has no effect, as the options were
+	// copied when Dial or Accept began.
 	PrivateData []byte
 	// ResponderResources and InitiatorDepth (default: MaxResources, the
 	// device's maximum; on accept min(request, maximum)).
@@ -36,7 +39,9 @@ type Options struct {
 	// RetryCount and RNRRetryCount (default 7 and 7, 7 meaning infinite RNR retries).
 	RetryCount, RNRRetryCount *uint8
 	// Setup runs once the QP exists and before CONNECT or ACCEPT is sent:
-	// the place to register memory and post the first receives.
+	// the place to register memory, post the first receives and set the
+	// private data that describes them (Conn.SetPrivateData). An error
+	// from it rejects a request (Accept) or abandons the dial.
 	Setup func(c *Conn) error
 	// Backlog for Listen (default 0 = the kernel's maximum).
 	Backlog int
@@ -60,6 +65,43 @@ func (o *Options) orDefault() *Options {
 	}
 	if d.DisconnectTimeout == 0 {
 		d.DisconnectTimeout = 3 * time.Second
+	}
+	return &d
+}
+
+// refine is o (a Listener's options, defaults filled in) with every field
+// that over sets replaced by over's: the rule of Request.Accept. The
+// Listener-level fields (PortSpace, QPType, Source, Backlog) stay o's.
+func (o *Options) refine(over *Options) *Options {
+	d := *o
+	if over.ResolveTimeout != 0 {
+		d.ResolveTimeout = over.ResolveTimeout
+	}
+	pick := func(dst *uint32, v uint32) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	pick(&d.Cap.MaxSendWR, over.Cap.MaxSendWR)
+	pick(&d.Cap.MaxRecvWR, over.Cap.MaxRecvWR)
+	pick(&d.Cap.MaxSendSGE, over.Cap.MaxSendSGE)
+	pick(&d.Cap.MaxRecvSGE, over.Cap.MaxRecvSGE)
+	pick(&d.Cap.MaxInlineData, over.Cap.MaxInlineData)
+	d.SigAll = d.SigAll || over.SigAll
+	if over.PrivateData != nil {
+		d.PrivateData = over.PrivateData
+	}
+	for _, f := range []struct{ dst, src **uint8 }{{&d.ResponderResources, &over.ResponderResources},
+		{&d.InitiatorDepth, &over.InitiatorDepth}, {&d.RetryCount, &over.RetryCount}, {&d.RNRRetryCount, &over.RNRRetryCount}} {
+		if *f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	if over.Setup != nil {
+		d.Setup = over.Setup
+	}
+	if over.DisconnectTimeout != 0 {
+		d.DisconnectTimeout = over.DisconnectTimeout
 	}
 	return &d
 }
@@ -109,6 +151,10 @@ func (e *EventError) Unwrap() error {
 	return unix.EPROTO
 }
 
+// Timeout reports whether the event says the CM timed out (ADDR_ERROR,
+// ROUTE_ERROR or UNREACHABLE with status ETIMEDOUT).
+func (e *EventError) Timeout() bool { return e.Unwrap() == unix.ETIMEDOUT }
+
 // PrivateData is the peer's private data (a reject's reason, for instance).
 func (e *EventError) PrivateData() []byte { return e.Event.PrivateData() }
 
@@ -141,6 +187,12 @@ type Conn struct {
 	ud     UDParam
 	remote netip.AddrPort
 
+	// send is the private data CONNECT or ACCEPT will carry (Options.PrivateData
+	// or what Setup gave SetPrivateData); sendMax its limit; sent: it has gone.
+	send    []byte
+	sendMax int
+	sent    bool
+
 	mu           sync.Mutex
 	disconnected bool
 	closed       bool
@@ -160,6 +212,38 @@ func (c *Conn) PD() *uverbs.PD { _, pd, _ := c.id.Device(); return pd }
 
 // Context is the device context.
 func (c *Conn) Context() *uverbs.Context { ctx, _, _ := c.id.Device(); return ctx }
+
+// SetPrivateData replaces, for this connection, the private data its CONNECT
+// (Dial) or ACCEPT (Request.Accept) carries: call it from Options.Setup,
+// where the connection's PD exists, to send the address and rkey of memory
+// registered there (rdma-core's rdma_accept/rdma_connect with
+// conn_param.private_data). b is copied. Longer than the message can carry
+// (56 bytes for an RC CONNECT, 196 for an RC ACCEPT, 180 and 136 for UD) is
+// an error wrapping ErrPrivateDataTooLong, before anything is sent; after
+// CONNECT or ACCEPT has gone it is an error too.
+func (c *Conn) SetPrivateData(b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sent {
+		return opErr("set private data", c.id.kid, errState("CONNECT or ACCEPT already sent"))
+	}
+	if len(b) > c.sendMax {
+		return opErr("set private data", c.id.kid, privErr(len(b), c.sendMax))
+	}
+	c.send = append([]byte(nil), b...)
+	return nil
+}
+
+// connParam is the CONNECT or ACCEPT parameters with the private data set for
+// this connection; it marks the data sent.
+func (c *Conn) connParam() *ConnParam {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.opts.connParam()
+	p.PrivateData = c.send
+	c.sent = true
+	return p
+}
 
 // PrivateData is what the peer sent: the accept's data for Dial (as the CM
 // delivers it, zero-padded to the message's field size), the request's for Accept.
@@ -246,7 +330,7 @@ func Dial(ctx context.Context, addr netip.AddrPort, opts *Options) (c *Conn, err
 		ch.Close()
 		return nil, err
 	}
-	c = &Conn{ch: ch, id: id, opts: o}
+	c = &Conn{ch: ch, id: id, opts: o, send: o.PrivateData, sendMax: id.maxConnectData()}
 	defer func() {
 		if err != nil {
 			id.Destroy()
@@ -274,7 +358,7 @@ func Dial(ctx context.Context, addr netip.AddrPort, opts *Options) (c *Conn, err
 			return nil, opErr("dial setup", id.kid, err)
 		}
 	}
-	if err := id.Connect(o.connParam()); err != nil {
+	if err := id.Connect(c.connParam()); err != nil {
 		return nil, err
 	}
 	ev, err := await(ctx, id, "connect "+addr.String(), EventEstablished)
@@ -293,7 +377,8 @@ type Listener struct {
 }
 
 // Listen binds addr (0.0.0.0 or :: with a port listens on every device)
-// and listens on it.
+// and listens on it. opts are also every Request.Accept's options, which
+// that call's own options refine field by field (see Request.Accept).
 func Listen(addr netip.AddrPort, opts *Options) (*Listener, error) {
 	o := opts.orDefault()
 	ch, err := NewChannel()
@@ -382,21 +467,25 @@ func (r *Request) Reject(privateData []byte) error {
 }
 
 // Accept makes the QP, runs opts.Setup, accepts and (RC) waits for
-// ESTABLISHED. opts == nil takes the Listener's options.
+// ESTABLISHED. opts refines the Listener's options for this connection: each
+// field of opts that is set (non-zero; for Cap, each of its counts; SigAll
+// only turns signalling on) replaces the Listener's, the rest are the
+// Listener's. PortSpace, QPType, Source and Backlog belong to the Listener and
+// are ignored here. opts == nil takes the Listener's options as they are.
 func (r *Request) Accept(ctx context.Context, opts *Options) (c *Conn, err error) {
 	if r.done {
 		return nil, opErr("accept", r.id.kid, errState("request already answered"))
 	}
 	o := r.l.opts
 	if opts != nil {
-		o = opts.orDefault()
+		o = o.refine(opts)
 	}
 	id := r.id
 	if len(o.PrivateData) > id.maxAcceptData() {
 		return nil, opErr("accept", id.kid, privErr(len(o.PrivateData), id.maxAcceptData()))
 	}
 	r.done = true
-	c = &Conn{ch: r.ch, id: id, opts: o, priv: r.PrivateData, ud: r.UD}
+	c = &Conn{ch: r.ch, id: id, opts: o, priv: r.PrivateData, ud: r.UD, send: o.PrivateData, sendMax: id.maxAcceptData()}
 	defer func() {
 		if err != nil {
 			id.Reject(nil)
@@ -413,7 +502,7 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (c *Conn, err error
 			return nil, opErr("accept setup", id.kid, err)
 		}
 	}
-	if err := id.Accept(o.connParam()); err != nil {
+	if err := id.Accept(c.connParam()); err != nil {
 		return nil, err
 	}
 	if id.QPType() == uverbs.QPTypeUD {

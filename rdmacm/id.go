@@ -366,6 +366,22 @@ func (id *ID) Device() (*uverbs.Context, *uverbs.PD, error) {
 	return id.dev.ctx, id.dev.pd, nil
 }
 
+// DeviceAttr is the attributes of the id's device (ibv_query_device on
+// id->verbs), queried once per device and channel: what a caller sizes its
+// queues and buffers against before creating them.
+func (id *ID) DeviceAttr() (*uverbs.DeviceAttr, error) {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if err := id.check("get device"); err != nil {
+		return nil, err
+	}
+	if err := id.acquireDeviceLocked(); err != nil {
+		return nil, err
+	}
+	a := *id.dev.attr
+	return &a, nil
+}
+
 func (id *ID) acquireDeviceLocked() error {
 	if id.dev != nil {
 		return nil

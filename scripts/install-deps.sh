@@ -14,7 +14,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # libmlx5 (tests and `make bench`) builds a C harness against libibverbs-dev and ibverbs-providers' libmlx5, and
 # `make bench` counts instructions with valgrind (callgrind).
 pkgs=(qemu-system-x86 ibverbs-utils ibverbs-providers infiniband-diags perftest rdma-core rdmacm-utils
-      iproute2 libibverbs-dev linux-libc-dev gcc make dpkg cpio kmod xz-utils zstd debian-archive-keyring
+      iproute2 libibverbs-dev librdmacm-dev linux-libc-dev gcc make dpkg cpio kmod xz-utils zstd debian-archive-keyring
       ca-certificates valgrind)
 missing=()
 for p in "${pkgs[@]}"; do

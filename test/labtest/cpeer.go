@@ -16,7 +16,9 @@ import (
 // directory). In the lab gcc and the headers are the host's (`make deps` installs them); the binary runs with
 // the host's libibverbs, or in another release's root with that release's (its ABI is stable). The C code is
 // a test harness: nothing of it is in goverbs.
-func BuildCPeer(t testing.TB, name string) string {
+//
+// libs are further libraries to link, by their -l name ("rdmacm" for a librdmacm peer).
+func BuildCPeer(t testing.TB, name string, libs ...string) string {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
@@ -24,9 +26,13 @@ func BuildCPeer(t testing.TB, name string) string {
 	}
 	bin := filepath.Join(t.TempDir(), name)
 	src := filepath.Join(root, "test", "cpeer", name+".c")
-	out, err := exec.Command("gcc", "-O2", "-msse4.2", "-Wall", "-Werror", "-o", bin, src, "-libverbs").CombinedOutput()
+	args := []string{"-O2", "-msse4.2", "-Wall", "-Werror", "-o", bin, src, "-libverbs"}
+	for _, l := range libs {
+		args = append(args, "-l"+l)
+	}
+	out, err := exec.Command("gcc", args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("build the C peer %s (needs gcc and libibverbs-dev: make deps): %v\n%s", src, err, out)
+		t.Fatalf("build the C peer %s (needs gcc, libibverbs-dev and librdmacm-dev: make deps): %v\n%s", src, err, out)
 	}
 	return bin
 }
