@@ -3,6 +3,8 @@
 // real kernel RDMA stack on a host without RDMA hardware. GOVERBS_LAB_KERNEL
 // picks the kernel: 6.1 (bookworm, the default), 6.12 (trixie) or newest
 // (trixie-backports or sid, 7.x today); see EnsureKernel and Matrix.
+// Config.Kernel picks it for one run instead (the environment is the
+// process's, shared by concurrent runs; labsuite -j uses Config.Kernel).
 //
 // # What the command sees
 //
@@ -71,7 +73,10 @@
 // in CacheDir (GOVERBS_LAB_CACHE, else $XDG_CACHE_HOME/goverbs-lab, else
 // ~/.cache/goverbs-lab); every cache entry appears by rename and builders
 // hold a lock, so concurrent runs (go test runs packages in parallel) are
-// safe. Each run has its own control directory, pipes and QEMU process.
+// safe. Each run has its own control directory, pipes and QEMU process, and
+// QEMU gets no network device (the veth pair and the two hosts live inside
+// the VM), so concurrent VMs share no port or socket path; Prepare does the
+// host-side work before a run, for callers that start several at once.
 //
 // KVM is used when /dev/kvm works and the CPU has vmx or svm; otherwise TCG
 // emulation, with a note on Config.Log (GOVERBS_LAB_ACCEL=kvm|tcg forces

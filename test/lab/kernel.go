@@ -55,6 +55,19 @@ func EnsureKernel(ctx context.Context, cacheDir string, log io.Writer) (*Kernel,
 	if err != nil {
 		return nil, err
 	}
+	return EnsureKernelFor(ctx, cacheDir, sel, log)
+}
+
+// EnsureKernelFor is EnsureKernel for the selector sel instead of
+// GOVERBS_LAB_KERNEL's ("" means 6.1; GOVERBS_LAB_KERNEL_PACKAGE still wins).
+// It reads no selector from the environment, so concurrent callers (labsuite
+// -j) can prepare different kernels at once; the cache is locked while a
+// kernel is downloaded or unpacked.
+func EnsureKernelFor(ctx context.Context, cacheDir, sel string, log io.Writer) (*Kernel, error) {
+	sel, err := CheckKernelSelector(sel)
+	if err != nil {
+		return nil, err
+	}
 	pkgs, apt, resolveErr := resolveKernelPackages(ctx, cacheDir, sel, false, log)
 	if resolveErr != nil {
 		// Offline or without apt: use the kernel this selector resolved to last time, if unpacked.

@@ -34,12 +34,19 @@ var selectorRE = regexp.MustCompile(`^(newest|[0-9]+\.[0-9]+)$`)
 
 // KernelSelector returns GOVERBS_LAB_KERNEL, checked ("" means 6.1).
 func KernelSelector() (string, error) {
-	sel := strings.TrimSpace(os.Getenv(KernelEnv))
+	return CheckKernelSelector(os.Getenv(KernelEnv))
+}
+
+// CheckKernelSelector checks a kernel selector given other than through
+// GOVERBS_LAB_KERNEL (Config.Kernel, EnsureKernelFor) and returns it trimmed
+// ("" means 6.1).
+func CheckKernelSelector(sel string) (string, error) {
+	sel = strings.TrimSpace(sel)
 	if sel == "" {
 		return "", nil
 	}
 	if !selectorRE.MatchString(sel) {
-		return "", fmt.Errorf("lab: %s=%q: want 6.1, 6.12, newest or another major.minor", KernelEnv, sel)
+		return "", fmt.Errorf("lab: kernel selector %s=%q: want 6.1, 6.12, newest or another major.minor", KernelEnv, sel)
 	}
 	return sel, nil
 }

@@ -81,6 +81,13 @@ type Config struct {
 	Debug bool
 	// CacheDir overrides CacheDir().
 	CacheDir string
+	// Kernel selects the kernel to boot as GOVERBS_LAB_KERNEL does ("6.1",
+	// "6.12", "newest", another major.minor), for this run only; "" means
+	// GOVERBS_LAB_KERNEL's selection (else 6.1). Set, it is also the
+	// command's GOVERBS_LAB_KERNEL. Runs with different kernels may go on at
+	// once in one process (labsuite -j); GOVERBS_LAB_KERNEL_PACKAGE, when
+	// set, still names the package for every run.
+	Kernel string
 	// ICount runs the guest under TCG on one vCPU with QEMU's instruction
 	// counting (-icount shift=0,sleep=off, single-threaded TCG): the guest
 	// clock advances by one nanosecond per executed instruction and skips
@@ -243,21 +250,7 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 		fmt.Fprintf(cfg.Log, "lab: KVM is not usable (%v); using TCG emulation\n", whyNot)
 	}
 
-	cacheDir := cfg.CacheDir
-	if cacheDir == "" {
-		if cacheDir, err = CacheDir(); err != nil {
-			return nil, err
-		}
-	}
-	if r.kernel, err = EnsureKernel(ctx, cacheDir, cfg.Log); err != nil {
-		return nil, err
-	}
-	ensureVmlinux(ctx, cacheDir, r.kernel)
-	initPath, initHash, err := ensureInit(ctx, cacheDir)
-	if err != nil {
-		return nil, err
-	}
-	if r.initrd, err = ensureInitramfs(cacheDir, r.kernel, initPath, initHash); err != nil {
+	if r.kernel, r.initrd, err = prepare(ctx, cfg); err != nil {
 		return nil, err
 	}
 
@@ -267,6 +260,9 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 	}
 	env = clone(env)
 	env["GOVERBS_LAB"] = "1"
+	if sel := strings.TrimSpace(cfg.Kernel); sel != "" {
+		env[KernelEnv] = sel
+	}
 
 	shares := append([]Share(nil), cfg.Shares...)
 	if cfg.OutDir != "" {
@@ -327,6 +323,53 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 		return nil, fmt.Errorf("lab: write run configuration: %w", err)
 	}
 	return r, nil
+}
+
+// Prepare does on the host what Run does before it boots the VM, for
+// cfg's kernel (Config.Kernel, else GOVERBS_LAB_KERNEL) and cache: download
+// and unpack the kernel, extract its vmlinux, build the init binary and the
+// initramfs, each only where the cache lacks it. Run then finds everything
+// cached. Concurrent preparations are safe (the cache is locked while
+// something is built, and everything appears by rename); preparing each
+// kernel once before starting runs in parallel keeps the downloads and
+// builds out of the runs' times and their messages in order. cfg.Log (default
+// os.Stderr) receives the progress messages.
+func Prepare(ctx context.Context, cfg Config) (*Kernel, error) {
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	k, _, err := prepare(ctx, &cfg)
+	return k, err
+}
+
+// prepare returns the kernel and initramfs a run of cfg boots, making them
+// where needed.
+func prepare(ctx context.Context, cfg *Config) (k *Kernel, initrd string, err error) {
+	cacheDir := cfg.CacheDir
+	if cacheDir == "" {
+		if cacheDir, err = CacheDir(); err != nil {
+			return nil, "", err
+		}
+	}
+	sel, err := KernelSelector()
+	if strings.TrimSpace(cfg.Kernel) != "" {
+		sel, err = CheckKernelSelector(cfg.Kernel)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if k, err = EnsureKernelFor(ctx, cacheDir, sel, cfg.Log); err != nil {
+		return nil, "", err
+	}
+	ensureVmlinux(ctx, cacheDir, k)
+	initPath, initHash, err := ensureInit(ctx, cacheDir)
+	if err != nil {
+		return nil, "", err
+	}
+	if initrd, err = ensureInitramfs(cacheDir, k, initPath, initHash); err != nil {
+		return nil, "", err
+	}
+	return k, initrd, nil
 }
 
 func (r *run) cleanup() {

@@ -357,3 +357,39 @@ Depends: linux-image-6.12.117+deb13-amd64 (= 6.12.117-1)
 		t.Errorf("splitPackages = %q", got)
 	}
 }
+
+// TestEnsureKernelForIgnoresEnv: the selector given to EnsureKernelFor (Config.Kernel, labsuite -j) picks the
+// kernel, whatever GOVERBS_LAB_KERNEL says; concurrent runs on different kernels share that variable.
+func TestEnsureKernelForIgnoresEnv(t *testing.T) {
+	cache := t.TempDir()
+	for sel, pkg := range map[string]string{"": "linux-image-6.1.0-1-amd64-unsigned", "6.12": "linux-image-6.12.1-amd64-unsigned"} {
+		v := strings.TrimSuffix(strings.TrimPrefix(pkg, "linux-image-"), "-unsigned")
+		dir := filepath.Join(cache, "kernels", pkg)
+		for _, d := range []string{filepath.Join(dir, "boot"), filepath.Join(dir, "lib", "modules", v)} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "boot", "vmlinuz-"+v), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(stampPath(cache, sel), []byte(pkg+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(KernelEnv, "newest")
+	t.Setenv("GOVERBS_LAB_KERNEL_PACKAGE", "")
+	for sel, want := range map[string]string{"": "6.1.0-1-amd64", "6.1": "6.1.0-1-amd64", "6.12": "6.12.1-amd64"} {
+		k, err := EnsureKernelFor(context.Background(), cache, sel, io.Discard)
+		if err != nil || k.Version != want {
+			t.Errorf("EnsureKernelFor(%q) = %+v, %v; want version %s", sel, k, err, want)
+		}
+	}
+	if _, err := EnsureKernelFor(context.Background(), cache, "6.12; rm", io.Discard); err == nil {
+		t.Error("a malformed selector was accepted")
+	}
+	t.Setenv(KernelEnv, "bogus")
+	if _, err := Prepare(context.Background(), Config{CacheDir: cache, Kernel: "x.y", Log: io.Discard}); err == nil || !strings.Contains(err.Error(), `"x.y"`) {
+		t.Errorf("Prepare with Kernel x.y: %v, want the selector's error", err)
+	}
+}

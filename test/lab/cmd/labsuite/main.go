@@ -11,12 +11,20 @@
 //     results,
 //  4. exits non-zero if any package failed, or if the lab itself failed.
 //
-// With -kernels it does this once per kernel of a list (one boot each: "all" is lab.Matrix, 6.1, 6.12 and
-// the newest Debian kernel; default: $GOVERBS_LAB_KERNEL, else 6.1) and ends with a per-kernel summary:
-// kernel version, packages ok/failed, tests run, passed, failed and skipped, each skip with its reason, and
-// the time the kernel took. `make test` runs -kernels all.
+// With -kernels it does this once per kernel of a list ("all" is lab.Matrix, 6.1, 6.12 and the newest Debian
+// kernel; default: $GOVERBS_LAB_KERNEL, else 6.1) and ends with a per-kernel summary: kernel version,
+// packages ok/failed, tests run, passed, failed and skipped, each skip with its reason, and the time the kernel
+// took. `make test` runs -kernels all.
 //
-// Usage: go run ./test/lab/cmd/labsuite [-kernels all|6.1,6.12,newest] [-run REGEXP] [-count N] [-v] [-timeout 20m] [packages...]
+// With -j N (default $GOVERBS_LAB_JOBS, else min(2, CPUs): one VM per core, each VM has one vCPU under TCG) it
+// runs up to N lab VMs at once. Each kernel's packages are then split into units, one VM boot each (see
+// splitGroups): every package of -heavy (test/interop, which takes most of a kernel's time) alone, the others
+// together. Units run longest first (the heavy ones) on N workers; each unit's stdout is printed as one block
+// when it ends ("=== kernel K (unit: U)"), its stderr goes through line by line prefixed "[K U] ", and the
+// units' inner summaries are merged back into one row per kernel. -j 1 is the serial run: one boot per kernel,
+// in order, output streamed.
+//
+// Usage: go run ./test/lab/cmd/labsuite [-kernels all|6.1,6.12,newest] [-j N] [-heavy PKGS] [-run REGEXP] [-count N] [-v] [-timeout 20m] [packages...]
 package main
 
 import (
@@ -29,11 +37,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goverbs/goverbs/test/lab"
@@ -56,14 +67,21 @@ func run(args []string) int {
 	verbose := fs.Bool("v", false, "verbose test output")
 	count := fs.Int("count", 1, "run each test N times (passed as -test.count; for hunting flaky tests)")
 	race := fs.Bool("race", false, "build the test binaries with the race detector (needs cgo and a C compiler on the host; the binaries then use the host's libc, which the lab mounts)")
-	timeout := fs.Duration("timeout", 30*time.Minute, "limit for each kernel's lab run")
+	timeout := fs.Duration("timeout", 30*time.Minute, "limit for each lab VM run (a kernel's, or with -j above 1 a unit's)")
 	pkgTimeout := fs.Duration("pkgtimeout", 15*time.Minute, "per-package test timeout inside the lab")
-	kernelsFlag := fs.String("kernels", "", "kernels to run on, one boot each: all (= "+strings.Join(lab.Matrix, ",")+") or a comma list (default $"+lab.KernelEnv+", else 6.1)")
+	kernelsFlag := fs.String("kernels", "", "kernels to run on: all (= "+strings.Join(lab.Matrix, ",")+") or a comma list (default $"+lab.KernelEnv+", else 6.1)")
+	jobsFlag := fs.String("j", "", "lab VMs to run at once (default $"+jobsEnv+", else min(2, CPUs)); 1: one boot per kernel, one after another")
+	heavyFlag := fs.String("heavy", strings.Join(defaultHeavy, ","), "with -j above 1, the packages (comma list of import paths or ./dirs) that run as lab boots of their own")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *inner != "" {
 		return runInner(*inner)
+	}
+	jobs, err := jobCount(*jobsFlag, os.Getenv(jobsEnv), runtime.NumCPU())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "labsuite:", err)
+		return 2
 	}
 	patterns := fs.Args()
 	if len(patterns) == 0 {
@@ -123,21 +141,31 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "labsuite: build cmd/goverbs:", err)
 		return 1
 	}
-	manifest := filepath.Join(work, "manifest.json")
 	if *count < 1 {
 		fmt.Fprintf(os.Stderr, "labsuite: -count %d: must be at least 1\n", *count)
 		return 2
 	}
-	m := manifestT{pkgs, *runRE, *verbose, pkgTimeout.String(), *count}
-	b, _ := json.Marshal(m)
-	if err := os.WriteFile(manifest, b, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "labsuite:", err)
-		return 1
+	groups := splitGroups(pkgs, jobs, splitList(*heavyFlag))
+	for i := range groups {
+		g := &groups[i]
+		g.Manifest = filepath.Join(work, "manifest-"+g.Name+".json")
+		m := manifestT{g.Pkgs, *runRE, *verbose, pkgTimeout.String(), *count}
+		b, _ := json.Marshal(m)
+		if err := os.WriteFile(g.Manifest, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "labsuite:", err)
+			return 1
+		}
 	}
 	kernels, err := kernelList(*kernelsFlag)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
 		return 2
+	}
+	for _, k := range kernels {
+		if _, err := lab.CheckKernelSelector(k); err != nil {
+			fmt.Fprintln(os.Stderr, "labsuite:", err)
+			return 2
+		}
 	}
 	// Other Debian releases' C tools, for the interop tests that run goverbs against them (test/interop,
 	// impl "c@trixie"): a root per era in the lab cache, passed as GOVERBS_LAB_PEER_<ERA>.
@@ -152,20 +180,212 @@ func run(args []string) int {
 			peers["GOVERBS_LAB_PEER_"+strings.ToUpper(era)] = root
 		}
 	}
+	labStart := time.Now()
+	// Every kernel's host-side preparation (download, unpack, vmlinux, init, initramfs) once, serially, before
+	// any VM starts: the lab's cache is safe for concurrent builders, but this way two units of one kernel never
+	// wait on each other's build, and the messages come in order.
+	prep := map[string]time.Duration{}
+	prepErr := map[string]error{}
+	for _, k := range kernels {
+		start := time.Now()
+		if _, err := lab.Prepare(context.Background(), lab.Config{Kernel: k}); err != nil {
+			fmt.Fprintf(os.Stderr, "labsuite: kernel %s: %v\n", k, err)
+			fmt.Printf("FAIL\tlab [the lab could not be prepared for kernel %s]\n", k)
+			prepErr[k] = err
+		}
+		prep[k] = time.Since(start)
+	}
+	var units []unit
+	for _, u := range schedule(kernels, groups) {
+		if prepErr[u.Kernel] == nil {
+			units = append(units, u)
+		}
+	}
+	workers := min(jobs, len(units))
+	stream := workers <= 1
+	if !stream {
+		fmt.Fprintf(os.Stderr, "labsuite: %d lab boots (%d kernels, units %s), %d at a time\n", len(units), len(kernels), groupNames(groups), workers)
+	}
+	cfg := runConfig{work: work, root: root, bin: bin, self: self, timeout: *timeout, extraEnv: peers,
+		split: len(groups) > 1, stream: stream, multi: len(kernels) > 1}
+	unitResults := runUnits(units, workers, func(u unit) unitResult { return runUnit(u, cfg) })
 	var results []kernelResult
 	code := 0
 	for _, k := range kernels {
-		if len(kernels) > 1 {
-			fmt.Printf("=== kernel %s\n", k)
+		var rs []unitResult
+		for _, r := range unitResults {
+			if r.Unit.Kernel == k {
+				rs = append(rs, r)
+			}
 		}
-		r := runKernel(k, len(pkgs), work, root, manifest, bin, self, *timeout, peers)
+		r := mergeKernel(k, pkgs, rs)
+		r.Total += prep[k]
+		if err := prepErr[k]; err != nil {
+			r.LabErr, r.ExitCode = err.Error(), 1
+		}
 		if r.ExitCode != 0 {
 			code = 1
 		}
 		results = append(results, r)
 	}
-	printSummary(os.Stdout, results)
+	printSummary(os.Stdout, results, summaryNote{wall: time.Since(labStart), jobs: workers, groups: groupNames(groups), split: len(groups) > 1})
 	return code
+}
+
+// jobsEnv is the default of -j.
+const jobsEnv = "GOVERBS_LAB_JOBS"
+
+// jobCount is -j's value: the flag, else $GOVERBS_LAB_JOBS, else min(2, ncpu). Under TCG each VM keeps one host
+// core busy, so more VMs than cores only slow each other down (and timing-sensitive tests with them).
+func jobCount(flagValue, envValue string, ncpu int) (int, error) {
+	v, what := strings.TrimSpace(flagValue), "-j"
+	if v == "" {
+		v, what = strings.TrimSpace(envValue), jobsEnv
+	}
+	if v == "" {
+		return max(1, min(2, ncpu)), nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s %q: want a number of lab VMs, at least 1", what, v)
+	}
+	return n, nil
+}
+
+// defaultHeavy are the packages that run as lab boots of their own when labsuite runs VMs in parallel:
+// test/interop takes about 400 of the 670 s of a kernel's run on 6.1 (every lab package together), so it
+// alone is about as long as all the others.
+var defaultHeavy = []string{"github.com/goverbs/goverbs/test/interop"}
+
+// group is a set of packages that one lab boot runs, on each kernel.
+type group struct {
+	Name     string // a heavy package's last element ("interop"), "rest" for the others, "all" for everything
+	Heavy    bool
+	Pkgs     []pkg
+	Manifest string // the inner labsuite's manifest for this group
+}
+
+// splitGroups divides the packages into the groups a kernel's run is split into. With jobs 1 there is one group,
+// "all" (one boot per kernel, as without -j). Otherwise each package of heavy that is among pkgs is a group of
+// its own, named by its last path element, first; the other packages, in their order, form "rest". When only
+// one group would be non-empty it is "all" again: splitting gains nothing then.
+func splitGroups(pkgs []pkg, jobs int, heavy []string) []group {
+	all := []group{{Name: "all", Pkgs: pkgs}}
+	if jobs <= 1 {
+		return all
+	}
+	var groups []group
+	var rest []pkg
+	for _, p := range pkgs {
+		if isHeavy(p.ImportPath, heavy) {
+			groups = append(groups, group{Name: uniqueName(groups, path.Base(p.ImportPath)), Heavy: true, Pkgs: []pkg{p}})
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	if len(rest) > 0 {
+		groups = append(groups, group{Name: uniqueName(groups, "rest"), Pkgs: rest})
+	}
+	if len(groups) <= 1 {
+		return all
+	}
+	return groups
+}
+
+// modulePath is the module the packages belong to, for -heavy's ./dir form.
+const modulePath = "github.com/goverbs/goverbs"
+
+// isHeavy reports whether importPath is in heavy, given as import paths or as ./dirs of the module.
+func isHeavy(importPath string, heavy []string) bool {
+	for _, h := range heavy {
+		if rel, ok := strings.CutPrefix(h, "./"); ok {
+			h = modulePath + "/" + strings.TrimSuffix(rel, "/")
+		}
+		if h == importPath {
+			return true
+		}
+	}
+	return false
+}
+
+// uniqueName returns name, or name-2, name-3, ... when a group has it already.
+func uniqueName(groups []group, name string) string {
+	taken := func(n string) bool {
+		return slices.ContainsFunc(groups, func(g group) bool { return g.Name == n })
+	}
+	if !taken(name) {
+		return name
+	}
+	for i := 2; ; i++ {
+		if n := fmt.Sprintf("%s-%d", name, i); !taken(n) {
+			return n
+		}
+	}
+}
+
+func groupNames(groups []group) string {
+	var names []string
+	for _, g := range groups {
+		names = append(names, g.Name)
+	}
+	return strings.Join(names, "+")
+}
+
+func splitList(v string) []string {
+	var l []string
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			l = append(l, e)
+		}
+	}
+	return l
+}
+
+// unit is one lab VM boot: a group's packages on one kernel.
+type unit struct {
+	Kernel string
+	group
+}
+
+// schedule orders the units longest first: the heavy groups' units (test/interop on every kernel), then the
+// others, kernels in their order within each group. Workers take units in this order, so the long boots start
+// first and the short ones fill in around them. With one group ("all") this is the kernels in order.
+func schedule(kernels []string, groups []group) []unit {
+	var units []unit
+	for _, heavyPass := range []bool{true, false} {
+		for _, g := range groups {
+			if g.Heavy != heavyPass {
+				continue
+			}
+			for _, k := range kernels {
+				units = append(units, unit{Kernel: k, group: g})
+			}
+		}
+	}
+	return units
+}
+
+// runUnits runs the units on n workers, each taking the next unit in order as it becomes free, and returns the
+// results in the units' order.
+func runUnits(units []unit, n int, run func(unit) unitResult) []unitResult {
+	results := make([]unitResult, len(units))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = run(units[i])
+			}
+		}()
+	}
+	for i := range units {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
 }
 
 // manifestT is what the host tells the inner labsuite to run.
@@ -202,53 +422,225 @@ func kernelList(flagValue string) ([]string, error) {
 	return ks, nil
 }
 
-// kernelResult is one kernel's run, from the host's side plus the inner summary.
+// kernelResult is one kernel's run, from the host's side plus the inner summary, its units' merged.
 type kernelResult struct {
 	Selector string
 	Summary
 	Packages int
+	Units    int // lab boots
+	ExitCode int
+	LabErr   string
+	Boot     time.Duration // summed over the units
+	Tests    time.Duration // summed over the units
+	// Total is the kernel's preparation (downloads, vmlinux, initramfs) plus the wall time of each of its lab
+	// boots, summed: with -j 1 the time the kernel took; with -j 2 its units overlap other kernels' (and may
+	// overlap each other), so the lab phase's wall clock is less than the kernels' totals together.
+	Total time.Duration
+}
+
+// unitResult is one lab boot.
+type unitResult struct {
+	Unit unit
+	Summary
 	ExitCode int
 	LabErr   string
 	Boot     time.Duration
 	Tests    time.Duration
-	Total    time.Duration // wall time for this kernel, preparation (downloads, vmlinux, initramfs) included
+	Wall     time.Duration
 }
 
-// runKernel boots the lab once on kernel sel and runs the manifest inside.
-func runKernel(sel string, npkgs int, work, root, manifest, bin, self string, timeout time.Duration, extraEnv map[string]string) kernelResult {
+// runConfig is what every unit's run shares.
+type runConfig struct {
+	work, root, bin, self string
+	timeout               time.Duration
+	extraEnv              map[string]string // read only
+	split                 bool              // kernels are split into several units
+	stream                bool              // one VM at a time: output goes straight through, as without -j
+	multi                 bool              // several kernels
+}
+
+// outMu serializes the units' blocks on stdout and their lines on stderr.
+var outMu sync.Mutex
+
+// runUnit boots the lab once on the unit's kernel and runs its group's manifest inside. With cfg.stream the
+// command's output goes straight to stdout and stderr; otherwise stdout is kept and printed as one block when
+// the unit ends, and stderr goes through a line at a time, prefixed with the unit.
+func runUnit(u unit, cfg runConfig) unitResult {
 	start := time.Now()
-	r := kernelResult{Selector: sel, ExitCode: 1, Packages: npkgs}
-	out := filepath.Join(work, "out-"+sel)
+	r := unitResult{Unit: u, ExitCode: 1}
+	name := "kernel " + u.Kernel
+	outDir := "out-" + u.Kernel
+	if cfg.split {
+		name += " (unit: " + u.Name + ")"
+		outDir += "-" + u.Name
+	}
+	out := filepath.Join(cfg.work, outDir)
 	os.RemoveAll(out)
-	// The host side of the lab (EnsureKernel) reads the selector from the environment.
-	os.Setenv(lab.KernelEnv, sel)
 	env := lab.HostEnv()
 	env["GOVERBS_LAB_REQUIRED"] = "1"
-	env["GOVERBS_BIN"] = bin
-	for k, v := range extraEnv {
+	env["GOVERBS_BIN"] = cfg.bin
+	for k, v := range cfg.extraEnv {
 		env[k] = v
 	}
-	res, err := lab.RunResult(context.Background(), lab.Config{Timeout: timeout, Env: env, Workdir: root, OutDir: out},
-		[]string{self, "-inner", manifest})
-	r.Total = time.Since(start)
+	lc := lab.Config{Kernel: u.Kernel, Timeout: cfg.timeout, Env: env, Workdir: cfg.root, OutDir: out}
+	var stdout bytes.Buffer
+	var stderr *prefixWriter
+	var progress io.Writer = os.Stderr
+	if cfg.stream {
+		if cfg.multi {
+			fmt.Printf("=== %s\n", name)
+		}
+	} else {
+		prefix := "[" + u.Kernel + "] "
+		if cfg.split {
+			prefix = "[" + u.Kernel + " " + u.Name + "] "
+		}
+		stderr = &prefixWriter{w: os.Stderr, mu: &outMu, prefix: prefix}
+		lc.Stdout, lc.Stderr, lc.Log = &stdout, stderr, stderr
+		progress = stderr
+	}
+	res, err := lab.RunResult(context.Background(), lc, []string{cfg.self, "-inner", u.Manifest})
+	r.Wall = time.Since(start)
 	if b, rerr := os.ReadFile(filepath.Join(out, "summary.json")); rerr == nil {
 		_ = json.Unmarshal(b, &r.Summary)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "labsuite:", err)
-		fmt.Printf("FAIL\tlab [the lab VM failed on kernel %s]\n", sel)
-		r.LabErr = err.Error()
-		return r
+	var w io.Writer = os.Stdout
+	if !cfg.stream {
+		w = &stdout
 	}
-	r.ExitCode, r.Boot, r.Tests = res.ExitCode, res.Boot, res.Command
-	fmt.Fprintf(os.Stderr, "labsuite: kernel %s (%s): %d packages in one lab boot (%s): boot %.1fs, tests %.1fs, total %.1fs\n",
-		sel, r.Release, r.Packages, res.Accel, res.Boot.Seconds(), res.Command.Seconds(), r.Total.Seconds())
+	if err != nil {
+		fmt.Fprintln(progress, "labsuite:", err)
+		fmt.Fprintf(w, "FAIL\tlab [the lab VM failed on %s]\n", name)
+		r.LabErr = err.Error()
+	} else {
+		r.ExitCode, r.Boot, r.Tests = res.ExitCode, res.Boot, res.Command
+		what := fmt.Sprintf("kernel %s (%s)", u.Kernel, r.Release)
+		if cfg.split {
+			what += ", unit " + u.Name
+		}
+		fmt.Fprintf(progress, "labsuite: %s: %d packages in one lab boot (%s): boot %.1fs, tests %.1fs, total %.1fs\n",
+			what, len(u.Pkgs), res.Accel, res.Boot.Seconds(), res.Command.Seconds(), r.Wall.Seconds())
+	}
+	if !cfg.stream {
+		stderr.Flush()
+		outMu.Lock()
+		fmt.Printf("=== %s\n", name)
+		os.Stdout.Write(stdout.Bytes())
+		outMu.Unlock()
+	}
 	return r
 }
 
+// prefixWriter writes whole lines to w, each with prefix, under mu; Flush writes a last unterminated line.
+type prefixWriter struct {
+	w      io.Writer
+	mu     *sync.Mutex
+	prefix string
+	part   []byte // the unterminated end of what was written
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(b)
+	data := append(p.part, b...)
+	i := bytes.LastIndexByte(data, '\n')
+	if i < 0 {
+		p.part = data
+		return n, nil
+	}
+	var out bytes.Buffer
+	for _, line := range bytes.SplitAfter(data[:i+1], []byte("\n")) {
+		if len(line) > 0 {
+			out.WriteString(p.prefix)
+			out.Write(line)
+		}
+	}
+	p.part = append([]byte(nil), data[i+1:]...)
+	_, err := p.w.Write(out.Bytes())
+	return n, err
+}
+
+// Flush writes what is left of an unterminated line, ended with a newline.
+func (p *prefixWriter) Flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.part) > 0 {
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.part)
+		p.part = nil
+	}
+}
+
+// mergeKernel merges the results of one kernel's units into its row of the summary: the counts added, failures
+// and skips in the packages' order (as one boot would list them), Slowest the slowestN longest of all units.
+// pkgs are all the kernel's packages, in order; a unit whose summary is missing (its VM failed) leaves its
+// packages uncounted, which the summary shows as failed.
+func mergeKernel(sel string, pkgs []pkg, units []unitResult) kernelResult {
+	r := kernelResult{Selector: sel, Packages: len(pkgs), Units: len(units)}
+	if len(units) == 0 {
+		r.ExitCode = 1
+	}
+	order := map[string]int{}
+	for i, p := range pkgs {
+		order[p.ImportPath] = i
+	}
+	pos := func(entry string) int {
+		ip, _, _ := strings.Cut(entry, ": ")
+		if i, ok := order[ip]; ok {
+			return i
+		}
+		return len(pkgs)
+	}
+	var labErrs []string
+	var slowest []timed
+	for _, u := range units {
+		if r.Release == "" {
+			r.Release, r.Upstream = u.Release, u.Upstream
+		}
+		r.PkgOK += u.PkgOK
+		r.PkgFailed += u.PkgFailed
+		r.Run += u.Run
+		r.Passed += u.Passed
+		r.Failed += u.Failed
+		r.Fails = append(r.Fails, u.Fails...)
+		r.Skips = append(r.Skips, u.Skips...)
+		slowest = append(slowest, u.Slowest...)
+		if u.ExitCode != 0 {
+			r.ExitCode = 1
+		}
+		if u.LabErr != "" {
+			labErrs = append(labErrs, u.LabErr)
+		}
+		r.Boot += u.Boot
+		r.Tests += u.Tests
+		r.Total += u.Wall
+	}
+	r.LabErr = strings.Join(labErrs, "; ")
+	// In the packages' order, as one boot would have seen them: so are ties among the slowest broken.
+	sort.SliceStable(r.Fails, func(i, j int) bool { return pos(r.Fails[i]) < pos(r.Fails[j]) })
+	sort.SliceStable(r.Skips, func(i, j int) bool { return pos(r.Skips[i].Test) < pos(r.Skips[j].Test) })
+	sort.SliceStable(slowest, func(i, j int) bool { return pos(slowest[i].Test) < pos(slowest[j].Test) })
+	for _, t := range slowest {
+		r.addTimed(t)
+	}
+	return r
+}
+
+// summaryNote is what the summary says about the run as a whole.
+type summaryNote struct {
+	wall   time.Duration // the lab phase: preparation and every boot, as the clock on the wall saw it
+	jobs   int           // VMs at once
+	groups string        // the groups a kernel is split into ("all", or "interop+rest")
+	split  bool
+}
+
 // printSummary prints the per-kernel table and every skip with its reason.
-func printSummary(w io.Writer, results []kernelResult) {
-	fmt.Fprintf(w, "\nlabsuite summary (one lab boot per kernel)\n")
+func printSummary(w io.Writer, results []kernelResult, note summaryNote) {
+	boots := "one lab boot per kernel"
+	if note.split {
+		boots = "one lab boot per kernel and unit: " + note.groups
+	}
+	fmt.Fprintf(w, "\nlabsuite summary (%s)\n", boots)
 	fmt.Fprintf(w, "%-8s %-40s %-14s %6s %6s %6s %7s %8s\n", "kernel", "version", "packages", "tests", "passed", "failed", "skipped", "time")
 	var total time.Duration
 	for _, r := range results {
@@ -269,7 +661,8 @@ func printSummary(w io.Writer, results []kernelResult) {
 		}
 		fmt.Fprintf(w, "%-8s %-40s %-14s %6d %6d %6d %7d %7.0fs\n", r.Selector, version, pk, r.Run, r.Passed, r.Failed, len(r.Skips), r.Total.Seconds())
 	}
-	fmt.Fprintf(w, "total %.0fs\n", total.Seconds())
+	fmt.Fprintf(w, "total %.0fs; wall clock %.0fs with %d lab VM(s) at once (time: a kernel's preparation plus its lab boots' wall times, summed)\n",
+		total.Seconds(), note.wall.Seconds(), max(1, note.jobs))
 	for _, r := range results {
 		for _, f := range r.Fails {
 			fmt.Fprintf(w, "  %s FAIL %s\n", r.Selector, f)

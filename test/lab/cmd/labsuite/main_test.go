@@ -1,6 +1,17 @@
 package main
 
-import "testing"
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
 
 func TestCountTests(t *testing.T) {
 	out := `=== RUN   TestA
@@ -112,5 +123,252 @@ FAIL
 `
 	if got := string(failedOutput([]byte(out))); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func pkgsOf(paths ...string) []pkg {
+	var ps []pkg
+	for _, p := range paths {
+		ps = append(ps, pkg{ImportPath: p})
+	}
+	return ps
+}
+
+func groupSummary(gs []group) string {
+	var parts []string
+	for _, g := range gs {
+		var names []string
+		for _, p := range g.Pkgs {
+			names = append(names, path.Base(p.ImportPath))
+		}
+		h := ""
+		if g.Heavy {
+			h = "*"
+		}
+		parts = append(parts, g.Name+h+"="+strings.Join(names, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestSplitGroups(t *testing.T) {
+	const m = "github.com/goverbs/goverbs/"
+	all := pkgsOf(m+"cgroup", m+"netlinkrdma", m+"test/conformance", m+"test/interop", m+"test/smoke")
+	for _, tc := range []struct {
+		name  string
+		pkgs  []pkg
+		jobs  int
+		heavy []string
+		want  string
+	}{
+		{"serial", all, 1, defaultHeavy, "all=cgroup,netlinkrdma,conformance,interop,smoke"},
+		{"parallel", all, 2, defaultHeavy, "interop*=interop rest=cgroup,netlinkrdma,conformance,smoke"},
+		{"many jobs", all, 8, defaultHeavy, "interop*=interop rest=cgroup,netlinkrdma,conformance,smoke"},
+		{"only interop", pkgsOf(m + "test/interop"), 2, defaultHeavy, "all=interop"},
+		{"no interop", pkgsOf(m+"test/smoke", m+"netlinkrdma"), 2, defaultHeavy, "all=smoke,netlinkrdma"},
+		{"dir form", all, 2, []string{"./test/conformance/", "./test/interop"}, "conformance*=conformance interop*=interop rest=cgroup,netlinkrdma,smoke"},
+		{"no heavy", all, 2, nil, "all=cgroup,netlinkrdma,conformance,interop,smoke"},
+		{"same base", pkgsOf(m+"a/rest", m+"b/x"), 2, []string{m + "a/rest"}, "rest*=rest rest-2=x"},
+	} {
+		if got := groupSummary(splitGroups(tc.pkgs, tc.jobs, tc.heavy)); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestScheduleHeavyFirst(t *testing.T) {
+	kernels := []string{"6.1", "6.12", "newest"}
+	groups := []group{{Name: "interop", Heavy: true}, {Name: "rest"}}
+	var got []string
+	for _, u := range schedule(kernels, groups) {
+		got = append(got, u.Kernel+"/"+u.Name)
+	}
+	want := "6.1/interop 6.12/interop newest/interop 6.1/rest 6.12/rest newest/rest"
+	if strings.Join(got, " ") != want {
+		t.Errorf("schedule %v, want %s", got, want)
+	}
+	got = nil
+	for _, u := range schedule(kernels, []group{{Name: "all"}}) {
+		got = append(got, u.Kernel+"/"+u.Name)
+	}
+	if want := "6.1/all 6.12/all newest/all"; strings.Join(got, " ") != want {
+		t.Errorf("serial schedule %v, want %s", got, want)
+	}
+}
+
+func TestRunUnits(t *testing.T) {
+	units := schedule([]string{"6.1", "6.12", "newest"}, []group{{Name: "interop", Heavy: true}, {Name: "rest"}})
+	for _, n := range []int{1, 2, 4} {
+		var mu sync.Mutex
+		var started []string
+		running, most := 0, 0
+		results := runUnits(units, n, func(u unit) unitResult {
+			mu.Lock()
+			started = append(started, u.Kernel+"/"+u.Name)
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return unitResult{Unit: u, Wall: time.Duration(len(u.Kernel))}
+		})
+		if most > n {
+			t.Errorf("n=%d: %d units ran at once", n, most)
+		}
+		if n == 1 && most != 1 {
+			t.Errorf("n=1: %d at once", most)
+		}
+		for i, r := range results {
+			if r.Unit.Kernel != units[i].Kernel || r.Unit.Name != units[i].Name {
+				t.Errorf("n=%d: result %d is %s/%s, want %s/%s", n, i, r.Unit.Kernel, r.Unit.Name, units[i].Kernel, units[i].Name)
+			}
+		}
+		// The first n units start first (each worker takes the next in order).
+		first := append([]string(nil), started[:n]...)
+		sort.Strings(first)
+		var want []string
+		for _, u := range units[:n] {
+			want = append(want, u.Kernel+"/"+u.Name)
+		}
+		sort.Strings(want)
+		if !slices.Equal(first, want) {
+			t.Errorf("n=%d: started first %v, want %v", n, first, want)
+		}
+		if n == 1 {
+			var order []string
+			for _, u := range units {
+				order = append(order, u.Kernel+"/"+u.Name)
+			}
+			if !slices.Equal(started, order) {
+				t.Errorf("n=1: ran %v, want the schedule %v", started, order)
+			}
+		}
+	}
+}
+
+// goTestOutput is a package's go test -v output with the given top-level tests, each "name:verdict:seconds".
+func goTestOutput(tests ...string) []byte {
+	var b strings.Builder
+	for _, tt := range tests {
+		f := strings.Split(tt, ":")
+		fmt.Fprintf(&b, "=== RUN   %s\n", f[0])
+		if f[1] == "SKIP" {
+			fmt.Fprintf(&b, "    x_test.go:1: skipped because %s\n", f[0])
+		}
+		fmt.Fprintf(&b, "--- %s: %s (%ss)\n", f[1], f[0], f[2])
+	}
+	return []byte(b.String())
+}
+
+func TestMergeKernelEqualsOneBoot(t *testing.T) {
+	const m = "github.com/goverbs/goverbs/"
+	pkgs := pkgsOf(m+"cgroup", m+"test/interop", m+"test/smoke")
+	outs := map[string][]byte{
+		m + "cgroup":       goTestOutput("TestA:PASS:3.00", "TestB:SKIP:0.00", "TestC:FAIL:7.50", "TestD:PASS:2.00"),
+		m + "test/interop": goTestOutput("TestI1:PASS:100.00", "TestI2:FAIL:50.00", "TestI3:SKIP:0.00", "TestI4:PASS:3.00", "TestI5:PASS:1.00", "TestI6:PASS:1.00"),
+		m + "test/smoke":   goTestOutput("TestS1:PASS:1.00", "TestS2:SKIP:0.00", "TestS3:PASS:3.00", "TestS4:PASS:0.50"),
+	}
+	// One boot: every package in order into one summary.
+	one := Summary{Release: "6.1.0-56-amd64", Upstream: "6.1.192-2"}
+	for _, p := range pkgs {
+		countTests(&one, p.ImportPath, outs[p.ImportPath])
+		if strings.Contains(string(outs[p.ImportPath]), "--- FAIL") {
+			one.PkgFailed++
+		} else {
+			one.PkgOK++
+		}
+	}
+	// Split: the groups' summaries, merged, in the schedule's order (interop first).
+	groups := splitGroups(pkgs, 2, defaultHeavy)
+	var units []unitResult
+	for _, u := range schedule([]string{"6.1"}, groups) {
+		s := Summary{Release: one.Release, Upstream: one.Upstream}
+		for _, p := range u.Pkgs {
+			countTests(&s, p.ImportPath, outs[p.ImportPath])
+			if strings.Contains(string(outs[p.ImportPath]), "--- FAIL") {
+				s.PkgFailed++
+			} else {
+				s.PkgOK++
+			}
+		}
+		units = append(units, unitResult{Unit: u, Summary: s, ExitCode: 1, Wall: 10 * time.Second, Boot: time.Second, Tests: 9 * time.Second})
+	}
+	if len(units) != 2 || units[0].Unit.Name != "interop" {
+		t.Fatalf("units %+v", units)
+	}
+	r := mergeKernel("6.1", pkgs, units)
+	if !reflect.DeepEqual(r.Summary, one) {
+		t.Errorf("merged summary differs from one boot's:\nmerged %+v\none    %+v", r.Summary, one)
+	}
+	if len(r.Slowest) != slowestN || r.Slowest[0].Test != m+"test/interop: TestI1" {
+		t.Errorf("slowest %+v", r.Slowest)
+	}
+	if r.Packages != 3 || r.Units != 2 || r.ExitCode != 1 || r.Total != 20*time.Second || r.Boot != 2*time.Second {
+		t.Errorf("kernel result %+v", r)
+	}
+	// The printed row is the one boot's.
+	var merged, single bytes.Buffer
+	printSummary(&merged, []kernelResult{r}, summaryNote{jobs: 2})
+	printSummary(&single, []kernelResult{{Selector: "6.1", Summary: one, Packages: 3, ExitCode: 1, Total: 20 * time.Second}}, summaryNote{jobs: 2})
+	if merged.String() != single.String() {
+		t.Errorf("merged summary prints\n%s\none boot's prints\n%s", merged.String(), single.String())
+	}
+	if !strings.Contains(merged.String(), "1 ok 2 FAIL") || !strings.Contains(merged.String(), "6.1 FAIL "+m+"cgroup: TestC") {
+		t.Errorf("summary:\n%s", merged.String())
+	}
+}
+
+func TestMergeKernelUnitWithoutSummary(t *testing.T) {
+	pkgs := pkgsOf("a", "b", "c")
+	ok := unitResult{Summary: Summary{Release: "r", PkgOK: 2, Run: 4, Passed: 4}, Wall: time.Second}
+	lost := unitResult{ExitCode: 1, LabErr: "lab: stopped the VM", Wall: 2 * time.Second}
+	r := mergeKernel("6.12", pkgs, []unitResult{lost, ok})
+	if r.ExitCode != 1 || r.LabErr != "lab: stopped the VM" || r.Release != "r" || r.PkgOK != 2 || r.Total != 3*time.Second {
+		t.Errorf("%+v", r)
+	}
+	var b bytes.Buffer
+	printSummary(&b, []kernelResult{r}, summaryNote{})
+	if !strings.Contains(b.String(), "2 ok 1 FAIL") {
+		t.Errorf("a unit whose VM failed must count its packages as failed:\n%s", b.String())
+	}
+	if r := mergeKernel("newest", pkgs, nil); r.ExitCode == 0 || r.Packages != 3 {
+		t.Errorf("no units: %+v", r)
+	}
+}
+
+func TestJobCount(t *testing.T) {
+	for _, tc := range []struct {
+		flag, env string
+		ncpu      int
+		want      int
+		err       bool
+	}{
+		{"", "", 1, 1, false},
+		{"", "", 2, 2, false},
+		{"", "", 16, 2, false},
+		{"", "3", 2, 3, false},
+		{"1", "3", 2, 1, false},
+		{"0", "", 2, 0, true},
+		{"", "x", 2, 0, true},
+	} {
+		got, err := jobCount(tc.flag, tc.env, tc.ncpu)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("jobCount(%q, %q, %d) = %d, %v; want %d (error %v)", tc.flag, tc.env, tc.ncpu, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestPrefixWriter(t *testing.T) {
+	var out bytes.Buffer
+	var mu sync.Mutex
+	w := &prefixWriter{w: &out, mu: &mu, prefix: "[6.1 rest] "}
+	fmt.Fprint(w, "lab: one\nlab: tw")
+	fmt.Fprint(w, "o\n")
+	fmt.Fprint(w, "\nend")
+	w.Flush()
+	want := "[6.1 rest] lab: one\n[6.1 rest] lab: two\n[6.1 rest] \n[6.1 rest] end\n"
+	if out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
 	}
 }
