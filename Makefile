@@ -74,7 +74,7 @@ fuzz:
 FAULTS_SCALE ?= 13
 FAULTS_KERNELS ?= all
 faults: deps build
-	GOVERBS_FAULTS_SCALE=$(FAULTS_SCALE) $(GO) run ./test/lab/cmd/labsuite -kernels $(FAULTS_KERNELS) -v -timeout 90m -pkgtimeout 80m ./test/faults
+	GOVERBS_FAULTS_SCALE=$(FAULTS_SCALE) $(GO) run ./test/lab/cmd/labsuite -j 1 -kernels $(FAULTS_KERNELS) -v -timeout 90m -pkgtimeout 80m ./test/faults
 
 ## soak: test/faults TestLabSoak with SOAK_BYTES per leg (default 1792 MiB: six legs, 10.5 GiB) through SOAK_NETEM
 ## (default 1 % loss both ways) between two hosts on the newest kernel (7.1+): RC SEND and RDMA WRITE WITH IMM,
@@ -83,7 +83,7 @@ faults: deps build
 SOAK_BYTES ?= 1879048192
 SOAK_NETEM ?= loss 1%
 soak: deps build
-	GOVERBS_SOAK_BYTES=$(SOAK_BYTES) GOVERBS_SOAK_NETEM='$(SOAK_NETEM)' $(GO) run ./test/lab/cmd/labsuite -kernels newest -run '^TestLabSoak$$' -v -timeout 3h -pkgtimeout 170m ./test/faults
+	GOVERBS_SOAK_BYTES=$(SOAK_BYTES) GOVERBS_SOAK_NETEM='$(SOAK_NETEM)' $(GO) run ./test/lab/cmd/labsuite -j 1 -kernels newest -run '^TestLabSoak$$' -v -timeout 3h -pkgtimeout 170m ./test/faults
 
 clean:
 	rm -rf bin .lab .scratch

@@ -235,7 +235,7 @@ func cases() []pcase {
 // its root; the lab's own Debian 12 perftest 6.06 ("c") is the wire peer.
 const refImpl = "c@sid"
 
-// saveRef keeps the reference pair's stdout under $GOVERBS_LAB_OUT/perftest-6.24 (labsuite's out-KERNEL
+// saveRef keeps the reference pair's stdout under $GOVERBS_LAB_OUT/perftest-6.24 (labsuite's out-KERNEL, or out-KERNEL-interop under -j 2
 // directory on the host), where internal/tools/perftest/testdata/c_*.txt are taken from.
 func saveRef(t *testing.T, srv, cli *side) {
 	dir := os.Getenv("GOVERBS_LAB_OUT")
