@@ -123,65 +123,83 @@ func stoppedTimer() *time.Timer {
 
 // setup makes the CQ, QP and buffers of a new connection and posts the receives
 // (rs_create_ep). id must be resolved (active) or a connection request (passive).
-func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (c *Conn, err error) {
-	c = &Conn{ch: ch, id: id, sqSize: o.sqSize(), rqSize: o.rqSize(), sbufSize: o.sendBuffer(), pollTime: o.pollTime(),
+// The sizes are checked against the protocol, the device and the memory the
+// process can pin before anything is allocated (*LimitError). On any error
+// everything made so far is released and the id and channel are left to the
+// caller.
+func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (*Conn, error) {
+	c := &Conn{ch: ch, id: id, pollTime: o.pollTime(),
 		rwake: newWake(), wwake: newWake(), cwake: newWake(), done: make(chan struct{}),
 		rtimer: stoppedTimer(), wtimer: stoppedTimer(), ctimer: stoppedTimer(), kaPeriod: max(o.KeepAlive, 0)}
 	c.readReady = func() bool { return c.rx.haveData() || !c.readable || c.err != nil }
 	c.writeReady = func() bool { return c.canSend() || !c.writable || c.err != nil }
-	defer func() {
-		if err != nil {
-			c.releaseLocal()
-			c = nil
-		}
-	}()
+	if err := c.create(o); err != nil {
+		c.releaseLocal()
+		return nil, err
+	}
+	return c, nil
+}
+
+// create is setup's work; what it made is released by releaseLocal when it fails.
+func (c *Conn) create(o *Options) error {
+	id := c.id
 	ctx, pd, err := id.Device()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	attr, err := id.DeviceAttr()
+	if err != nil {
+		return err
+	}
+	s, err := plan(o, ctx.Name(), attr)
+	if err != nil {
+		return err
+	}
+	if err := s.checkMemory(ctx.Name()); err != nil {
+		return err
+	}
+	c.sqSize, c.rqSize, c.sbufSize = s.sq, s.rq, s.sbuf
 	c.pd = pd
 	if c.cc, err = ctx.CreateCompChannel(); err != nil {
-		return nil, err
+		return err
 	}
 	if c.cqWake, err = uverbs.NewWakeup(); err != nil {
-		return nil, err
+		return err
 	}
 	if c.cq, err = ctx.CreateCQ(uverbs.CQAttr{CQE: int(c.sqSize) + int(c.rqSize), Channel: c.cc}); err != nil {
-		return nil, err
+		return err
 	}
 	if c.qp, err = id.CreateQP(&rdmacm.QPInitAttr{SendCQ: c.cq, RecvCQ: c.cq, SigAll: true, Cap: uverbs.QPCap{
 		MaxSendWR: uint32(c.sqSize), MaxRecvWR: uint32(c.rqSize), MaxSendSGE: 2, MaxRecvSGE: 1,
-		MaxInlineData: uint32(o.inlineSize())}}); err != nil {
-		return nil, err
+		MaxInlineData: uint32(s.inline)}}); err != nil {
+		return err
 	}
 	c.inline = int(c.qp.Cap().MaxInlineData)
-	rbufSize := o.recvBuffer()
 	// The send ring, then the four 16-byte control slots (SGEs sent by credit messages).
 	if c.sbuf, err = uverbs.AllocBuffer(c.sbufSize + ctrlSlots*sgeLen); err != nil {
-		return nil, fmt.Errorf("rsocket: send buffer: %w", err)
+		return fmt.Errorf("rsocket: send buffer: %w", err)
 	}
 	c.sb = c.sbuf.Bytes()[:c.sbufSize+ctrlSlots*sgeLen]
-	if c.rbuf, err = uverbs.AllocBuffer(rbufSize); err != nil {
-		return nil, fmt.Errorf("rsocket: receive buffer: %w", err)
+	if c.rbuf, err = uverbs.AllocBuffer(s.rbuf); err != nil {
+		return fmt.Errorf("rsocket: receive buffer: %w", err)
 	}
-	c.rb = c.rbuf.Bytes()[:rbufSize]
-	c.iomapSize = o.iomapSize()
-	tlLen := sglSize*sgeLen + c.iomapSize*iomapLen
-	if c.tbuf, err = uverbs.AllocBuffer(tlLen); err != nil {
-		return nil, fmt.Errorf("rsocket: target SGL: %w", err)
+	c.rb = c.rbuf.Bytes()[:s.rbuf]
+	c.iomapSize = s.iomap
+	if c.tbuf, err = uverbs.AllocBuffer(s.tl); err != nil {
+		return fmt.Errorf("rsocket: target SGL: %w", err)
 	}
-	c.tl = c.tbuf.Bytes()[:tlLen]
+	c.tl = c.tbuf.Bytes()[:s.tl]
 	if c.smr, err = pd.RegMR(c.sb, uverbs.AccessLocalWrite); err != nil {
-		return nil, err
+		return err
 	}
 	remote := uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite
 	if c.rmr, err = pd.RegMR(c.rb, remote); err != nil {
-		return nil, err
+		return err
 	}
 	if c.tmr, err = pd.RegMR(c.tl, remote); err != nil {
-		return nil, err
+		return err
 	}
-	c.rx = newRx(rbufSize, c.rqSize)
+	c.rx = newRx(s.rbuf, c.rqSize)
 	c.sqeAvail = int(c.sqSize) - ctrlSlots
 	c.sbufAvail = c.sbufSize
 	c.rwr = make([]uverbs.RecvWR, c.rqSize)
@@ -189,9 +207,9 @@ func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (c *Conn, err error) {
 		c.rwr[i].WRID = recvWRIDFlag
 	}
 	if _, err := c.qp.PostRecv(c.rwr); err != nil {
-		return nil, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 // localData is our rs_conn_data.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/netip"
 	"sync"
@@ -183,6 +184,9 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	}
 	c, err := d.dial(ctx, dst)
 	if err != nil {
+		if dst.Addr().IsLoopback() && errors.Is(err, unix.ENODEV) {
+			err = &loopbackError{err}
+		}
 		return nil, &net.OpError{Op: "dial", Net: network, Addr: &Addr{dst}, Err: err}
 	}
 	return c, nil
@@ -258,11 +262,26 @@ func (d *Dialer) dial(ctx context.Context, dst netip.AddrPort) (_ *Conn, err err
 	return c, nil
 }
 
+// loopbackError explains rdma_cm's ENODEV for a loopback destination.
+type loopbackError struct{ err error }
+
+func (e *loopbackError) Error() string {
+	return "rdma_cm has no route over loopback (use the IP address of an RDMA device's netdev): " + e.err.Error()
+}
+
+func (e *loopbackError) Unwrap() error { return e.err }
+
 // ListenConfig makes stream rsocket listeners.
 type ListenConfig struct {
 	Options
 	// Backlog of the rdma_cm listen (default: the kernel's maximum).
 	Backlog int
+	// ErrorLog gets one line for each connection request the listener could
+	// not set up (a *LimitError, a registration the kernel refused, a peer
+	// speaking another protocol version, ...): the requester is rejected and
+	// the listener goes on serving. nil: the log package's standard logger,
+	// as net/http.Server's ErrorLog.
+	ErrorLog *log.Logger
 }
 
 // Listen listens on address over network "rdma" (dual-stack when the host
@@ -325,7 +344,11 @@ func (l *Listener) loop(ctx context.Context) {
 			defer l.wg.Done()
 			c, err := l.accept(ctx, req)
 			if err != nil {
-				return // the requester sees the reject or a timeout; the listener goes on
+				// The requester sees the reject or a timeout; the listener goes on.
+				if ctx.Err() == nil {
+					l.logf("rsocket: listener %v: request from %v: %v", l.addr, req.Remote, err)
+				}
+				return
 			}
 			select {
 			case l.conns <- c:
@@ -388,6 +411,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		return nil, &net.OpError{Op: "accept", Net: "rdma", Addr: l.addr, Err: err}
 	}
+}
+
+func (l *Listener) logf(format string, args ...any) {
+	if l.cfg.ErrorLog != nil {
+		l.cfg.ErrorLog.Printf(format, args...)
+		return
+	}
+	log.Printf(format, args...)
 }
 
 func (l *Listener) closeDone() {

@@ -105,3 +105,28 @@ func ParseCPeerRecord(b []byte, magic uint32) (CPeerRecord, error) {
 	}
 	return r, nil
 }
+
+// ReachableCopy copies the executable at path into a fresh directory of mode 0755 under the system's temporary
+// directory (not t.TempDir, which is 0700) and returns the copy's path; cleanup removes it. A test that runs
+// itself (or a binary of the checkout) as an unprivileged user needs it: the checkout may lie below directories
+// that user cannot enter (a clone in a 0700 home directory, or in mktemp -d).
+func ReachableCopy(t testing.TB, path string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "goverbs-unpriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}

@@ -71,6 +71,9 @@ func (tl rdmaBin) runIn(t *testing.T, stdin string, args ...string) toolResult {
 	cmd := exec.CommandContext(ctx, tl.path, args...)
 	cmd.Env = append(os.Environ(), tl.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: tl.root, Credential: tl.cred}
+	if tl.cred != nil {
+		cmd.Dir = "/" // the working directory may be one the unprivileged user cannot enter
+	}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	cmd.Stdin = strings.NewReader(stdin)
@@ -377,6 +380,9 @@ func TestLabUnprivilegedMatchesIproute2(t *testing.T) {
 	nobody := &syscall.Credential{Uid: 65534, Gid: 65534, NoSetGroups: false}
 	us, them := oursTool(t), theirsTool(t)
 	us.cred, them.cred = nobody, nobody
+	// nobody must reach the binary whatever the modes of the directories above the checkout (a clone in a
+	// 0700 home directory or mktemp -d): run a copy from a directory of the test's own that anyone may enter.
+	us.path = labtest.ReachableCopy(t, us.path)
 	for _, args := range [][]string{
 		{"link", "add", "rxe2", "type", "rxe", "netdev", "veth1"}, {"link", "delete", "rxe0"},
 		{"dev", "set", "rxe0", "name", "foo"}, {"dev"}, {"res", "show", "qp"},
