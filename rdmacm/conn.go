@@ -207,7 +207,10 @@ func (c *Conn) SendCQ() *uverbs.CQ               { return c.id.SendCQ() }
 func (c *Conn) RecvCQ() *uverbs.CQ               { return c.id.RecvCQ() }
 func (c *Conn) CompChannel() *uverbs.CompChannel { return c.id.CompChannel() }
 
-// PD is the protection domain of the QP (register memory with it).
+// PD is the protection domain of the QP (register memory with it). Close
+// what you make on it (MRs, MWs, AHs) before Conn.Close, which deallocates
+// it: the kernel refuses a PD still in use (EBUSY), and Close then reports
+// it and leaves the device context to the process's exit.
 func (c *Conn) PD() *uverbs.PD { _, pd, _ := c.id.Device(); return pd }
 
 // Context is the device context.
@@ -273,7 +276,10 @@ func (c *Conn) WaitEvent(ctx context.Context) (*Event, error) {
 
 // Close disconnects (RC: QP to ERR, DISCONNECT, then waits up to
 // Options.DisconnectTimeout for DISCONNECTED), destroys the id, QP and CQs
-// and closes the channel and device context.
+// and closes the channel and device context. Close the MRs, MWs and AHs made
+// on PD first: with one still open, deallocating the PD fails with EBUSY
+// ("dealloc PD ...: device or resource busy"), which Close returns (with a
+// hint) after doing the rest.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -309,7 +315,11 @@ func (c *Conn) Close() error {
 		cancel()
 	}
 	errs = append(errs, c.id.Destroy(), c.ch.Close())
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if errors.Is(err, unix.EBUSY) {
+		err = fmt.Errorf("%w (close the MRs, MWs and AHs made on Conn.PD before Conn.Close)", err)
+	}
+	return err
 }
 
 // Dial connects to addr (RC by default, UD with PortSpaceUDP) and returns

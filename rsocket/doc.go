@@ -7,7 +7,22 @@
 //	c, err := rsocket.Dial("rdma", "10.233.0.1:7471")
 //
 // Addresses are as for "tcp"; the host must be an IP of a netdev carrying an
-// RDMA device (rdma_cm has no loopback device: 127.0.0.1 does not work).
+// RDMA device. rdma_cm has no route over loopback: Listen on 127.0.0.1
+// succeeds, as librdmacm's rlisten does (the kernel binds the address), but a
+// Dial to it fails with ENODEV and says why.
+//
+// # Errors and limits
+//
+// Dial's errors are *net.OpError; Timeout() is true when Dialer.Timeout or
+// the context's deadline ended it, or the CM timed out. Without a deadline, an
+// unreachable address takes librdmacm's address-resolution retries (1+2+...+64
+// s, about two minutes), as C does. Sizes in Options are checked before
+// anything is allocated: queue depths are clamped to the device (as
+// librdmacm), buffers beyond the protocol's 32-bit sizes, the device's
+// max_mr_size or the memory the process can pin (RLIMIT_MEMLOCK, the
+// system's and the memory cgroup's available memory) are a *LimitError. A
+// connection the Listener cannot set up is rejected, logged on
+// ListenConfig.ErrorLog, and the Listener goes on.
 //
 // # Protocol
 //
@@ -28,12 +43,16 @@
 //
 // # Waiting
 //
-// A goroutine per connection waits on the completion channel through Go's
-// poller (uverbs.CompChannel.GetEvent), polls the CQ and wakes the reader and
-// the writer; a blocked Read or Write first polls the CQ itself for
-// Options.PollTime. Another goroutine watches the connection's rdma_cm channel
-// for DISCONNECTED (a peer that vanishes without the rsockets DISCONNECT gives
-// ECONNRESET). Close stops both.
+// A blocked Read or Write first polls the CQ itself for Options.PollTime.
+// Then the first caller to sleep becomes the CQ waiter: it waits for the
+// completion channel's event in the kernel (uverbs.CompChannel.WaitEvent,
+// librdmacm's rs_get_cq_event), polls the CQ and wakes the other side on its
+// wake channel; others sleep on their wake channels. A deadline change,
+// Close, keepalive and the CM goroutine interrupt the waiter's wait
+// (uverbs.Wakeup). No goroutine waits on the completion channel for an idle
+// connection. One goroutine per connection watches its rdma_cm channel for
+// DISCONNECTED (a peer that vanishes without the rsockets DISCONNECT gives
+// ECONNRESET). Close stops it.
 //
 // # iomap
 //

@@ -3,6 +3,13 @@
 // legacy commands tunnelled through UVERBS_METHOD_INVOKE_WRITE, as rdma-core does on current kernels), and hands
 // the driver-specific parts to the providers linked into it (rxe, mlx5).
 //
+// # Reading this documentation
+//
+// `go doc ./uverbs` lists each group of constants by its first name only (`const WCSuccess = verbs.WCSuccess
+// ...`): `go doc -all ./uverbs` prints them all, `go doc ./uverbs WCSuccess` one group. The data-path types
+// (SGE, SendWR, RecvWR, WC and their enums) are aliases of package verbs, and go doc does not follow an alias
+// to its methods: read them with `go doc ./verbs WC.Err`.
+//
 // # Objects and lifetime
 //
 // Devices lists the devices (RDMA netlink, else sysfs); Open gives a Context, from which come PDs, completion

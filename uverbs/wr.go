@@ -3,7 +3,9 @@ package uverbs
 import "github.com/goverbs/goverbs/verbs"
 
 // The data-path vocabulary is package verbs'; these names make it part of the verbs API, so a program needs
-// only this package. See package verbs for the fields and values.
+// only this package. See package verbs for the fields and values. go doc does not follow an alias to its
+// methods and fields: `go doc ./uverbs WC.Err` finds nothing, `go doc ./verbs WC.Err` (or
+// `go doc github.com/goverbs/goverbs/verbs WC`) shows them.
 type (
 	SGE        = verbs.SGE        // a scatter/gather element (struct ibv_sge)
 	SendWR     = verbs.SendWR     // a send work request (struct ibv_send_wr)

@@ -82,7 +82,11 @@ type WCFlags uint32
 
 // Work completion flags.
 const (
-	WCWithGRH  WCFlags = 1 << 0 // the first 40 bytes of the receive buffer hold a GRH (UD)
+	// WCWithGRH: for UD, the first 40 bytes of the receive buffer hold a GRH. rxe sets it on every receive
+	// completion of a user CQ, RC and UC included (the kernel's rxe_resp.c do_complete: wc_flags =
+	// IB_WC_GRH), and libibverbs' rxe provider copies the kernel's completion as it is, so C programs see it
+	// on RC receives too; goverbs reports the same. On RC it says nothing about the buffer, which holds no GRH.
+	WCWithGRH  WCFlags = 1 << 0
 	WCWithImm  WCFlags = 1 << 1 // WC.Imm holds immediate data
 	WCIPCSumOK WCFlags = 1 << 2 // the device checked the IP checksum
 	WCWithInv  WCFlags = 1 << 3 // WC.Imm holds the rkey the sender invalidated

@@ -118,6 +118,12 @@ type SendWR struct {
 	// RDMA and atomic operations.
 	RemoteAddr uint64
 	RKey       uint32
+	// CompareAdd and Swap are the atomic operands, host integers (as libibverbs' compare_add and swap): they
+	// travel big-endian in the AtomicETH and the responder applies them to the 8 bytes at RemoteAddr as a
+	// 64-bit integer of its own byte order. The original value lands in the local SGE's 8 bytes as the device
+	// writes it, unconverted, as in libibverbs: rxe writes it in host byte order (little-endian on amd64 and
+	// arm64; the lab's tests read it with binary.NativeEndian); hardware may write it big-endian (Mellanox
+	// called this IBV_EXP_ATOMIC_HCA_REPLY_BE; mlx5 is unproven here).
 	CompareAdd uint64 // atomic: compare (CAS) or add (FAA)
 	Swap       uint64 // atomic: swap (CAS); the value WRAtomicWrite stores (its 8 bytes in host byte order)
 	Flush      Flush  // WRFlush
