@@ -204,22 +204,35 @@ func (c *cmComm) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close disconnects and releases the channel.
+// Close releases the exchange's connection as perftest's process exit does: the QP is destroyed while it is
+// still in RTS, then the MR, then the id (the kernel sends the DREQ) and its channel, with no wait for a
+// DISCONNECTED that perftest never answers (it never reads its event channel again).
+//
+// Not rdmacm.Conn.Close, which first moves the QP to ERR: rxe acknowledges a received SEND only after posting
+// its completion, so a QP moved to ERR in the microseconds after our last Read saw that completion drops the
+// ACK, and the peer, whose retry count is 7 (infinite on rxe), retransmits its last SEND for ever while it
+// busy-polls for that send's completion (perftest's rdma_write_keys). That was the teardown hang of
+// docs/perftest.md: a C server that printed its result and never exited after a goverbs client.
 func (c *cmComm) Close() error {
-	var err error
-	if c.mr != nil {
-		c.mr.Close()
-		c.mr = nil
-	}
+	var errs []error
+	var id *rdmacm.ID
 	if c.conn != nil {
-		err = c.conn.Close()
+		id = c.conn.ID()
+		errs = append(errs, id.DestroyQP())
 		c.conn = nil
 	}
+	if c.mr != nil {
+		errs = append(errs, c.mr.Close())
+		c.mr = nil
+	}
+	if id != nil {
+		errs = append(errs, id.Destroy(), id.Channel().Close())
+	}
 	if c.mem != nil {
-		c.mem.Close()
+		errs = append(errs, c.mem.Close())
 		c.mem = nil
 	}
-	return err
+	return errors.Join(errs...)
 }
 
 // encodeDest is rdma_write_keys' record: struct pingpong_dest with every field big-endian (perftest is built
