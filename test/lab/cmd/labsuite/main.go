@@ -201,6 +201,16 @@ func run(args []string) int {
 			units = append(units, u)
 		}
 	}
+	// The whole suite (every lab package, no -run, one count) records each unit's wall time in the lab cache;
+	// the next such run starts the longest units first by those times (7.3's interop is longer than 6.1's).
+	full := len(fs.Args()) == 0 && *runRE == "" && *count == 1 && !*race
+	var est estimates
+	estFile := ""
+	if cache, err := lab.CacheDir(); err == nil && full {
+		estFile = filepath.Join(cache, "labsuite-durations.json")
+		est = loadEstimates(estFile)
+		units = orderByEstimate(units, est)
+	}
 	workers := min(jobs, len(units))
 	stream := workers <= 1
 	if !stream {
@@ -209,6 +219,9 @@ func run(args []string) int {
 	cfg := runConfig{work: work, root: root, bin: bin, self: self, timeout: *timeout, extraEnv: peers,
 		split: len(groups) > 1, stream: stream, multi: len(kernels) > 1}
 	unitResults := runUnits(units, workers, func(u unit) unitResult { return runUnit(u, cfg) })
+	if estFile != "" {
+		saveEstimates(estFile, est, unitResults)
+	}
 	var results []kernelResult
 	code := 0
 	for _, k := range kernels {
@@ -363,6 +376,49 @@ func schedule(kernels []string, groups []group) []unit {
 		}
 	}
 	return units
+}
+
+// estimates are the wall times, in seconds, of the units of the last full run, by unitKey.
+type estimates map[string]float64
+
+func unitKey(u unit) string { return u.Kernel + "/" + u.Name }
+
+func loadEstimates(file string) estimates {
+	est := estimates{}
+	if b, err := os.ReadFile(file); err == nil {
+		_ = json.Unmarshal(b, &est)
+	}
+	return est
+}
+
+// saveEstimates records the units' wall times (those that ran to the end) over est.
+func saveEstimates(file string, est estimates, rs []unitResult) {
+	if est == nil {
+		est = estimates{}
+	}
+	for _, r := range rs {
+		if r.LabErr == "" && r.Wall > 0 {
+			est[unitKey(r.Unit)] = r.Wall.Seconds()
+		}
+	}
+	b, _ := json.MarshalIndent(est, "", "  ")
+	tmp := file + ".tmp"
+	if os.WriteFile(tmp, b, 0o644) == nil {
+		os.Rename(tmp, file)
+	}
+}
+
+// orderByEstimate sorts the units longest first by est when every unit has an estimate (greedy longest-first
+// on the workers: the last unit to start is a short one); otherwise it keeps schedule's order.
+func orderByEstimate(units []unit, est estimates) []unit {
+	for _, u := range units {
+		if _, ok := est[unitKey(u)]; !ok {
+			return units
+		}
+	}
+	out := slices.Clone(units)
+	sort.SliceStable(out, func(i, j int) bool { return est[unitKey(out[i])] > est[unitKey(out[j])] })
+	return out
 }
 
 // runUnits runs the units on n workers, each taking the next unit in order as it becomes free, and returns the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -370,5 +371,29 @@ func TestPrefixWriter(t *testing.T) {
 	want := "[6.1 rest] lab: one\n[6.1 rest] lab: two\n[6.1 rest] \n[6.1 rest] end\n"
 	if out.String() != want {
 		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
+
+// With every unit's time from the last full run, the longest start first; with one missing, schedule's order
+// stays.
+func TestOrderByEstimate(t *testing.T) {
+	units := schedule([]string{"6.1", "6.12", "newest"}, []group{{Name: "interop", Heavy: true}, {Name: "rest"}})
+	est := estimates{"6.1/interop": 445, "6.12/interop": 397, "newest/interop": 552, "6.1/rest": 302, "6.12/rest": 269, "newest/rest": 325}
+	var got []string
+	for _, u := range orderByEstimate(units, est) {
+		got = append(got, unitKey(u))
+	}
+	want := []string{"newest/interop", "6.1/interop", "6.12/interop", "newest/rest", "6.1/rest", "6.12/rest"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	delete(est, "6.12/rest")
+	if o := orderByEstimate(units, est); unitKey(o[0]) != unitKey(units[0]) || unitKey(o[5]) != unitKey(units[5]) {
+		t.Fatal("an incomplete set of estimates changed the order")
+	}
+	file := filepath.Join(t.TempDir(), "d.json")
+	saveEstimates(file, nil, []unitResult{{Unit: units[0], Wall: 3 * time.Second}, {Unit: units[1], LabErr: "boom", Wall: time.Second}})
+	if e := loadEstimates(file); len(e) != 1 || e[unitKey(units[0])] != 3 {
+		t.Fatalf("saved %v", e)
 	}
 }
