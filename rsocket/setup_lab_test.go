@@ -463,3 +463,64 @@ func TestLabDialTimeout(t *testing.T) {
 		t.Logf("%v", err)
 	})
 }
+
+// The server side of a failed set-up: a Listener whose own options no connection can be set up with (sizes
+// over the protocol, over the memory available, inline over the device) rejects each client (ECONNREFUSED),
+// logs the typed error on ErrorLog, keeps listening (a second client is answered the same way, not left
+// waiting), and leaks nothing per refused request.
+func TestLabSetupFailuresServer(t *testing.T) {
+	labtest.Require(t)
+	avail := memAvailable(t)
+	for i, tc := range []struct {
+		name string
+		o    rsocket.Options
+		want string // in the logged error
+	}{
+		{"RecvBuffer1<<34", rsocket.Options{RecvBuffer: 1 << 34}, "RecvBuffer of 17179869184 exceeds the rsockets protocol's 32-bit buffer size"},
+		{"SendBufferOverMemory", rsocket.Options{SendBuffer: int(avail + 256<<20)}, "exceeds MemAvailable"},
+		{"InlineOverDevice", rsocket.Options{InlineSize: 1 << 20}, "create QP (RC)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := 20480 + i
+			var logged labtest.SyncBuffer
+			lc := rsocket.ListenConfig{Options: tc.o, ErrorLog: log.New(&logged, "", 0)}
+			ln, err := lc.Listen(context.Background(), "rdma", fmt.Sprintf(":%d", port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			accepted := make(chan error, 1)
+			go func() {
+				c, err := ln.Accept()
+				if err == nil {
+					c.Close()
+					err = errors.New("a connection was accepted")
+				}
+				accepted <- err
+			}()
+			before := measure(t)
+			for n := 1; n <= 2; n++ {
+				d := rsocket.Dialer{Timeout: 30 * time.Second}
+				c, err := d.DialContext(context.Background(), "rdma", hostPort(port))
+				if err == nil {
+					c.Close()
+					t.Fatalf("client %d connected", n)
+				}
+				if !errors.Is(err, unix.ECONNREFUSED) {
+					t.Fatalf("client %d: %v, want ECONNREFUSED", n, err)
+				}
+				for deadline := time.Now().Add(10 * time.Second); strings.Count(logged.String(), tc.want) < n; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("after client %d the listener logged %q, want %d lines with %q", n, logged.String(), n, tc.want)
+					}
+				}
+			}
+			settled(t, before, "after two refused requests")
+			t.Logf("logged:\n%s", logged.String())
+			ln.Close()
+			if err := <-accepted; !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("Accept after Close: %v, want net.ErrClosed (the listener must not have failed)", err)
+			}
+		})
+	}
+}
