@@ -172,7 +172,17 @@ func TestLabIOMap(t *testing.T) {
 		t.Logf("%.2f allocations per 4 KiB IOWrite", a)
 	}
 
-	// Unmap: a second unmap is an error; the stream still works.
+	// Unmap, once the peer's writes have landed (IOUnmap's contract: agree with the peer first). IOWrite
+	// returns once its WRITEs are posted; without this message the server could deregister the buffer while
+	// the last of the 250 WRITEs above were still on the wire, and the client's QP fails with a remote access
+	// error (seen once in three runs on 7.3.4). Writes on one QP are in order: "s" arrives after them.
+	if _, err := c.Write([]byte("s")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(s, msgb[:1]); err != nil {
+		t.Fatal(err)
+	}
+	// A second unmap is an error; the stream still works.
 	if err := s.IOUnmap(buf); err != nil {
 		t.Fatalf("IOUnmap: %v", err)
 	}
