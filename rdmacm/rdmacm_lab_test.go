@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/netlinkrdma"
 	"github.com/goverbs/goverbs/rdmacm"
 	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
@@ -259,24 +258,7 @@ func countFDs(t *testing.T) int {
 	return len(ents)
 }
 
-func resCounts(t *testing.T) map[string]uint64 {
-	c, err := netlinkrdma.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ss, err := c.ResourceSummaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]uint64{}
-	for _, s := range ss {
-		for _, rc := range s.Counts {
-			m[s.DevName+"/"+rc.Name] = rc.Current
-		}
-	}
-	return m
-}
+func resCounts(t *testing.T) map[string]uint64 { return labtest.ResourceCounts(t) }
 
 func TestLabConnectLoopLeaksNothing(t *testing.T) {
 	labtest.Require(t)

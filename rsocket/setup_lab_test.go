@@ -20,7 +20,6 @@ import (
 	"github.com/goverbs/goverbs/cgroup"
 	"github.com/goverbs/goverbs/cgroup/limit"
 	"github.com/goverbs/goverbs/internal/cgrouptest"
-	"github.com/goverbs/goverbs/netlinkrdma"
 	"github.com/goverbs/goverbs/rsocket"
 	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
@@ -60,22 +59,7 @@ func measure(t *testing.T) usage {
 			pinned, _ = strconv.ParseUint(strings.Fields(v)[0], 10, 64)
 		}
 	}
-	nl, err := netlinkrdma.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nl.Close()
-	ss, err := nl.ResourceSummaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := map[string]uint64{}
-	for _, s := range ss {
-		for _, rc := range s.Counts {
-			res[s.DevName+"/"+rc.Name] = rc.Current
-		}
-	}
-	return usage{runtime.NumGoroutine(), len(fds), bytes.Count(maps, []byte("/dev/infiniband/")), pinned << 10, res}
+	return usage{runtime.NumGoroutine(), len(fds), bytes.Count(maps, []byte("/dev/infiniband/")), pinned << 10, labtest.ResourceCounts(t)}
 }
 
 // settled waits (bounded) until usage is back at before, and reports what is not.
@@ -286,6 +270,18 @@ func TestLabSetupFailures(t *testing.T) {
 // runSetupChild runs this test in a child under setpriv without CAP_IPC_LOCK (a root process then execs
 // without it) with mode in the environment; stdin, when not nil, is the child's standard input.
 func runSetupChild(t *testing.T, mode string, stdin io.Reader) ([]byte, error) {
+	cmd := setupChildCmd(t, mode)
+	cmd.Stdin = stdin
+	out, err := cmd.CombinedOutput()
+	if err == nil && !strings.Contains(string(out), "--- PASS: TestLabSetupFailures") {
+		err = errors.New("the child did not run the test")
+	}
+	return out, err
+}
+
+// setupChildCmd is this test binary run as a child of TestLabSetupFailures in mode, under setpriv without
+// CAP_IPC_LOCK.
+func setupChildCmd(t *testing.T, mode string) *exec.Cmd {
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
 		t.Skip("setpriv (util-linux) not found: cannot drop CAP_IPC_LOCK for the child")
@@ -293,12 +289,7 @@ func runSetupChild(t *testing.T, mode string, stdin io.Reader) ([]byte, error) {
 	cmd := exec.Command(setpriv, "--bounding-set", "-ipc_lock", "--inh-caps", "-ipc_lock", "--",
 		os.Args[0], "-test.run", "^TestLabSetupFailures$", "-test.v")
 	cmd.Env = append(os.Environ(), setupChildEnv+"="+mode)
-	cmd.Stdin = stdin
-	out, err := cmd.CombinedOutput()
-	if err == nil && !strings.Contains(string(out), "--- PASS: TestLabSetupFailures") {
-		err = errors.New("the child did not run the test")
-	}
-	return out, err
+	return cmd
 }
 
 // memlockLimit holds one connection's pinned buffers (default options: about 264 KiB) but not two.
@@ -346,13 +337,7 @@ func setupChild(t *testing.T, mode string) {
 
 // memlockServer runs a child server whose RLIMIT_MEMLOCK holds one connection's buffers.
 func memlockServer(t *testing.T, port int) {
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv (util-linux) not found: cannot drop CAP_IPC_LOCK for the child")
-	}
-	cmd := exec.Command(setpriv, "--bounding-set", "-ipc_lock", "--inh-caps", "-ipc_lock", "--",
-		os.Args[0], "-test.run", "^TestLabSetupFailures$", "-test.v")
-	cmd.Env = append(os.Environ(), setupChildEnv+"=server:"+strconv.Itoa(port))
+	cmd := setupChildCmd(t, "server:"+strconv.Itoa(port))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
