@@ -67,8 +67,8 @@ func run(args []string) int {
 	verbose := fs.Bool("v", false, "verbose test output")
 	count := fs.Int("count", 1, "run each test N times (passed as -test.count; for hunting flaky tests)")
 	race := fs.Bool("race", false, "build the test binaries with the race detector (needs cgo and a C compiler on the host; the binaries then use the host's libc, which the lab mounts)")
-	timeout := fs.Duration("timeout", 30*time.Minute, "limit for each lab VM run (a kernel's, or with -j above 1 a unit's)")
-	pkgTimeout := fs.Duration("pkgtimeout", 15*time.Minute, "per-package test timeout inside the lab")
+	timeout := fs.Duration("timeout", 30*time.Minute, "limit for each lab VM run (a kernel's, or with -j above 1 a unit's); unset, 30m times -count")
+	pkgTimeout := fs.Duration("pkgtimeout", 15*time.Minute, "per-package test timeout inside the lab; unset, 15m times -count")
 	kernelsFlag := fs.String("kernels", "", "kernels to run on: all (= "+strings.Join(lab.Matrix, ",")+") or a comma list (default $"+lab.KernelEnv+", else 6.1)")
 	jobsFlag := fs.String("j", "", "lab VMs to run at once (default $"+jobsEnv+", else min(2, CPUs)); 1: one boot per kernel, one after another")
 	heavyFlag := fs.String("heavy", strings.Join(defaultHeavy, ","), "with -j above 1, the packages (comma list of import paths or ./dirs) that run as lab boots of their own")
@@ -78,6 +78,9 @@ func run(args []string) int {
 	if *inner != "" {
 		return runInner(*inner)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	*timeout, *pkgTimeout = scaleTimeouts(*timeout, *pkgTimeout, *count, set["timeout"], set["pkgtimeout"])
 	jobs, err := jobCount(*jobsFlag, os.Getenv(jobsEnv), runtime.NumCPU())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
@@ -243,6 +246,20 @@ func run(args []string) int {
 	}
 	printSummary(os.Stdout, results, summaryNote{wall: time.Since(labStart), jobs: workers, groups: groupNames(groups), split: len(groups) > 1})
 	return code
+}
+
+// scaleTimeouts multiplies the default bounds by -count: each run of a package's tests takes as long as the
+// first, and test/interop alone is ≈ 450 s a run under TCG, so -count 3 outgrew the 15-minute package bound. A
+// bound given on the command line is kept as it is.
+func scaleTimeouts(timeout, pkgTimeout time.Duration, count int, timeoutSet, pkgSet bool) (time.Duration, time.Duration) {
+	n := time.Duration(max(count, 1))
+	if !timeoutSet {
+		timeout *= n
+	}
+	if !pkgSet {
+		pkgTimeout *= n
+	}
+	return timeout, pkgTimeout
 }
 
 // jobsEnv is the default of -j.

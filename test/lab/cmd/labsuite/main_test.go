@@ -397,3 +397,15 @@ func TestOrderByEstimate(t *testing.T) {
 		t.Fatalf("saved %v", e)
 	}
 }
+
+func TestScaleTimeouts(t *testing.T) {
+	if to, pt := scaleTimeouts(30*time.Minute, 15*time.Minute, 3, false, false); to != 90*time.Minute || pt != 45*time.Minute {
+		t.Fatalf("defaults with -count 3: %v %v", to, pt)
+	}
+	if to, pt := scaleTimeouts(20*time.Minute, 10*time.Minute, 3, true, true); to != 20*time.Minute || pt != 10*time.Minute {
+		t.Fatalf("given bounds changed: %v %v", to, pt)
+	}
+	if to, pt := scaleTimeouts(30*time.Minute, 15*time.Minute, 1, false, false); to != 30*time.Minute || pt != 15*time.Minute {
+		t.Fatalf("-count 1 changed the defaults: %v %v", to, pt)
+	}
+}
