@@ -19,8 +19,16 @@ build:
 demo: deps build
 	$(GO) run ./test/lab/cmd/lab -peer sid -- bash test/demo/demo.sh
 
-## test: every test: static checks, unit tests (race detector) on the host, then the kernel-facing suites in the lab
-test: deps check unit lab
+## test: every test: static checks, then the kernel-facing suites in the lab with the unit tests (race detector)
+## on the host beside them at the lowest CPU priority, filling the time the lab's VMs leave idle
+## (scripts/unit-beside-lab.sh); TEST_SERIAL=1 runs unit, then lab, one after the other
+TEST_SERIAL ?=
+test: deps check
+ifeq ($(TEST_SERIAL),1)
+	@$(MAKE) --no-print-directory unit lab
+else
+	@MAKE=$(MAKE) ./scripts/unit-beside-lab.sh
+endif
 
 ## check: formatting, vet, no cgo outside generators, static build, arm64 cross-build, ABI regeneration
 check:

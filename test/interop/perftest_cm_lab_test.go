@@ -23,6 +23,7 @@ func runCMPairOnce(t *testing.T, tool, srvImpl, cliImpl string, port int, args [
 	// as C's process exit does (internal/tools/perftest/cmcomm.go); nothing retries such a hang any more.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	defer notePair(t, srvImpl, cliImpl, time.Now())
 	common := append([]string{"-d", labtest.Device(), "-p", fmt.Sprint(port)}, args...)
 	srv, cli := &side{impl: srvImpl}, &side{impl: cliImpl}
 	sc := command(ctx, t, srvImpl, tool, common)
@@ -44,15 +45,54 @@ func runCMPairOnce(t *testing.T, tool, srvImpl, cliImpl string, port int, args [
 	}
 	cc := command(ctx, t, cliImpl, tool, append(common, serverAddr))
 	cc.Stdout, cc.Stderr = &cli.out, &cli.err
-	cc.Run()
-	if strings.HasPrefix(srvImpl, "c") && strings.HasPrefix(cliImpl, "c") && cc.ProcessState.ExitCode() != 0 && cListenRace(cli.err.String()) {
-		// perftest's listen race (runCMPair): the C server now waits for ever for the client that gave up. End
-		// it now rather than at the bound (two minutes of CI each time it happened); the pair is run again.
-		sc.Process.Kill()
+	if err := cc.Start(); err != nil {
+		t.Fatalf("start %s client: %v", cliImpl, err)
 	}
+	cliExited := make(chan struct{})
+	go func() { cc.Wait(); close(cliExited) }()
+	// A side that ends on its own can leave the other waiting for ever: in rdma_cm mode the exchange runs over an
+	// RC QP that a vanished peer never answers (no timeout in perftest, nor in goverbs' clone), where the TCP
+	// side channel would have given EOF. End the other side at once when the one that exited says why:
+	//   - its clock sampling failed (cClockFlake): perftest's print_report_bw exits 1 ("Can't produce a report")
+	//     after the test, before the closing exchange. This was the two-minute stall seen now and then (the
+	//     pair ran into the bound, then was run again for the clock): once on 6.1 and once on 6.12 in one run
+	//     with two VMs sharing the host, found by the notes labsuite now keeps;
+	//   - the C client lost perftest's listen race (cListenRace): the C server waits for a client that gave up.
+	// The pair is run again in both cases (runCMPair), so ending the survivor early loses nothing.
+	gaveUp := func(s *side, impl string, other *exec.Cmd, otherExited <-chan struct{}) {
+		stderr := s.err.String()
+		if !strings.Contains(stderr, cClockFlake) && !(strings.HasPrefix(srvImpl, "c") && strings.HasPrefix(cliImpl, "c") && cListenRace(stderr)) {
+			return
+		}
+		select {
+		case <-otherExited:
+		case <-time.After(2 * time.Second): // a clean end of the other side needs far less
+			labtest.Note(t, "%s-server/%s-client: %s ended the pair (%s); ending its peer", srvImpl, cliImpl, impl, firstLine(stderr, cClockFlake, "RDMA_CM_EVENT"))
+			other.Process.Kill()
+		}
+	}
+	select {
+	case <-cliExited:
+		gaveUp(cli, cliImpl+" client", sc, exited)
+	case <-exited:
+		gaveUp(srv, srvImpl+" server", cc, cliExited)
+	}
+	<-cliExited
 	<-exited
 	srv.rc, cli.rc = sc.ProcessState.ExitCode(), cc.ProcessState.ExitCode()
 	return srv, cli
+}
+
+// firstLine is the first line of s that contains one of subs ("" if none).
+func firstLine(s string, subs ...string) string {
+	for _, l := range strings.Split(s, "\n") {
+		for _, sub := range subs {
+			if strings.Contains(l, sub) {
+				return strings.TrimSpace(l)
+			}
+		}
+	}
+	return ""
 }
 
 // cListenRace reports whether perftest's client says its rdma_cm connect beat the server's listen: REJECTED
@@ -87,12 +127,12 @@ func runCMPair(t *testing.T, tool, srvImpl, cliImpl string, port int, args []str
 		case attempt == 3:
 			return srv, cli
 		case strings.Contains(srv.err.String()+cli.err.String(), cClockFlake):
-			t.Logf("%s-server/%s-client: C clock sampling failed, running the pair again", srvImpl, cliImpl)
+			labtest.Note(t, "%s-server/%s-client: C clock sampling failed, running the pair again", srvImpl, cliImpl)
 		case strings.HasPrefix(srvImpl, "c") && strings.HasPrefix(cliImpl, "c") && cListenRace(cli.err.String()):
 			// perftest's own race: its server listens only after the handshake its client connects after; a
 			// connect that comes back REJECTED (no listener) or, for UD, UNREACHABLE can make Debian's C client
 			// give up, and its server then waits for ever (seen on 6.12 with RC and on 7.3 with UD).
-			t.Logf("c-server/c-client: the C client's connect beat the C server's listen (perftest's race), running the pair again")
+			labtest.Note(t, "c-server/c-client: the C client's connect beat the C server's listen (perftest's race), running the pair again")
 		default:
 			return srv, cli
 		}
@@ -110,6 +150,8 @@ func TestLabPerftestRDMACMInterop(t *testing.T) {
 		t.Fatalf("perftest's C binaries are not installed: %v", err)
 	}
 	port := 21600
+	var refs refCount
+	defer refs.note(t, "6.24")
 	for _, pc := range []pcase{
 		{"ib_write_bw", "RC", []string{"-z"}},
 		{"ib_send_lat", "RC", []string{"-z"}},
@@ -136,7 +178,14 @@ func TestLabPerftestRDMACMInterop(t *testing.T) {
 			runs := map[string][2]*side{}
 			for _, dir := range [][2]string{{"go", "c"}, {"c", "go"}, {refImpl, refImpl}} {
 				port++
-				srv, cli := runCMPair(t, pc.tool, dir[0], dir[1], port, args)
+				var srv, cli *side
+				if dir[0] == refImpl {
+					var cached bool
+					srv, cli, cached = refPair(t, pc.tool, refImpl, func() (*side, *side) { return runCMPair(t, pc.tool, dir[0], dir[1], port, args) })
+					refs.add(cached)
+				} else {
+					srv, cli = runCMPair(t, pc.tool, dir[0], dir[1], port, args)
+				}
 				runs[dir[0]+"-"+dir[1]] = [2]*side{srv, cli}
 				if srv.rc != 0 || cli.rc != 0 {
 					t.Fatalf("%s-server/%s-client: exit %d / %d\nserver stdout:\n%s\nserver stderr:\n%s\nclient stdout:\n%s\nclient stderr:\n%s",

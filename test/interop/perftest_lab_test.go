@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -125,7 +126,7 @@ func runPairOn(t *testing.T, tool string, srv, cli endpoint, port int, args []st
 		if attempt == 3 || !strings.Contains(s.err.String()+c.err.String(), cClockFlake) {
 			return s, c
 		}
-		t.Logf("%s-server/%s-client: C clock sampling failed, running the pair again", srv, cli)
+		labtest.Note(t, "%s-server/%s-client: C clock sampling failed, running the pair again", srv, cli)
 	}
 }
 
@@ -133,6 +134,7 @@ func runPairOnce(t *testing.T, tool string, srvEnd, cliEnd endpoint, port int, a
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	defer notePair(t, srvEnd.String(), cliEnd.String(), time.Now())
 	withDev := func(e endpoint) []string {
 		a := append([]string{"-d", e.device(), "-p", fmt.Sprint(port)}, args...)
 		return append(a, e.args...)
@@ -152,6 +154,18 @@ func runPairOnce(t *testing.T, tool string, srvEnd, cliEnd endpoint, port int, a
 	<-exited
 	srv.rc, cli.rc = sc.ProcessState.ExitCode(), cc.ProcessState.ExitCode()
 	return srv, cli
+}
+
+// slowPair is how long a pair of perftests may take before the summary notes it: a pair takes 1–3 s under TCG
+// (-D 2: 5 s); one that took far longer waited on something (a retransmission, a peer's race) worth knowing even
+// when it passed.
+const slowPair = 20 * time.Second
+
+// notePair notes a pair that took longer than slowPair.
+func notePair(t *testing.T, srv, cli string, start time.Time) {
+	if d := time.Since(start); d > slowPair {
+		labtest.Note(t, "%s-server/%s-client took %v", srv, cli, d.Round(time.Millisecond))
+	}
 }
 
 var (
@@ -235,6 +249,49 @@ func cases() []pcase {
 // its root; the lab's own Debian 12 perftest 6.06 ("c") is the wire peer.
 const refImpl = "c@sid"
 
+// refPair is the C pair of impl ("c@ERA" in both roles) that a case's goverbs sides are compared with: both
+// roles' stdout as an earlier run recorded it on this kernel with the same binaries (labtest.RefKey), else
+// run now by run and recorded when both sides succeeded. fromCache reports which. The C pair tests nothing of
+// goverbs; it is the reference for the output's shape, and was a third of the perftest tests' lab time.
+func refPair(t *testing.T, tool, impl string, run func() (*side, *side)) (srv, cli *side, fromCache bool) {
+	t.Helper()
+	key := labtest.RefKey(t, strings.TrimPrefix(impl, "c@"), tool)
+	if f := labtest.LoadRef(key, "server.txt", "client.txt"); f != nil {
+		srv, cli = &side{impl: impl}, &side{impl: impl}
+		srv.out.Write(f[0])
+		cli.out.Write(f[1])
+		return srv, cli, true
+	}
+	srv, cli = run()
+	if srv.rc == 0 && cli.rc == 0 {
+		labtest.SaveRef(t, key, map[string][]byte{"server.txt": srv.out.Bytes(), "client.txt": cli.out.Bytes()})
+	}
+	return srv, cli, false
+}
+
+// refCount counts a test's reference pairs, for the note that says how many came from the lab cache.
+type refCount struct {
+	mu            sync.Mutex
+	cached, fresh int
+}
+
+func (c *refCount) add(fromCache bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fromCache {
+		c.cached++
+	} else {
+		c.fresh++
+	}
+}
+
+// note notes the counts (labsuite's summary keeps it): what the run compared with.
+func (c *refCount) note(t *testing.T, what string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	labtest.Note(t, "%s reference pairs: %d from the lab cache (recorded by an earlier run on this kernel with the same binaries), %d run now", what, c.cached, c.fresh)
+}
+
 // saveRef keeps the reference pair's stdout under $GOVERBS_LAB_OUT/perftest-6.24 (labsuite's out-KERNEL, or out-KERNEL-interop under -j 2
 // directory on the host), where internal/tools/perftest/testdata/c_*.txt are taken from.
 func saveRef(t *testing.T, srv, cli *side) {
@@ -268,6 +325,8 @@ func TestLabPerftestInterop(t *testing.T) {
 	}
 	peerRoot(t, "sid")
 	port := 18600
+	var refs refCount
+	defer refs.note(t, "6.24")
 	for _, pc := range cases() {
 		pc := pc
 		t.Run(strings.Join(append([]string{pc.tool, pc.conn}, pc.args...), "/"), func(t *testing.T) {
@@ -280,7 +339,14 @@ func TestLabPerftestInterop(t *testing.T) {
 			runs := map[string][2]*side{}
 			for _, dir := range [][2]string{{"go", "c"}, {"c", "go"}, {refImpl, refImpl}} {
 				port++
-				srv, cli := runPair(t, pc.tool, dir[0], dir[1], port, args)
+				var srv, cli *side
+				if dir[0] == refImpl {
+					var cached bool
+					srv, cli, cached = refPair(t, pc.tool, refImpl, func() (*side, *side) { return runPair(t, pc.tool, dir[0], dir[1], port, args) })
+					refs.add(cached)
+				} else {
+					srv, cli = runPair(t, pc.tool, dir[0], dir[1], port, args)
+				}
 				runs[dir[0]+"-"+dir[1]] = [2]*side{srv, cli}
 				for _, s := range []*side{srv, cli} {
 					if s.rc != 0 {

@@ -70,3 +70,14 @@ func RequireRoot(t testing.TB) {
 	}
 	t.Skip("needs root")
 }
+
+// NoteMarker starts every line Note logs; labsuite collects the lines that contain it.
+const NoteMarker = "lab-note: "
+
+// Note logs a line that labsuite keeps in its summary whether the test passes or not (go test drops a passing
+// test's log): a rerun of a peer's known race, a step that took far longer than it should. It is the evidence an
+// intermittent problem leaves in a run that passed.
+func Note(t testing.TB, format string, args ...any) {
+	t.Helper()
+	t.Logf(NoteMarker+format, args...)
+}

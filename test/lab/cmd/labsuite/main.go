@@ -32,9 +32,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -71,6 +73,7 @@ func run(args []string) int {
 	pkgTimeout := fs.Duration("pkgtimeout", 15*time.Minute, "per-package test timeout inside the lab; unset, 15m times -count")
 	kernelsFlag := fs.String("kernels", "", "kernels to run on: all (= "+strings.Join(lab.Matrix, ",")+") or a comma list (default $"+lab.KernelEnv+", else 6.1)")
 	jobsFlag := fs.String("j", "", "lab VMs to run at once (default $"+jobsEnv+", else min(2, CPUs)); 1: one boot per kernel, one after another")
+	freshRefs := fs.Bool("fresh-refs", false, "run every C reference pair again instead of taking it from the lab cache (and record it anew there)")
 	heavyFlag := fs.String("heavy", strings.Join(defaultHeavy, ","), "with -j above 1, the packages (comma list of import paths or ./dirs) that run as lab boots of their own")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -183,6 +186,15 @@ func run(args []string) int {
 			peers["GOVERBS_LAB_PEER_"+strings.ToUpper(era)] = root
 		}
 	}
+	// Reference outputs of C pairs (labtest.RefKey): read in the VM from the cache, recorded ones added after each
+	// boot (saveRefs).
+	refsDir := ""
+	if cache, err := lab.CacheDir(); err == nil {
+		refsDir = filepath.Join(cache, "refs")
+		if !*freshRefs {
+			peers[refsEnv] = refsDir
+		}
+	}
 	labStart := time.Now()
 	// Every kernel's host-side preparation (download, unpack, vmlinux, init, initramfs) once, serially, before
 	// any VM starts: the lab's cache is safe for concurrent builders, but this way two units of one kernel never
@@ -219,7 +231,7 @@ func run(args []string) int {
 	if !stream {
 		fmt.Fprintf(os.Stderr, "labsuite: %d lab boots (%d kernels, units %s), %d at a time\n", len(units), len(kernels), groupNames(groups), workers)
 	}
-	cfg := runConfig{work: work, root: root, bin: bin, self: self, timeout: *timeout, extraEnv: peers,
+	cfg := runConfig{work: work, root: root, bin: bin, self: self, timeout: *timeout, extraEnv: peers, refsDir: refsDir,
 		split: len(groups) > 1, stream: stream, multi: len(kernels) > 1}
 	unitResults := runUnits(units, workers, func(u unit) unitResult { return runUnit(u, cfg) })
 	if estFile != "" {
@@ -527,6 +539,7 @@ type runConfig struct {
 	work, root, bin, self string
 	timeout               time.Duration
 	extraEnv              map[string]string // read only
+	refsDir               string            // the lab cache's reference outputs ("": none)
 	split                 bool              // kernels are split into several units
 	stream                bool              // one VM at a time: output goes straight through, as without -j
 	multi                 bool              // several kernels
@@ -574,6 +587,13 @@ func runUnit(u unit, cfg runConfig) unitResult {
 	}
 	res, err := lab.RunResult(context.Background(), lc, []string{cfg.self, "-inner", u.Manifest})
 	r.Wall = time.Since(start)
+	if cfg.refsDir != "" {
+		if n, err := saveRefs(filepath.Join(out, refsOutDir), cfg.refsDir); err != nil {
+			fmt.Fprintf(progress, "labsuite: recording reference outputs: %v\n", err)
+		} else if n > 0 {
+			fmt.Fprintf(progress, "labsuite: %d reference outputs recorded in %s\n", n, cfg.refsDir)
+		}
+	}
 	if b, rerr := os.ReadFile(filepath.Join(out, "summary.json")); rerr == nil {
 		_ = json.Unmarshal(b, &r.Summary)
 	}
@@ -602,6 +622,54 @@ func runUnit(u unit, cfg runConfig) unitResult {
 		outMu.Unlock()
 	}
 	return r
+}
+
+// saveRefs copies the reference outputs a boot recorded (under its out directory's refs/) into the lab cache's
+// refs directory, each file written to a temporary name and renamed (readers in other runs never see half a
+// file). It returns how many files it wrote.
+func saveRefs(from, to string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && path == from {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(dst), ".ref-*")
+		if err != nil {
+			return err
+		}
+		_, werr := tmp.Write(b)
+		if cerr := tmp.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			werr = os.Rename(tmp.Name(), dst)
+		}
+		if werr != nil {
+			os.Remove(tmp.Name())
+			return werr
+		}
+		n++
+		return nil
+	})
+	return n, err
 }
 
 // prefixWriter writes whole lines to w, each with prefix, under mu; Flush writes a last unterminated line.
@@ -677,6 +745,7 @@ func mergeKernel(sel string, pkgs []pkg, units []unitResult) kernelResult {
 		r.Failed += u.Failed
 		r.Fails = append(r.Fails, u.Fails...)
 		r.Skips = append(r.Skips, u.Skips...)
+		r.Notes = append(r.Notes, u.Notes...)
 		slowest = append(slowest, u.Slowest...)
 		if u.ExitCode != 0 {
 			r.ExitCode = 1
@@ -692,6 +761,7 @@ func mergeKernel(sel string, pkgs []pkg, units []unitResult) kernelResult {
 	// In the packages' order, as one boot would have seen them: so are ties among the slowest broken.
 	sort.SliceStable(r.Fails, func(i, j int) bool { return pos(r.Fails[i]) < pos(r.Fails[j]) })
 	sort.SliceStable(r.Skips, func(i, j int) bool { return pos(r.Skips[i].Test) < pos(r.Skips[j].Test) })
+	sort.SliceStable(r.Notes, func(i, j int) bool { return pos(r.Notes[i].Test) < pos(r.Notes[j].Test) })
 	sort.SliceStable(slowest, func(i, j int) bool { return pos(slowest[i].Test) < pos(slowest[j].Test) })
 	for _, t := range slowest {
 		r.addTimed(t)
@@ -747,6 +817,11 @@ func printSummary(w io.Writer, results []kernelResult, note summaryNote) {
 		}
 	}
 	for _, r := range results {
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  %s note %s: %s\n", r.Selector, n.Test, n.Text)
+		}
+	}
+	for _, r := range results {
 		for _, t := range r.Slowest {
 			fmt.Fprintf(w, "  %s slow %7.1fs %s\n", r.Selector, t.Seconds, t.Test)
 		}
@@ -789,9 +864,25 @@ type Summary struct {
 	Fails     []string // package: test
 	Skips     []skip
 	Slowest   []timed // the top-level tests that took longest, longest first (at most slowestN)
+	Notes     []note  // what tests logged with labtest.Note, passed or not: reruns, slow steps (at most maxNotes)
 }
 
+// maxNotes bounds a kernel's notes: a test that notes in a loop cannot flood the summary.
+const maxNotes = 40
+
+// Copies of test/labtest's names (labsuite does not import the lab's test helpers, which import testing;
+// TestLabtestNames checks they agree): what labtest.Note logs, the variable that gives the VM the lab cache's
+// reference outputs, and the directory under the out directory where a boot records new ones.
+const (
+	noteMarker = "lab-note: "
+	refsEnv    = "GOVERBS_LAB_REFS"
+	refsOutDir = "refs"
+)
+
 type skip struct{ Test, Reason string }
+
+// note is a line a test logged with labtest.Note.
+type note struct{ Test, Text string }
 
 // timed is a top-level test and the time go test -v reported for it.
 type timed struct {
@@ -832,6 +923,9 @@ func countTests(s *Summary, importPath string, out []byte) {
 		if !ok || !strings.HasPrefix(verdict, "--- ") {
 			if trimmed != "" && line != trimmed && current != "" {
 				last[current] = trimmed
+				if _, text, ok := strings.Cut(trimmed, noteMarker); ok && len(s.Notes) < maxNotes {
+					s.Notes = append(s.Notes, note{importPath + ": " + current, text})
+				}
 			}
 			continue
 		}

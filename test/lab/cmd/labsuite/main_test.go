@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/goverbs/goverbs/test/labtest"
 )
 
 func TestCountTests(t *testing.T) {
@@ -42,6 +45,65 @@ FAIL
 	}
 	if len(s.Slowest) != 3 || s.Slowest[0] != (timed{"p: TestC", 0.01}) {
 		t.Errorf("slowest %+v, want the three top-level tests, TestC (0.01s) first", s.Slowest)
+	}
+}
+
+func TestCountTestsKeepsNotes(t *testing.T) {
+	out := `=== RUN   TestA
+=== RUN   TestA/x
+    a_test.go:5: lab-note: c-server/c-client: perftest's listen race, running the pair again
+    a_test.go:6: not a note
+    --- PASS: TestA/x (0.00s)
+--- PASS: TestA (0.00s)
+=== RUN   TestB
+    b_test.go:7: lab-note: pair took 95s
+--- FAIL: TestB (0.00s)
+`
+	var s Summary
+	countTests(&s, "p", []byte(out))
+	want := []note{{"p: TestA/x", "c-server/c-client: perftest's listen race, running the pair again"}, {"p: TestB", "pair took 95s"}}
+	if !reflect.DeepEqual(s.Notes, want) {
+		t.Errorf("notes %+v, want %+v", s.Notes, want)
+	}
+	var many []byte
+	for range maxNotes + 5 {
+		many = append(many, "    x_test.go:1: lab-note: again\n"...)
+	}
+	s = Summary{}
+	countTests(&s, "p", append([]byte("=== RUN   TestX\n"), many...))
+	if len(s.Notes) != maxNotes {
+		t.Errorf("kept %d notes, want at most %d", len(s.Notes), maxNotes)
+	}
+}
+
+func TestLabtestNames(t *testing.T) {
+	if noteMarker != labtest.NoteMarker || refsEnv != labtest.RefsEnv || refsOutDir != labtest.RefsOutDir {
+		t.Errorf("labsuite's copies of labtest's names differ: %q %q %q, labtest %q %q %q", noteMarker, refsEnv, refsOutDir,
+			labtest.NoteMarker, labtest.RefsEnv, labtest.RefsOutDir)
+	}
+}
+
+func TestSaveRefs(t *testing.T) {
+	from, to := t.TempDir(), t.TempDir()
+	if n, err := saveRefs(filepath.Join(from, "missing"), to); n != 0 || err != nil {
+		t.Errorf("no refs directory: %d, %v", n, err)
+	}
+	for _, f := range []string{"6.1/lab-v1/sid-ib_write_bw-ab/T_a/server.txt", "6.1/lab-v1/sid-ib_write_bw-ab/T_a/client.txt"} {
+		p := filepath.Join(from, f)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(f), 0o644)
+	}
+	n, err := saveRefs(from, to)
+	if n != 2 || err != nil {
+		t.Fatalf("saveRefs: %d, %v", n, err)
+	}
+	b, err := os.ReadFile(filepath.Join(to, "6.1/lab-v1/sid-ib_write_bw-ab/T_a/client.txt"))
+	if string(b) != "6.1/lab-v1/sid-ib_write_bw-ab/T_a/client.txt" || err != nil {
+		t.Errorf("copied %q, %v", b, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(to, "6.1/lab-v1/sid-ib_write_bw-ab/T_a/.ref-*"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }
 
