@@ -46,7 +46,7 @@ check:
 ## comparisons with rdma-core (mlx5 golden regeneration, WQE bytes against libmlx5) fail instead of skipping
 ## when gcc, the headers or libmlx5 are missing (`deps` installs them).
 unit:
-	GOVERBS_REQUIRE_GOLDEN=1 CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	GOVERBS_REQUIRE_GOLDEN=1 CGO_ENABLED=1 $(GO) test -race -trimpath -count=1 ./...
 
 ## lab: the packages with kernel-facing tests on every kernel of the matrix (6.1, 6.12, newest Debian kernel),
 ## then a per-kernel summary (a missing device fails, never skips). Lab VMs run two at a time on a 2-core host

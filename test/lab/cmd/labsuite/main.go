@@ -116,7 +116,9 @@ func run(args []string) int {
 	for i := range pkgs {
 		p := &pkgs[i]
 		p.Binary = filepath.Join(work, strings.ReplaceAll(p.ImportPath, "/", "_")+".test")
-		args := []string{"test", "-c", "-o", p.Binary}
+		// -trimpath: the build cache's keys then do not depend on where the tree is, so a fresh clone reuses what
+		// another checkout built (without it every clone recompiles every package of the module).
+		args := []string{"test", "-c", "-trimpath", "-o", p.Binary}
 		if *race {
 			args = append(args, "-race")
 		}
@@ -131,7 +133,7 @@ func run(args []string) int {
 		}
 	}
 	self := filepath.Join(work, "labsuite")
-	build := exec.Command("go", "build", "-o", self, "./test/lab/cmd/labsuite")
+	build := exec.Command("go", "build", "-trimpath", "-o", self, "./test/lab/cmd/labsuite")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -140,7 +142,7 @@ func run(args []string) int {
 	}
 	// The tools under test, as a binary: interop tests run it under the C tools' names (multi-call).
 	bin := filepath.Join(work, "goverbs")
-	gb := exec.Command("go", "build", "-o", bin, "./cmd/goverbs")
+	gb := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/goverbs")
 	gb.Env = append(os.Environ(), "CGO_ENABLED=0")
 	gb.Stdout, gb.Stderr = os.Stderr, os.Stderr
 	if err := gb.Run(); err != nil {
