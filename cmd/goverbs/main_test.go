@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -96,6 +97,35 @@ func TestRegistry(t *testing.T) {
 	for _, n := range []string{"devices", "devinfo", "ibstat", "ibv_devices", "ibv_devinfo"} {
 		if !seen[n] {
 			t.Errorf("%q not registered", n)
+		}
+	}
+}
+
+// TestRegistryDocumented: every registered tool has its row in the README's table of tools and in
+// internal/tools/README.md's map (docs/DESIGN.md's rule, with internal/designrules' for the library).
+func TestRegistryDocumented(t *testing.T) {
+	for _, doc := range []string{"../../README.md", "../../internal/tools/README.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table strings.Builder // the lines of its tables, where the rows are
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "|") {
+				table.WriteString(l + "\n")
+			}
+		}
+		for _, c := range commands {
+			if c.Name == "help" {
+				continue
+			}
+			named := false
+			for _, n := range append([]string{c.Name}, c.Aliases...) { // its subcommand, or the C tool's name
+				named = named || regexp.MustCompile(`(^|[^A-Za-z0-9_])`+regexp.QuoteMeta(n)+`([^A-Za-z0-9_]|$)`).MatchString(table.String())
+			}
+			if !named {
+				t.Errorf("%s has no table row naming the tool %q (or one of %q)", doc, c.Name, c.Aliases)
+			}
 		}
 	}
 }
