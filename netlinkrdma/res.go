@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/internal/enumstr"
 	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
@@ -126,6 +127,13 @@ const (
 	DriverS64
 	DriverU64
 )
+
+var driverAttrKindNames = [...]string{DriverString: "STRING", DriverS32: "S32", DriverU32: "U32", DriverS64: "S64", DriverU64: "U64"}
+
+// String is the kind's name in enum rdma_nldev_print_type's terms ("U32"), or "DriverAttrKind(N)".
+func (k DriverAttrKind) String() string {
+	return enumstr.Name(driverAttrKindNames[:], uint64(k), "DriverAttrKind")
+}
 
 // DriverAttr is one driver-specific key/value pair attached to a resource
 // (the RDMA_NLDEV_ATTR_DRIVER table).

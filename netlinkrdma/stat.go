@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/goverbs/goverbs/internal/enumstr"
 	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
@@ -161,6 +162,13 @@ const (
 	CounterModeManual = CounterMode(abi.RDMA_COUNTER_MODE_MANUAL)
 )
 
+var counterModeNames = [...]string{CounterModeNone: "none", CounterModeAuto: "auto", CounterModeManual: "manual"}
+
+// String is the mode's name as iproute2's rdma prints it ("auto"), or "CounterMode(N)".
+func (m CounterMode) String() string {
+	return enumstr.Name(counterModeNames[:], uint64(m), "CounterMode")
+}
+
 // CounterMask is the set of criteria of the auto counter mode.
 type CounterMask uint32
 
@@ -169,6 +177,9 @@ const (
 	CounterMaskQPType = CounterMask(abi.RDMA_COUNTER_MASK_QP_TYPE)
 	CounterMaskPID    = CounterMask(abi.RDMA_COUNTER_MASK_PID)
 )
+
+// String names the set criteria ("QP_TYPE|PID", enum rdma_nl_counter_mask's names; "0" for none).
+func (m CounterMask) String() string { return enumstr.Flags([]string{"QP_TYPE", "PID"}, uint64(m)) }
 
 // QPCounterMode is a port's QP counter configuration.
 type QPCounterMode struct {

@@ -112,6 +112,9 @@ var deviceCapNames = []string{
 // Names returns iproute2's names of the set bits, lowest bit first.
 func (c DeviceCaps) Names() []string { return bitNames(uint64(c), deviceCapNames) }
 
+// String joins Names with "|" ("0" for none).
+func (c DeviceCaps) String() string { return capString(c.Names()) }
+
 // PortCaps is a port's capability mask (RDMA_NLDEV_ATTR_CAP_FLAGS on a port:
 // CapabilityMask in the low 32 bits, CapabilityMask2 above).
 type PortCaps uint64
@@ -131,6 +134,16 @@ var portCapNames = []string{
 
 // Names returns iproute2's names of the set bits, lowest bit first.
 func (c PortCaps) Names() []string { return bitNames(uint64(c), portCapNames) }
+
+// String joins Names with "|" ("0" for none).
+func (c PortCaps) String() string { return capString(c.Names()) }
+
+func capString(names []string) string {
+	if len(names) == 0 {
+		return "0"
+	}
+	return strings.Join(names, "|")
+}
 
 // PortState is a port's logical state (IB PortInfo PortState).
 type PortState uint8

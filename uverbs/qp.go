@@ -3,6 +3,7 @@ package uverbs
 import (
 	"fmt"
 
+	"github.com/goverbs/goverbs/internal/enumstr"
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
@@ -207,6 +208,14 @@ const (
 	QPAttrCap              QPAttrMask = 1 << 19
 	QPAttrDestQPN          QPAttrMask = 1 << 20
 )
+
+var qpAttrMaskNames = [...]string{"STATE", "CUR_STATE", "EN_SQD_ASYNC_NOTIFY", "ACCESS_FLAGS", "PKEY_INDEX", "PORT",
+	"QKEY", "AV", "PATH_MTU", "TIMEOUT", "RETRY_CNT", "RNR_RETRY", "RQ_PSN", "MAX_QP_RD_ATOMIC", "ALT_PATH",
+	"MIN_RNR_TIMER", "SQ_PSN", "MAX_DEST_RD_ATOMIC", "PATH_MIG_STATE", "CAP", "DEST_QPN"}
+
+// String names the set bits as enum ibv_qp_attr_mask does, without its IBV_QP_ prefix ("STATE|PORT"; "0" for
+// none).
+func (m QPAttrMask) String() string { return enumstr.Flags(qpAttrMaskNames[:], uint64(m)) }
 
 // GlobalRoute is the GRH part of an address (struct ibv_global_route).
 type GlobalRoute struct {

@@ -298,7 +298,7 @@ func (f *fakeBackend) QPCounterMode(dev, port uint32) (netlinkrdma.QPCounterMode
 
 func (f *fakeBackend) SetQPCounterAuto(dev, port uint32, mask netlinkrdma.CounterMask, opts *netlinkrdma.QPCounterAutoOptions) error {
 	if opts != nil && opts.OptionalCounters != nil {
-		f.record(fmt.Sprint("auto ", mask, " optional-counters ", *opts.OptionalCounters))
+		f.record(fmt.Sprint("auto ", uint32(mask), " optional-counters ", *opts.OptionalCounters))
 		// A kernel before 6.14 rejects the attribute in its policy.
 		return &netlinkrdma.KernelError{Errno: unix.EINVAL, Message: "Unknown attribute type"}
 	}
