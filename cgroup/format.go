@@ -152,7 +152,7 @@ func parseLine(text string) (fileLine, error) {
 	}
 	// The kernel prints its resources in enum order; a newer kernel would
 	// append new ones after these.
-	for i, r := range Resources {
+	for i, r := range Resources() {
 		if !seen[r] {
 			return fileLine{}, fmt.Errorf("%w: resource %s missing", ErrSyntax, r)
 		}

@@ -380,8 +380,8 @@ func (c *Cgroup) SetLimit(device string, values ...ResourceValue) error {
 
 // RemoveLimit sets every known resource of device back to "max".
 func (c *Cgroup) RemoveLimit(device string) error {
-	vals := make([]ResourceValue, 0, len(Resources))
-	for _, r := range Resources {
+	vals := make([]ResourceValue, 0, len(Resources()))
+	for _, r := range Resources() {
 		vals = append(vals, ResourceValue{Resource: r, Value: Max})
 	}
 	return c.SetLimit(device, vals...)

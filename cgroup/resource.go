@@ -23,8 +23,9 @@ const (
 	HCAObject = limit.HCAObject
 )
 
-// Resources lists the resources this package knows, in kernel order.
-var Resources = []Resource{HCAHandle, HCAObject}
+// Resources lists the resources this package knows, in kernel order (a new slice each call: a package variable
+// a caller could change would change every other caller's view).
+func Resources() []Resource { return []Resource{HCAHandle, HCAObject} }
 
 // Value is a limit or a usage count. [Max] means "no limit".
 type Value int64
