@@ -42,7 +42,7 @@ func pairToolWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppToo
 	if err := WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
 		t.Fatalf("%s: %v", sName, err)
 	}
-	c := connect(tool, cArgs)
+	c := connectPastListen(t, func() ppResult { return connect(tool, cArgs) }, done)
 	var s ppResult
 	select {
 	case s = <-done:

@@ -68,7 +68,9 @@ func Itoa(n int) string { return strconv.Itoa(n) }
 
 // WaitCMListening waits until an rdma_cm id listens on port of the lab device (read from the kernel's
 // resource tracker, `rdma resource show cm_id`): rdma_cm has no TCP port to watch, and probing with a
-// connection would consume the single connection rping-like servers accept.
+// connection would consume the single connection rping-like servers accept. The kernel shows the cm_id LISTEN a
+// moment before its IB CM listen exists: a client may still be rejected (reason 8) right after; the pairs
+// that use it connect again then (connectPastListen).
 func WaitCMListening(dev string, port uint16, timeout time.Duration) error {
 	c, err := netlinkrdma.Dial()
 	if err != nil {

@@ -60,7 +60,7 @@ func pairRpingWith(t *testing.T, cRun func(ppTool, []string) ppResult, port int,
 	if err := WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
 		t.Fatalf("%s: %v", sName, err)
 	}
-	c := connect(rpingTool, cArgs)
+	c := connectPastListen(t, func() ppResult { return connect(rpingTool, cArgs) }, done)
 	var s ppResult
 	select {
 	case s = <-done:
