@@ -187,13 +187,29 @@ func (d *Device) unverified(q *qp, lenient bool, format string, args ...any) {
 	d.protoErr(format, args...)
 }
 
+// isRemnant reports whether rest (bytes 8..63 of a register) equals the same
+// bytes of the first block of a WQE this device may legitimately read: one
+// already executed (the shadow copy) or one posted and not yet executed (the
+// live SQ between the consumer index and the doorbell record). The rest of
+// the live SQ belongs to the driver, which may be writing it at this moment
+// (with the background engine, a read there is a data race, and a real HCA
+// would not look there either).
 func (d *Device) isRemnant(rest []byte) bool {
 	for _, q := range d.qps {
-		for _, buf := range [][]byte{q.sq, q.shadow} {
-			for p := 0; p < q.sqCnt; p++ {
-				if bytes.Equal(buf[p*64+8:p*64+64], rest) {
-					return true
-				}
+		for p := 0; p < q.sqCnt; p++ {
+			if bytes.Equal(q.shadow[p*64+8:p*64+64], rest) {
+				return true
+			}
+		}
+		dbr := uint16(loadBE32(q.cfg.DBR[4:]))
+		n := int(uint16(dbr - q.sqCI))
+		if n > q.sqCnt {
+			n = q.sqCnt
+		}
+		for i := 0; i < n; i++ {
+			p := (int(q.sqCI) + i) & (q.sqCnt - 1)
+			if bytes.Equal(q.sq[p*64+8:p*64+64], rest) {
+				return true
 			}
 		}
 	}
