@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
@@ -68,11 +69,15 @@ func (c *Conn) Close() error {
 // nlTransport runs requests over a shared nl.SocketHandle; nl serialises
 // requests on it, checks sequence numbers and turns NLMSG_ERROR into errnos.
 type nlTransport struct {
-	once sync.Once
-	sh   *nl.SocketHandle
+	once   sync.Once
+	closed atomic.Bool
+	sh     *nl.SocketHandle
 }
 
 func (t *nlTransport) execute(msgType, flags uint16, attrs []byte, fn func([]byte) error) error {
+	if t.closed.Load() {
+		return ErrClosed // the descriptor may already belong to another file
+	}
 	req := nl.NewNetlinkRequest(int(msgType), int(flags))
 	req.Sockets = map[int]*nl.SocketHandle{Protocol: t.sh}
 	if len(attrs) > 0 {
@@ -128,6 +133,7 @@ func KernelMessage(err error) string {
 }
 
 func (t *nlTransport) close() error {
+	t.closed.Store(true)
 	t.once.Do(t.sh.Close)
 	return nil
 }

@@ -16,6 +16,11 @@ import (
 // value (uverbs.ErrNotSupported is the same), and errors.Is(err, errors.ErrUnsupported) holds for it too.
 var ErrNotSupported = rdmaerr.ErrNotSupported
 
+// ErrClosed is matched by the error of a request on a closed Conn and of Next on a closed Monitor. It is
+// goverbs' one use-after-close value (uverbs.ErrClosed is the same), and errors.Is(err, net.ErrClosed) and
+// errors.Is(err, os.ErrClosed) hold for it too.
+var ErrClosed = rdmaerr.ErrClosed
+
 // OpError is the error returned for a failed request. It names the operation
 // and the object, and unwraps to the kernel's errno (or a decode error).
 //

@@ -133,8 +133,8 @@ func NewMonitor() (*Monitor, error) {
 	return &Monitor{f: f, rc: rc, buf: make([]byte, 1<<16)}, nil
 }
 
-// Close stops the subscription; a Next blocked in another goroutine
-// returns os.ErrClosed.
+// Close stops the subscription; a Next blocked in another goroutine, and
+// every later Next, returns an error that matches ErrClosed.
 func (m *Monitor) Close() error {
 	m.closed.Store(true)
 	return m.f.Close()
@@ -187,7 +187,7 @@ func (m *Monitor) receive(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if m.closed.Load() {
-			err = os.ErrClosed // RawConn reports internal/poll's "use of closed file"
+			err = ErrClosed // RawConn reports internal/poll's "use of closed file"
 		}
 		return opErr("receive", "monitor event", err)
 	}

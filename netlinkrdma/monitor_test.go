@@ -2,10 +2,12 @@ package netlinkrdma
 
 import (
 	"errors"
+	"net"
 	"reflect"
 	"testing"
 
 	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/vishvananda/netlink/nl"
 )
 
 // attachEventMsg is a NETDEV_ATTACH event as Linux 7.3 sends it.
@@ -64,4 +66,17 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatal("decoded an event without a type")
 		}
 	})
+}
+
+// A request on a closed Conn fails with ErrClosed before it touches the descriptor, which may by then belong
+// to another file.
+func TestConnClosed(t *testing.T) {
+	c := &Conn{t: &nlTransport{sh: &nl.SocketHandle{}}}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Devices()
+	if !errors.Is(err, ErrClosed) || !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Devices on a closed Conn: %v, want ErrClosed", err)
+	}
 }

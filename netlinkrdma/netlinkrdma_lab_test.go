@@ -248,8 +248,11 @@ func TestLabMonitor(t *testing.T) {
 	m.Close()
 	select {
 	case err := <-done:
-		if !errors.Is(err, os.ErrClosed) {
-			t.Errorf("Next after Close: want os.ErrClosed, got %v", err)
+		if !errors.Is(err, netlinkrdma.ErrClosed) || !errors.Is(err, net.ErrClosed) || !errors.Is(err, os.ErrClosed) {
+			t.Errorf("Next after Close: want ErrClosed (net.ErrClosed, os.ErrClosed), got %v", err)
+		}
+		if _, err := m.Next(context.Background()); !errors.Is(err, netlinkrdma.ErrClosed) {
+			t.Errorf("second Next after Close: want ErrClosed, got %v", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end a waiting Next")

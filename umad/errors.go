@@ -4,23 +4,31 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/goverbs/goverbs/internal/rdmaerr"
 	"golang.org/x/sys/unix"
 )
 
 // Sentinels that errors of this package match with errors.Is.
 var (
 	// ErrNoDevice: no umad device for the requested RDMA device and port,
-	// or the umad class is missing (ib_umad not loaded).
-	ErrNoDevice = errors.New("umad: no such device")
+	// or the umad class is missing (ib_umad not loaded). It is goverbs'
+	// one no-such-device value (uverbs.ErrNoDevice is the same).
+	ErrNoDevice = rdmaerr.ErrNoDevice
+	// ErrNotSupported is goverbs' one not-supported value
+	// (uverbs.ErrNotSupported is the same); ErrABI matches it.
+	ErrNotSupported = rdmaerr.ErrNotSupported
 	// ErrABI: the kernel's user MAD ABI version is not the one this
-	// package speaks (5).
-	ErrABI = errors.New("umad: unsupported kernel ABI version")
+	// package speaks (5). It matches ErrNotSupported and
+	// errors.ErrUnsupported.
+	ErrABI = rdmaerr.NotSupported("unsupported kernel user MAD ABI version")
 	// ErrTimeout: no reply arrived in time, either because the context's
 	// deadline passed or because the kernel reported the request timed
 	// out after its retries. It also matches unix.ETIMEDOUT.
 	ErrTimeout = errors.New("umad: timed out")
-	// ErrClosed: the port was closed.
-	ErrClosed = errors.New("umad: port closed")
+	// ErrClosed: the port was closed. It is goverbs' one use-after-close
+	// value (uverbs.ErrClosed is the same), and errors.Is(err,
+	// net.ErrClosed) holds for it too.
+	ErrClosed = rdmaerr.ErrClosed
 	// ErrMADStatus: the reply carries a non-zero MAD status (*StatusError
 	// has the value).
 	ErrMADStatus = errors.New("umad: MAD status")
@@ -30,16 +38,16 @@ var (
 
 // Error is a failed operation on a umad device.
 type Error struct {
-	Op   string // "open", "register", "send", "recv", ...
-	Dev  string // "umad0", or "rxe0:1" when no umad device was found
-	Kind error  // one of the sentinels, or nil
-	Err  error  // the underlying error (a unix.Errno for system calls), or nil
+	Op     string // "open", "register", "send", "recv", ...
+	Device string // "umad0", or "rxe0:1" when no umad device was found
+	Kind   error  // one of the sentinels, or nil
+	Err    error  // the underlying error (a unix.Errno for system calls), or nil
 }
 
 func (e *Error) Error() string {
 	s := "umad " + e.Op
-	if e.Dev != "" {
-		s += " " + e.Dev
+	if e.Device != "" {
+		s += " " + e.Device
 	}
 	switch {
 	case e.Err != nil:

@@ -49,7 +49,7 @@ func (r Root) Open(ibdev string, port int) (*Port, error) {
 		return nil, err
 	}
 	if abi != ABI {
-		return nil, &Error{Op: "open", Dev: fmt.Sprintf("%s:%d", ibdev, port), Kind: ErrABI, Err: fmt.Errorf("kernel ABI %d, want %d", abi, ABI)}
+		return nil, &Error{Op: "open", Device: fmt.Sprintf("%s:%d", ibdev, port), Kind: ErrABI, Err: fmt.Errorf("kernel ABI %d, want %d", abi, ABI)}
 	}
 	d, err := r.Lookup(ibdev, port)
 	if err != nil {
@@ -66,19 +66,19 @@ func OpenDevice(d Device) (*Port, error) {
 		if err == unix.ENOENT || err == unix.ENODEV || err == unix.ENXIO {
 			kind = ErrNoDevice
 		}
-		return nil, &Error{Op: "open", Dev: d.Name, Kind: kind, Err: err}
+		return nil, &Error{Op: "open", Device: d.Name, Kind: kind, Err: err}
 	}
 	// The ABI-5 header with pkey_index must be switched on before any
 	// agent is registered.
 	if err := ioctlNoArg(uintptr(fd), ioctlEnablePKey); err != nil {
 		unix.Close(fd)
-		return nil, &Error{Op: "enable pkey", Dev: d.Name, Kind: ErrABI, Err: err}
+		return nil, &Error{Op: "enable pkey", Device: d.Name, Kind: ErrABI, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), d.Path)
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		return nil, &Error{Op: "open", Dev: d.Name, Err: err}
+		return nil, &Error{Op: "open", Device: d.Name, Err: err}
 	}
 	return &Port{dev: d, f: f, rc: rc, regs: map[uint32]bool{}}, nil
 }
@@ -195,13 +195,13 @@ func (p *Port) Agents() int {
 func (p *Port) err(op string, err error) error {
 	switch {
 	case errors.Is(err, ErrClosed), errors.Is(err, os.ErrClosed):
-		return &Error{Op: op, Dev: p.dev.Name, Kind: ErrClosed}
+		return &Error{Op: op, Device: p.dev.Name, Kind: ErrClosed}
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		return &Error{Op: op, Dev: p.dev.Name, Kind: ErrTimeout, Err: err}
+		return &Error{Op: op, Device: p.dev.Name, Kind: ErrTimeout, Err: err}
 	case errors.Is(err, context.Canceled):
-		return &Error{Op: op, Dev: p.dev.Name, Err: err}
+		return &Error{Op: op, Device: p.dev.Name, Err: err}
 	}
-	return &Error{Op: op, Dev: p.dev.Name, Err: err}
+	return &Error{Op: op, Device: p.dev.Name, Err: err}
 }
 
 // Packet is one MAD read from the device.
@@ -333,12 +333,12 @@ func (p *Port) Call(ctx context.Context, a Agent, addr Addr, mad []byte, timeout
 		if pkt.Status != 0 {
 			e := unix.Errno(pkt.Status)
 			if e == unix.ETIMEDOUT {
-				return nil, &Error{Op: "call", Dev: p.dev.Name, Kind: ErrTimeout, Err: e}
+				return nil, &Error{Op: "call", Device: p.dev.Name, Kind: ErrTimeout, Err: e}
 			}
 			return nil, p.err("call", e)
 		}
 		if rh.Status != 0 {
-			return pkt.MAD, &Error{Op: "call", Dev: p.dev.Name, Kind: ErrMADStatus, Err: &StatusError{Status: rh.Status}}
+			return pkt.MAD, &Error{Op: "call", Device: p.dev.Name, Kind: ErrMADStatus, Err: &StatusError{Status: rh.Status}}
 		}
 		return pkt.MAD, nil
 	}

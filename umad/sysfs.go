@@ -113,7 +113,7 @@ func (r Root) Lookup(ibdev string, port int) (Device, error) {
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
-			e.Dev = fmt.Sprintf("%s:%d", ibdev, port)
+			e.Device = fmt.Sprintf("%s:%d", ibdev, port)
 		}
 		return Device{}, err
 	}
@@ -122,7 +122,7 @@ func (r Root) Lookup(ibdev string, port int) (Device, error) {
 			return d, nil
 		}
 	}
-	return Device{}, &Error{Op: "lookup", Dev: fmt.Sprintf("%s:%d", ibdev, port), Kind: ErrNoDevice}
+	return Device{}, &Error{Op: "lookup", Device: fmt.Sprintf("%s:%d", ibdev, port), Kind: ErrNoDevice}
 }
 
 // Lookup is Root{}.Lookup.

@@ -127,15 +127,15 @@ func TestShortInputs(t *testing.T) {
 }
 
 func TestErrorVocabulary(t *testing.T) {
-	e := &Error{Op: "call", Dev: "umad0", Kind: ErrTimeout, Err: unix.ETIMEDOUT}
+	e := &Error{Op: "call", Device: "umad0", Kind: ErrTimeout, Err: unix.ETIMEDOUT}
 	if !errors.Is(e, ErrTimeout) || !errors.Is(e, unix.ETIMEDOUT) {
 		t.Errorf("timeout error does not match: %v", e)
 	}
-	e2 := &Error{Op: "recv", Dev: "umad0", Kind: ErrTimeout}
+	e2 := &Error{Op: "recv", Device: "umad0", Kind: ErrTimeout}
 	if !errors.Is(e2, unix.ETIMEDOUT) {
 		t.Errorf("ErrTimeout kind should match ETIMEDOUT")
 	}
-	e3 := &Error{Op: "register", Dev: "umad0", Err: unix.EPERM}
+	e3 := &Error{Op: "register", Device: "umad0", Err: unix.EPERM}
 	if !errors.Is(e3, unix.EPERM) || errors.Is(e3, ErrTimeout) {
 		t.Errorf("errno error: %v", e3)
 	}

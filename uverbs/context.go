@@ -55,11 +55,12 @@ func (c *Context) deviceCaps() (DeviceCap, error) {
 	return c.caps, c.capsErr
 }
 
-// Open opens the named device ("rxe0"). Equivalent to ibv_open_device on the device of that name.
+// Open opens the named device ("rxe0"). Equivalent to ibv_open_device on the device of that name. Its errors
+// are *Error (Op "open device"); one for a name that no device has matches ErrNoDevice.
 func Open(name string) (*Context, error) {
-	d, err := DeviceByName(name)
+	d, err := deviceByName(name)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", name, err)
+		return nil, wrap("open device", name, err)
 	}
 	return d.Open()
 }

@@ -1,13 +1,13 @@
 package uverbs
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/goverbs/goverbs/internal/rdmaerr"
 	"github.com/goverbs/goverbs/netlinkrdma"
 	"golang.org/x/sys/unix"
 )
@@ -58,8 +58,9 @@ func (d *Device) SysfsPath() string { return ibdevPath(sysfsRoot, d.Name) }
 
 func ibdevPath(sysfs, name string) string { return filepath.Join(sysfs, "class", "infiniband", name) }
 
-// ErrNoDevice is returned (wrapped) when a named device does not exist.
-var ErrNoDevice = errors.New("no such RDMA device")
+// ErrNoDevice is returned (wrapped) when a named device does not exist. It is goverbs' one no-such-device
+// value (umad.ErrNoDevice is the same).
+var ErrNoDevice = rdmaerr.ErrNoDevice
 
 // Devices lists the RDMA devices with a uverbs interface, in the kernel's device index order. It asks RDMA
 // netlink first (NLDEV GET dump plus GET_CHARDEV "uverbs" per device, as rdma-core does) and falls back to sysfs
@@ -80,8 +81,18 @@ func Devices() ([]Device, error) {
 	return devs, nil
 }
 
-// DeviceByName finds one device by name.
+// DeviceByName finds one device by name. Its errors are *Error (Op "find device"); one for a name that no
+// device has matches ErrNoDevice.
 func DeviceByName(name string) (Device, error) {
+	d, err := deviceByName(name)
+	if err != nil {
+		return Device{}, wrap("find device", name, err)
+	}
+	return d, nil
+}
+
+// deviceByName is DeviceByName with the bare cause (ErrNoDevice, or why the list failed).
+func deviceByName(name string) (Device, error) {
 	devs, err := Devices()
 	if err != nil {
 		return Device{}, err
@@ -91,7 +102,7 @@ func DeviceByName(name string) (Device, error) {
 			return d, nil
 		}
 	}
-	return Device{}, fmt.Errorf("%w: %s", ErrNoDevice, name)
+	return Device{}, ErrNoDevice
 }
 
 func devicesFromNetlink() ([]Device, error) {

@@ -15,8 +15,10 @@ import (
 // netlinkrdma.ErrNotSupported and the others), and errors.Is(err, errors.ErrUnsupported) holds for it too.
 var ErrNotSupported = rdmaerr.ErrNotSupported
 
-// ErrClosed is matched by the error of every verb, data path included, on an object after its Close.
-var ErrClosed = errors.New("object is closed")
+// ErrClosed is matched by the error of every verb, data path included, on an object after its Close. It is
+// goverbs' one use-after-close value (rdmacm.ErrClosed, umad.ErrClosed and netlinkrdma.ErrClosed are the same),
+// and errors.Is(err, net.ErrClosed) holds for it too.
+var ErrClosed = rdmaerr.ErrClosed
 
 // Error is the error of a verb: which verb, on which device, and the cause (usually a unix.Errno, which
 // errors.Is and errors.As reach through Unwrap).

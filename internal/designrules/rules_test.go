@@ -146,6 +146,9 @@ func violations(t *testing.T, root string) []string {
 								if n.IsExported() && !isErrorSentinel(n.Name, s, i) {
 									v = append(v, fmt.Sprintf("%s: mutable exported variable: %s", p.path, n.Name))
 								}
+								if foundationSentinels[n.Name] && !isReexport(s, i) {
+									v = append(v, fmt.Sprintf("%s: %s defined again, not re-exported from the foundation", p.path, n.Name))
+								}
 							}
 						}
 					}
@@ -165,6 +168,17 @@ func violations(t *testing.T, root string) []string {
 			if p.path != "uverbs/abi" && holdsKernelResource(ts) && !methods[name]["Close"] {
 				v = append(v, fmt.Sprintf("%s: holds a file descriptor, no Close: %s", p.path, name))
 			}
+			if strings.HasSuffix(name, "Error") {
+				if st, ok := ts.Type.(*ast.StructType); ok {
+					for _, f := range st.Fields.List {
+						for _, fn := range f.Names {
+							if deviceFieldAliases[fn.Name] {
+								v = append(v, fmt.Sprintf("%s: error field %s.%s names the device: call it Device", p.path, name, fn.Name))
+							}
+						}
+					}
+				}
+			}
 			for _, r := range releaseVerbs {
 				if methods[name][r] && !methods[name]["Close"] {
 					v = append(v, fmt.Sprintf("%s: %s without Close: %s", p.path, r, name))
@@ -182,6 +196,28 @@ func violations(t *testing.T, root string) []string {
 // isErrorSentinel reports whether the i-th name of a var spec is an error sentinel: ErrXxx or errXxx assigned
 // from errors.New, fmt.Errorf or another sentinel. They are variables by Go's convention (errors.Is compares
 // them by identity).
+// foundationSentinels are the error values defined once, in internal/rdmaerr, and re-exported by value by the
+// packages that return them ("one error vocabulary": DESIGN.md).
+var foundationSentinels = map[string]bool{"ErrClosed": true, "ErrNoDevice": true, "ErrNotSupported": true}
+
+// deviceFieldAliases are field names an error struct must not use for the RDMA device it is about: every error
+// type calls that field Device.
+var deviceFieldAliases = map[string]bool{"Dev": true, "DevName": true, "IBDev": true, "Ibdev": true, "DeviceName": true}
+
+// isReexport reports whether the i'th value of s is another package's variable (pkg.ErrX), the form a
+// re-exported foundation sentinel takes.
+func isReexport(s *ast.ValueSpec, i int) bool {
+	if i >= len(s.Values) {
+		return false
+	}
+	sel, ok := s.Values[i].(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	_, ok = sel.X.(*ast.Ident)
+	return ok && strings.HasPrefix(sel.Sel.Name, "Err")
+}
+
 func isErrorSentinel(name string, s *ast.ValueSpec, i int) bool {
 	if !strings.HasPrefix(name, "Err") || i >= len(s.Values) {
 		return false
@@ -190,7 +226,8 @@ func isErrorSentinel(name string, s *ast.ValueSpec, i int) bool {
 	case *ast.CallExpr:
 		if sel, ok := x.Fun.(*ast.SelectorExpr); ok {
 			if pk, ok := sel.X.(*ast.Ident); ok {
-				return (pk.Name == "errors" && sel.Sel.Name == "New") || (pk.Name == "fmt" && sel.Sel.Name == "Errorf")
+				return (pk.Name == "errors" && sel.Sel.Name == "New") || (pk.Name == "fmt" && sel.Sel.Name == "Errorf") ||
+					(pk.Name == "rdmaerr" && sel.Sel.Name == "NotSupported")
 			}
 		}
 	case *ast.SelectorExpr:
@@ -254,4 +291,82 @@ func TestDesignRules(t *testing.T) {
 		}
 	}
 	t.Logf("%d known violations left (testdata/known.txt)", len(known))
+}
+
+// TestDesignRulesCatchPlanted plants one violation of each rule in a throw-away module and checks that the
+// rules report every one: a rules test that cannot fail would pass on any tree.
+func TestDesignRulesCatchPlanted(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/planted\n")
+	write("bad/bad.go", `package bad
+
+import (
+	"errors"
+	"os"
+)
+
+type Mode uint8
+
+var Default = 3
+
+var ErrClosed = errors.New("closed")
+
+type Handle struct{ f *os.File }
+
+type Queue struct{}
+
+func (*Queue) Destroy() error { return nil }
+
+type OpError struct {
+	Op  string
+	Dev string
+	Err error
+}
+`)
+	// A package that follows the rules reports nothing.
+	write("good/good.go", `package good
+
+import "example.com/planted/internal/rdmaerr"
+
+type Mode uint8
+
+func (m Mode) String() string { return "mode" }
+
+var ErrClosed = rdmaerr.ErrClosed
+
+type OpError struct {
+	Op     string
+	Device string
+	Err    error
+}
+`)
+	write("good/example_test.go", "package good_test\n\nfunc Example() {}\n")
+	want := []string{
+		"bad: integer type without String: Mode",
+		"bad: mutable exported variable: Default",
+		"bad: ErrClosed defined again, not re-exported from the foundation",
+		"bad: holds a file descriptor, no Close: Handle",
+		"bad: Destroy without Close: Queue",
+		"bad: error field OpError.Dev names the device: call it Device",
+		"bad: public package without an Example",
+	}
+	got := violations(t, root)
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("planted violation not reported: %q", w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("reported %d violations, want the %d planted:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
 }
