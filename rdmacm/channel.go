@@ -134,7 +134,7 @@ func (ch *Channel) Close() error {
 	ch.mu.Unlock()
 	var errs []error
 	for _, id := range ids {
-		if err := id.Destroy(); err != nil && !errors.Is(err, ErrClosed) {
+		if err := id.Close(); err != nil && !errors.Is(err, ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
@@ -273,7 +273,7 @@ func (ch *Channel) process(r rawEvent) *Event {
 		if err != nil {
 			// librdmacm rejects the request and reports nothing.
 			child.Reject(nil)
-			child.Destroy()
+			child.Close()
 			return nil
 		}
 		ev.ID, ev.Listener = child, id

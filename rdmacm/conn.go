@@ -314,7 +314,7 @@ func (c *Conn) Close() error {
 		}
 		cancel()
 	}
-	errs = append(errs, c.id.Destroy(), c.ch.Close())
+	errs = append(errs, c.id.Close(), c.ch.Close())
 	err := errors.Join(errs...)
 	if errors.Is(err, unix.EBUSY) {
 		err = fmt.Errorf("%w (close the MRs, MWs and AHs made on Conn.PD before Conn.Close)", err)
@@ -343,7 +343,7 @@ func Dial(ctx context.Context, addr netip.AddrPort, opts *Options) (c *Conn, err
 	c = &Conn{ch: ch, id: id, opts: o, send: o.PrivateData, sendMax: id.maxConnectData()}
 	defer func() {
 		if err != nil {
-			id.Destroy()
+			id.Close()
 			ch.Close()
 			c = nil
 		}
@@ -360,7 +360,7 @@ func Dial(ctx context.Context, addr netip.AddrPort, opts *Options) (c *Conn, err
 	if _, err := await(ctx, id, "resolve route "+addr.String(), EventRouteResolved); err != nil {
 		return nil, err
 	}
-	if _, err := id.CreateQP(&QPInitAttr{Cap: o.Cap, SigAll: o.SigAll}); err != nil {
+	if _, err := id.CreateQP(QPInitAttr{Cap: o.Cap, SigAll: o.SigAll}); err != nil {
 		return nil, err
 	}
 	if o.Setup != nil {
@@ -417,7 +417,7 @@ func (l *Listener) ID() *ID { return l.id }
 
 // Close stops listening; requests not yet accepted are refused by the kernel.
 func (l *Listener) Close() error {
-	return errors.Join(l.id.Destroy(), l.ch.Close())
+	return errors.Join(l.id.Close(), l.ch.Close())
 }
 
 // Request is an incoming connection: Accept or Reject it.
@@ -447,12 +447,12 @@ func (l *Listener) Accept(ctx context.Context) (*Request, error) {
 		ch, err := NewChannel()
 		if err != nil {
 			ev.ID.Reject(nil)
-			ev.ID.Destroy()
+			ev.ID.Close()
 			return nil, err
 		}
 		if err := ev.ID.Migrate(ch); err != nil {
 			ev.ID.Reject(nil)
-			ev.ID.Destroy()
+			ev.ID.Close()
 			ch.Close()
 			return nil, err
 		}
@@ -473,7 +473,7 @@ func (r *Request) Reject(privateData []byte) error {
 		return err // nothing sent: the caller may still accept
 	}
 	r.done = true
-	return errors.Join(r.id.Destroy(), r.ch.Close())
+	return errors.Join(r.id.Close(), r.ch.Close())
 }
 
 // Accept makes the QP, runs opts.Setup, accepts and (RC) waits for
@@ -499,12 +499,12 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (c *Conn, err error
 	defer func() {
 		if err != nil {
 			id.Reject(nil)
-			id.Destroy()
+			id.Close()
 			r.ch.Close()
 			c = nil
 		}
 	}()
-	if _, err := id.CreateQP(&QPInitAttr{Cap: o.Cap, SigAll: o.SigAll}); err != nil {
+	if _, err := id.CreateQP(QPInitAttr{Cap: o.Cap, SigAll: o.SigAll}); err != nil {
 		return nil, err
 	}
 	if o.Setup != nil {

@@ -6,7 +6,7 @@
 // The low-level API mirrors librdmacm one to one:
 //
 //	rdma_create_event_channel  NewChannel            rdma_get_cm_event   Channel.GetEvent
-//	rdma_create_id             Channel.CreateID      rdma_destroy_id     ID.Destroy
+//	rdma_create_id             Channel.CreateID      rdma_destroy_id     ID.Close
 //	rdma_bind_addr             ID.Bind               rdma_listen         ID.Listen
 //	rdma_resolve_addr          ID.ResolveAddr        rdma_resolve_route  ID.ResolveRoute
 //	rdma_create_qp             ID.CreateQP           rdma_destroy_qp     ID.DestroyQP

@@ -89,7 +89,7 @@ func ExampleChannel() {
 		fmt.Println(ev, err)
 		return
 	}
-	id.CreateQP(&rdmacm.QPInitAttr{Cap: uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	id.CreateQP(rdmacm.QPInitAttr{Cap: uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	id.Connect(&rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7})
 	ev, err = ch.GetEvent(ctx) // ESTABLISHED: the QP is in RTS
 	fmt.Println(ev, err)

@@ -462,8 +462,9 @@ func (ch *Channel) releaseDevice(d *devRef) error {
 
 // CreateQP creates the id's QP (rdma_create_qp) on the id's device and moves
 // it to INIT with the attributes the kernel gives (INIT_QP_ATTR); a UD QP is
-// taken on to RTS at once, as librdmacm does.
-func (id *ID) CreateQP(attr *QPInitAttr) (*uverbs.QP, error) {
+// taken on to RTS at once, as librdmacm does. The zero QPInitAttr asks for
+// the defaults: the id's PD, two new CQs and 16 work requests each way.
+func (id *ID) CreateQP(attr QPInitAttr) (*uverbs.QP, error) {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	op := "create QP"
@@ -473,10 +474,7 @@ func (id *ID) CreateQP(attr *QPInitAttr) (*uverbs.QP, error) {
 	if id.qp != nil {
 		return nil, opErr(op, id.kid, errState("id already has QP %#x", id.qp.QPN()))
 	}
-	if attr == nil {
-		attr = &QPInitAttr{}
-	}
-	a := *attr
+	a := attr
 	if a.Cap.MaxSendWR == 0 && a.Cap.MaxRecvWR == 0 {
 		a.Cap = uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}
 	}
@@ -838,14 +836,15 @@ func (id *ID) setInt(name uint32, on bool) error {
 }
 
 // Notify tells the CM about a QP asynchronous event (rdma_notify), e.g.
-// IBV_EVENT_COMM_EST (3) when data arrives before ESTABLISHED.
-func (id *ID) Notify(event uint32) error {
+// uverbs.EventCommEst when data arrives before ESTABLISHED. The kernel acts
+// on EventCommEst and EventPathMig.
+func (id *ID) Notify(event uverbs.AsyncEventType) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if err := id.check("notify"); err != nil {
 		return err
 	}
-	req := abi.RdmaUcmNotify{Id: id.kid, Event: event}
+	req := abi.RdmaUcmNotify{Id: id.kid, Event: uint32(event)}
 	return opErr("notify", id.kid, exec(id.ch, abi.RDMA_USER_CM_CMD_NOTIFY, &req, nil, 0))
 }
 
@@ -873,10 +872,11 @@ func (id *ID) Migrate(to *Channel) error {
 	return nil
 }
 
-// Destroy destroys the id (rdma_destroy_id), and with it the QP and CQs
+// Close destroys the id (rdma_destroy_id), and with it the QP and CQs
 // CreateQP made and the id's multicast joins. A connected id sends DREQ.
 // Events already fetched stay valid; events still queued for it are dropped.
-func (id *ID) Destroy() error {
+// A second Close returns an error that matches ErrClosed.
+func (id *ID) Close() error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.destroyed {

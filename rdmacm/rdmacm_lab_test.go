@@ -242,7 +242,7 @@ func TestLabTypedErrors(t *testing.T) {
 	if err := id.ResolveRoute(time.Second); !errors.As(err, &ce) || ce.Op != "resolve route" || ce.ID != id.Num() {
 		t.Errorf("error %v does not name the command and id", err)
 	}
-	if err := id.Destroy(); err != nil {
+	if err := id.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := id.Listen(1); !errors.Is(err, rdmacm.ErrClosed) {
@@ -358,7 +358,7 @@ func TestLabMulticast(t *testing.T) {
 		if ev, err := ch.GetEvent(ctx); err != nil || ev.Type != rdmacm.EventAddrResolved || ev.ID != id {
 			t.Fatalf("resolve %v: %v %v", group, ev, err)
 		}
-		if _, err := id.CreateQP(nil); err != nil {
+		if _, err := id.CreateQP(rdmacm.QPInitAttr{}); err != nil {
 			t.Fatal(err)
 		}
 		m, err := id.JoinMulticast(group, sendOnly)
@@ -408,7 +408,7 @@ func TestLabMulticast(t *testing.T) {
 		if err := mb.m.Leave(); err != nil {
 			t.Error(err)
 		}
-		if err := mb.id.Destroy(); err != nil {
+		if err := mb.id.Close(); err != nil {
 			t.Error(err)
 		}
 	}
@@ -591,7 +591,7 @@ func TestLabOptionsAndNotify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := id.Notify(3); !errors.Is(err, unix.EINVAL) { // IB_EVENT_COMM_EST on an id without a device
+	if err := id.Notify(uverbs.EventCommEst); !errors.Is(err, unix.EINVAL) { // on an id without a device
 		t.Errorf("notify: %v, want EINVAL", err)
 	}
 	for name, set := range map[string]func() error{
@@ -614,7 +614,7 @@ func TestLabOptionsAndNotify(t *testing.T) {
 	if err := id.Bind(labAddr(20109)); err != nil {
 		t.Fatal(err)
 	}
-	if err := id.Notify(3); !errors.Is(err, unix.EINVAL) {
+	if err := id.Notify(uverbs.EventCommEst); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("notify on a bound id: %v, want EINVAL", err)
 	}
 }

@@ -169,7 +169,7 @@ func (c *Conn) create(o *Options) error {
 	if c.cq, err = ctx.CreateCQ(uverbs.CQAttr{CQE: int(c.sqSize) + int(c.rqSize), Channel: c.cc}); err != nil {
 		return err
 	}
-	if c.qp, err = id.CreateQP(&rdmacm.QPInitAttr{SendCQ: c.cq, RecvCQ: c.cq, SigAll: true, Cap: uverbs.QPCap{
+	if c.qp, err = id.CreateQP(rdmacm.QPInitAttr{SendCQ: c.cq, RecvCQ: c.cq, SigAll: true, Cap: uverbs.QPCap{
 		MaxSendWR: uint32(c.sqSize), MaxRecvWR: uint32(c.rqSize), MaxSendSGE: 2, MaxRecvSGE: 1,
 		MaxInlineData: uint32(s.inline)}}); err != nil {
 		return err
@@ -872,7 +872,7 @@ func (c *Conn) Close() error {
 // last: destroying a channel's last id releases the channel's PD and context.
 func (c *Conn) release() error {
 	err := c.releaseLocal()
-	return errors.Join(err, c.id.Destroy(), c.ch.Close())
+	return errors.Join(err, c.id.Close(), c.ch.Close())
 }
 
 // releaseLocal frees what setup made (QP, MRs, CQ, completion channel,

@@ -205,7 +205,7 @@ func (d *Dialer) dial(ctx context.Context, dst netip.AddrPort) (_ *Conn, err err
 	var c *Conn
 	defer func() {
 		if err != nil && c == nil {
-			id.Destroy()
+			id.Close()
 			ch.Close()
 		}
 	}()
@@ -367,14 +367,14 @@ func (l *Listener) accept(ctx context.Context, req *rdmacm.Request) (_ *Conn, er
 	cd, err := parseConnData(req.PrivateData)
 	if err != nil {
 		id.Reject(nil)
-		id.Destroy()
+		id.Close()
 		ch.Close()
 		return nil, err
 	}
 	c, err := setup(ch, id, &l.cfg.Options)
 	if err != nil {
 		id.Reject(nil)
-		id.Destroy()
+		id.Close()
 		ch.Close()
 		return nil, err
 	}

@@ -214,7 +214,7 @@ func (t *test) initNode(n *node) int {
 			return -int(unix.ENOMEM)
 		}
 	}
-	_, err = n.id.CreateQP(&rdmacm.QPInitAttr{PD: n.pd, SendCQ: n.cq[sendCQ], RecvCQ: n.cq[recvCQ], SigAll: true,
+	_, err = n.id.CreateQP(rdmacm.QPInitAttr{PD: n.pd, SendCQ: n.cq[sendCQ], RecvCQ: n.cq[recvCQ], SigAll: true,
 		Cap: uverbs.QPCap{MaxSendWR: uint32(cqe), MaxRecvWR: uint32(cqe), MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
 		t.perror("cmatose: unable to create QP", err)
@@ -420,7 +420,7 @@ func (t *test) runServer(numeric bool) int {
 		t.perror("cmatose: listen request failed", err)
 		return -1
 	}
-	defer listen.Destroy()
+	defer listen.Close()
 	src, gai := t.getAddr(t.src, numeric, true)
 	if gai != "" {
 		t.printf("cmatose: getrdmaaddr error: %s\n", gai)
@@ -543,7 +543,7 @@ func (t *test) destroyNode(n *node) {
 		n.pd.Close()
 		n.pd = nil
 	}
-	n.id.Destroy()
+	n.id.Close()
 	delete(t.byID, n.id)
 	n.id = nil
 }

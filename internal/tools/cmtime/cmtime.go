@@ -176,7 +176,7 @@ func (t *test) allocNodes() {
 		id, err := t.ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
 		if err != nil {
 			for j := 0; j < i; j++ {
-				t.nodes[j].id.Destroy()
+				t.nodes[j].id.Close()
 				t.nodes[j].id = nil
 			}
 			t.nodes = nil
@@ -196,7 +196,7 @@ func (t *test) cleanupNodes() {
 		n := &t.nodes[i]
 		n.times[stepDestroy][0] = time.Now()
 		if n.id != nil {
-			n.id.Destroy()
+			n.id.Close()
 			n.id = nil
 		}
 		n.times[stepDestroy][1] = time.Now()
@@ -421,7 +421,7 @@ func (t *test) runClient() int {
 			continue
 		}
 		n.times[stepCreateQP][0] = time.Now()
-		if _, err := n.id.CreateQP(&rdmacm.QPInitAttr{Cap: qpCap}); err != nil {
+		if _, err := n.id.CreateQP(rdmacm.QPInitAttr{Cap: qpCap}); err != nil {
 			ret = -1
 			t.perror("failure creating qp", err)
 			t.markErr(n)
@@ -484,7 +484,7 @@ func (t *test) runServer(ctx context.Context) int {
 		t.perror("listen request failed", err)
 		return -1
 	}
-	defer listen.Destroy()
+	defer listen.Close()
 	src, msg, code := getAddr(t.src, t.port, true)
 	if msg != "" {
 		t.printf("getrdmaaddr error: %s\n", msg)
@@ -501,7 +501,7 @@ func (t *test) runServer(ctx context.Context) int {
 	children := map[*rdmacm.ID]bool{}
 	defer func() {
 		for id := range children {
-			id.Destroy()
+			id.Close()
 		}
 	}()
 	for {
@@ -517,7 +517,7 @@ func (t *test) runServer(ctx context.Context) int {
 		case rdmacm.EventConnectRequest:
 			id := ev.ID
 			children[id] = true
-			if _, err := id.CreateQP(&rdmacm.QPInitAttr{Cap: qpCap}); err != nil {
+			if _, err := id.CreateQP(rdmacm.QPInitAttr{Cap: qpCap}); err != nil {
 				t.perror("failure creating qp", err)
 			} else if err := id.Accept(nil); err != nil {
 				t.perror("failure accepting", err)
@@ -527,13 +527,13 @@ func (t *test) runServer(ctx context.Context) int {
 			}
 			t.printf("failing connection request\n")
 			id.Reject(nil)
-			id.Destroy()
+			id.Close()
 			delete(children, id)
 		case rdmacm.EventDisconnected:
 			if id := ev.ID; children[id] {
 				id.Disconnect()
 				id.DestroyQP()
-				id.Destroy()
+				id.Close()
 				delete(children, id)
 			}
 		}

@@ -158,7 +158,7 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 		id, err := ch.CreateID(t.ps, uverbs.QPTypeUD)
 		if err != nil {
 			for j := 0; j < i; j++ {
-				t.nodes[j].id.Destroy()
+				t.nodes[j].id.Close()
 			}
 			ch.Close()
 			return 1
@@ -232,7 +232,7 @@ func (t *test) initNode(n *node) int {
 		t.perror("mckey: unable to create QP", unix.EOPNOTSUPP)
 		return -1
 	}
-	_, err = n.id.CreateQP(&rdmacm.QPInitAttr{PD: n.pd, SendCQ: n.cq, RecvCQ: n.cq,
+	_, err = n.id.CreateQP(rdmacm.QPInitAttr{PD: n.pd, SendCQ: n.cq, RecvCQ: n.cq,
 		Cap: uverbs.QPCap{MaxSendWR: uint32(wrs), MaxRecvWR: uint32(wrs), MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
 		t.perror("mckey: unable to create QP", err)
@@ -496,7 +496,7 @@ func (t *test) destroyNode(n *node) {
 		n.pd.Close()
 		n.pd = nil
 	}
-	n.id.Destroy()
+	n.id.Close()
 	delete(t.byID, n.id)
 	n.id = nil
 }

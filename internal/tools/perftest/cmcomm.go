@@ -226,7 +226,7 @@ func (c *cmComm) Close() error {
 		c.mr = nil
 	}
 	if id != nil {
-		errs = append(errs, id.Destroy(), id.Channel().Close())
+		errs = append(errs, id.Close(), id.Channel().Close())
 	}
 	if c.mem != nil {
 		errs = append(errs, c.mem.Close())
@@ -302,7 +302,7 @@ func (r *runner) cmConnectQPs() error {
 		}
 		for _, id := range ids {
 			id.DestroyQP()
-			id.Destroy()
+			id.Close()
 		}
 		s.qps = nil
 		ch.Close()
@@ -322,7 +322,7 @@ func (r *runner) cmConnectQPs() error {
 	}
 	param := &rdmacm.ConnParam{ResponderResources: rr, InitiatorDepth: rr, RetryCount: uint8(p.RetryCount),
 		RNRRetryCount: uint8(p.RetryCount)}
-	attr := &rdmacm.QPInitAttr{PD: s.pd, SendCQ: s.sendCQ, RecvCQ: s.recvCQ, Cap: uverbs.QPCap{
+	attr := rdmacm.QPInitAttr{PD: s.pd, SendCQ: s.sendCQ, RecvCQ: s.recvCQ, Cap: uverbs.QPCap{
 		MaxSendWR: uint32(p.TxDepth), MaxSendSGE: 1, MaxRecvWR: uint32(p.RxDepth), MaxRecvSGE: 1,
 		MaxInlineData: uint32(p.InlineSize)}}
 	wait := func(want rdmacm.EventType) (*rdmacm.Event, error) {
@@ -348,7 +348,7 @@ func (r *runner) cmConnectQPs() error {
 		if err != nil {
 			return err
 		}
-		defer l.Destroy()
+		defer l.Close()
 		if err := l.Bind(addr); err != nil {
 			return err
 		}
@@ -414,7 +414,7 @@ func (r *runner) cmConnectQPs() error {
 				if qp != nil {
 					id.DestroyQP()
 				}
-				id.Destroy()
+				id.Close()
 				return nil, nil, nil, err
 			}
 			if err := id.ResolveAddr(src, dst, 2000*time.Millisecond); err != nil {

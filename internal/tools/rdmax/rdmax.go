@@ -315,7 +315,7 @@ func (t *tool) xrcServer(ctx context.Context, ap netip.AddrPort) int {
 	defer ch.Close()
 	id, err := ch.CreateID(rdmacm.PortSpaceIB, uverbs.QPTypeRC)
 	if err == nil {
-		defer id.Destroy()
+		defer id.Close()
 		err = id.Bind(ap)
 	}
 	if err != nil {
@@ -337,7 +337,7 @@ func (t *tool) xrcServer(ctx context.Context, ap netip.AddrPort) int {
 		}
 		if ev.Type == rdmacm.EventConnectRequest {
 			ev.ID.Reject(nil)
-			ev.ID.Destroy()
+			ev.ID.Close()
 			t.perror("rdma_get_request", unix.EOPNOTSUPP)
 			return -1
 		}

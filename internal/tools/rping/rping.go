@@ -289,7 +289,7 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	}
 	stopCM()
 	<-cmDone
-	c.cmID.Destroy()
+	c.cmID.Close()
 	ch.Close()
 	if c.fatal.Load() {
 		return 255 // the C CM thread's exit(-1)

@@ -52,7 +52,7 @@ func (c *cb) setupQP(id *rdmacm.ID) error {
 		}
 		return err
 	}
-	c.qp, err = id.CreateQP(&rdmacm.QPInitAttr{PD: c.pd, SendCQ: c.cq, RecvCQ: c.cq, Cap: qcap})
+	c.qp, err = id.CreateQP(rdmacm.QPInitAttr{PD: c.pd, SendCQ: c.cq, RecvCQ: c.cq, Cap: qcap})
 	if err != nil {
 		c.perror("rdma_create_qp", err)
 	}
@@ -529,7 +529,7 @@ func (c *cb) runServer() int {
 	c.mu.Unlock()
 	// Everything made on the child's device goes before the child id,
 	// which holds the device context.
-	defer child.Destroy()
+	defer child.Close()
 	if err := c.setupQP(child); err != nil {
 		c.errf("setup_qp failed: %d\n", cerr(err))
 		c.freeQP(child)
@@ -596,7 +596,7 @@ func (c *cb) runPersistentServer() int {
 		c.recvMR, c.sendMR, c.rdmaMR, c.startMR = nil, nil, nil, nil
 		c.recvBuf, c.sendBuf, c.rdmaBuf, c.startBuf = nil, nil, nil, nil
 		c.pd, c.compCh, c.cq = nil, nil, nil
-		child.Destroy()
+		child.Close()
 		c.setState(stIdle)
 	}
 }

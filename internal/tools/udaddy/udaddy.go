@@ -201,7 +201,7 @@ func (t *test) initNode(n *node) int {
 		t.printf("udaddy: unable to create CQ\n")
 		return -int(unix.ENOMEM)
 	}
-	_, err = n.id.CreateQP(&rdmacm.QPInitAttr{PD: n.pd, SendCQ: n.cq, RecvCQ: n.cq,
+	_, err = n.id.CreateQP(rdmacm.QPInitAttr{PD: n.pd, SendCQ: n.cq, RecvCQ: n.cq,
 		Cap: uverbs.QPCap{MaxSendWR: uint32(wrs), MaxRecvWR: uint32(wrs), MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
 		t.perror("udaddy: unable to create QP", err)
@@ -407,7 +407,7 @@ func (t *test) runServer(numeric bool) int {
 		t.perror("udaddy: listen request failed", err)
 		return -1
 	}
-	defer listen.Destroy()
+	defer listen.Close()
 	src, gai := t.getAddr(t.src, numeric, true)
 	if gai != "" {
 		t.printf("udaddy: getrdmaaddr error: %s\n", gai)
@@ -506,7 +506,7 @@ func (t *test) destroyNode(n *node) {
 		n.pd.Close()
 		n.pd = nil
 	}
-	n.id.Destroy()
+	n.id.Close()
 	delete(t.byID, n.id)
 	n.id = nil
 }
