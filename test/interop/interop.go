@@ -4,6 +4,7 @@ package interop
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -68,9 +69,14 @@ func Itoa(n int) string { return strconv.Itoa(n) }
 
 // WaitCMListening waits until an rdma_cm id listens on port of the lab device (read from the kernel's
 // resource tracker, `rdma resource show cm_id`): rdma_cm has no TCP port to watch, and probing with a
-// connection would consume the single connection rping-like servers accept. The kernel shows the cm_id LISTEN a
-// moment before its IB CM listen exists: a client may still be rejected (reason 8) right after; the pairs
-// that use it connect again then (connectPastListen).
+// connection would consume the single connection rping-like servers accept.
+//
+// The kernel marks the cm_id LISTEN before it registers the IB CM listen for the service ID (rdma_listen, then
+// cma_ib_listen); a request arriving in between is rejected (reason 8) and the server never sees it. Under TCG
+// on one vCPU the listening thread can be preempted in that window, so after LISTEN shows, WaitCMListening also
+// waits (up to 5 s) until no thread of the owning process is runnable: the process is then blocked, past
+// rdma_listen, waiting for its first event. The pairs that can recognise a rejection connect again as well
+// (connectPastListen).
 func WaitCMListening(dev string, port uint16, timeout time.Duration) error {
 	c, err := netlinkrdma.Dial()
 	if err != nil {
@@ -89,6 +95,7 @@ func WaitCMListening(dev string, port uint16, timeout time.Duration) error {
 		}
 		for _, id := range ids {
 			if id.State.String() == "LISTEN" && id.SrcAddr.Port() == port {
+				waitBlocked(int(id.PID), 5*time.Second)
 				return nil
 			}
 		}
@@ -97,4 +104,46 @@ func WaitCMListening(dev string, port uint16, timeout time.Duration) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// waitBlocked waits until no thread of process pid is running or runnable (state R in /proc/PID/task/*/stat)
+// in two samples 10 ms apart, or the process is gone, or max passes. This process (a listener of the test
+// itself) is not waited for: the thread reading /proc is running.
+func waitBlocked(pid int, max time.Duration) {
+	if pid <= 0 || pid == os.Getpid() {
+		return
+	}
+	deadline := time.Now().Add(max)
+	quiet := 0
+	for quiet < 2 && time.Now().Before(deadline) {
+		switch runnable, ok := anyThreadRunnable(pid); {
+		case !ok:
+			return
+		case runnable:
+			quiet = 0
+		default:
+			quiet++
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// anyThreadRunnable reports whether a thread of pid is in state R; ok is false when the process is gone.
+func anyThreadRunnable(pid int) (runnable, ok bool) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false, false
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/stat")
+		if err != nil {
+			continue // the thread exited
+		}
+		// The state follows the command name, which is in parentheses and may itself hold ") ".
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'R' {
+			return true, true
+		}
+	}
+	return false, true
 }
