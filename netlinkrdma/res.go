@@ -659,7 +659,11 @@ func (m *CMID) decodeAttr(ad *attrDecoder) {
 	case abi.RDMA_NLDEV_ATTR_RES_TYPE:
 		m.Type = QPType(ad.Uint8())
 	case abi.RDMA_NLDEV_ATTR_RES_PS:
-		m.PortSpace = PortSpace(ad.Uint32())
+		if v := ad.Uint32(); v <= 0xffff {
+			m.PortSpace = PortSpace(v)
+		} else {
+			ad.fail(fmt.Errorf("port space %#x exceeds 16 bits", v))
+		}
 	case abi.RDMA_NLDEV_ATTR_RES_STATE:
 		m.State = CMState(ad.Uint8())
 	case abi.RDMA_NLDEV_ATTR_RES_SRC_ADDR:

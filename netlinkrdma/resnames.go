@@ -1,40 +1,23 @@
 package netlinkrdma
 
-import "github.com/goverbs/goverbs/uverbs/abi"
+import (
+	"fmt"
 
-// QPType is a QP's transport type as RDMA netlink reports it (kernel enum
-// ib_qp_type, reserved types excluded).
-type QPType uint8
+	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/verbs"
+)
 
-var qpTypeNames = [...]string{"SMI", "GSI", "RC", "UC", "UD", "RAW_IPV6", "RAW_ETHERTYPE",
-	"UNKNOWN", "RAW_PACKET", "XRC_INI", "XRC_TGT"}
+// QPType (a QP's transport type, kernel enum ib_qp_type) and QPState (kernel enum ib_qp_state) are package
+// verbs' types, which the verbs core reports too. Their String gives the verbs name ("RC", "RTS",
+// "XRC_SEND"); iproute2 prints the kernel's XRC_INI and XRC_TGT for XRC_SEND and XRC_RECV, and "UNKNOWN" for a
+// value without a name.
+type (
+	QPType  = verbs.QPType
+	QPState = verbs.QPState
+)
 
 // QPTypeDriver is IB_QPT_DRIVER, a driver-private QP type.
-const QPTypeDriver QPType = 0xff
-
-// String returns iproute2's name ("RC", "UD", "GSI", ...).
-func (t QPType) String() string {
-	if int(t) < len(qpTypeNames) {
-		return qpTypeNames[t]
-	}
-	if t == QPTypeDriver {
-		return "DRIVER"
-	}
-	return "UNKNOWN"
-}
-
-// QPState is a QP's state (kernel enum ib_qp_state).
-type QPState uint8
-
-var qpStateNames = [...]string{"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"}
-
-// String returns iproute2's name ("RTS", ...; "UNKNOWN" otherwise).
-func (s QPState) String() string {
-	if int(s) < len(qpStateNames) {
-		return qpStateNames[s]
-	}
-	return "UNKNOWN"
-}
+const QPTypeDriver = verbs.QPTypeDriver
 
 // PathMigState is a QP's path migration state (enum ib_mig_state).
 type PathMigState uint8
@@ -76,8 +59,9 @@ func (s CMState) String() string {
 	return "UNKNOWN"
 }
 
-// PortSpace is an rdma_cm port space (enum rdma_port_space).
-type PortSpace uint32
+// PortSpace is an rdma_cm port space (enum rdma_ucm_port_space: 16 bits in rdma_cm's commands, 32 in RDMA
+// netlink's attribute). It is defined here, below both of its users: rdmacm.PortSpace is this type.
+type PortSpace uint16
 
 // Port spaces of <rdma/rdma_user_cm.h> (enum rdma_ucm_port_space), from the
 // generated uverbs/abi.
@@ -88,18 +72,20 @@ const (
 	PortSpaceUDP   PortSpace = abi.RDMA_PS_UDP
 )
 
-// String returns iproute2's name: "IPoIB" (for both IPoIB and IB, as
-// iproute2 prints them), "TCP", "UDP", or "---".
+// String returns the port space's name ("TCP", "UDP", "IB", "IPoIB"), or "PortSpace(0x...)" for another value.
+// iproute2 prints IB as "IPoIB" and other values as "---".
 func (ps PortSpace) String() string {
 	switch ps {
-	case PortSpaceIPoIB, PortSpaceIB:
-		return "IPoIB"
 	case PortSpaceTCP:
 		return "TCP"
 	case PortSpaceUDP:
 		return "UDP"
+	case PortSpaceIB:
+		return "IB"
+	case PortSpaceIPoIB:
+		return "IPoIB"
 	}
-	return "---"
+	return fmt.Sprintf("PortSpace(%#x)", uint16(ps))
 }
 
 // SRQType is a shared receive queue's type (enum ib_srq_type).

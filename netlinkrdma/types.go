@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/verbs"
 )
 
 // GUID is a 64-bit InfiniBand GUID (node GUID, system image GUID, subnet
@@ -145,54 +146,35 @@ func capString(names []string) string {
 	return strings.Join(names, "|")
 }
 
-// PortState is a port's logical state (IB PortInfo PortState).
-type PortState uint8
+// PortState is a port's logical state and PortPhysState its physical state: package verbs' types, which the
+// verbs core (uverbs.PortAttr) reports too. Their String gives the name without prefix ("ACTIVE", "LINK_UP");
+// a value without a name prints as "PortState(9)", where iproute2 prints "UNKNOWN".
+type (
+	PortState     = verbs.PortState
+	PortPhysState = verbs.PortPhysState
+)
 
 // Port states (kernel enum ib_port_state).
 const (
-	PortStateNOP PortState = iota
-	PortStateDown
-	PortStateInit
-	PortStateArmed
-	PortStateActive
-	PortStateActiveDefer
+	PortStateNOP         = verbs.PortNOP
+	PortStateDown        = verbs.PortDown
+	PortStateInit        = verbs.PortInit
+	PortStateArmed       = verbs.PortArmed
+	PortStateActive      = verbs.PortActive
+	PortStateActiveDefer = verbs.PortActiveDefer
 )
-
-var portStateNames = [...]string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
-
-// String returns iproute2's name ("ACTIVE", ...; "UNKNOWN" otherwise).
-func (s PortState) String() string {
-	if int(s) < len(portStateNames) {
-		return portStateNames[s]
-	}
-	return "UNKNOWN"
-}
-
-// PortPhysState is a port's physical state (IB PortInfo PortPhysicalState).
-type PortPhysState uint8
 
 // Physical port states (kernel enum ib_port_phys_state).
 const (
-	PhysStateNOP       PortPhysState = 0
-	PhysStateSleep     PortPhysState = 1
-	PhysStatePolling   PortPhysState = 2
-	PhysStateDisabled  PortPhysState = 3
-	PhysStateArmed     PortPhysState = 4
-	PhysStateLinkUp    PortPhysState = 5
-	PhysStateLinkError PortPhysState = 6
-	PhysStatePHYTest   PortPhysState = 7
+	PhysStateNOP       = verbs.PhysStateNOP
+	PhysStateSleep     = verbs.PhysStateSleep
+	PhysStatePolling   = verbs.PhysStatePolling
+	PhysStateDisabled  = verbs.PhysStateDisabled
+	PhysStateArmed     = verbs.PhysStateArmed
+	PhysStateLinkUp    = verbs.PhysStateLinkUp
+	PhysStateLinkError = verbs.PhysStateLinkError
+	PhysStatePHYTest   = verbs.PhysStatePHYTest
 )
-
-var physStateNames = [...]string{"NOP", "SLEEP", "POLLING", "DISABLED", "ARMED", "LINK_UP",
-	"LINK_ERROR_RECOVER", "PHY_TEST", "UNKNOWN", "OPA_OFFLINE", "UNKNOWN", "OPA_TEST"}
-
-// String returns iproute2's name ("LINK_UP", ...; "UNKNOWN" otherwise).
-func (s PortPhysState) String() string {
-	if int(s) < len(physStateNames) {
-		return physStateNames[s]
-	}
-	return "UNKNOWN"
-}
 
 // DriverID identifies the kernel driver behind a uverbs device (enum
 // rdma_driver_id); providers are chosen by it.

@@ -10,36 +10,25 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/netlinkrdma"
 	"github.com/goverbs/goverbs/uverbs"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
 )
 
-// PortSpace is an rdma_cm port space (enum rdma_ucm_port_space).
-type PortSpace uint16
+// PortSpace is an rdma_cm port space (enum rdma_ucm_port_space): the same
+// type as netlinkrdma.PortSpace, which reports the port space of the ids it
+// lists.
+type PortSpace = netlinkrdma.PortSpace
 
 // Port spaces. TCP gives RC ids, UDP and IPoIB UD ids, IB the QP type asked
 // for at creation.
 const (
-	PortSpaceTCP   PortSpace = abi.RDMA_PS_TCP
-	PortSpaceUDP   PortSpace = abi.RDMA_PS_UDP
-	PortSpaceIB    PortSpace = abi.RDMA_PS_IB
-	PortSpaceIPoIB PortSpace = abi.RDMA_PS_IPOIB
+	PortSpaceTCP   = netlinkrdma.PortSpaceTCP
+	PortSpaceUDP   = netlinkrdma.PortSpaceUDP
+	PortSpaceIB    = netlinkrdma.PortSpaceIB
+	PortSpaceIPoIB = netlinkrdma.PortSpaceIPoIB
 )
-
-func (ps PortSpace) String() string {
-	switch ps {
-	case PortSpaceTCP:
-		return "TCP"
-	case PortSpaceUDP:
-		return "UDP"
-	case PortSpaceIB:
-		return "IB"
-	case PortSpaceIPoIB:
-		return "IPoIB"
-	}
-	return fmt.Sprintf("PS(%#x)", uint16(ps))
-}
 
 // Private data limits of the CM messages for IP-addressed ids (the kernel
 // puts its 36-byte cma header in front of REQ and SIDR_REQ data).

@@ -13,6 +13,7 @@ import (
 	"github.com/goverbs/goverbs/internal/enumstr"
 	"github.com/goverbs/goverbs/uverbs/abi"
 	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/verbs"
 	"golang.org/x/sys/unix"
 )
 
@@ -166,23 +167,22 @@ func (c *Context) FWVersion() string {
 	return s
 }
 
-// PortState is a port's logical state (IBV_PORT_*).
-type PortState uint8
+// PortState is a port's logical state (IBV_PORT_*); PortPhysState its physical state. They are verbs' (and
+// netlinkrdma's) types.
+type (
+	PortState     = verbs.PortState
+	PortPhysState = verbs.PortPhysState
+)
 
 // Port states.
 const (
-	PortNOP PortState = iota
-	PortDown
-	PortInit
-	PortArmed
-	PortActive
-	PortActiveDefer
+	PortNOP         = verbs.PortNOP
+	PortDown        = verbs.PortDown
+	PortInit        = verbs.PortInit
+	PortArmed       = verbs.PortArmed
+	PortActive      = verbs.PortActive
+	PortActiveDefer = verbs.PortActiveDefer
 )
-
-var portStateNames = [...]string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
-
-// String is the state's name ("ACTIVE"); ibv_devinfo's "PORT_ACTIVE" is the tools' text.
-func (s PortState) String() string { return enumstr.Name(portStateNames[:], uint64(s), "PortState") }
 
 // MTU is an IB MTU enum value (1 = 256 ... 5 = 4096).
 type MTU uint8
@@ -214,12 +214,20 @@ func MTUFromBytes(n int) MTU {
 	return 0
 }
 
+// LinkLayer is a port's link layer (enum ibv_link_layer).
+type LinkLayer uint8
+
 // Link layers.
 const (
-	LinkLayerUnspecified = 0
-	LinkLayerInfiniBand  = 1
-	LinkLayerEthernet    = 2
+	LinkLayerUnspecified LinkLayer = 0
+	LinkLayerInfiniBand  LinkLayer = 1
+	LinkLayerEthernet    LinkLayer = 2
 )
+
+var linkLayerNames = [...]string{"UNSPECIFIED", "INFINIBAND", "ETHERNET"}
+
+// String is the link layer's name ("ETHERNET"); ibv_devinfo's "Ethernet" is the tools' text.
+func (l LinkLayer) String() string { return enumstr.Name(linkLayerNames[:], uint64(l), "LinkLayer") }
 
 // PortAttr are a port's attributes (struct ibv_port_attr).
 type PortAttr struct {
@@ -241,8 +249,8 @@ type PortAttr struct {
 	InitTypeReply uint8
 	ActiveWidth   uint8
 	ActiveSpeed   uint8
-	PhysState     uint8
-	LinkLayer     uint8
+	PhysState     PortPhysState
+	LinkLayer     LinkLayer
 	Flags         uint8
 	PortCapFlags2 uint16
 }
@@ -265,7 +273,7 @@ func (c *Context) QueryPort(port int) (*PortAttr, error) {
 		PortCapFlags: r.PortCapFlags, MaxMsgSz: r.MaxMsgSz, BadPKeyCntr: r.BadPkeyCntr,
 		QKeyViolCntr: r.QkeyViolCntr, PKeyTblLen: r.PkeyTblLen, LID: r.Lid, SMLID: r.SmLid, LMC: r.Lmc,
 		MaxVLNum: r.MaxVlNum, SMSL: r.SmSl, SubnetTimeout: r.SubnetTimeout, InitTypeReply: r.InitTypeReply,
-		ActiveWidth: r.ActiveWidth, ActiveSpeed: r.ActiveSpeed, PhysState: r.PhysState, LinkLayer: r.LinkLayer,
+		ActiveWidth: r.ActiveWidth, ActiveSpeed: r.ActiveSpeed, PhysState: PortPhysState(r.PhysState), LinkLayer: LinkLayer(r.LinkLayer),
 		Flags: r.Flags, PortCapFlags2: resp.PortCapFlags2,
 	}, nil
 }

@@ -2,22 +2,39 @@ package verbs
 
 import "github.com/goverbs/goverbs/internal/enumstr"
 
-// QPType is a queue pair's transport type (enum ib_qp_type numbering, as enum ibv_qp_type).
+// QPType is a queue pair's transport type (enum ib_qp_type numbering, as enum ibv_qp_type). Both the verbs core
+// and RDMA netlink (netlinkrdma.QP) report it; the kernel's own QPs add SMI, GSI and the raw types.
 type QPType uint8
 
 // QP types.
 const (
-	QPTypeRC        QPType = 2
-	QPTypeUC        QPType = 3
-	QPTypeUD        QPType = 4
-	QPTypeRawPacket QPType = 8
-	QPTypeXRCSend   QPType = 9
-	QPTypeXRCRecv   QPType = 10
+	QPTypeSMI          QPType = 0 // the kernel's QP0 (subnet management)
+	QPTypeGSI          QPType = 1 // the kernel's QP1 (general services)
+	QPTypeRC           QPType = 2
+	QPTypeUC           QPType = 3
+	QPTypeUD           QPType = 4
+	QPTypeRawIPv6      QPType = 5
+	QPTypeRawEthertype QPType = 6
+	QPTypeRawPacket    QPType = 8
+	QPTypeXRCSend      QPType = 9
+	QPTypeXRCRecv      QPType = 10
+	QPTypeDriver       QPType = 0xff // a driver-private type (IB_QPT_DRIVER)
 )
 
-// String is the type's name ("RC", "UD", "XRC_SEND").
+// String is the type's name ("RC", "UD", "XRC_SEND"); iproute2 prints XRC_SEND and XRC_RECV as the kernel
+// names them, XRC_INI and XRC_TGT.
 func (t QPType) String() string {
 	switch t {
+	case QPTypeSMI:
+		return "SMI"
+	case QPTypeGSI:
+		return "GSI"
+	case QPTypeRawIPv6:
+		return "RAW_IPV6"
+	case QPTypeRawEthertype:
+		return "RAW_ETHERTYPE"
+	case QPTypeDriver:
+		return "DRIVER"
 	case QPTypeRC:
 		return "RC"
 	case QPTypeUC:

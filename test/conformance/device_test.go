@@ -77,7 +77,7 @@ func TestQueryPort(t *testing.T) {
 		require.LessOrEqual(t, pa.State, uverbs.PortActiveDefer)
 		require.True(t, pa.MaxMTU >= uverbs.MTU256 && pa.MaxMTU <= uverbs.MTU4096, "max_mtu %d", pa.MaxMTU)
 		require.True(t, pa.ActiveMTU >= uverbs.MTU256 && pa.ActiveMTU <= pa.MaxMTU, "active_mtu %d", pa.ActiveMTU)
-		require.Contains(t, []uint8{uverbs.LinkLayerInfiniBand, uverbs.LinkLayerEthernet, uverbs.LinkLayerUnspecified}, pa.LinkLayer)
+		require.Contains(t, []uverbs.LinkLayer{uverbs.LinkLayerInfiniBand, uverbs.LinkLayerEthernet, uverbs.LinkLayerUnspecified}, pa.LinkLayer)
 		require.Greater(t, pa.MaxMsgSz, uint32(0x1000))
 		require.NotZero(t, pa.ActiveWidth)
 		require.NotZero(t, pa.ActiveSpeed)

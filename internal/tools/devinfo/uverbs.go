@@ -252,8 +252,8 @@ func portAttr(p *uverbs.PortAttr) PortAttr {
 		InitTypeReply: p.InitTypeReply,
 		ActiveWidth:   p.ActiveWidth,
 		ActiveSpeed:   p.ActiveSpeed,
-		PhysState:     p.PhysState,
-		LinkLayer:     p.LinkLayer,
+		PhysState:     uint8(p.PhysState),
+		LinkLayer:     uint8(p.LinkLayer),
 		Flags:         p.Flags,
 		PortCapFlags2: p.PortCapFlags2,
 	}

@@ -161,7 +161,7 @@ func (r *runner) run() int {
 		fmt.Fprintf(stderr, " Couldn't set the link layer\n")
 		return r.errf(" Couldn't get context for the device\n")
 	}
-	p.LinkLayer = pa.LinkLayer
+	p.LinkLayer = uint8(pa.LinkLayer)
 	ll := "IB"
 	switch pa.LinkLayer {
 	case uverbs.LinkLayerEthernet:

@@ -253,10 +253,10 @@ func printPort(p *printer, pt netlinkrdma.Port, details bool) {
 		}
 	}
 	if pt.Present.Has(abi.RDMA_NLDEV_ATTR_PORT_STATE) {
-		p.str(printAny, "state", "state %s ", pt.State.String())
+		p.str(printAny, "state", "state %s ", ipName(pt.State))
 	}
 	if pt.Present.Has(abi.RDMA_NLDEV_ATTR_PORT_PHYS_STATE) {
-		p.str(printAny, "physical_state", "physical_state %s ", pt.PhysState.String())
+		p.str(printAny, "physical_state", "physical_state %s ", ipName(pt.PhysState))
 	}
 	if pt.Present.Has(abi.RDMA_NLDEV_ATTR_NDEV_NAME) && pt.Present.Has(abi.RDMA_NLDEV_ATTR_NDEV_INDEX) {
 		p.str(printAny, "netdev", "netdev %s ", pt.NetdevName)

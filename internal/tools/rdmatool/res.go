@@ -345,8 +345,8 @@ func (t *tool) qpLine(q *netlinkrdma.QP) int {
 		t.filtered("rq-psn", q.RQPSN, has(abi.RDMA_NLDEV_ATTR_RES_RQ_PSN)) ||
 		t.filtered("sq-psn", q.SQPSN, has(abi.RDMA_NLDEV_ATTR_RES_SQ_PSN)) ||
 		t.strFiltered("path-mig-state", q.PathMigState.String()) ||
-		t.strFiltered("type", q.Type.String()) ||
-		t.strFiltered("state", q.State.String()) {
+		t.strFiltered("type", qpTypeName(q.Type)) ||
+		t.strFiltered("state", ipName(q.State)) {
 		return 0
 	}
 	comm, ok := t.comm(&q.ResBase)
@@ -360,8 +360,8 @@ func (t *tool) qpLine(q *netlinkrdma.QP) int {
 	if has(abi.RDMA_NLDEV_ATTR_RES_RQPN) {
 		p.uint(printAny, "rqpn", "rqpn %d ", q.RQPN)
 	}
-	p.str(printAny, "type", "type %s ", q.Type.String())
-	p.str(printAny, "state", "state %s ", q.State.String())
+	p.str(printAny, "type", "type %s ", qpTypeName(q.Type))
+	p.str(printAny, "state", "state %s ", ipName(q.State))
 	if has(abi.RDMA_NLDEV_ATTR_RES_RQ_PSN) {
 		p.uint(printAny, "rq-psn", "rq-psn %d ", q.RQPSN)
 	}
@@ -670,8 +670,8 @@ func (t *tool) cmIDLine(m *netlinkrdma.CMID) int {
 		return 0
 	}
 	if t.filtered("lqpn", m.LQPN, has(abi.RDMA_NLDEV_ATTR_RES_LQPN)) ||
-		t.strFiltered("qp-type", m.Type.String()) ||
-		t.strFiltered("ps", m.PortSpace.String()) ||
+		t.strFiltered("qp-type", qpTypeName(m.Type)) ||
+		t.strFiltered("ps", psName(m.PortSpace)) ||
 		t.strFiltered("state", m.State.String()) {
 		return 0
 	}
@@ -707,10 +707,10 @@ func (t *tool) cmIDLine(m *netlinkrdma.CMID) int {
 	t.resU32("cm-idn", m.CMIDN, has(abi.RDMA_NLDEV_ATTR_RES_CM_IDN))
 	t.resU32("lqpn", m.LQPN, has(abi.RDMA_NLDEV_ATTR_RES_LQPN))
 	if has(abi.RDMA_NLDEV_ATTR_RES_TYPE) {
-		p.str(printAny, "qp-type", "qp-type %s ", m.Type.String())
+		p.str(printAny, "qp-type", "qp-type %s ", qpTypeName(m.Type))
 	}
 	p.str(printAny, "state", "state %s ", m.State.String())
-	p.str(printAny, "ps", "ps %s ", m.PortSpace.String())
+	p.str(printAny, "ps", "ps %s ", psName(m.PortSpace))
 	t.resU32("pid", m.PID, has(abi.RDMA_NLDEV_ATTR_RES_PID))
 	t.printComm(&m.ResBase, comm, ok)
 	for _, a := range []struct {

@@ -148,7 +148,7 @@ func (t *tool) statQPShow() int {
 
 func (t *tool) qpCounterLine(c *netlinkrdma.QPCounter) int {
 	has := c.Present.Has
-	if t.filtered("cntn", c.ID, true) || t.strFiltered("qp-type", c.Type.String()) {
+	if t.filtered("cntn", c.ID, true) || t.strFiltered("qp-type", qpTypeName(c.Type)) {
 		return 0
 	}
 	comm, ok := t.comm(&c.ResBase)
@@ -165,7 +165,7 @@ func (t *tool) qpCounterLine(c *netlinkrdma.QPCounter) int {
 	t.printLink(&c.ResBase, c.Port)
 	p.uint(printAny, "cntn", "cntn %d ", c.ID)
 	if has(abi.RDMA_NLDEV_ATTR_RES_TYPE) {
-		p.str(printAny, "qp-type", "qp-type %s ", c.Type.String())
+		p.str(printAny, "qp-type", "qp-type %s ", qpTypeName(c.Type))
 	}
 	t.resU64("pid", uint64(c.PID), has(abi.RDMA_NLDEV_ATTR_RES_PID))
 	t.printComm(&c.ResBase, comm, ok)
