@@ -19,6 +19,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/internal/tools/getopt"
 	"github.com/goverbs/goverbs/internal/tools/ibdiag"
+	"github.com/goverbs/goverbs/internal/tools/libumad"
 	"github.com/goverbs/goverbs/internal/tools/sysfs"
 )
 
@@ -92,7 +93,7 @@ func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
 		}
 	}
 	s := &state{cmd: c, stdout: stdout, stderr: stderr,
-		u: &umad{fs: c.FS, stderr: stderr, pid: c.Pid}}
+		u: &libumad.Lib{FS: c.FS, Stderr: stderr, PID: c.Pid}}
 	s.readConfig(c.Config)
 	return s.main(args, posix)
 }
@@ -100,7 +101,7 @@ func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
 type state struct {
 	cmd            Command
 	stdout, stderr io.Writer
-	u              *umad
+	u              *libumad.Lib
 	debug          int
 }
 
@@ -109,7 +110,7 @@ type state struct {
 // file changes what ibstat prints.
 func (s *state) readConfig(path string) {
 	if _, err := os.Stat(path); err != nil {
-		s.u.setErr(err)
+		s.u.SetErr(err)
 	}
 }
 
@@ -120,7 +121,7 @@ func (s *state) usage() {
 
 // panicf is libibmad's IBPANIC from main: message, strerror(errno), exit -1.
 func (s *state) panicf(format string, args ...any) {
-	fmt.Fprintf(s.stderr, "ibpanic: [%d] main: %s: %s\n", s.cmd.Pid, fmt.Sprintf(format, args...), cstd.Strerror(s.u.errno))
+	fmt.Fprintf(s.stderr, "ibpanic: [%d] main: %s: %s\n", s.cmd.Pid, fmt.Sprintf(format, args...), cstd.Strerror(s.u.Errno))
 	panic(exit(255))
 }
 
@@ -174,7 +175,7 @@ func (s *state) main(args []string, posix bool) int {
 			// ibverbose: ibstat prints nothing more.
 		case 'd':
 			s.debug++
-			s.u.debug = s.debug - 1
+			s.u.Debug = s.debug - 1
 		default:
 			s.usage()
 		}
@@ -185,8 +186,8 @@ func (s *state) main(args []string, posix bool) int {
 		v, _, _ := cstd.Strtol(operands[1], 0)
 		devPort = int(int32(v))
 	}
-	s.u.trace("umad_init", "umad_init")
-	names, err := s.u.deviceList()
+	s.u.Trace("umad_init", "umad_init")
+	names, err := s.u.DeviceList()
 	if err != nil {
 		s.panicf("can't list IB device names")
 	}
@@ -206,7 +207,7 @@ func (s *state) main(args []string, posix bool) int {
 	}
 	if listPorts {
 		for _, n := range sel {
-			guids, err := s.u.portGUIDs(n)
+			guids, err := s.u.PortGUIDs(n)
 			if err != nil {
 				s.panicf("can't list ports")
 			}
@@ -224,7 +225,7 @@ func (s *state) main(args []string, posix bool) int {
 			continue
 		}
 		if err := s.caStat(n, devPort, shortFmt); err != nil {
-			s.u.warn("main", "stat of IB device '%s' failed", n)
+			s.u.Warn("main", "stat of IB device '%s' failed", n)
 		}
 	}
 	return 0
@@ -232,7 +233,7 @@ func (s *state) main(args []string, posix bool) int {
 
 // caStat is ibstat's ca_stat.
 func (s *state) caStat(name string, port int, noPorts bool) error {
-	ca, err := s.u.getCA(name)
+	ca, err := getCA(s.u, name)
 	if err != nil {
 		// A device that is no RDMA endpoint (its port has neither GID 0
 		// nor the CM capability) is passed over.
@@ -240,7 +241,7 @@ func (s *state) caStat(name string, port int, noPorts bool) error {
 		if port == -1 {
 			check = 1
 		}
-		if !s.u.portHasGID(name, check) && !s.u.portHasCMCap(name, check) {
+		if !portHasGID(s.u, name, check) && !portHasCMCap(s.u, name, check) {
 			s.debugf("ca_stat", "The device %s is not RDMA endpoint device", name)
 			return nil
 		}
@@ -256,7 +257,7 @@ func (s *state) caStat(name string, port int, noPorts bool) error {
 	}
 	if !noPorts && port >= 0 {
 		if port > ca.NumPorts || ca.Ports[port] == nil {
-			s.u.warn("ca_stat", "%s: '%s' has no port number %d - max (%d)", NodeTypeName(ca.NodeType), name, port, ca.NumPorts)
+			s.u.Warn("ca_stat", "%s: '%s' has no port number %d - max (%d)", NodeTypeName(ca.NodeType), name, port, ca.NumPorts)
 			return fmt.Errorf("stat port %d of %s: %w", port, name, unix.EINVAL)
 		}
 		fmt.Fprintf(s.stdout, "%s: '%s'\n", NodeTypeName(ca.NodeType), ca.Name)

@@ -22,6 +22,7 @@ import (
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/internal/tools/getopt"
 	"github.com/goverbs/goverbs/internal/tools/ibdiag"
+	"github.com/goverbs/goverbs/internal/tools/libumad"
 	"github.com/goverbs/goverbs/internal/tools/sysfs"
 )
 
@@ -165,7 +166,7 @@ func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
 			status = int(e)
 		}
 	}()
-	s := &state{cmd: c, stdout: stdout, stderr: stderr, u: &lib{fs: c.FS, stderr: stderr, pid: c.Pid}}
+	s := &state{cmd: c, stdout: stdout, stderr: stderr, u: &lib{Lib: &libumad.Lib{FS: c.FS, Stderr: stderr, PID: c.Pid}}}
 	s.readConfig(c.Config)
 	return s.main(args, posix)
 }
@@ -266,7 +267,7 @@ func (s *state) main(args []string, posix bool) int {
 			s.verbose++
 		case 'd':
 			s.debug++
-			s.u.debug = s.debug - 1
+			s.u.Debug = s.debug - 1
 		case 'C':
 			v := o.Arg
 			s.ca = &v

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/internal/tools/libumad"
 )
 
 // PerfMgt capability bits (ClassPortInfo CapabilityMask, host order).
@@ -100,17 +101,17 @@ func (s *state) run(ops []string) int {
 			name = &n
 		}
 		found, ok := s.u.resolveCAName(name, &port)
-		var p *umadPort
+		var p *libumad.Port
 		if ok {
-			if ca, err := s.u.readCA(found); err == nil && port >= 0 && port < caMaxPorts {
-				p = ca.ports[port]
+			if ca, err := s.u.ReadCA(found); err == nil && port >= 0 && port < libumad.CAMaxPorts {
+				p = ca.Ports[port]
 			}
 		}
 		if p == nil {
 			s.exitf("main", "can't resolve self port %s", "(null)")
 		}
-		pid = portID{lid: int(p.baseLID), sl: int(p.smSL), pkeyIdx: s.pkeyIdx}
-		s.port = p.portNum
+		pid = portID{lid: int(p.BaseLID), sl: int(p.SMSL), pkeyIdx: s.pkeyIdx}
+		s.port = p.PortNum
 	}
 
 	pc := s.pma(conn, pid, s.port, attrClassPortInfo)

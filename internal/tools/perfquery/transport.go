@@ -45,24 +45,24 @@ var errNotCloned = errors.New("perfquery: subnet management queries are not impl
 // 3, 0) with its failure messages: it returns the GSI port.
 func (s *state) openPort() Port {
 	u := s.u
-	u.trace("umad_init", "umad_init")
+	u.Trace("umad_init", "umad_init")
 	caShown := "(null)"
 	if s.ca != nil {
 		caShown = *s.ca
 	}
 	fail := func() {
-		u.warn("mad_rpc_open_port2", "can't open UMAD port (%s:%d)", caShown, s.caPort)
+		u.Warn("mad_rpc_open_port2", "can't open UMAD port (%s:%d)", caShown, s.caPort)
 		s.exitf("main", "Failed to open '%s' port '%d'", caShown, s.caPort)
 	}
 	pair, rc := u.pairByCAName(s.ca, uint8(s.caPort))
 	if rc < 0 {
-		u.warn("get_smi_gsi_pair", "Can't open UMAD port (%s) (%s:%d)", cstd.Strerror(unix.Errno(-rc)), caShown, s.caPort)
+		u.Warn("get_smi_gsi_pair", "Can't open UMAD port (%s) (%s:%d)", cstd.Strerror(unix.Errno(-rc)), caShown, s.caPort)
 		fail()
 	}
 	smi, smiFD := s.open(pair.smiName, pair.smiPort)
 	gsi, gsiFD := s.open(pair.gsiName, pair.gsiPort)
 	if gsi == nil {
-		u.warn("get_smi_gsi_pair", "Can't open GSI UMAD port (%s) (%s:%d)", cstd.Strerror(unix.Errno(-gsiFD)), pair.gsiName, pair.gsiPort)
+		u.Warn("get_smi_gsi_pair", "Can't open GSI UMAD port (%s) (%s:%d)", cstd.Strerror(unix.Errno(-gsiFD)), pair.gsiName, pair.gsiPort)
 		u.closePort(smiFD)
 		if smi != nil {
 			smi.Close()
@@ -83,22 +83,22 @@ func (s *state) openPort() Port {
 		if c.class == 1 && smi != nil {
 			p, fd = smi, smiFD
 		}
-		u.trace("umad_register", "fd %d mgmt_class %d mgmt_version %d rmpp_version %d method_mask (nil)", fd, c.class, c.version, c.rmpp)
+		u.Trace("umad_register", "fd %d mgmt_class %d mgmt_version %d rmpp_version %d method_mask (nil)", fd, c.class, c.version, c.rmpp)
 		qp := 1
 		if c.class == 1 {
 			qp = 0
 		}
 		id, err := p.Register(c.class, c.version, c.rmpp)
 		if err != nil {
-			u.trace("umad_register", "fd %d registering qp %d class 0x%x version %d failed: %s", fd, qp, c.class, c.version, cstd.Strerror(cstd.ErrnoOf(err, unix.EPERM)))
+			u.Trace("umad_register", "fd %d registering qp %d class 0x%x version %d failed: %s", fd, qp, c.class, c.version, cstd.Strerror(cstd.ErrnoOf(err, unix.EPERM)))
 			if s.debug > 0 {
-				u.warn("mad_register_port_client", "Can't register agent for class %d", c.class)
+				u.Warn("mad_register_port_client", "Can't register agent for class %d", c.class)
 			}
-			u.warn("mad_rpc_open_port2", "client_register for mgmt %d failed", c.class)
+			u.Warn("mad_rpc_open_port2", "client_register for mgmt %d failed", c.class)
 			closeAll()
 			s.exitf("main", "Failed to open '%s' port '%d'", caShown, s.caPort)
 		}
-		u.trace("umad_register", "fd %d registered to use agent %d qp %d", fd, id, qp)
+		u.Trace("umad_register", "fd %d registered to use agent %d qp %d", fd, id, qp)
 	}
 	if smi != nil {
 		s.closers = append(s.closers, smi.Close)
@@ -116,12 +116,12 @@ func (s *state) open(name string, port int) (Port, int) {
 	dev := fmt.Sprintf("/dev/infiniband/umad%d", id)
 	p, err := s.cmd.MAD.Open(s.cmd.FS.DevPath(fmt.Sprintf("infiniband/umad%d", id)))
 	if err != nil {
-		s.u.trace("do_umad_open_port", "open %s failed: %s", dev, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
+		s.u.Trace("do_umad_open_port", "open %s failed: %s", dev, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
 		return nil, -int(unix.EIO)
 	}
 	s.nextFD++
 	fd := s.nextFD + 2
-	s.u.trace("do_umad_open_port", "opened %s fd %d portid %d", dev, fd, id)
+	s.u.Trace("do_umad_open_port", "opened %s fd %d portid %d", dev, fd, id)
 	return p, fd
 }
 

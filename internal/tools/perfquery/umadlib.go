@@ -3,15 +3,11 @@ package perfquery
 import (
 	"errors"
 	"fmt"
-	"io"
-	"sort"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/goverbs/internal/tools/cstd"
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
+	"github.com/goverbs/goverbs/internal/tools/libumad"
 )
 
 // This file reproduces what perfquery's mad_rpc_open_port2 does in
@@ -28,8 +24,6 @@ import (
 // empty names, and the two umad_open_port("", 0) calls fail with ENODEV.
 
 const (
-	caNameLen     = 20  // UMAD_CA_NAME_LEN
-	caMaxPorts    = 10  // UMAD_CA_MAX_PORTS
 	maxDevices    = 128 // UMAD_MAX_DEVICES (rdma-core 65)
 	maxPorts      = 192 // UMAD_MAX_PORTS (rdma-core 65)
 	defCAName     = "mthca0"
@@ -37,249 +31,12 @@ const (
 	capSMDisabled = 0x400 // CAPMASK_IS_SM_DISABLED
 )
 
-const (
-	sysInfiniband = "/sys/class/infiniband"
-	sysMAD        = "/sys/class/infiniband_mad"
-)
-
-type umadPort struct {
-	caName    string
-	portNum   int
-	baseLID   uint32
-	lmc       uint32
-	smLID     uint32
-	smSL      uint32
-	state     uint32
-	physState uint32
-	rate      uint32
-	capMask   uint32
-	gidPrefix uint64
-	portGUID  uint64
-	linkLayer string
-}
-
-type umadCA struct {
-	name     string
-	nodeType uint32
-	numPorts int
-	ports    [caMaxPorts]*umadPort
-}
-
-func (p *umadPort) isIB() bool { return p.linkLayer == "InfiniBand" || p.linkLayer == "IB" }
-
-// lib is the libibumad state of one process.
+// lib is the libibumad state of one process: the sysfs side shared with ibstat (package libumad) and the
+// ABI version get_abi_version caches.
 type lib struct {
-	fs     sysfs.FS
-	stderr io.Writer
-	pid    int
-	debug  int // umaddebug
+	*libumad.Lib
 	abi    uint32
 	abiSet bool
-}
-
-func (u *lib) warn(fn, format string, args ...any) {
-	fmt.Fprintf(u.stderr, "ibwarn: [%d] %s: %s\n", u.pid, fn, fmt.Sprintf(format, args...))
-}
-
-func (u *lib) trace(fn, format string, args ...any) {
-	if u.debug > 0 {
-		u.warn(fn, format, args...)
-	}
-}
-
-func (u *lib) abs(p string) string { return u.fs.SysPath(strings.TrimPrefix(p, "/sys/")) }
-
-// readString is sys_read_string: one read of at most max bytes, cut at the
-// last newline.
-func (u *lib) readString(dir, file string, max int) (string, error) {
-	b, err := sysfs.ReadN(u.abs(dir+"/"+file), max)
-	if err != nil {
-		return "", err
-	}
-	if len(b) >= max {
-		b = b[:max-1]
-	}
-	s := sysfs.CString(b)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s, nil
-}
-
-func (u *lib) readUint(dir, file string) (uint32, error) {
-	s, err := u.readString(dir, file, 32)
-	if err != nil {
-		return 0, err
-	}
-	v, _, _ := cstd.Strtoul(s, 0)
-	return uint32(v), nil
-}
-
-// readGID is sys_read_gid: eight strsep fields of hex.
-func (u *lib) readGID(dir, file string) (prefix, guid uint64, err error) {
-	s, err := u.readString(dir, file, 64)
-	if err != nil {
-		return 0, 0, err
-	}
-	for i := 0; i < 8; i++ {
-		var tok string
-		if j := strings.IndexAny(s, ": \t\n"); j >= 0 {
-			tok, s = s[:j], s[j+1:]
-		} else if s != "" || i == 0 {
-			tok, s = s, ""
-		} else {
-			return 0, 0, unix.EINVAL
-		}
-		v, _, _ := cstd.Strtoul(tok, 16)
-		if i < 4 {
-			prefix = prefix<<16 | v&0xffff
-		} else {
-			guid = guid<<16 | v&0xffff
-		}
-	}
-	return prefix, guid, nil
-}
-
-func truncName(n string) string {
-	if len(n) > caNameLen-1 {
-		return n[:caNameLen-1]
-	}
-	return n
-}
-
-func (u *lib) isIBType(name string) bool {
-	t, err := u.readUint(sysInfiniband+"/"+name, "node_type")
-	return err == nil && t >= 1 && t <= 3
-}
-
-// casNames is umad_get_cas_names.
-func (u *lib) casNames(max int) []string {
-	u.trace("umad_get_cas_names", "max %d", max)
-	names, err := sysfs.Names(u.abs(sysInfiniband))
-	if err != nil {
-		u.trace("umad_get_cas_names", "return 1 ca")
-		return []string{defCAName}
-	}
-	sort.Strings(names)
-	var out []string
-	for _, n := range names {
-		if len(n) < caNameLen && len(out) < max && u.isIBType(n) {
-			out = append(out, n)
-		}
-	}
-	u.trace("umad_get_cas_names", "return %d cas", len(out))
-	return out
-}
-
-// deviceList is umad_get_ca_device_list (readdir order; the names are
-// sorted here as umad_sort_ca_device_list would).
-func (u *lib) deviceList() []string {
-	names, err := sysfs.Names(u.abs(sysInfiniband))
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, n := range names {
-		if u.isIBType(n) {
-			out = append(out, n)
-		}
-	}
-	u.trace("umad_get_ca_device_list", "return %d cas", len(out))
-	sort.Strings(out)
-	return out
-}
-
-// getCA is umad_get_ca (resolve_ca_name with a name only duplicates it).
-func (u *lib) getCA(name string) (*umadCA, error) {
-	u.trace("umad_get_ca", "ca_name %s", name)
-	ca, err := u.readCA(name)
-	if err != nil {
-		return nil, err
-	}
-	u.trace("umad_get_ca", "opened %s", name)
-	return ca, nil
-}
-
-func (u *lib) releaseCA(ca *umadCA) {
-	u.trace("umad_release_ca", "ca_name %s", ca.name)
-	u.trace("umad_release_ca", "releasing %s", ca.name)
-}
-
-// readCA is get_ca.
-func (u *lib) readCA(name string) (*umadCA, error) {
-	ca := &umadCA{name: truncName(name)}
-	dir := sysInfiniband + "/" + ca.name
-	var err error
-	if ca.nodeType, err = u.readUint(dir, "node_type"); err != nil {
-		return nil, err
-	}
-	if _, err := u.readString(dir, "node_guid", 32); err != nil {
-		return nil, err
-	}
-	if _, err := u.readString(dir, "sys_image_guid", 32); err != nil {
-		return nil, err
-	}
-	portsDir := dir + "/ports"
-	ents, err := sysfs.Names(u.abs(portsDir))
-	if err != nil {
-		return nil, unix.ENOENT
-	}
-	sort.Strings(ents)
-	for _, e := range ents {
-		pn := 0
-		if e != "0" {
-			pn = int(cstd.Atoi(e))
-			if pn <= 0 || pn >= caMaxPorts {
-				return nil, unix.EIO
-			}
-		}
-		p, err := u.readPort(name, portsDir, pn)
-		if err != nil {
-			return nil, unix.EIO
-		}
-		ca.ports[pn] = p
-		ca.numPorts = max(ca.numPorts, pn)
-	}
-	return ca, nil
-}
-
-// readPort is get_port.
-func (u *lib) readPort(caName, portsDir string, pn int) (*umadPort, error) {
-	p := &umadPort{caName: truncName(caName), portNum: pn}
-	dir := portsDir + "/" + strconv.Itoa(pn)
-	for _, f := range []struct {
-		name string
-		dst  *uint32
-	}{
-		{"lid_mask_count", &p.lmc}, {"sm_lid", &p.smLID}, {"sm_sl", &p.smSL}, {"lid", &p.baseLID},
-		{"state", &p.state}, {"phys_state", &p.physState}, {"rate", &p.rate}, {"cap_mask", &p.capMask},
-	} {
-		v, err := u.readUint(dir, f.name)
-		if err != nil {
-			return nil, err
-		}
-		*f.dst = v
-	}
-	ll, err := u.readString(dir, "link_layer", caNameLen)
-	if err != nil {
-		ll = "IB"
-	}
-	p.linkLayer = ll
-	if p.gidPrefix, p.portGUID, err = u.readGID(dir, "gids/0"); err != nil {
-		return nil, err
-	}
-	names, _ := sysfs.Names(u.abs(dir + "/pkeys"))
-	n := 0
-	for _, s := range names {
-		if strings.Trim(s, "0123456789") == "" {
-			n++
-		}
-	}
-	if n == 0 {
-		u.warn("get_port", "no pkeys found for %s:%d (at dir %s)...", p.caName, pn, dir+"/pkeys")
-		return nil, unix.EIO
-	}
-	return p, nil
 }
 
 // caPair is struct umad_ca_pair.
@@ -291,95 +48,95 @@ type caPair struct {
 // smiGSIPairs is umad_get_smi_gsi_pairs as Debian's 65.0 binary runs it:
 // only InfiniBand ports count.
 func (u *lib) smiGSIPairs() ([]caPair, error) {
-	names := u.casNames(maxDevices)
+	names := u.CASNames(maxDevices)
 	type count struct {
 		guid uint64
 		n    int
 	}
 	var counts []count
 	for _, n := range names {
-		ca, err := u.getCA(n)
+		ca, err := u.GetCA(n)
 		if err != nil {
 			continue
 		}
-		for _, p := range ca.ports[:ca.numPorts+1] {
-			if p == nil || !p.isIB() {
+		for _, p := range ca.Ports[:ca.NumPorts+1] {
+			if p == nil || !p.IsIB() {
 				continue
 			}
 			found := false
 			for i := range counts {
-				if counts[i].guid == p.portGUID {
+				if counts[i].guid == p.PortGUID {
 					counts[i].n++
 					found = true
 					break
 				}
 			}
 			if !found && len(counts) < maxPorts {
-				counts = append(counts, count{p.portGUID, 1})
+				counts = append(counts, count{p.PortGUID, 1})
 			}
 		}
-		u.releaseCA(ca)
+		u.ReleaseCA(ca)
 	}
 	var pairs []caPair
 	index := map[uint64]int{}
 	for _, n := range names {
-		ca, err := u.getCA(n)
+		ca, err := u.GetCA(n)
 		if err != nil {
 			continue
 		}
-		for _, p := range ca.ports[:ca.numPorts+1] {
-			if p == nil || p.portGUID == 0 || !p.isIB() {
+		for _, p := range ca.Ports[:ca.NumPorts+1] {
+			if p == nil || p.PortGUID == 0 || !p.IsIB() {
 				continue
 			}
 			gc := 0
 			for _, c := range counts {
-				if c.guid == p.portGUID {
+				if c.guid == p.PortGUID {
 					gc = c.n
 				}
 			}
-			i, ok := index[p.portGUID]
+			i, ok := index[p.PortGUID]
 			if !ok {
 				if len(pairs) >= maxPorts {
 					continue
 				}
 				pairs = append(pairs, caPair{})
 				i = len(pairs) - 1
-				index[p.portGUID] = i
+				index[p.PortGUID] = i
 			}
 			d := &pairs[i]
 			if gc > 1 {
-				if p.capMask&capSMDisabled != 0 {
-					d.gsiName = ca.name
+				if p.CapMask&capSMDisabled != 0 {
+					d.gsiName = ca.Name
 				} else {
-					d.smiName = ca.name
+					d.smiName = ca.Name
 				}
 				break
 			} else if gc == 1 {
-				if p.capMask&capSMDisabled == 0 {
-					d.smiName = ca.name
+				if p.CapMask&capSMDisabled == 0 {
+					d.smiName = ca.Name
 				}
-				d.gsiName = ca.name
+				d.gsiName = ca.Name
 				break
 			}
-			u.releaseCA(ca)
+			u.ReleaseCA(ca)
 			return nil, errors.New("port GUID without count")
 		}
-		u.releaseCA(ca)
+		u.ReleaseCA(ca)
 	}
 	return pairs, nil
 }
 
-func checkActive(ca *umadCA, port int) bool { // umad_check_active == 0
-	return port >= 0 && port < caMaxPorts && ca.ports[port] != nil && ca.ports[port].state > 1
+func checkActive(ca *libumad.CA, port int) bool { // umad_check_active == 0
+	return port >= 0 && port < libumad.CAMaxPorts && ca.Ports[port] != nil && ca.Ports[port].State > 1
 }
 
-func findActive(pair *caPair, ca *umadCA, gsi bool) int {
-	for i := 0; i <= ca.numPorts; i++ {
+func findActive(pair *caPair, ca *libumad.CA, gsi bool) int {
+	for i := 0; i <= ca.NumPorts; i++ {
 		if checkActive(ca, i) {
 			if gsi {
-				pair.gsiPort = ca.ports[i].portNum
+				pair.gsiPort = ca.Ports[i].PortNum
 			} else {
-				pair.smiPort = ca.ports[i].portNum
+				pair.smiPort = ca.Ports[i].PortNum
 			}
 			return 0
 		}
@@ -387,16 +144,16 @@ func findActive(pair *caPair, ca *umadCA, gsi bool) int {
 	return 1
 }
 
-func findPreferredPorts(pair *caPair, ca *umadCA, gsi bool, portnum int, named bool) int {
-	if ca.numPorts == 1 {
-		for i := 0; i <= ca.numPorts; i++ {
-			if ca.ports[i] != nil {
-				portnum = ca.ports[i].portNum
+func findPreferredPorts(pair *caPair, ca *libumad.CA, gsi bool, portnum int, named bool) int {
+	if ca.NumPorts == 1 {
+		for i := 0; i <= ca.NumPorts; i++ {
+			if ca.Ports[i] != nil {
+				portnum = ca.Ports[i].PortNum
 				break
 			}
 		}
 	}
-	if portnum != 0 || ca.nodeType == 2 {
+	if portnum != 0 || ca.NodeType == 2 {
 		if pair.gsiName == pair.smiName {
 			if named || checkActive(ca, portnum) {
 				pair.gsiPort, pair.smiPort = portnum, portnum
@@ -437,7 +194,7 @@ func (u *lib) pairByCAName(name *string, portnum uint8) (caPair, int) {
 		if cp.gsiName == "" {
 			continue
 		}
-		if name != nil && cp.gsiName != truncName(*name) && cp.smiName != truncName(*name) {
+		if name != nil && cp.gsiName != libumad.TruncName(*name) && cp.smiName != libumad.TruncName(*name) {
 			continue
 		}
 		gsi := cp.smiName == "" || (name != nil && *name == cp.gsiName)
@@ -445,17 +202,17 @@ func (u *lib) pairByCAName(name *string, portnum uint8) (caPair, int) {
 		if gsi {
 			cn = cp.gsiName
 		}
-		ca, err := u.getCA(cn)
+		ca, err := u.GetCA(cn)
 		if err != nil {
 			continue
 		}
-		if portnum != 0 && (int(portnum) >= caMaxPorts || ca.ports[portnum] == nil) {
-			u.releaseCA(ca)
+		if portnum != 0 && (int(portnum) >= libumad.CAMaxPorts || ca.Ports[portnum] == nil) {
+			u.ReleaseCA(ca)
 			continue
 		}
 		out = cp
 		rc = findPreferredPorts(&out, ca, gsi, int(portnum), name != nil)
-		u.releaseCA(ca)
+		u.ReleaseCA(ca)
 		if rc == 0 {
 			break
 		}
@@ -472,9 +229,9 @@ func (u *lib) abiVersion() uint32 {
 		return u.abi
 	}
 	u.abiSet = true
-	v, err := u.readUint(sysMAD, "abi_version")
+	v, err := u.ReadUint(libumad.SysMAD, "abi_version")
 	if err != nil {
-		u.warn("get_abi_version", "can't read ABI version from %s/%s (%s): is ib_umad module loaded?", sysMAD, "abi_version", cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
+		u.Warn("get_abi_version", "can't read ABI version from %s/%s (%s): is ib_umad module loaded?", libumad.SysMAD, "abi_version", cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
 		u.abi = 0
 		return 0
 	}
@@ -488,50 +245,50 @@ func (u *lib) abiVersion() uint32 {
 
 // resolveCAPort is resolve_ca_port: 1 active, 0 up, -1 none.
 func (u *lib) resolveCAPort(name string, port *int) int {
-	u.trace("resolve_ca_port", "checking ca '%s'", name)
-	ca, err := u.getCA(name)
+	u.Trace("resolve_ca_port", "checking ca '%s'", name)
+	ca, err := u.GetCA(name)
 	if err != nil {
 		return -1
 	}
-	if ca.nodeType == 2 {
+	if ca.NodeType == 2 {
 		*port = 0
 		return 1
 	}
 	if *port > 0 {
-		if *port > ca.numPorts || ca.ports[*port] == nil || !ca.ports[*port].isIB() {
+		if *port > ca.NumPorts || ca.Ports[*port] == nil || !ca.Ports[*port].IsIB() {
 			return -1
 		}
-		if ca.ports[*port].state == 4 {
+		if ca.Ports[*port].State == 4 {
 			return 1
 		}
-		if ca.ports[*port].physState != 3 {
+		if ca.Ports[*port].PhysState != 3 {
 			return 0
 		}
 		return -1
 	}
 	active, up := -1, -1
-	for i := 0; i <= ca.numPorts; i++ {
-		u.trace("resolve_ca_port", "checking port %d", i)
-		p := ca.ports[i]
-		if p == nil || !p.isIB() {
+	for i := 0; i <= ca.NumPorts; i++ {
+		u.Trace("resolve_ca_port", "checking port %d", i)
+		p := ca.Ports[i]
+		if p == nil || !p.IsIB() {
 			continue
 		}
-		if up < 0 && p.physState == 5 {
+		if up < 0 && p.PhysState == 5 {
 			up, *port = i, i
 		}
-		if p.state == 4 {
+		if p.State == 4 {
 			active, *port = i, i
-			u.trace("resolve_ca_port", "found active port %d", i)
+			u.Trace("resolve_ca_port", "found active port %d", i)
 			break
 		}
 	}
 	if active == -1 && up == -1 {
-		for i := 0; i <= ca.numPorts; i++ {
-			u.trace("resolve_ca_port", "checking port %d", i)
-			if ca.ports[i] == nil {
+		for i := 0; i <= ca.NumPorts; i++ {
+			u.Trace("resolve_ca_port", "checking port %d", i)
+			if ca.Ports[i] == nil {
 				continue
 			}
-			if ca.ports[i].physState != 3 {
+			if ca.Ports[i].PhysState != 3 {
 				up, *port = i, i
 				break
 			}
@@ -559,17 +316,18 @@ func (u *lib) resolveCAName(name *string, port *int) (string, bool) {
 	}
 	var phys string
 	physPort := 0
-	for _, n := range u.deviceList() {
-		u.trace("resolve_ca_name", "checking ca '%s'", n)
+	names, _ := u.DeviceList()
+	for _, n := range names {
+		u.Trace("resolve_ca_name", "checking ca '%s'", n)
 		p := *port
 		t := u.resolveCAPort(n, &p)
 		if t < 0 {
 			continue
 		}
-		u.trace("resolve_ca_name", "found ca %s with port %d type %d", n, p, t)
+		u.Trace("resolve_ca_name", "found ca %s with port %d type %d", n, p, t)
 		if t > 0 {
 			*port = p
-			u.trace("resolve_ca_name", "found ca %s with active port %d", n, p)
+			u.Trace("resolve_ca_name", "found ca %s with active port %d", n, p)
 			return n, true
 		}
 		if phys == "" {
@@ -577,7 +335,7 @@ func (u *lib) resolveCAName(name *string, port *int) (string, bool) {
 		}
 	}
 	if phys != "" {
-		u.trace("resolve_ca_name", "phys found on %s port %d", phys, physPort)
+		u.Trace("resolve_ca_name", "phys found on %s port %d", phys, physPort)
 		*port = physPort
 		return phys, true
 	}
@@ -588,19 +346,19 @@ func (u *lib) resolveCAName(name *string, port *int) (string, bool) {
 // umadID is dev_to_umad_id.
 func (u *lib) umadID(dev string, port int) int {
 	for id := 0; id < maxPorts; id++ {
-		dir := fmt.Sprintf("%s/umad%d/", sysMAD, id)
-		d, err := u.readString(dir, "ibdev", caNameLen)
+		dir := fmt.Sprintf("%s/umad%d/", libumad.SysMAD, id)
+		d, err := u.ReadString(dir, "ibdev", libumad.CANameLen)
 		if err != nil {
 			continue
 		}
-		p, err := u.readUint(dir, "port")
+		p, err := u.ReadUint(dir, "port")
 		if err != nil {
 			continue
 		}
 		if d != dev || int(p) != port {
 			continue
 		}
-		u.trace("dev_to_umad_id", "mapped %s %d to %d", dev, port, id)
+		u.Trace("dev_to_umad_id", "mapped %s %d to %d", dev, port, id)
 		return id
 	}
 	return -1
@@ -614,7 +372,7 @@ func (u *lib) openPort(name string, nameSet bool, port int) int {
 		shown = "(null)"
 	}
 	abi := u.abiVersion() // in the C function's declarations, before its trace
-	u.trace("do_umad_open_port", "ca %s port %d", shown, port)
+	u.Trace("do_umad_open_port", "ca %s port %d", shown, port)
 	if abi == 0 {
 		return -int(unix.EOPNOTSUPP)
 	}
@@ -626,7 +384,7 @@ func (u *lib) openPort(name string, nameSet bool, port int) int {
 	if !ok {
 		return -int(unix.ENODEV)
 	}
-	u.trace("do_umad_open_port", "opening %s port %d", found, port)
+	u.Trace("do_umad_open_port", "opening %s port %d", found, port)
 	id := u.umadID(found, port)
 	if id < 0 {
 		return -int(unix.EINVAL)
@@ -636,5 +394,5 @@ func (u *lib) openPort(name string, nameSet bool, port int) int {
 
 // closePort is umad_close_port.
 func (u *lib) closePort(fd int) {
-	u.trace("umad_close_port", "closed fd %d", fd)
+	u.Trace("umad_close_port", "closed fd %d", fd)
 }
