@@ -3,7 +3,7 @@ package netlinkrdma
 import (
 	"fmt"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 // Chardev is a character device of an RDMA device or of the RDMA subsystem,

@@ -3,7 +3,7 @@ package netlinkrdma
 import (
 	"errors"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 // FRMRPoolKey identifies a pool of fast-registration MRs: MRs of one pool

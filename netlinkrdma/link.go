@@ -3,7 +3,7 @@ package netlinkrdma
 import (
 	"fmt"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 // Link types accepted by LinkAdd on Linux 6.1.

@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/netlinkrdma"
 	"github.com/goverbs/goverbs/test/labtest"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // TestLabLibrary checks netlinkrdma against the lab's kernel (rxe0 on

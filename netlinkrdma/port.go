@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 // Port is one port of an RDMA device as RDMA_NLDEV_CMD_PORT_GET reports it.

@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/enumstr"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // ResourceCount is one line of a device's resource summary.

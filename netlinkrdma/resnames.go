@@ -3,7 +3,7 @@ package netlinkrdma
 import (
 	"fmt"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/verbs"
 )
 
@@ -64,7 +64,7 @@ func (s CMState) String() string {
 type PortSpace uint16
 
 // Port spaces of <rdma/rdma_user_cm.h> (enum rdma_ucm_port_space), from the
-// generated uverbs/abi.
+// generated abi.
 const (
 	PortSpaceIPoIB PortSpace = abi.RDMA_PS_IPOIB
 	PortSpaceIB    PortSpace = abi.RDMA_PS_IB

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/enumstr"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // HWCounter is one hardware counter of a port, a QP counter or an MR.

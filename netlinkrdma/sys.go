@@ -1,7 +1,7 @@
 package netlinkrdma
 
 import (
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 // NetNSMode is the RDMA subsystem's network namespace mode.

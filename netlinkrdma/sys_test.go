@@ -3,7 +3,7 @@ package netlinkrdma
 import (
 	"testing"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 func TestSystem(t *testing.T) {

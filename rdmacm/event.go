@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/uverbs"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // EventType is an rdma_cm event (enum rdma_cm_event_type).

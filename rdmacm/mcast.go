@@ -4,8 +4,8 @@ import (
 	"net/netip"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/uverbs"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // Multicast is one multicast join of an id (rdma_join_multicast).

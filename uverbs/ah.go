@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 

@@ -1,9 +1,9 @@
 package uverbs
 
 import (
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/rawcmd"
 )
 
 // The CQ commands, as rdma-core's cmd_cq.c: each builds one kernel command and returns what the kernel made.

@@ -1,8 +1,8 @@
 package uverbs
 
 import (
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // The QP commands, as rdma-core's cmd_qp.c: each builds one kernel command from the verb's request and returns

@@ -1,8 +1,8 @@
 package uverbs
 
 import (
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // The SRQ commands, as rdma-core's cmd_srq.c: each builds one kernel command and returns what the kernel made.

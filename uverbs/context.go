@@ -7,9 +7,9 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 

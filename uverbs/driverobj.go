@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/rawcmd"
 )
 
 // driverObjects counts the kernel objects a provider created through provider.Device.Objects (mlx5's UAR

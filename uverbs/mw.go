@@ -1,8 +1,8 @@
 package uverbs
 
 import (
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/abi"
+	"github.com/goverbs/goverbs/rawcmd"
 )
 
 // MWType is a memory window type.

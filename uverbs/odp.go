@@ -5,8 +5,8 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/enumstr"
-	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
 )
 

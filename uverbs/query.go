@@ -10,9 +10,9 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/enumstr"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/rawcmd"
 	"github.com/goverbs/goverbs/verbs"
 	"golang.org/x/sys/unix"
 )

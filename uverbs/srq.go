@@ -3,10 +3,10 @@ package uverbs
 import (
 	"fmt"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/enumstr"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 

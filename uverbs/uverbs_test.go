@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 func TestParseGUID(t *testing.T) {

@@ -1,8 +1,8 @@
 package uverbs
 
 import (
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/abi"
+	"github.com/goverbs/goverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 

@@ -163,9 +163,9 @@ func violations(t *testing.T, root string) []string {
 			if id, ok := ts.Type.(*ast.Ident); ok && integerKinds[id.Name] && !methods[name]["String"] {
 				v = append(v, fmt.Sprintf("%s: integer type without String: %s", p.path, name))
 			}
-			// uverbs/abi's structs are the kernel's command layouts: a field fd there is a number the command
+			// abi's structs are the kernel's command layouts: a field fd there is a number the command
 			// carries, not a file the struct owns.
-			if p.path != "uverbs/abi" && holdsKernelResource(ts) && !methods[name]["Close"] {
+			if p.path != "abi" && holdsKernelResource(ts) && !methods[name]["Close"] {
 				v = append(v, fmt.Sprintf("%s: holds a file descriptor, no Close: %s", p.path, name))
 			}
 			if strings.HasSuffix(name, "Error") {

@@ -24,7 +24,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/rawcmd"
 	"github.com/goverbs/goverbs/verbs"
 )
 

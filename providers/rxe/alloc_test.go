@@ -6,7 +6,7 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 // The data path allocates nothing: posting (including the doorbell write and inline copies), receiving and

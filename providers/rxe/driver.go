@@ -1,9 +1,9 @@
 package rxe
 
 import (
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/rawcmd"
 	"github.com/goverbs/goverbs/verbs"
 	"golang.org/x/sys/unix"
 )

@@ -8,8 +8,8 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 // Poll copies struct ib_uverbs_wc into verbs.WC and posting copies verbs.SGE into struct rxe_sge as

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/abi"
+	"github.com/goverbs/goverbs/rawcmd"
 	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 

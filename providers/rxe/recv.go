@@ -6,8 +6,8 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // recvRing is a receive ring, a QP's own or an SRQ's: userspace produces struct rxe_recv_wqe entries.

@@ -12,10 +12,10 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/abi"
 	_ "github.com/goverbs/goverbs/providers/rxe"
 	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
-	"github.com/goverbs/goverbs/uverbs/abi"
 	"golang.org/x/sys/unix"
 )
 

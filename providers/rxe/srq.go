@@ -6,9 +6,9 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/rawcmd"
 )
 
 // srq is an rxe shared receive queue.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // The SGE arrays of work requests are copied into WQEs as one block: verbs.SGE and struct rxe_sge must have

@@ -10,7 +10,7 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 	"golang.org/x/sys/unix"
 )
 

@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/netlinkrdma"
+	"github.com/goverbs/goverbs/rawcmd"
 	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
 )
 
 // pyverbs: test_device.DeviceTest.test_dev_list, test_open_dev

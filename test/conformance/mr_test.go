@@ -7,11 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/netlinkrdma"
+	"github.com/goverbs/goverbs/rawcmd"
 	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
 )
 
 // pyverbs: test_mr.MRTest.test_reg_mr_bad_flags — remote write or remote atomic access without local write is

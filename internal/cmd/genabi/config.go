@@ -7,7 +7,7 @@ package main
 // headerSpec describes one uAPI header under <include>/rdma.
 type headerSpec struct {
 	// name is the header's file name, e.g. "ib_user_verbs.h". The Go output
-	// is uverbs/abi/z<base>_linux.go with '-' replaced by '_' (mlx5-abi.h ->
+	// is abi/z<base>_linux.go with '-' replaced by '_' (mlx5-abi.h ->
 	// zmlx5_abi_linux.go), because hyphens are unusual in Go file names.
 	name string
 	// prefixes select the enum members and object-like #defines the header
@@ -125,11 +125,11 @@ var unions = []unionMember{
 // foreignTypes maps C struct tags that are not declared by any generated
 // header to the Go type used for them. The layouts are the same on every
 // Linux target (checked by the compile-time size assertions of the files that
-// use them and by uverbs/abi/layout_test.go).
+// use them and by abi/layout_test.go).
 var foreignTypes = map[string]string{
 	"sockaddr_in":  "unix.RawSockaddrInet4",
 	"sockaddr_in6": "unix.RawSockaddrInet6",
 	// x/sys/unix has no 128-byte sockaddr_storage (RawSockaddrAny is 112
-	// bytes); KernelSockaddrStorage is hand-written in uverbs/abi/sockaddr_linux.go.
+	// bytes); KernelSockaddrStorage is hand-written in abi/sockaddr_linux.go.
 	"__kernel_sockaddr_storage": "KernelSockaddrStorage",
 }

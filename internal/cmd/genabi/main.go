@@ -1,7 +1,7 @@
-// Command genabi generates package uverbs/abi from the Linux RDMA uAPI
+// Command genabi generates package abi from the Linux RDMA uAPI
 // headers (<rdma/*.h>). See README.md for the pipeline.
 //
-// Usage (from anywhere inside the module; go generate ./uverbs/abi runs it):
+// Usage (from anywhere inside the module; go generate ./abi runs it):
 //
 //	go run ./internal/cmd/genabi [-include /usr/include] [-out DIR] [-header a.h,b.h]
 package main
@@ -25,7 +25,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("genabi", flag.ContinueOnError)
 	include := fs.String("include", "/usr/include", "include root holding rdma/*.h (from linux-libc-dev)")
-	out := fs.String("out", "", "output directory (default: <module>/uverbs/abi)")
+	out := fs.String("out", "", "output directory (default: <module>/abi)")
 	only := fs.String("header", "", "comma-separated header names to generate (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -35,7 +35,7 @@ func run(args []string) error {
 		return err
 	}
 	if *out == "" {
-		*out = filepath.Join(root, "uverbs", "abi")
+		*out = filepath.Join(root, "abi")
 	}
 	g := generator{include: *include, input: filepath.Join(root, "internal", "cmd", "genabi", "input")}
 	for _, spec := range headers {
@@ -132,7 +132,7 @@ func outputName(header string) string { return "z" + inputBase(header) + "_linux
 
 // moduleRoot finds the directory holding go.mod, starting at the working
 // directory, so the command works both from the module root and from
-// go generate in uverbs/abi.
+// go generate in abi.
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {

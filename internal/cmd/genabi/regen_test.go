@@ -12,11 +12,11 @@ import (
 
 // TestRegenerationIsClean reruns the generator into a temporary directory
 // and requires the result to be byte-identical to the committed
-// uverbs/abi/z*_linux.go files, so a hand edit of a generated file, a
+// abi/z*_linux.go files, so a hand edit of a generated file, a
 // generator change without regeneration, or a stale file is caught.
 func TestRegenerationIsClean(t *testing.T) {
 	if os.Getenv("GOVERBS_SKIP_REGEN") == "1" {
-		t.Skip("GOVERBS_SKIP_REGEN=1: not checking that uverbs/abi is regenerated")
+		t.Skip("GOVERBS_SKIP_REGEN=1: not checking that abi is regenerated")
 	}
 	requireGenerationTools(t)
 
@@ -24,7 +24,7 @@ func TestRegenerationIsClean(t *testing.T) {
 	if err := run([]string{"-out", out}); err != nil {
 		t.Fatalf("genabi: %v", err)
 	}
-	committed, err := filepath.Glob(filepath.Join("..", "..", "..", "uverbs", "abi", "z*_linux.go"))
+	committed, err := filepath.Glob(filepath.Join("..", "..", "..", "abi", "z*_linux.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,13 +42,13 @@ func TestRegenerationIsClean(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		old, err := os.ReadFile(filepath.Join("..", "..", "..", "uverbs", "abi", name))
+		old, err := os.ReadFile(filepath.Join("..", "..", "..", "abi", name))
 		if err != nil {
-			t.Errorf("uverbs/abi/%s: %v (run go generate ./uverbs/abi)", name, err)
+			t.Errorf("abi/%s: %v (run go generate ./abi)", name, err)
 			continue
 		}
 		if !bytes.Equal(got, old) {
-			t.Errorf("uverbs/abi/%s differs from the generator output (run go generate ./uverbs/abi):\n%s",
+			t.Errorf("abi/%s differs from the generator output (run go generate ./abi):\n%s",
 				name, firstDiff(string(old), string(got)))
 		}
 	}

@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/netlinkrdma"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // present builds an attribute set for fixed test data.

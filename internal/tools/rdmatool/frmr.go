@@ -5,9 +5,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/netlinkrdma"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // frmrPoolsFunc is "resource show frmr_pools" (iproute2 7.1+): per device,

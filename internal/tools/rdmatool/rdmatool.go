@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/netlinkrdma"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // progName is the name the usage texts give the tool.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/netlinkrdma"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 func (t *tool) resHelp() int {

@@ -6,8 +6,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/netlinkrdma"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 func (t *tool) statHelp() int {

@@ -22,7 +22,7 @@
 //     arm word and rings the CQ doorbell with the arm sequence number; [CQ.BeginResize]/[CQ.CompleteResize] move
 //     pending CQEs to a new buffer.
 //   - [SizeQP] and [SizeSRQ] reproduce rdma-core's queue sizing; [DefaultAllocUcontextReq], [CreateCQReq],
-//     [CreateQPReq], [CreateSRQReq], [ResizeCQReq] fill the uverbs/abi driver structs; [CapsFromResp] reports
+//     [CreateQPReq], [CreateSRQReq], [ResizeCQReq] fill the abi driver structs; [CapsFromResp] reports
 //     BlueFlame availability (MLX5DV_CONTEXT_FLAGS_BLUEFLAME: bf_reg_size != 0); [BuildUARAlloc]/[BuildUARDestroy]
 //     build the commands for dynamic UAR objects (the provider runs them through the core), [MmapOffset] encodes mmap offsets, and [DynamicBfregs] locates
 //     the send doorbell registers inside a mapped UAR page.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/goverbs/goverbs/verbs"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/mmio"
 	"github.com/goverbs/goverbs/providers/mlx5/internal/cmd/gengolden/golden"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // loadGolden reads testdata/golden.txt into name -> bytes and returns a function that marks a vector as used.

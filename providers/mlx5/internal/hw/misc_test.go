@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 func TestIBAH(t *testing.T) {

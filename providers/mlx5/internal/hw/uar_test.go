@@ -4,9 +4,9 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/mmio"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
+	"github.com/goverbs/goverbs/rawcmd"
 )
 
 // TestBuildUARAlloc checks the command rdma-core's mlx5_alloc_dyn_uar sends: object 0x1008, method 0x1000,

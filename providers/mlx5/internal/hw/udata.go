@@ -3,10 +3,10 @@ package hw
 import (
 	"unsafe"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
-// Driver-specific command payloads (UHW_IN / UHW_OUT): builders that fill the generated uverbs/abi structs with
+// Driver-specific command payloads (UHW_IN / UHW_OUT): builders that fill the generated abi structs with
 // the values rdma-core's mlx5 provider sends, and parsers for the responses. Send a request with
 // rawcmd.Bytes(&req); the golden vectors pin every builder's bytes against gcc's layout of the 6.1 header.
 

@@ -53,9 +53,9 @@
 //
 // # Regenerating
 //
-// go generate ./uverbs/abi reruns internal/cmd/genabi (it needs gcc and
+// go generate ./abi reruns internal/cmd/genabi (it needs gcc and
 // linux-libc-dev); see internal/cmd/genabi/README.md. A test in that package
 // proves that the committed files are what the generator produces.
 package abi
 
-//go:generate go run ../../internal/cmd/genabi
+//go:generate go run ../internal/cmd/genabi

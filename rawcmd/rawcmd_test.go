@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 func TestLayout(t *testing.T) {

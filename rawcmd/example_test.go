@@ -6,9 +6,9 @@ import (
 	"log"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/abi"
+	"github.com/goverbs/goverbs/rawcmd"
 	"github.com/goverbs/goverbs/uverbs"
-	"github.com/goverbs/goverbs/uverbs/abi"
-	"github.com/goverbs/goverbs/uverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
 

@@ -3,7 +3,7 @@ package rawcmd
 import (
 	"unsafe"
 
-	"github.com/goverbs/goverbs/uverbs/abi"
+	"github.com/goverbs/goverbs/abi"
 )
 
 // Write is a legacy uverbs command (IB_USER_VERBS_CMD_*) sent through the UVERBS_METHOD_INVOKE_WRITE ioctl

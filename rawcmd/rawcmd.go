@@ -19,8 +19,8 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/ioctl"
-	"github.com/goverbs/goverbs/uverbs/abi"
 )
 
 // MaxAttrs is the largest number of attributes one Cmd holds. The kernel accepts a command of up to one page
