@@ -1,10 +1,17 @@
 // Package cmcommon is what librdmacm's example programs share (their common.c): address lookup as
-// get_rdma_addr does it. The tool clones cmatose and udaddy use it.
+// get_rdma_addr does it, and the first event channel with its diagnostics (create_first_event_channel). The tool
+// clones cmatose, udaddy, mckey, cmtime and rping use it.
 package cmcommon
 
 import (
+	"fmt"
+	"io"
 	"net"
 	"net/netip"
+
+	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/rdmacm"
+	"golang.org/x/sys/unix"
 )
 
 // GetAddr is get_rdma_addr: host (or, with none, the wildcard for a passive lookup and 127.0.0.1 for an active
@@ -33,4 +40,19 @@ func GetAddr(network, service, host string, numeric, passive bool) (netip.AddrPo
 	}
 	a, _ := netip.AddrFromSlice(ips[0])
 	return netip.AddrPortFrom(a.Unmap(), uint16(port)), ""
+}
+
+// CreateFirstEventChannel is common.c's create_first_event_channel: rdma_create_event_channel, and when it
+// fails, "No RDMA devices were detected" (ENODEV) or perror's line on stderr.
+func CreateFirstEventChannel(stderr io.Writer) (*rdmacm.Channel, error) {
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		if cstd.ErrnoOf(err, 0) == unix.ENODEV {
+			fmt.Fprintf(stderr, "No RDMA devices were detected\n")
+		} else {
+			cstd.Perror(stderr, "failed to create RDMA CM event channel", err)
+		}
+		return nil, err
+	}
+	return ch, nil
 }

@@ -1,6 +1,12 @@
 package cmcommon
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 func TestGetAddr(t *testing.T) {
 	for _, tc := range []struct {
@@ -19,5 +25,28 @@ func TestGetAddr(t *testing.T) {
 		if got.String() != tc.want || err != tc.err {
 			t.Errorf("GetAddr(%q, %q, %q) = %v, %q; want %s, %q", tc.network, tc.service, tc.host, got, err, tc.want, tc.err)
 		}
+	}
+}
+
+// On a host without RDMA devices (the unit-test hosts: no rdma_cm, or no device behind it) the channel fails
+// with ENODEV and the one line librdmacm's examples print; where a device exists the channel opens silently.
+func TestCreateFirstEventChannel(t *testing.T) {
+	var stderr strings.Builder
+	ch, err := CreateFirstEventChannel(&stderr)
+	if err == nil {
+		defer ch.Close()
+		if stderr.Len() != 0 {
+			t.Errorf("printed %q on success", stderr.String())
+		}
+		return
+	}
+	if errors.Is(err, unix.ENODEV) {
+		if got := stderr.String(); got != "No RDMA devices were detected\n" {
+			t.Errorf("ENODEV printed %q", got)
+		}
+		return
+	}
+	if !strings.HasPrefix(stderr.String(), "failed to create RDMA CM event channel: ") {
+		t.Errorf("%v printed %q", err, stderr.String())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goverbs/goverbs/internal/tools/cmcommon"
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/internal/tools/getopt"
 	"github.com/goverbs/goverbs/rdmacm"
@@ -115,13 +116,8 @@ func MainContext(ctx context.Context, prog string, args []string, stdout, stderr
 			return 1
 		}
 	}
-	ch, err := rdmacm.NewChannel()
+	ch, err := cmcommon.CreateFirstEventChannel(stderr)
 	if err != nil {
-		if cstd.ErrnoOf(err, 0) == unix.ENODEV {
-			fmt.Fprintf(stderr, "No RDMA devices were detected\n")
-		} else {
-			t.perror("failed to create RDMA CM event channel", err)
-		}
 		return 1
 	}
 	t.ch = ch

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goverbs/goverbs/internal/tools/cmcommon"
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/internal/tools/getopt"
 	"github.com/goverbs/goverbs/rdmacm"
@@ -142,13 +143,8 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	t.connectsLeft = t.connections
-	ch, err := rdmacm.NewChannel()
+	ch, err := cmcommon.CreateFirstEventChannel(stderr)
 	if err != nil {
-		if cstd.ErrnoOf(err, 0) == unix.ENODEV {
-			fmt.Fprintf(stderr, "No RDMA devices were detected\n")
-		} else {
-			t.perror("failed to create RDMA CM event channel", err)
-		}
 		return 1
 	}
 	t.ch = ch

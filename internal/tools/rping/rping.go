@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/goverbs/goverbs/internal/tools/cmcommon"
 	"github.com/goverbs/goverbs/internal/tools/cstd"
 	"github.com/goverbs/goverbs/internal/tools/getopt"
 	"github.com/goverbs/goverbs/rdmacm"
@@ -259,13 +260,8 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	}
 	c.server = server == 1
 
-	ch, err := rdmacm.NewChannel()
+	ch, err := cmcommon.CreateFirstEventChannel(c.stderr) // no other goroutine writes yet
 	if err != nil {
-		if cstd.ErrnoOf(err, 0) == unix.ENODEV {
-			c.errf("No RDMA devices were detected\n")
-		} else {
-			c.perror("failed to create RDMA CM event channel", err)
-		}
 		return int(cstd.ErrnoOf(err, unix.EIO))
 	}
 	c.ch = ch

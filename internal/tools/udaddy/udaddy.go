@@ -125,13 +125,8 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 		t.messageCount = 0
 	}
 	t.connectsLeft = t.connections
-	ch, err := rdmacm.NewChannel()
+	ch, err := cmcommon.CreateFirstEventChannel(stderr)
 	if err != nil {
-		if cstd.ErrnoOf(err, 0) == unix.ENODEV {
-			fmt.Fprintf(stderr, "No RDMA devices were detected\n")
-		} else {
-			t.perror("failed to create RDMA CM event channel", err)
-		}
 		return 1
 	}
 	t.ch = ch
