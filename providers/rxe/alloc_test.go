@@ -1,9 +1,7 @@
 package rxe
 
 import (
-	"runtime"
 	"testing"
-	"unsafe"
 
 	"github.com/goverbs/goverbs/verbs"
 
@@ -20,12 +18,8 @@ func TestDataPathAllocations(t *testing.T) {
 	c := k.newCQ(63)
 	s, skq := k.newSRQ(15, 2)
 
-	payload := make([]byte, 32)
-	sgl := []verbs.SGE{{Addr: uint64(uintptr(unsafe.Pointer(&payload[0]))), Length: 32, LKey: 1}}
-	// The SGE holds the payload's address as a number, which does not keep it alive: without this the
-	// collector freed it while the inline send still copied from it (checkptr's "bad pointer in Go heap" under
-	// -race, once in 20 runs), as a C program's buffer freed before ibv_post_send would be.
-	defer runtime.KeepAlive(payload)
+	_, payload := userBuffer(t, "", 32)
+	sgl := []verbs.SGE{{Addr: payload, Length: 32, LKey: 1}}
 	sends := []verbs.SendWR{
 		{WRID: 1, SGL: sgl, Opcode: verbs.WRSend, Flags: verbs.SendSignaled},
 		{WRID: 2, SGL: sgl, Opcode: verbs.WRRDMAWriteWithImm, RemoteAddr: 0x1000, RKey: 5, Imm: 7},
@@ -104,8 +98,8 @@ func BenchmarkPostSend(b *testing.B) {
 			f := k.newQP(verbs.QPTypeRC, verbs.QPCap{MaxSendWR: 256, MaxRecvWR: 1, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInlineData: 64}, false)
 			f.withNullDoorbell(b)
 			f.StateChanged(verbs.QPStateRTS)
-			buf := make([]byte, 64)
-			sgl := []verbs.SGE{{Addr: uint64(uintptr(unsafe.Pointer(&buf[0]))), Length: 64, LKey: 1}}
+			_, buf := userBuffer(b, "", 64)
+			sgl := []verbs.SGE{{Addr: buf, Length: 64, LKey: 1}}
 			wrs := make([]verbs.SendWR, bc.batch)
 			for i := range wrs {
 				wrs[i] = verbs.SendWR{WRID: uint64(i), SGL: sgl, Opcode: verbs.WRSend, Flags: bc.flags}
@@ -120,7 +114,6 @@ func BenchmarkPostSend(b *testing.B) {
 				f.sq.release((f.sq.produced() - 1) & f.sq.mask)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*bc.batch), "ns/wr")
-			runtime.KeepAlive(buf) // the SGE holds only its address
 		})
 	}
 }

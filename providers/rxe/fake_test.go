@@ -210,3 +210,18 @@ func errOf(n int, st provider.Status) (int, error) { return n, st.Err() }
 
 // polled drops Poll's status where a test only counts completions.
 func pollN(n int, _ provider.Status) int { return n }
+
+// userBuffer is memory an SGE may name by address, as a registered buffer is: mapped outside the Go heap, so
+// it neither moves nor is collected while only its address (a number) refers to it. A Go slice there would be
+// wrong twice: it may live on the goroutine's stack, which moves when the stack grows (checkptr: "found bad
+// pointer in Go heap" under -race), and the collector may free it.
+func userBuffer(t testing.TB, data string, n int) ([]byte, uint64) {
+	t.Helper()
+	b, err := unix.Mmap(-1, 0, max(n, 1), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(b) })
+	copy(b, data)
+	return b[:n], uint64(uintptr(unsafe.Pointer(&b[0])))
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"runtime"
 	"testing"
 	"unsafe"
 
@@ -193,15 +192,14 @@ func TestSendWQEEncoding(t *testing.T) {
 // Inline sends copy the bytes of every SGE, back to back, into the WQE payload; dma describes the total.
 func TestSendInline(t *testing.T) {
 	f := readyQP(t, verbs.QPTypeRC)
-	a, b := []byte("hello, "), []byte("inline world")
+	a, aAddr := userBuffer(t, "hello, ", 7)
+	b, bAddr := userBuffer(t, "inline world", 12)
 	sgl := []verbs.SGE{
-		{Addr: uint64(uintptr(unsafe.Pointer(&a[0]))), Length: uint32(len(a))},
+		{Addr: aAddr, Length: uint32(len(a))},
 		{Addr: 0, Length: 0},
-		{Addr: uint64(uintptr(unsafe.Pointer(&b[0]))), Length: uint32(len(b))},
+		{Addr: bAddr, Length: uint32(len(b))},
 	}
 	n, err := errOf(f.PostSend([]verbs.SendWR{{WRID: 1, SGL: sgl, Opcode: verbs.WRSend, Flags: verbs.SendInline}}))
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	if n != 1 || err != nil {
 		t.Fatalf("PostSend = %d, %v", n, err)
 	}
