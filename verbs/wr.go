@@ -2,7 +2,10 @@ package verbs
 
 import "github.com/goverbs/goverbs/internal/enumstr"
 
-// SGE is one scatter/gather element: a range of registered memory (struct ibv_sge).
+// SGE is one scatter/gather element: a range of registered memory (struct ibv_sge). Addr is a number, which
+// keeps nothing alive and follows nothing that moves: name memory outside the Go heap (an MR's buffer,
+// uverbs.AllocBuffer, mmap), or, for an inline send from a Go value, pin it first (runtime.Pinner), since a
+// value that does not escape lives on the goroutine's stack, and a stack moves when it grows.
 type SGE struct {
 	Addr   uint64 // start address (the MR's iova space)
 	Length uint32 // bytes

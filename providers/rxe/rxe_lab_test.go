@@ -255,8 +255,12 @@ func TestLabRCOpcodes(t *testing.T) {
 		t.Errorf("word is %d after the atomics, want 7", v)
 	}
 
-	// An inline send from Go memory that is not registered.
+	// An inline send from Go memory that is not registered (pinned: the SGE holds only its address, and a
+	// slice that does not escape would live on this goroutine's stack, which moves when it grows).
 	msg := []byte("inline, from an unregistered Go slice")
+	var pin runtime.Pinner
+	pin.Pin(&msg[0])
+	defer pin.Unpin()
 	if _, err := p.b.PostRecv([]uverbs.RecvWR{{WRID: 102, SGL: []uverbs.SGE{e.mr.SGE(dst, 512)}}}); err != nil {
 		t.Fatal(err)
 	}
