@@ -74,8 +74,8 @@ func Itoa(n int) string { return strconv.Itoa(n) }
 // The kernel marks the cm_id LISTEN before it registers the IB CM listen for the service ID (rdma_listen, then
 // cma_ib_listen); a request arriving in between is rejected (reason 8) and the server never sees it. Under TCG
 // on one vCPU the listening thread can be preempted in that window, so after LISTEN shows, WaitCMListening also
-// waits (up to 5 s) until no thread of the owning process is runnable: the process is then blocked, past
-// rdma_listen, waiting for its first event. The pairs that can recognise a rejection connect again as well
+// waits (up to 5 s) until every thread of the owning process is blocked or has run since (waitBlocked): the
+// process is then past rdma_listen. The pairs that can recognise a rejection connect again as well
 // (connectPastListen).
 func WaitCMListening(dev string, port uint16, timeout time.Duration) error {
 	c, err := netlinkrdma.Dial()
@@ -106,44 +106,75 @@ func WaitCMListening(dev string, port uint16, timeout time.Duration) error {
 	}
 }
 
-// waitBlocked waits until no thread of process pid is running or runnable (state R in /proc/PID/task/*/stat)
-// in two samples 10 ms apart, or the process is gone, or max passes. This process (a listener of the test
-// itself) is not waited for: the thread reading /proc is running.
+// waitBlocked waits until every thread of process pid is blocked or has run since the first look (its CPU
+// time, utime+stime, grew by a clock tick), in two samples 10 ms apart, or the process is gone, or max passes. A
+// thread preempted inside rdma_listen needs microseconds to finish it once it runs again, so one that has run a
+// tick is past it; a server that busy-polls for its first connection (C rsockets' raccept in riostream and
+// rstream) never blocks, and passes so. This process (a listener of the test itself) is not waited for: the
+// thread reading /proc is running.
 func waitBlocked(pid int, max time.Duration) {
 	if pid <= 0 || pid == os.Getpid() {
 		return
 	}
 	deadline := time.Now().Add(max)
+	base := map[string]threadState{}
 	quiet := 0
 	for quiet < 2 && time.Now().Before(deadline) {
-		switch runnable, ok := anyThreadRunnable(pid); {
-		case !ok:
+		cur, ok := threadStates(pid)
+		if !ok {
 			return
-		case runnable:
-			quiet = 0
-		default:
+		}
+		settled := true
+		for tid, st := range cur {
+			b, seen := base[tid]
+			if !seen {
+				base[tid], b = st, st
+			}
+			if st.state == 'R' && st.cpu == b.cpu {
+				settled = false
+			}
+		}
+		if settled {
 			quiet++
+		} else {
+			quiet = 0
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// anyThreadRunnable reports whether a thread of pid is in state R; ok is false when the process is gone.
-func anyThreadRunnable(pid int) (runnable, ok bool) {
+// threadState is one thread's scheduler state (R, S, D, ...) and CPU time (utime+stime, in clock ticks).
+type threadState struct {
+	state byte
+	cpu   uint64
+}
+
+// threadStates reads /proc/PID/task/*/stat; ok is false when the process is gone.
+func threadStates(pid int) (map[string]threadState, bool) {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return false, false
+		return nil, false
 	}
+	out := make(map[string]threadState, len(ents))
 	for _, e := range ents {
 		b, err := os.ReadFile(dir + "/" + e.Name() + "/stat")
 		if err != nil {
 			continue // the thread exited
 		}
-		// The state follows the command name, which is in parentheses and may itself hold ") ".
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'R' {
-			return true, true
+		// The fields follow the command name, which is in parentheses and may itself hold ") ": state is
+		// field 3, utime and stime fields 14 and 15.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
 		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 13 || len(f[0]) != 1 {
+			continue
+		}
+		ut, _ := strconv.ParseUint(f[11], 10, 64)
+		st, _ := strconv.ParseUint(f[12], 10, 64)
+		out[e.Name()] = threadState{state: f[0][0], cpu: ut + st}
 	}
-	return false, true
+	return out, true
 }

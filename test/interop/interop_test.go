@@ -7,38 +7,39 @@ import (
 	"time"
 )
 
-// anyThreadRunnable tells a process blocked in a system call from one that runs, and a gone one from both.
-func TestAnyThreadRunnable(t *testing.T) {
-	if r, ok := anyThreadRunnable(os.Getpid()); !ok || !r {
-		t.Errorf("this process (reading /proc now): runnable %v, ok %v; want true, true", r, ok)
+// waitBlocked lets a blocked process through at once, a busy-polling one as soon as it has run (its CPU time
+// grows), and a gone one too; threadStates reads this process (running: it reads /proc now).
+func TestWaitBlocked(t *testing.T) {
+	self, ok := threadStates(os.Getpid())
+	if !ok || len(self) == 0 {
+		t.Fatalf("threadStates of this process: %v, %v", self, ok)
 	}
-	sleeper := exec.Command("sleep", "30")
-	if err := sleeper.Start(); err != nil {
-		t.Fatal(err)
+	running := false
+	for _, st := range self {
+		running = running || st.state == 'R'
 	}
-	defer sleeper.Process.Kill()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, ok := anyThreadRunnable(sleeper.Process.Pid)
-		if !ok {
-			t.Fatal("sleep(1) gone")
+	if !running {
+		t.Errorf("no thread of this process (reading /proc now) is R: %v", self)
+	}
+	for _, c := range []struct {
+		name string
+		cmd  *exec.Cmd
+	}{
+		{"blocked", exec.Command("sleep", "30")},
+		{"busy-polling", exec.Command("sh", "-c", "while :; do :; done")},
+	} {
+		if err := c.cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		if !r {
-			break
+		start := time.Now()
+		waitBlocked(c.cmd.Process.Pid, 20*time.Second)
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s: waitBlocked took %v", c.name, d)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("sleep(1) still runnable after 10 s")
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
+		if _, ok := threadStates(c.cmd.Process.Pid); ok {
+			t.Errorf("%s: a reaped process still reads as present", c.name)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	start := time.Now()
-	waitBlocked(sleeper.Process.Pid, 10*time.Second)
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("waitBlocked on a sleeping process took %v", d)
-	}
-	sleeper.Process.Kill()
-	sleeper.Wait()
-	if _, ok := anyThreadRunnable(sleeper.Process.Pid); ok {
-		t.Error("a reaped process still reads as present")
 	}
 }
