@@ -487,7 +487,7 @@ func (id *ID) CreateQP(attr QPInitAttr) (*uverbs.QP, error) {
 	}
 	if a.SendCQ == nil && a.RecvCQ == nil {
 		var err error
-		ch, err = id.dev.ctx.CreateCompChannel()
+		ch, err = id.dev.ctx.CreateCompChannel(nil)
 		if err != nil {
 			return undo(err)
 		}

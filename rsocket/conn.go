@@ -79,9 +79,10 @@ type Conn struct {
 
 	// The CQ waiter: the one caller that sleeps reading the completion channel itself (librdmacm's
 	// rs_get_cq_event under cq_wait_lock), in the kernel, where the others sleep on their wake channels.
-	// cqWaiting is the role; cqWake interrupts its wait (a deadline changed, Close, the CM loop, keepalive).
-	cqWaiting atomic.Bool
-	cqWake    *uverbs.Wakeup
+	// cqWaiting is the role; the channel's Wake interrupts its wait (a deadline changed, Close, the CM loop,
+	// keepalive). ccDeadline is the deadline last set on the channel, touched only by the role's holder.
+	cqWaiting  atomic.Bool
+	ccDeadline int64
 	done      chan struct{}
 	rdl, wdl  atomic.Int64 // deadlines (UnixNano, 0 = none)
 	rtimer    *time.Timer
@@ -160,10 +161,7 @@ func (c *Conn) create(o *Options) error {
 	}
 	c.sqSize, c.rqSize, c.sbufSize = s.sq, s.rq, s.sbuf
 	c.pd = pd
-	if c.cc, err = ctx.CreateCompChannel(); err != nil {
-		return err
-	}
-	if c.cqWake, err = uverbs.NewWakeup(); err != nil {
+	if c.cc, err = ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true}); err != nil {
 		return err
 	}
 	if c.cq, err = ctx.CreateCQ(uverbs.CQAttr{CQE: int(c.sqSize) + int(c.rqSize), Channel: c.cc}); err != nil {
@@ -328,11 +326,11 @@ func (c *Conn) wakeAll() {
 // interruptCQWait wakes the CQ waiter, if there is one, to look again (its
 // deadline changed, Close, a CM event). The caller changes what the waiter
 // must see before it calls this: a caller that takes the role afterwards sees
-// it, and one that has it is woken (an eventfd: a wake before its wait
-// starts is not lost).
+// it, and one that has it is woken (a Wake before its wait starts is not
+// lost).
 func (c *Conn) interruptCQWait() {
 	if c.cqWaiting.Load() {
-		c.cqWake.Wake() // fails only after release, when nobody waits
+		c.cc.Wake() // fails only after release, when nobody waits
 	}
 }
 
@@ -373,17 +371,25 @@ func (c *Conn) sleep(wake chan struct{}, d int64, t *time.Timer, done chan struc
 }
 
 // waitCQ is sleep for the CQ waiter: it waits in the kernel for one event
-// (uverbs.CompChannel.WaitEvent: ppoll on the channel and cqWake, with the
-// deadline d) and polls the CQ.
+// (the channel waits in ppoll(2), uverbs.CompChannelOptions.WaitInKernel,
+// until the deadline d or a Wake) and polls the CQ.
 func (c *Conn) waitCQ(d int64, done chan struct{}) error {
 	if done != nil && c.isClosed() {
 		return net.ErrClosed
 	}
-	var dl time.Time
-	if d != 0 {
-		dl = time.Unix(0, d)
+	var cq *uverbs.CQ
+	var err error
+	if d != c.ccDeadline {
+		var dl time.Time
+		if d != 0 {
+			dl = time.Unix(0, d)
+		}
+		err = c.cc.SetDeadline(dl)
+		c.ccDeadline = d
 	}
-	cq, err := c.cc.WaitEvent(dl, c.cqWake)
+	if err == nil {
+		cq, err = c.cc.GetEvent(context.Background())
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, uverbs.ErrWoken):
@@ -898,7 +904,6 @@ func (c *Conn) releaseLocal() error {
 	add(c.tmr.Close())
 	add(c.cq.Close())
 	add(c.cc.Close())
-	add(c.cqWake.Close())
 	for _, b := range []*uverbs.Buffer{c.sbuf, c.rbuf, c.tbuf} {
 		if b != nil {
 			add(b.Close())

@@ -45,11 +45,11 @@
 //
 // A blocked Read or Write first polls the CQ itself for Options.PollTime.
 // Then the first caller to sleep becomes the CQ waiter: it waits for the
-// completion channel's event in the kernel (uverbs.CompChannel.WaitEvent,
-// librdmacm's rs_get_cq_event), polls the CQ and wakes the other side on its
-// wake channel; others sleep on their wake channels. A deadline change,
-// Close, keepalive and the CM goroutine interrupt the waiter's wait
-// (uverbs.Wakeup). No goroutine waits on the completion channel for an idle
+// completion channel's event in the kernel (a channel made with
+// uverbs.CompChannelOptions.WaitInKernel; librdmacm's rs_get_cq_event), polls
+// the CQ and wakes the other side on its wake channel; others sleep on their
+// wake channels. A deadline change, Close, keepalive and the CM goroutine
+// interrupt the waiter's wait (uverbs.CompChannel.Wake). No goroutine waits on the completion channel for an idle
 // connection. One goroutine per connection watches its rdma_cm channel for
 // DISCONNECTED (a peer that vanishes without the rsockets DISCONNECT gives
 // ECONNRESET). Close stops it.

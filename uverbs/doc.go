@@ -74,10 +74,11 @@
 //
 // # Events
 //
-// CompChannel.GetEvent and Context.AsyncEvent wait on Go's runtime poller (no blocked threads) and take a
-// context.Context for cancellation; a completion channel can also bound GetEvent with SetDeadline, which costs no
-// allocation per wait. Two cheaper ways wait in the kernel, as libibverbs' ibv_get_cq_event does (docs/perf.md
-// measures all three): SetWaitInKernel makes GetEvent a blocking read(2) that nothing interrupts, for programs
-// that wait until an event comes (rdma-core's tools); CompChannel.WaitEvent is one ppoll(2) on the channel and
-// a Wakeup's eventfd, with a deadline, for callers that must still be woken (rsocket's Read and Write).
+// A completion channel has one way to wait, CompChannel.GetEvent, with the controls of an os.File: a context
+// for the call, SetDeadline for the calls (no allocation per wait), Wake to end the current or next wait from
+// another goroutine (ErrWoken), and Close, which ends every wait (ErrClosed). Where the waiter sleeps is fixed
+// when the channel is made: on Go's runtime poller (the default: no blocked thread, for many channels or
+// long idle waits), or in the kernel (CompChannelOptions.WaitInKernel: one ppoll(2) on the channel and an
+// eventfd, then one read, which costs less per event; rdma-core's tools and rsocket's Read and Write wait
+// so). docs/perf.md measures both. Context.AsyncEvent waits on Go's poller with a context.
 package uverbs

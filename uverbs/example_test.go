@@ -73,7 +73,7 @@ func ExampleCompChannel_GetEvent() {
 		return
 	}
 	defer ctx.Close()
-	ch, _ := ctx.CreateCompChannel()
+	ch, _ := ctx.CreateCompChannel(nil)
 	defer ch.Close()
 	cq, _ := ctx.CreateCQ(uverbs.CQAttr{CQE: 16, Channel: ch})
 	defer cq.Close()
@@ -87,29 +87,25 @@ func ExampleCompChannel_GetEvent() {
 	}
 }
 
-// Waiting for a completion event in the kernel, as ibv_get_cq_event does, with a deadline, while another
-// goroutine can end the wait (a Close of the caller's own object, a changed deadline) through a Wakeup.
-func ExampleCompChannel_WaitEvent() {
+// Waiting for completion events in the kernel, as ibv_get_cq_event does, with a deadline for every wait,
+// while another goroutine can end the wait (a Close of the caller's own object, a message to send) by Wake.
+func ExampleCompChannel_Wake() {
 	ctx, err := uverbs.Open("rxe0")
 	if err != nil {
 		return
 	}
 	defer ctx.Close()
-	ch, _ := ctx.CreateCompChannel()
+	ch, _ := ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true})
 	defer ch.Close()
 	cq, _ := ctx.CreateCQ(uverbs.CQAttr{CQE: 16, Channel: ch})
 	defer cq.Close()
-	wake, err := uverbs.NewWakeup()
-	if err != nil {
-		return
-	}
-	defer wake.Close()
 	go func() {
 		time.Sleep(10 * time.Millisecond)
-		wake.Wake() // e.g. the owner is closing: the waiter looks again
+		ch.Wake() // e.g. the owner is closing: the waiter looks again
 	}()
 	cq.ReqNotify(false)
-	got, err := ch.WaitEvent(time.Now().Add(time.Second), wake)
+	ch.SetDeadline(time.Now().Add(time.Second))
+	got, err := ch.GetEvent(context.Background())
 	switch {
 	case errors.Is(err, uverbs.ErrWoken):
 		fmt.Println("woken")

@@ -41,7 +41,7 @@ type closeRaceStats struct {
 }
 
 func closeRaceRound(t *testing.T, e *labEnv, round int, st *closeRaceStats) {
-	ch, err := e.ctx.CreateCompChannel()
+	ch, err := e.ctx.CreateCompChannel(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -341,8 +341,7 @@ func TestLabWrapAround(t *testing.T) {
 }
 
 // Completion events: arm, send, get the event on the channel; solicited-only arming is accepted. Both ways
-// of waiting: Go's poller (a context ends it) and the kernel's read (SetWaitInKernel, which refuses a context
-// that can end).
+// of waiting: Go's poller and the kernel's ppoll (CompChannelOptions.WaitInKernel), each with a context.
 func TestLabArmAndEvent(t *testing.T) {
 	for _, inKernel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("inKernel=%v", inKernel), func(t *testing.T) { armAndEvent(t, inKernel) })
@@ -351,14 +350,11 @@ func TestLabArmAndEvent(t *testing.T) {
 
 func armAndEvent(t *testing.T, inKernel bool) {
 	e := newLab(t)
-	ch, err := e.ctx.CreateCompChannel()
+	ch, err := e.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: inKernel})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { check(t, ch.Close()) })
-	if err := ch.SetWaitInKernel(inKernel); err != nil {
-		t.Fatal(err)
-	}
 	p := e.rcPair(t, labCap, ch)
 	if err := p.cqB.ReqNotify(false); err != nil {
 		t.Fatal(err)
@@ -371,11 +367,6 @@ func armAndEvent(t *testing.T, inKernel bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if inKernel {
-		if _, err := ch.GetEvent(ctx); !errors.Is(err, unix.EINVAL) {
-			t.Fatalf("GetEvent with a context that can end, waiting in the kernel: %v, want EINVAL", err)
-		}
-	}
 	if _, err := p.a.PostSend([]uverbs.SendWR{{WRID: 1, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled | uverbs.SendSolicited,
 		SGL: []uverbs.SGE{e.mr.SGE(64, 64)}}}); err != nil {
 		t.Fatal(err)
@@ -386,11 +377,7 @@ func armAndEvent(t *testing.T, inKernel bool) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		wctx := ctx
-		if inKernel {
-			wctx = context.Background() // nothing interrupts a wait in the kernel: the event must come
-		}
-		cq, err := ch.GetEvent(wctx)
+		cq, err := ch.GetEvent(ctx)
 		got <- result{cq, err}
 	}()
 	var r result
@@ -525,7 +512,7 @@ func TestLabSRQResize(t *testing.T) {
 // event proves at least one is in the ring when the resize runs.
 func TestLabCQResize(t *testing.T) {
 	e := newLab(t)
-	ch, err := e.ctx.CreateCompChannel()
+	ch, err := e.ctx.CreateCompChannel(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

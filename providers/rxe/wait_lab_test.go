@@ -3,6 +3,7 @@ package rxe_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -21,9 +22,9 @@ type eventPair struct {
 	wc   []uverbs.WC
 }
 
-func newEventPair(t *testing.T) *eventPair {
+func newEventPair(t *testing.T, inKernel bool) *eventPair {
 	e := newLab(t)
-	ch, err := e.ctx.CreateCompChannel()
+	ch, err := e.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: inKernel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,160 +62,145 @@ func (ep *eventPair) drain(t testing.TB, cq *uverbs.CQ) {
 	}
 }
 
-// WaitEvent waits in the kernel (ppoll on the channel and the Wakeup's eventfd): the event comes, a Wake before
-// or during the wait ends it with ErrWoken (and is consumed), the deadline ends it, and channels in the other
-// waiting modes are refused.
-func TestLabWaitEvent(t *testing.T) {
-	ep := newEventPair(t)
-	w, err := uverbs.NewWakeup()
-	if err != nil {
-		t.Fatal(err)
+// bothWaits runs f with a channel that waits on Go's poller and one that waits in the kernel.
+func bothWaits(t *testing.T, f func(t *testing.T, ep *eventPair)) {
+	for _, inKernel := range []bool{false, true} {
+		name := "poller"
+		if inKernel {
+			name = "kernel"
+		}
+		t.Run(name, func(t *testing.T) { f(t, newEventPair(t, inKernel)) })
 	}
-	defer w.Close()
-	long := time.Now().Add(30 * time.Second)
+}
 
-	ep.fire(t)
-	cq, err := ep.ch.WaitEvent(long, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep.drain(t, cq)
-
-	// A wake before the wait is not lost; it is consumed, so the next wait reaches its deadline.
-	if err := w.Wake(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Wake(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ep.ch.WaitEvent(long, w); !errors.Is(err, uverbs.ErrWoken) {
-		t.Fatalf("WaitEvent after Wake: %v, want ErrWoken", err)
-	}
-	start := time.Now()
-	if _, err := ep.ch.WaitEvent(time.Now().Add(100*time.Millisecond), w); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("WaitEvent with nothing to come: %v, want os.ErrDeadlineExceeded", err)
-	}
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Fatalf("the deadline ended the wait after %v, before it passed", d)
-	}
-	if _, err := ep.ch.WaitEvent(time.Now().Add(-time.Second), w); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("WaitEvent with a past deadline: %v, want os.ErrDeadlineExceeded", err)
-	}
-
-	// A wake during the wait.
+// waiting starts a GetEvent and returns its result once it has had time to sleep (either order must work).
+func waiting(ep *eventPair, ctx context.Context) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		_, err := ep.ch.WaitEvent(time.Time{}, w)
+		_, err := ep.ch.GetEvent(ctx)
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // let it block (either order must work: the eventfd keeps the wake)
-	if err := w.Wake(); err != nil {
-		t.Fatal(err)
-	}
+	time.Sleep(50 * time.Millisecond)
+	return done
+}
+
+func ended(t *testing.T, done <-chan error, by string) error {
+	t.Helper()
 	select {
 	case err := <-done:
-		if !errors.Is(err, uverbs.ErrWoken) {
-			t.Fatalf("WaitEvent woken while waiting: %v, want ErrWoken", err)
-		}
+		return err
 	case <-time.After(30 * time.Second):
-		t.Fatal("Wake did not end a waiting WaitEvent in 30 s")
+		t.Fatalf("%s did not end a waiting GetEvent in 30 s", by)
+		return nil
 	}
+}
 
-	// The event still comes after all that, and waiting allocates nothing.
-	if a := testing.AllocsPerRun(20, func() {
+// GetEvent, the one way to wait, in both places a channel can sleep, against rxe's real events: the event
+// comes; a Wake before or during the wait ends it with ErrWoken (Wakes before a wait count once); the deadline
+// ends it, a past one at once; a context ends it and leaves nothing behind; waiting allocates nothing.
+func TestLabGetEvent(t *testing.T) {
+	bothWaits(t, func(t *testing.T, ep *eventPair) {
+		bg := context.Background()
 		ep.fire(t)
-		cq, err := ep.ch.WaitEvent(time.Time{}, w)
+		cq, err := ep.ch.GetEvent(bg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ep.drain(t, cq)
-	}); a != 0 {
-		t.Errorf("arm, send, WaitEvent, ack, poll: %v allocations per round", a)
-	}
 
-	closed, err := uverbs.NewWakeup()
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, closed.Close())
-	check(t, closed.Close())
-	if err := closed.Wake(); !errors.Is(err, uverbs.ErrClosed) {
-		t.Fatalf("Wake after Close: %v, want ErrClosed", err)
-	}
-	if _, err := ep.ch.WaitEvent(long, closed); !errors.Is(err, uverbs.ErrClosed) {
-		t.Fatalf("WaitEvent with a closed Wakeup: %v, want ErrClosed", err)
-	}
+		check(t, ep.ch.Wake())
+		check(t, ep.ch.Wake())
+		if _, err := ep.ch.GetEvent(bg); !errors.Is(err, uverbs.ErrWoken) {
+			t.Fatalf("GetEvent after Wake: %v, want ErrWoken", err)
+		}
+		// start is read before the deadline is computed from it: the wait ends at or after start+100ms.
+		start := time.Now()
+		check(t, ep.ch.SetDeadline(start.Add(100*time.Millisecond)))
+		if _, err := ep.ch.GetEvent(bg); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("GetEvent with nothing to come: %v, want os.ErrDeadlineExceeded", err)
+		}
+		if d := time.Since(start); d < 100*time.Millisecond {
+			t.Fatalf("the deadline ended the wait after %v, before it passed", d)
+		}
+		check(t, ep.ch.SetDeadline(time.Time{}))
 
-	inKernel, err := ep.e.ctx.CreateCompChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inKernel.Close()
-	check(t, inKernel.SetWaitInKernel(true))
-	if _, err := inKernel.WaitEvent(long, w); !errors.Is(err, unix.EINVAL) {
-		t.Fatalf("WaitEvent on a channel that waits in read(2): %v, want EINVAL", err)
-	}
-	polled, err := ep.e.ctx.CreateCompChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer polled.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	if _, err := polled.GetEvent(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("GetEvent on an idle channel: %v, want context.DeadlineExceeded", err)
-	}
-	if _, err := polled.WaitEvent(long, w); !errors.Is(err, unix.EINVAL) {
-		t.Fatalf("WaitEvent on a channel registered with Go's poller: %v, want EINVAL", err)
-	}
+		done := waiting(ep, bg)
+		check(t, ep.ch.Wake())
+		if err := ended(t, done, "Wake"); !errors.Is(err, uverbs.ErrWoken) {
+			t.Fatalf("GetEvent woken while waiting: %v, want ErrWoken", err)
+		}
+		done = waiting(ep, bg)
+		check(t, ep.ch.SetDeadline(time.Unix(1, 0)))
+		if err := ended(t, done, "a past deadline"); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("GetEvent whose deadline moved into the past: %v, want os.ErrDeadlineExceeded", err)
+		}
+		check(t, ep.ch.SetDeadline(time.Time{}))
+		ctx, cancel := context.WithCancel(bg)
+		done = waiting(ep, ctx)
+		cancel()
+		if err := ended(t, done, "a cancelled context"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("GetEvent whose context was cancelled: %v, want context.Canceled", err)
+		}
+
+		// The event still comes after all that, with a context too, and waiting allocates nothing.
+		wctx, wcancel := context.WithTimeout(bg, 30*time.Second)
+		defer wcancel()
+		ep.fire(t)
+		if cq, err = ep.ch.GetEvent(wctx); err != nil {
+			t.Fatal(err)
+		}
+		ep.drain(t, cq)
+		if a := testing.AllocsPerRun(20, func() {
+			ep.fire(t)
+			cq, err := ep.ch.GetEvent(bg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep.drain(t, cq)
+		}); a != 0 {
+			t.Errorf("arm, send, GetEvent, ack, poll: %v allocations per round", a)
+		}
+	})
 }
 
-// SetDeadline bounds GetEvent on Go's poller without a context: a deadline ends a wait, one in the past wakes a
-// waiting GetEvent at once, the zero time removes it; a channel waiting in the kernel refuses deadlines.
-func TestLabCompChannelDeadline(t *testing.T) {
-	ep := newEventPair(t)
-	bg := context.Background()
-	// start is read before the deadline is computed from it: the wait ends at or after start+100ms, where a start
-	// read after SetDeadline could be later than the deadline's base and make a correct wait look early.
-	start := time.Now()
-	check(t, ep.ch.SetDeadline(start.Add(100*time.Millisecond)))
-	if _, err := ep.ch.GetEvent(bg); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("GetEvent past its deadline: %v, want os.ErrDeadlineExceeded", err)
-	}
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Fatalf("the deadline ended the wait after %v, before it passed", d)
-	}
-	check(t, ep.ch.SetDeadline(time.Time{}))
-	done := make(chan error, 1)
-	go func() {
-		_, err := ep.ch.GetEvent(bg)
-		done <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	check(t, ep.ch.SetDeadline(time.Unix(1, 0)))
-	select {
-	case err := <-done:
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatalf("GetEvent woken by a past deadline: %v, want os.ErrDeadlineExceeded", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("a past deadline did not end a waiting GetEvent in 30 s")
-	}
-	check(t, ep.ch.SetDeadline(time.Time{}))
-	ep.fire(t)
-	cq, err := ep.ch.GetEvent(bg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep.drain(t, cq)
-
-	inKernel, err := ep.e.ctx.CreateCompChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inKernel.Close()
-	check(t, inKernel.SetWaitInKernel(true))
-	if err := inKernel.SetDeadline(time.Now()); !errors.Is(err, unix.EINVAL) {
-		t.Fatalf("SetDeadline on a channel that waits in read(2): %v, want EINVAL", err)
+// Close ends a waiting GetEvent with ErrClosed in both modes, once the CQs are gone (before, it is EBUSY and
+// the wait goes on).
+func TestLabCompChannelCloseWakes(t *testing.T) {
+	for _, inKernel := range []bool{false, true} {
+		t.Run(fmt.Sprint("inKernel=", inKernel), func(t *testing.T) {
+			e := newLab(t)
+			ch, err := e.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: inKernel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cq := e.cq(t, 4, ch)
+			done := make(chan error, 1)
+			go func() {
+				_, err := ch.GetEvent(context.Background())
+				done <- err
+			}()
+			time.Sleep(50 * time.Millisecond)
+			if err := ch.Close(); !errors.Is(err, unix.EBUSY) {
+				t.Fatalf("Close with a CQ on the channel: %v, want EBUSY", err)
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("a refused Close ended the wait: %v", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			check(t, cq.Close())
+			check(t, ch.Close())
+			select {
+			case err := <-done:
+				if !errors.Is(err, uverbs.ErrClosed) {
+					t.Fatalf("GetEvent ended by Close: %v, want ErrClosed", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Close did not end a waiting GetEvent in 30 s")
+			}
+			if err := ch.Wake(); !errors.Is(err, uverbs.ErrClosed) {
+				t.Fatalf("Wake after Close: %v, want ErrClosed", err)
+			}
+		})
 	}
 }

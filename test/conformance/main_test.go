@@ -66,7 +66,7 @@ func warmUp(dev string) error {
 	if err != nil {
 		return err
 	}
-	ch, err := ctx.CreateCompChannel()
+	ch, err := ctx.CreateCompChannel(nil)
 	if err != nil {
 		ctx.Close()
 		return err

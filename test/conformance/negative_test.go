@@ -348,7 +348,7 @@ func TestNegCloseParentWithChildren(t *testing.T) {
 		require.NoError(t, ctx.Close())
 	})
 	t.Run("completion channel with CQ", func(t *testing.T) {
-		ch, err := e.ctx.CreateCompChannel()
+		ch, err := e.ctx.CreateCompChannel(nil)
 		require.NoError(t, err)
 		cq, err := e.ctx.CreateCQ(uverbs.CQAttr{CQE: 4, Channel: ch})
 		require.NoError(t, err)
@@ -510,7 +510,7 @@ func TestNegUseAfterCloseHandleReuse(t *testing.T) {
 	_, err = pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeUD, SendCQ: oldCQ, RecvCQ: oldCQ, Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	require.ErrorIs(t, err, uverbs.ErrClosed, "create QP with a closed CQ")
 
-	ch, err := e.ctx.CreateCompChannel()
+	ch, err := e.ctx.CreateCompChannel(nil)
 	require.NoError(t, err)
 	require.NoError(t, ch.Close())
 	_, err = e.ctx.CreateCQ(uverbs.CQAttr{CQE: 4, Channel: ch})

@@ -56,7 +56,7 @@ func TestCreateCQ(t *testing.T) {
 func TestCreateCQWithCompChannel(t *testing.T) {
 	e := newEnv(t)
 	for _, size := range []int{1, int(e.dev.MaxCQE) / 2, int(e.dev.MaxCQE)} {
-		ch, err := e.ctx.CreateCompChannel()
+		ch, err := e.ctx.CreateCompChannel(nil)
 		require.NoError(t, err)
 		cq, err := e.ctx.CreateCQ(uverbs.CQAttr{CQE: size, Channel: ch})
 		skipIfUnsupported(t, err, "CQ with completion channel")
@@ -120,7 +120,7 @@ func TestCQEvents(t *testing.T) {
 	}{{"RC", uverbs.QPTypeRC}, {"UD", uverbs.QPTypeUD}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			ch, err := e.ctx.CreateCompChannel()
+			ch, err := e.ctx.CreateCompChannel(nil)
 			require.NoError(t, err)
 			cleanup(t, ch)
 			client, server := e.pair(playerOpts{qpType: tc.typ, channel: ch})

@@ -12,7 +12,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,6 +155,27 @@ func (s *soakSide) next(ctx context.Context, wcs []uverbs.WC) (int, error) {
 	}
 }
 
+// state says, after a wait that failed, what the side's CQ and QP hold: completions waiting in the CQ mean
+// an event was lost on the way to the waiter; none, with the QP's send PSN ahead of what was acknowledged,
+// mean the device stopped completing.
+func (s *soakSide) state(wcs []uverbs.WC) string {
+	var b strings.Builder
+	n, err := s.cq.Poll(wcs)
+	fmt.Fprintf(&b, "%d events; the CQ then held %d completions", s.events, n)
+	if err != nil {
+		fmt.Fprintf(&b, " (poll: %v)", err)
+	}
+	for i := range wcs[:n] {
+		fmt.Fprintf(&b, " [%v %d %v]", wcs[i].Opcode, wcs[i].WRID, wcs[i].Status)
+	}
+	if a, err := s.qp.Query(uverbs.QPAttrState | uverbs.QPAttrSQPSN | uverbs.QPAttrRQPSN); err != nil {
+		fmt.Fprintf(&b, "; query QP: %v", err)
+	} else {
+		fmt.Fprintf(&b, "; QP %#x %v, SQ PSN %#x, RQ PSN %#x", s.qp.QPN(), a.State, a.SQPSN, a.RQPSN)
+	}
+	return b.String()
+}
+
 // runSoak is goverbs' side of a leg over conn (the TCP side channel, closed by the caller).
 func runSoak(ctx context.Context, conn net.Conn, p soakParams) (res soakResult, err error) {
 	const size, slots = soakSize, soakSlots
@@ -166,7 +189,7 @@ func runSoak(ctx context.Context, conn net.Conn, p soakParams) (res soakResult, 
 	if s.ctx, err = uverbs.Open(p.dev); err != nil {
 		return res, err
 	}
-	if s.ch, err = s.ctx.CreateCompChannel(); err != nil {
+	if s.ch, err = s.ctx.CreateCompChannel(nil); err != nil {
 		return res, err
 	}
 	if s.pd, err = s.ctx.AllocPD(); err != nil {
@@ -277,7 +300,7 @@ func runSoak(ctx context.Context, conn net.Conn, p soakParams) (res soakResult, 
 			}
 			n, err := s.next(ctx, wcs)
 			if err != nil {
-				return res, fmt.Errorf("sent %d, %d completed, %d credited: %w", seq, completed, credited, err)
+				return res, fmt.Errorf("sent %d, %d completed, %d credited: %w (%s)", seq, completed, credited, err, s.state(wcs))
 			}
 			for i := range wcs[:n] {
 				wc := &wcs[i]
@@ -323,7 +346,7 @@ func runSoak(ctx context.Context, conn net.Conn, p soakParams) (res soakResult, 
 		for expected < p.count || creditDone < p.count {
 			n, err := s.next(ctx, wcs)
 			if err != nil {
-				return res, fmt.Errorf("received %d, %d credits completed: %w", expected, creditDone, err)
+				return res, fmt.Errorf("received %d, %d credits completed: %w (%s)", expected, creditDone, err, s.state(wcs))
 			}
 			for i := range wcs[:n] {
 				wc := &wcs[i]
@@ -502,6 +525,16 @@ func TestLabSoak(t *testing.T) {
 	}
 	// A leg may take 1 s per MiB (ten times the slowest rate seen) plus set-up.
 	legTimeout := time.Duration(perLeg>>20)*time.Second + 2*time.Minute
+	if v := os.Getenv("GOVERBS_SOAK_LEGS"); v != "" { // a regular expression on the legs' names, to rerun one
+		re, err := regexp.Compile(v)
+		if err != nil {
+			t.Fatalf("GOVERBS_SOAK_LEGS: %v", err)
+		}
+		legs = slices.DeleteFunc(legs, func(l leg) bool { return !re.MatchString(l.name) })
+		if len(legs) == 0 {
+			t.Fatalf("GOVERBS_SOAK_LEGS=%q names no leg", v)
+		}
+	}
 	var rssAfterFirst uint64
 	for i, l := range legs {
 		legName.Store(strings.ReplaceAll(l.name, " ", "-"))
@@ -516,7 +549,11 @@ func TestLabSoak(t *testing.T) {
 		}
 		cancel()
 		if err != nil {
-			t.Fatalf("%s: %v", l.name, err)
+			now := [2]map[string]int64{counters(t, labtest.Device()), counters(t, peer.Device)}
+			d0, d1 := drops()
+			t.Fatalf("%s: %v\nsince the soak began: netem dropped %d on %s, %d on %s; %s: %s; %s: %s", l.name, err,
+				d0, labtest.Netdev(), d1, peer.Netdev, labtest.Device(), delta(before[0], now[0], recoveryCounters...),
+				peer.Device, delta(before[1], now[1], recoveryCounters...))
 		}
 		el := time.Since(legStart)
 		t.Logf("%s: %d messages of %d B = %.1f MiB intact and in order in %v (%.1f MiB/s)%s", l.name, count, soakSize,

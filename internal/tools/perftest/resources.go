@@ -232,11 +232,10 @@ func (s *session) initResources(stderr io.Writer) error {
 		s.buffSize += p.CacheLine
 	}
 	if p.UseEvent {
-		if s.ch, err = s.vc.CreateCompChannel(); err != nil {
+		if s.ch, err = s.vc.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true}); err != nil {
 			fmt.Fprintf(stderr, "Couldn't create completion channel\n")
 			return err
 		}
-		s.ch.SetWaitInKernel(true) // wait as ibv_get_cq_event does: the tool never cancels a wait
 	}
 	if s.pd, err = s.vc.AllocPD(); err != nil {
 		fmt.Fprintf(stderr, "Couldn't allocate PD\n")

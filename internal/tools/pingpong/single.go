@@ -104,10 +104,9 @@ func initSingle(dev uverbs.Device, k kind, o *options, stderr io.Writer) *pp {
 		}
 	}
 	if o.events {
-		if c.channel, err = c.ctx.CreateCompChannel(); err != nil {
+		if c.channel, err = c.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true}); err != nil {
 			return fail("Couldn't create completion channel")
 		}
-		c.channel.SetWaitInKernel(true) // wait as ibv_get_cq_event does: the tool never cancels a wait
 	}
 	if o.ccUnprotected {
 		// rdma-core 65's -U allocates a parent domain allowing unprotected

@@ -123,10 +123,9 @@ func initSRQ(dev uverbs.Device, o *options, stderr io.Writer) *srqPP {
 		access |= uverbs.AccessOnDemand
 	}
 	if o.events {
-		if c.channel, err = c.ctx.CreateCompChannel(); err != nil {
+		if c.channel, err = c.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true}); err != nil {
 			return fail("Couldn't create completion channel")
 		}
-		c.channel.SetWaitInKernel(true) // wait as ibv_get_cq_event does: the tool never cancels a wait
 	}
 	if c.pd, err = c.ctx.AllocPD(); err != nil {
 		return fail("Couldn't allocate PD")

@@ -98,12 +98,9 @@ type cb struct {
 	remoteAddr uint64
 	remoteLen  uint32
 
-	// rping.c's CQ thread: here the main goroutine drives the CQ while it waits (see wait). cqOn and cqSeen
-	// belong to the main goroutine; waitCh is the channel it may be waiting on, for postCM; cqGen counts
-	// postCM's interruptions.
+	// rping.c's CQ thread: here the main goroutine drives the CQ while it waits (see wait). cqOn belongs to
+	// the main goroutine; waitCh is the channel it may be waiting on, for postCM.
 	cqOn   bool
-	cqSeen uint64
-	cqGen  atomic.Uint64
 	waitCh atomic.Pointer[uverbs.CompChannel]
 	wc     [1]uverbs.WC
 }
@@ -143,19 +140,14 @@ func (c *cb) getState() int  { c.mu.Lock(); defer c.mu.Unlock(); return c.state 
 // post wakes the main flow (sem_post) from the CQ handler, which runs in the main goroutine (see wait).
 func (c *cb) post() { c.sem <- struct{}{} }
 
-// postCM is post from the CM goroutine: it also wakes the main goroutine if it is waiting for a CQ event, by
-// a deadline in the past on the channel, which wait clears once it sees cqGen change. The order is what makes
-// that safe: the post comes first (the woken wait finds it), the deadline second, and the generation last, so
-// a wait that sees the new generation clears a deadline already set. Bumping the generation before setting
-// the deadline let a wait clear it in between and then meet the stale deadline in every later wait: a main
-// goroutine spinning on "i/o timeout" while completions went unread (rping -s hung against a C client in the
-// lab, about one connection in twenty on 6.12 and 7.3).
+// postCM is post from the CM goroutine: it also wakes the main goroutine if it is waiting for a CQ event
+// (CompChannel.Wake). The post comes first, so the woken wait finds it; a Wake that comes after the main
+// goroutine stopped waiting costs its next wait one turn, never a lost post.
 func (c *cb) postCM() {
 	c.sem <- struct{}{}
 	if ch := c.waitCh.Load(); ch != nil {
-		ch.SetDeadline(time.Unix(1, 0)) // fails only once the channel is closed: nobody waits there
+		ch.Wake() // fails only once the channel is closed: nobody waits there
 	}
-	c.cqGen.Add(1)
 }
 
 func usage(w io.Writer) {

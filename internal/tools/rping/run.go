@@ -26,7 +26,7 @@ func (c *cb) setupQP(id *rdmacm.ID) error {
 		c.errf("ibv_alloc_pd failed\n")
 		return err
 	}
-	if c.compCh, err = ctx.CreateCompChannel(); err != nil {
+	if c.compCh, err = ctx.CreateCompChannel(nil); err != nil {
 		c.errf("ibv_create_comp_channel failed\n")
 		return err
 	}
@@ -244,7 +244,7 @@ func (c *cb) clientRecv(w *uverbs.WC) int {
 // rping.c; docs/perf.md). The returned stop ends it as pthread_join after the disconnect does: the handler
 // runs until the flush the disconnect causes, bounded like the pthread_cancel it stands for.
 func (c *cb) startCQThread() (stop func()) {
-	c.cqOn, c.cqSeen = true, c.cqGen.Load()
+	c.cqOn = true
 	c.waitCh.Store(c.compCh)
 	return func() {
 		deadline := time.Now().Add(2 * time.Second)
@@ -264,10 +264,6 @@ func (c *cb) startCQThread() (stop func()) {
 // running the handler until something is posted; a post from the CM goroutine interrupts its read.
 func (c *cb) wait() {
 	for c.cqOn {
-		if g := c.cqGen.Load(); g != c.cqSeen {
-			c.compCh.SetDeadline(time.Time{}) // undo the interruption (postCM sets the deadline before the generation)
-			c.cqSeen = g
-		}
 		select {
 		case <-c.sem:
 			return
@@ -281,13 +277,13 @@ func (c *cb) wait() {
 }
 
 // cqStep is one turn of rping_cq_thread: wait for a completion event, re-arm, handle, acknowledge. It reports
-// whether the thread goes on. An interrupted wait (postCM) goes on; so does one whose deadline passed, which
-// only stop sets, and stop ends it quietly then, as pthread_cancel does.
+// whether the thread goes on. A woken wait (postCM) goes on; so does one whose deadline passed, which only
+// stop sets, and stop ends it quietly then, as pthread_cancel does.
 func (c *cb) cqStep() bool {
 	cq, err := c.compCh.GetEvent(context.Background())
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return true // interrupted, or stop's deadline passed (stop checks it)
+		if errors.Is(err, uverbs.ErrWoken) || errors.Is(err, os.ErrDeadlineExceeded) {
+			return true // woken by postCM, or stop's deadline passed (stop checks it)
 		}
 		c.errf("Failed to get cq event!\n")
 		return false

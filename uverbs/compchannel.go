@@ -1,0 +1,420 @@
+package uverbs
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/goverbs/goverbs/abi"
+	"github.com/goverbs/goverbs/rawcmd"
+	"golang.org/x/sys/unix"
+)
+
+// ErrWoken is what CompChannel.GetEvent returns when CompChannel.Wake ended its wait before an event came.
+var ErrWoken = errors.New("woken")
+
+// CompChannel is a completion event channel (ibv_comp_channel): CQs attached to it report completion events
+// on it after they are armed.
+//
+// There is one way to wait, GetEvent, with the controls of an os.File and of cilium's ringbuf.Reader: a
+// context for the call, SetDeadline for the calls (a deadline costs no allocation per wait; a context that
+// can end costs one), Wake to end the current or next wait from another goroutine (ErrWoken), and Close,
+// which ends every wait (ErrClosed). Where the waiting goroutine sleeps is chosen when the channel is made
+// (CompChannelOptions.WaitInKernel) and changes none of that.
+type CompChannel struct {
+	ctx    *Context
+	fd     int
+	kernel bool // WaitInKernel: ppoll(2) on fd and wfd; otherwise Go's runtime poller on f
+
+	f   *os.File // the fd registered with Go's poller (not WaitInKernel)
+	wfd int      // the eventfd that wakes a ppoll (WaitInKernel; -1 otherwise)
+
+	rmu  sync.Mutex // one waiter at a time; it owns buf and pfds
+	buf  [8]byte
+	pfds [2]unix.PollFd
+	pts  unix.Timespec
+
+	// deadline is SetDeadline's time in Unix nanoseconds (0: none). wakes counts Wakes not yet reported.
+	// waiting is set while a WaitInKernel waiter is inside ppoll, so that SetDeadline needs no system call
+	// when nobody waits (rsocket sets the deadline of every wait just before it). dlMu orders the poller's
+	// read deadline between SetDeadline, Wake and a waiter restoring it.
+	deadline atomic.Int64
+	wakes    atomic.Uint32
+	waiting  atomic.Bool
+	dlMu     sync.Mutex
+
+	// last are the CQs of the latest events: most channels serve one or two CQs (a send and a receive CQ),
+	// so an event usually names one of them and deliver skips the device's handle table. User handles are
+	// never reused, so a match is that CQ; CQ.Close clears its slot. lastNext (guarded by rmu) is the slot
+	// the next miss replaces.
+	last     [2]atomic.Pointer[CQ]
+	lastNext uint8
+
+	life
+	cqs int // CQs using the channel; guarded by mu
+}
+
+// CompChannelOptions are the options of a completion channel; nil means the defaults.
+type CompChannelOptions struct {
+	// WaitInKernel makes GetEvent sleep in the kernel — one ppoll(2) on the channel and an eventfd of the
+	// channel's own, then one read of the event — as libibverbs' ibv_get_cq_event sleeps in read(2), instead
+	// of parking the goroutine on Go's runtime poller (a failed read, the runtime's parking and epoll wait,
+	// a second read: docs/perf.md measures both). The waiting goroutine's thread is blocked meanwhile (Go's
+	// scheduler knows, as for any blocking system call). Contexts, deadlines, Wake and Close work the same
+	// in both modes: Wake, Close, a context that ends and a changed deadline write the eventfd.
+	//
+	// For programs with one goroutine per channel that wait on every event (rdma-core's tools, rsocket's
+	// Read and Write); the default suits programs with many channels or many idle waits.
+	WaitInKernel bool
+}
+
+// CreateCompChannel creates a completion channel (ibv_create_comp_channel). opts may be nil.
+func (c *Context) CreateCompChannel(opts *CompChannelOptions) (*CompChannel, error) {
+	var o CompChannelOptions
+	if opts != nil {
+		o = *opts
+	}
+	in := new(abi.IbUverbsCreateCompChannel)
+	out := new(abi.IbUverbsCreateCompChannelResp)
+	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
+		return nil, wrap("create completion channel", c.dev.Name, err)
+	}
+	ch := &CompChannel{ctx: c, fd: int(out.Fd), kernel: o.WaitInKernel, wfd: -1}
+	fail := func(err error) (*CompChannel, error) {
+		if ch.f != nil {
+			ch.f.Close()
+		} else {
+			unix.Close(ch.fd)
+		}
+		if ch.wfd >= 0 {
+			unix.Close(ch.wfd)
+		}
+		return nil, wrap("create completion channel", c.dev.Name, err)
+	}
+	unix.CloseOnExec(ch.fd)
+	// Non-blocking in both modes: the poller needs it, and after a ppoll another reader may have taken the
+	// event (a read must then fail, not sleep).
+	if err := unix.SetNonblock(ch.fd, true); err != nil {
+		return fail(err)
+	}
+	if ch.kernel {
+		wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			return fail(fmt.Errorf("eventfd: %w", err))
+		}
+		ch.wfd = wfd
+	} else {
+		ch.f = os.NewFile(uintptr(ch.fd), "uverbs-comp-channel")
+	}
+	if err := c.addObject(); err != nil {
+		return fail(err)
+	}
+	return ch, nil
+}
+
+// FD is the channel's file descriptor.
+func (ch *CompChannel) FD() int { return ch.fd }
+
+// GetEvent waits for the next completion event (ibv_get_cq_event) and returns the CQ it is for. The wait
+// ends with an error when ctx ends (ctx's error), the deadline passes (one matching os.ErrDeadlineExceeded),
+// Wake is called (ErrWoken) or the channel is closed (ErrClosed). Every event must be acknowledged with
+// cq.AckEvents before the CQ can be closed. Calls on one channel wait one after another.
+func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
+	ch.rmu.Lock()
+	var err error
+	if ch.kernel {
+		err = ch.waitKernel(ctx)
+	} else {
+		err = ch.waitPoller(ctx)
+	}
+	var cq *CQ
+	if err == nil {
+		cq, err = ch.deliver()
+	} else {
+		err = wrap("get CQ event", ch.ctx.dev.Name, err)
+	}
+	ch.rmu.Unlock() // no defer: this is the path of every event
+	return cq, err
+}
+
+// SetDeadline sets the time after which GetEvent — a waiting one included — fails with an error matching
+// os.ErrDeadlineExceeded, as os.File's SetReadDeadline does; the zero time means none, and a time in the
+// past ends a waiting GetEvent at once. It stays until the next SetDeadline.
+func (ch *CompChannel) SetDeadline(t time.Time) error {
+	if err := ch.enter(); err != nil { // inside, Close cannot close the eventfd under ring
+		return wrap("set completion channel deadline", ch.ctx.dev.Name, err)
+	}
+	defer ch.exit()
+	var d int64
+	if !t.IsZero() {
+		if d = t.UnixNano(); d <= 0 {
+			d = 1 // before 1970: long past, and not "none"
+		}
+	}
+	if ch.kernel {
+		ch.deadline.Store(d)
+		if ch.waiting.Load() { // the waiter read the old deadline: make it look again
+			ch.ring()
+		}
+		return nil
+	}
+	ch.dlMu.Lock()
+	ch.deadline.Store(d)
+	var err error
+	if ch.wakes.Load() == 0 { // a pending Wake keeps its past deadline until the waiter takes it
+		err = ch.f.SetReadDeadline(t)
+	}
+	ch.dlMu.Unlock()
+	if errors.Is(err, os.ErrClosed) {
+		err = ErrClosed
+	}
+	return wrap("set completion channel deadline", ch.ctx.dev.Name, err)
+}
+
+// Wake makes the GetEvent waiting now return ErrWoken, or the next one if none waits (a Wake is never lost,
+// and Wakes before a wait count as one). It does not block. It is how another goroutine makes the waiter
+// look at something else: a deadline of its own that changed, a connection that closes, a message to send.
+func (ch *CompChannel) Wake() error {
+	if err := ch.enter(); err != nil {
+		return wrap("wake completion channel", ch.ctx.dev.Name, err)
+	}
+	defer ch.exit()
+	ch.wakes.Add(1)
+	if ch.kernel {
+		ch.ring()
+		return nil
+	}
+	ch.dlMu.Lock()
+	err := ch.f.SetReadDeadline(time.Unix(1, 0))
+	ch.dlMu.Unlock()
+	if errors.Is(err, os.ErrClosed) {
+		err = ErrClosed
+	}
+	return wrap("wake completion channel", ch.ctx.dev.Name, err)
+}
+
+// ring wakes a WaitInKernel waiter's ppoll. The eventfd only rings: what the waiter must look at is in the
+// channel's state (closed, wakes, deadline, its context), read after it clears the eventfd, so no cause is lost.
+func (ch *CompChannel) ring() {
+	one := uint64(1)
+	for {
+		_, _, e := syscall.RawSyscall(unix.SYS_WRITE, uintptr(ch.wfd), uintptr(unsafe.Pointer(&one)), 8)
+		if e != unix.EINTR { // EAGAIN: the counter is at its maximum, so it already rings
+			return
+		}
+	}
+}
+
+// clearRing consumes the eventfd's count (non-blocking: EAGAIN when there was none).
+func (ch *CompChannel) clearRing() {
+	var n uint64
+	for {
+		_, _, e := syscall.RawSyscall(unix.SYS_READ, uintptr(ch.wfd), uintptr(unsafe.Pointer(&n)), 8)
+		if e != unix.EINTR {
+			return
+		}
+	}
+}
+
+// woken reports and consumes the pending Wakes.
+func (ch *CompChannel) woken() bool { return ch.wakes.Load() != 0 && ch.wakes.Swap(0) != 0 }
+
+// waitKernel reads one event record into ch.buf, sleeping in ppoll(2). ch.rmu is held.
+func (ch *CompChannel) waitKernel(ctx context.Context) error {
+	if ctx.Done() != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() { ch.ring(); close(fired) })
+		defer func() {
+			if !stop() {
+				<-fired // its ring is harmless to a later wait: it looks at the state and waits again
+			}
+		}()
+	}
+	ch.pfds = [2]unix.PollFd{{Fd: int32(ch.fd), Events: unix.POLLIN}, {Fd: int32(ch.wfd), Events: unix.POLLIN}}
+	for {
+		if ch.checkOpen() != nil {
+			return ErrClosed
+		}
+		if ch.woken() {
+			return ErrWoken
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ch.waiting.Store(true)
+		var ts *unix.Timespec
+		if d := ch.deadline.Load(); d != 0 {
+			left := d - time.Now().UnixNano()
+			if left <= 0 {
+				ch.waiting.Store(false)
+				return os.ErrDeadlineExceeded
+			}
+			ch.pts = unix.NsecToTimespec(left)
+			ts = &ch.pts
+		}
+		// package syscall's Syscall6 directly: x/sys/unix reaches it through an assembly jump and an ABI
+		// wrapper (see internal/ioctl), and this is the wait of every event.
+		ready, _, e := syscall.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&ch.pfds[0])), 2, uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+		ch.waiting.Store(false)
+		switch {
+		case e == unix.EINTR || ready == 0: // a signal, or the timeout: the deadline is checked at the top
+			continue
+		case e != 0:
+			return e
+		}
+		if ch.pfds[1].Revents != 0 {
+			ch.clearRing() // then look at the state again, at the top
+			continue
+		}
+		if ch.pfds[0].Revents&unix.POLLIN == 0 {
+			return fmt.Errorf("poll events %#x: %w", ch.pfds[0].Revents, unix.EIO)
+		}
+		// The fd is non-blocking, so this read never sleeps: a raw system call, without the scheduler's work
+		// around a blocking one.
+		r, _, e := syscall.RawSyscall(unix.SYS_READ, uintptr(ch.fd), uintptr(unsafe.Pointer(&ch.buf[0])), uintptr(len(ch.buf)))
+		switch n := int(r); {
+		case e == unix.EAGAIN || e == unix.EINTR:
+			continue
+		case e != 0:
+			return e
+		case n != len(ch.buf):
+			return fmt.Errorf("short event record: %d of %d bytes: %w", n, len(ch.buf), io.ErrUnexpectedEOF)
+		}
+		return nil
+	}
+}
+
+// waitPoller reads one event record into ch.buf on Go's runtime poller. A Wake, Close and a context that
+// ends interrupt the read as os.File's deadlines do (a past read deadline; Close closes the file under the
+// read, which Go's poller makes safe). ch.rmu is held.
+func (ch *CompChannel) waitPoller(ctx context.Context) error {
+	if ctx.Done() != nil { // a context that can never end (context.Background) needs no watcher, and no allocation
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			ch.dlMu.Lock()
+			ch.f.SetReadDeadline(time.Unix(1, 0))
+			ch.dlMu.Unlock()
+			close(fired)
+		})
+		defer func() {
+			if !stop() {
+				// It may have fired just after the read returned an event: its past deadline must not outlive
+				// this call, or the next read would fail at once (TestLabCloseRace met this once).
+				<-fired
+				ch.restoreDeadline()
+			}
+		}()
+	}
+	for {
+		if ch.checkOpen() != nil {
+			return ErrClosed
+		}
+		if ch.woken() {
+			ch.restoreDeadline()
+			return ErrWoken
+		}
+		n, err := ch.f.Read(ch.buf[:])
+		switch {
+		case err == nil && n != len(ch.buf):
+			return fmt.Errorf("short event record: %d of %d bytes: %w", n, len(ch.buf), io.ErrUnexpectedEOF)
+		case err == nil:
+			return nil
+		case errors.Is(err, os.ErrClosed):
+			return ErrClosed
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return err
+		}
+		// A read deadline passed: the caller's, or a past one that interrupts the read (Wake, the context).
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if ch.woken() {
+			ch.restoreDeadline()
+			return ErrWoken
+		}
+		if d := ch.deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
+			return os.ErrDeadlineExceeded
+		}
+		ch.restoreDeadline() // a stale interruption (a Wake already reported): wait again
+	}
+}
+
+// restoreDeadline puts back the caller's read deadline after an interruption, unless a Wake is pending
+// (its past deadline stays until the waiter takes it).
+func (ch *CompChannel) restoreDeadline() {
+	ch.dlMu.Lock()
+	if ch.wakes.Load() == 0 {
+		var t time.Time
+		if d := ch.deadline.Load(); d != 0 {
+			t = time.Unix(0, d)
+		}
+		ch.f.SetReadDeadline(t)
+	}
+	ch.dlMu.Unlock()
+}
+
+// deliver decodes the event record in ch.buf and counts it on its CQ. ch.rmu is held.
+func (ch *CompChannel) deliver() (*CQ, error) {
+	// struct ib_uverbs_comp_event_desc { __aligned_u64 cq_handle; } — the CQ's user handle.
+	h := binary.NativeEndian.Uint64(ch.buf[:])
+	cq := ch.last[0].Load()
+	if cq == nil || cq.uhandle != h {
+		if cq = ch.last[1].Load(); cq == nil || cq.uhandle != h {
+			cq, _ = ch.ctx.handles.get(h).(*CQ)
+			if cq == nil {
+				return nil, wrap("get CQ event", ch.ctx.dev.Name, fmt.Errorf("event for unknown CQ handle %d", h))
+			}
+			ch.last[ch.lastNext&1].Store(cq)
+			ch.lastNext++
+		}
+	}
+	cq.prov.EventReceived()
+	return cq, nil
+}
+
+// Close destroys the channel (ibv_destroy_comp_channel) and ends every GetEvent waiting on it with ErrClosed.
+// It fails with EBUSY while CQs use it.
+func (ch *CompChannel) Close() error {
+	if ch == nil {
+		return nil
+	}
+	var closeErr error
+	err := ch.life.close(func() error {
+		ch.mu.Lock()
+		n := ch.cqs
+		ch.mu.Unlock()
+		if n > 0 {
+			return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", n, unix.EBUSY))
+		}
+		ch.ctx.dropObject()
+		if ch.kernel {
+			// The waiter sees the channel closed once the eventfd rings; the fds are closed after it has left
+			// (and the waiters queued behind it find the channel closed without touching them).
+			ch.ring()
+			ch.rmu.Lock()
+			closeErr = errors.Join(unix.Close(ch.fd), unix.Close(ch.wfd))
+			ch.rmu.Unlock()
+		} else {
+			closeErr = ch.f.Close() // wakes a GetEvent waiting on the poller
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return wrap("destroy completion channel", ch.ctx.dev.Name, closeErr)
+}
