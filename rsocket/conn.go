@@ -83,11 +83,11 @@ type Conn struct {
 	// keepalive). ccDeadline is the deadline last set on the channel, touched only by the role's holder.
 	cqWaiting  atomic.Bool
 	ccDeadline int64
-	done      chan struct{}
-	rdl, wdl  atomic.Int64 // deadlines (UnixNano, 0 = none)
-	rtimer    *time.Timer
-	wtimer    *time.Timer
-	ctimer    *time.Timer // waitLocked's (Close holds the reader's and writer's locks)
+	done       chan struct{}
+	rdl, wdl   atomic.Int64 // deadlines (UnixNano, 0 = none)
+	rtimer     *time.Timer
+	wtimer     *time.Timer
+	ctimer     *time.Timer // waitLocked's (Close holds the reader's and writer's locks)
 
 	readReady, writeReady func() bool // for spin, made once (no allocation per call)
 
