@@ -11,9 +11,13 @@
 // (u32), payload. The sender sends message seq from its header slot seq%SLOTS and a read-only payload pool
 // (two SGEs) — as a SEND into the receiver's slot seq%SLOTS, or as an RDMA WRITE WITH IMM (imm = seq) there.
 // The receiver checks every message (order, length, checksum), then returns a credit (an 8-byte SEND
-// carrying seq) that lets the sender reuse the slot. At the end the receiver writes COUNT and the byte count
-// over TCP. Exit status 0 when every message arrived intact and in order, 1 with a message on stderr
-// otherwise.
+// carrying seq) that lets the sender reuse the slot. Two barriers over TCP bound the stream: after connecting
+// its QP and posting its receives each side writes one byte and reads the other's, so nothing is sent to a QP
+// not yet ready; at the end the receiver writes COUNT and the byte count, and the sender, once every send has
+// completed, answers with one byte, so the receiver keeps its QP until the sender has the last
+// acknowledgment (rxe retries a retry count of 7 for ever: a lost last ACK towards a destroyed QP would leave
+// the sender retransmitting). Exit status 0 when every message arrived intact and in order, 1 with a message
+// on stderr otherwise.
 #include "cpeer.h"
 #include <nmmintrin.h>
 
@@ -157,7 +161,7 @@ int main(int argc, char **argv)
 		die("the peer runs another size, slot count, mode or message count");
 	rc_connect(p.qp, gidx, me.psn, &them, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 12);
 
-	uint8_t *credits = p.buf + slots * size, rec[16];
+	uint8_t *credits = p.buf + slots * size, rec[16], ready = 'R';
 	struct ibv_wc wc[32];
 	uint64_t bytes = 0;
 	char msg[200];
@@ -165,6 +169,8 @@ int main(int argc, char **argv)
 		uint64_t seq = 0, completed = 0, credited = 0;
 		for (size_t i = 0; i < slots; i++)
 			post_recv(&p, i, (uintptr_t)(credits + i * 8), 8);
+		full_write(fd, &ready, 1);
+		full_read(fd, &ready, 1);
 		while (completed < count || credited < count) {
 			while (seq < count && seq < completed + slots && seq < credited + slots) {
 				size_t slot = seq % slots, k = (seq * 0x9e3779b97f4a7c15ull >> 40) % POOL_OFFSETS;
@@ -215,12 +221,15 @@ int main(int argc, char **argv)
 				 (unsigned long long)count, (unsigned long long)bytes);
 			die(msg);
 		}
+		full_write(fd, &ready, 1); // every send has completed: the receiver may destroy its QP
 	} else {
 		// Credit c travels from slot c%SLOTS of the credit area; it is posted once message c is checked and
 		// the send queue has room (at most sq_depth credits in flight).
 		uint64_t expected = 0, credit_posted = 0, credit_done = 0, sq_depth = 2 * slots;
 		for (size_t i = 0; i < slots; i++)
 			post_recv(&p, i, (uintptr_t)(p.buf + i * size), write_mode ? 0 : size);
+		full_write(fd, &ready, 1);
+		full_read(fd, &ready, 1);
 		while (expected < count || credit_done < count) {
 			int k = next(&p, wc, 32);
 			for (int i = 0; i < k; i++) {
@@ -266,6 +275,7 @@ int main(int argc, char **argv)
 		put64(rec, count);
 		put64(rec + 8, bytes);
 		full_write(fd, rec, 16);
+		full_read(fd, &ready, 1); // the sender has every acknowledgment
 	}
 	printf("soakpeer: %s %s: %llu messages, %llu bytes intact and in order, %lu completion events\n",
 	       sender ? "sent" : "received", mode, (unsigned long long)count, (unsigned long long)bytes, p.events);

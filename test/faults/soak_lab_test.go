@@ -30,7 +30,8 @@ import (
 // The soak's protocol, shared with the C peer (test/cpeer/soakpeer.c, where it is described in full): a
 // labtest.CPeerRecord each way (W: size, slots, mode), then SIZE-byte messages (sequence number, CRC-32C of
 // the payload, payload length, payload) from SLOTS slots, each returned by an 8-byte credit SEND once the
-// receiver has checked it.
+// receiver has checked it, between two TCP barriers (after connecting and posting receives; at the end, the
+// receiver's count answered by the sender once every send has completed).
 const (
 	soakMagic       = 0x4b535647 // "GVSK"
 	soakHeader      = 16
@@ -269,12 +270,26 @@ func runSoak(ctx context.Context, conn net.Conn, p soakParams) (res soakResult, 
 		return err
 	}
 	swr := []uverbs.SendWR{{SGL: make([]uverbs.SGE, 2), Flags: uverbs.SendSignaled}}
+	// barrier writes one byte and reads the peer's: after both have connected and posted their receives
+	// (nothing is sent to a QP not yet ready for it), and at the end (below).
+	barrier := func(what string) error {
+		if _, err := conn.Write([]byte{'R'}); err != nil {
+			return fmt.Errorf("TCP write (%s): %w", what, err)
+		}
+		if _, err := io.ReadFull(conn, rec[:1]); err != nil {
+			return fmt.Errorf("TCP read (%s): %w", what, err)
+		}
+		return nil
+	}
 	if p.sender {
 		var seq, completed, credited uint64
 		for i := 0; i < slots; i++ {
 			if err := postRecv(uint64(i), credits+i*8, 8); err != nil {
 				return res, err
 			}
+		}
+		if err := barrier("ready"); err != nil {
+			return res, err
 		}
 		for completed < p.count || credited < p.count {
 			for seq < p.count && seq < completed+slots && seq < credited+slots {
@@ -331,6 +346,13 @@ func runSoak(ctx context.Context, conn net.Conn, p soakParams) (res soakResult, 
 		if c, b := le.Uint64(rec[0:]), le.Uint64(rec[8:]); c != p.count || b != res.bytes {
 			return res, fmt.Errorf("the receiver checked %d messages, %d bytes; sent %d, %d", c, b, p.count, res.bytes)
 		}
+		// Every send has completed: the receiver may destroy its QP. Before this answer it must not: rxe
+		// retries a retry count of 7 for ever, and a last ACK lost on its way here would leave this side
+		// retransmitting towards a destroyed QP (TestLabSoak met it: "send go→go: sent 16, 15 completed,
+		// 16 credited", completer_retry_err +5841, the CQ empty after the leg's bound).
+		if _, err := conn.Write([]byte{'R'}); err != nil {
+			return res, fmt.Errorf("TCP write of the end: %w", err)
+		}
 	} else {
 		var expected, creditPosted, creditDone uint64
 		const sqDepth = 2 * slots
@@ -342,6 +364,9 @@ func runSoak(ctx context.Context, conn net.Conn, p soakParams) (res soakResult, 
 			if err := postRecv(uint64(i), i*size, recvLen); err != nil {
 				return res, err
 			}
+		}
+		if err := barrier("ready"); err != nil {
+			return res, err
 		}
 		for expected < p.count || creditDone < p.count {
 			n, err := s.next(ctx, wcs)
@@ -400,6 +425,9 @@ func runSoak(ctx context.Context, conn net.Conn, p soakParams) (res soakResult, 
 		le.PutUint64(rec[8:], res.bytes)
 		if _, err := conn.Write(rec[:16]); err != nil {
 			return res, fmt.Errorf("TCP write of the count: %w", err)
+		}
+		if _, err := io.ReadFull(conn, rec[:1]); err != nil { // the sender has every acknowledgment
+			return res, fmt.Errorf("TCP read of the end: %w", err)
 		}
 	}
 	res.events = s.events
