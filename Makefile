@@ -50,7 +50,7 @@ unit:
 
 ## lab: the packages with kernel-facing tests on every kernel of the matrix (6.1, 6.12, newest Debian kernel),
 ## then a per-kernel summary (a missing device fails, never skips). Lab VMs run two at a time on a 2-core host
-## (one per core, at most 2): each kernel's test/interop in a boot of its own, the other packages in another,
+## (one per core, at most 2): each kernel's cmd/goverbs/internal/interop in a boot of its own, the other packages in another,
 ## longest first. LAB_KERNELS=6.12 (or a comma list) narrows the matrix; LAB_JOBS=N runs N VMs at once (passed
 ## as labsuite -j N; unset: $GOVERBS_LAB_JOBS, else min(2, cores)); LAB_JOBS=1 is one boot per kernel, one after
 ## another, as before (what cost measurements need).

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
+	"errors"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -12,33 +12,30 @@ import (
 
 	"github.com/goverbs/goverbs/cgroup"
 	"github.com/goverbs/goverbs/internal/cgrouptest"
-	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
+	"github.com/goverbs/goverbs/test/interop"
 )
 
-// asToolEnv makes the test binary act as "goverbs cgroup" (see TestMain), so
-// that lab tests run the tool as its own process, as a user would.
-const asToolEnv = "GOVERBS_TEST_CGROUPTOOL_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(asToolEnv) == "1" {
-		os.Exit(cgrouptool.Main("goverbs cgroup", os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
+// toolCmd returns the command that runs "goverbs cgroup ARGS..." as a child process: the goverbs binary
+// under test, as a user would run it.
+func toolCmd(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	return exec.Command(interop.Binary(t), append([]string{"cgroup"}, args...)...)
 }
 
-// toolCmd returns the command that runs "goverbs cgroup ARGS..." as a child
-// process.
-func toolCmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), asToolEnv+"=1")
-	return cmd
-}
-
-// runTool runs "goverbs cgroup ARGS..." in-process.
-func runTool(args ...string) (int, string, string) {
+// runTool runs "goverbs cgroup ARGS..." and returns its exit status, stdout and stderr.
+func runTool(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := cgrouptool.Main("goverbs cgroup", args, &out, &errb)
-	return code, out.String(), errb.String()
+	cmd := toolCmd(t, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("goverbs cgroup %q: %v", args, err)
+		}
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	return 0, out.String(), errb.String()
 }
 
 // hierarchyArgs names h explicitly, as -mount and -version.
@@ -49,7 +46,7 @@ func hierarchyArgs(h *cgroup.Hierarchy) []string {
 // showRow runs "show -j -d rxe0 CGROUP" in-process and returns its one row.
 func showRow(t *testing.T, hargs []string, path string) map[string]any {
 	t.Helper()
-	code, out, errs := runTool(append(hargs, "show", "-j", "-d", cgrouptest.Device(), path)...)
+	code, out, errs := runTool(t, append(hargs, "show", "-j", "-d", cgrouptest.Device(), path)...)
 	if code != 0 {
 		t.Fatalf("show: %d %s", code, errs)
 	}
@@ -77,7 +74,7 @@ func wantRow(t *testing.T, row map[string]any, want map[string]any) {
 func testTool(t *testing.T, h *cgroup.Hierarchy) {
 	hargs := hierarchyArgs(h)
 	const path = "/goverbs-lab/tool"
-	if code, _, errs := runTool(append(hargs, "create", path)...); code != 0 {
+	if code, _, errs := runTool(t, append(hargs, "create", path)...); code != 0 {
 		t.Fatalf("create: %d %s", code, errs)
 	}
 	// NewCgroup finds the existing cgroup and removes it at cleanup.
@@ -85,7 +82,7 @@ func testTool(t *testing.T, h *cgroup.Hierarchy) {
 
 	// CGROUP may also be the directory below the mount point
 	// ("set /sys/fs/cgroup/goverbs-lab/tool ...").
-	if code, _, errs := runTool(append(hargs, "set", c.Dir(), cgrouptest.Device(), "hca_object=2")...); code != 0 {
+	if code, _, errs := runTool(t, append(hargs, "set", c.Dir(), cgrouptest.Device(), "hca_object=2")...); code != 0 {
 		t.Fatalf("set: %d %s", code, errs)
 	}
 	if l, err := c.DeviceLimit(cgrouptest.Device()); err != nil || l.HCAObject != 2 || l.HCAHandle != cgroup.Max {
@@ -97,14 +94,14 @@ func testTool(t *testing.T, h *cgroup.Hierarchy) {
 	})
 
 	// The limit is real: the server gets a PD and an MR, then no CQ.
-	cmd := toolCmd(append(hargs, "exec", path, "--", "ibv_rc_pingpong", "-d", cgrouptest.Device(), "-p", "18600")...)
+	cmd := toolCmd(t, append(hargs, "exec", path, "--", "ibv_rc_pingpong", "-d", cgrouptest.Device(), "-p", "18600")...)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "Couldn't create CQ") {
 		t.Fatalf("ibv_rc_pingpong under hca_object=2: %v, want exit 1 with \"Couldn't create CQ\"; output:\n%s", err, out)
 	}
 	wantRow(t, showRow(t, hargs, path), map[string]any{"hca_handle": float64(0), "hca_object": float64(0)})
 
-	if code, _, errs := runTool(append(hargs, "unset", path, cgrouptest.Device())...); code != 0 {
+	if code, _, errs := runTool(t, append(hargs, "unset", path, cgrouptest.Device())...); code != 0 {
 		t.Fatalf("unset: %d %s", code, errs)
 	}
 	wantRow(t, showRow(t, hargs, path), map[string]any{"hca_handle_max": "max", "hca_object_max": "max"})
@@ -113,7 +110,7 @@ func testTool(t *testing.T, h *cgroup.Hierarchy) {
 	// runs outside the cgroup. stdbuf makes the server's "local address"
 	// line reach the pipe while it waits for the client.
 	const port = "18601"
-	server := toolCmd(append(hargs, "exec", path, "--", "stdbuf", "-oL",
+	server := toolCmd(t, append(hargs, "exec", path, "--", "stdbuf", "-oL",
 		"ibv_rc_pingpong", "-d", cgrouptest.Device(), "-g", "1", "-n", "10", "-p", port)...)
 	var serverErr bytes.Buffer
 	server.Stderr = &serverErr
@@ -156,7 +153,7 @@ func testTool(t *testing.T, h *cgroup.Hierarchy) {
 	wantRow(t, showRow(t, hargs, path), map[string]any{"hca_handle": float64(0), "hca_object": float64(0)})
 
 	// "where" from inside the cgroup names it.
-	out, err = toolCmd(append(hargs, "exec", path, "--", os.Args[0], "where")...).CombinedOutput()
+	out, err = toolCmd(t, append(hargs, "exec", path, "--", interop.Binary(t), "cgroup", "where")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("where: %v\n%s", err, out)
 	}

@@ -2,13 +2,13 @@ package rdmacm_test
 
 import (
 	"bytes"
+	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/rdmatool"
 	"github.com/goverbs/goverbs/rdmacm"
 	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
@@ -132,9 +132,11 @@ func TestLabResShowCMID(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // rping's listener appears asynchronously; bounded poll
 	}
-	var ours bytes.Buffer
-	if st := rdmatool.Main("rdma", []string{"res", "show", "cm_id"}, &ours, &ours); st != 0 {
-		t.Fatalf("goverbs rdma res show cm_id: status %d: %s", st, ours.String())
+	var ours, oursErr bytes.Buffer
+	show := exec.Command(interop.Binary(t), "rdma", "res", "show", "cm_id")
+	show.Stdout, show.Stderr = &ours, &oursErr
+	if err := show.Run(); err != nil {
+		t.Fatalf("goverbs rdma res show cm_id: %v: %s", err, oursErr.String())
 	}
 	want, err := exec.Command("rdma", "res", "show", "cm_id").Output()
 	if err != nil {

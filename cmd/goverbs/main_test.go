@@ -102,9 +102,9 @@ func TestRegistry(t *testing.T) {
 }
 
 // TestRegistryDocumented: every registered tool has its row in the README's table of tools and in
-// internal/tools/README.md's map (docs/DESIGN.md's rule, with internal/designrules' for the library).
+// cmd/goverbs/internal/README.md's map (docs/DESIGN.md's rule, with internal/designrules' for the library).
 func TestRegistryDocumented(t *testing.T) {
-	for _, doc := range []string{"../../README.md", "../../internal/tools/README.md"} {
+	for _, doc := range []string{"../../README.md", "internal/README.md"} {
 		b, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)

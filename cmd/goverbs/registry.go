@@ -3,31 +3,31 @@ package main
 import (
 	"io"
 
-	"github.com/goverbs/goverbs/internal/tools/asyncwatch"
-	"github.com/goverbs/goverbs/internal/tools/cgrouptool"
-	"github.com/goverbs/goverbs/internal/tools/cmatose"
-	"github.com/goverbs/goverbs/internal/tools/cmtime"
-	"github.com/goverbs/goverbs/internal/tools/devices"
-	"github.com/goverbs/goverbs/internal/tools/devinfo"
-	"github.com/goverbs/goverbs/internal/tools/ibstat"
-	"github.com/goverbs/goverbs/internal/tools/ibstatus"
-	"github.com/goverbs/goverbs/internal/tools/mckey"
-	"github.com/goverbs/goverbs/internal/tools/perfquery"
-	"github.com/goverbs/goverbs/internal/tools/perftest"
-	"github.com/goverbs/goverbs/internal/tools/pingpong"
-	"github.com/goverbs/goverbs/internal/tools/rcopy"
-	"github.com/goverbs/goverbs/internal/tools/rdmaclient"
-	"github.com/goverbs/goverbs/internal/tools/rdmatool"
-	"github.com/goverbs/goverbs/internal/tools/rdmax"
-	"github.com/goverbs/goverbs/internal/tools/rping"
-	"github.com/goverbs/goverbs/internal/tools/rstream"
-	"github.com/goverbs/goverbs/internal/tools/showgids"
-	"github.com/goverbs/goverbs/internal/tools/udaddy"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/asyncwatch"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cgrouptool"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cmatose"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cmtime"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/devices"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/devinfo"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibstat"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibstatus"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/mckey"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/perfquery"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/perftest"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/pingpong"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/rcopy"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/rdmaclient"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/rdmatool"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/rdmax"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/rping"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/rstream"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/showgids"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/udaddy"
 )
 
 // Main is the one shape of a tool: prog is argv[0] as the tool should print
 // it, args exclude it, the result is the exit status. Every tool package
-// exports its entry points in this shape (internal/tools/README.md).
+// exports its entry points in this shape (cmd/goverbs/internal/README.md).
 type Main = func(prog string, args []string, stdout, stderr io.Writer) int
 
 // Command is one goverbs tool.

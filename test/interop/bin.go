@@ -10,15 +10,21 @@ import (
 )
 
 // Binary returns the goverbs binary under test ($GOVERBS_BIN, set by labsuite; else bin/goverbs at the
-// repository root), failing the test when there is none.
+// root of the repository the test runs in), failing the test when there is none.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if b := os.Getenv("GOVERBS_BIN"); b != "" {
 		return b
 	}
-	if b, err := filepath.Abs("../../bin/goverbs"); err == nil {
-		if _, err := os.Stat(b); err == nil {
-			return b
+	// else the repository's bin/goverbs: the nearest directory above the test's with a go.mod
+	if dir, err := os.Getwd(); err == nil {
+		for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				if b := filepath.Join(dir, "bin", "goverbs"); fileExists(b) {
+					return b
+				}
+				break
+			}
 		}
 	}
 	if labtest.Required() {
@@ -45,4 +51,9 @@ func NeedTool(t testing.TB, name, pkg string) {
 	if _, err := exec.LookPath(name); err != nil {
 		t.Fatalf("%s is needed (apt-get install %s): %v", name, pkg, err)
 	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -28,7 +28,7 @@ func WaitListeningIn(pid, port int, timeout time.Duration, exited <-chan struct{
 	want := fmt.Sprintf(":%04X", port)
 	for {
 		for _, f := range []string{"tcp", "tcp6"} {
-			if listening(fmt.Sprintf("/proc/%d/net/%s", pid, f), want) {
+			if Listening(fmt.Sprintf("/proc/%d/net/%s", pid, f), want) {
 				return nil
 			}
 		}
@@ -43,7 +43,9 @@ func WaitListeningIn(pid, port int, timeout time.Duration, exited <-chan struct{
 	}
 }
 
-func listening(file, portSuffix string) bool {
+// Listening reports whether a /proc/net/tcp-style table (file) has a socket in state LISTEN whose local
+// address ends in portSuffix (":PORT" in the table's upper-case hex, as WaitListening builds it).
+func Listening(file, portSuffix string) bool {
 	f, err := os.Open(file)
 	if err != nil {
 		return false

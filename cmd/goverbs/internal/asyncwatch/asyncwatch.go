@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
-	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/uverbs"
 )
 

@@ -9,7 +9,7 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"github.com/goverbs/goverbs/rdmacm"
 	"golang.org/x/sys/unix"
 )

@@ -8,10 +8,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
-	"github.com/goverbs/goverbs/internal/tools/verbsdev"
-	"github.com/goverbs/goverbs/internal/tools/verbssrc"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/verbsdev"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/verbssrc"
 )
 
 // Entry is one line of the listing.

@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/golden"
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
 )
 
 var update = flag.Bool("update", false, "rewrite the goldens from the real C ibv_devices (needs root, unshare, ibverbs-utils)")

@@ -3,7 +3,7 @@ package devices_test
 import (
 	"os"
 
-	"github.com/goverbs/goverbs/internal/tools/devices"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/devices"
 )
 
 func ExampleRender() {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/golden"
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
 )
 
 var update = flag.Bool("update", false, "rewrite the goldens from the real C ibv_devinfo (needs root, unshare, ibverbs-utils)")

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/golden"
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
-	"github.com/goverbs/goverbs/internal/tools/verbsdev"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/verbsdev"
 )
 
 // fixture is a Source with fixed models, keyed by device name.

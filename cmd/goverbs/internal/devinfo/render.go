@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 )
 
 func transportStr(t int) string {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
-	"github.com/goverbs/goverbs/internal/tools/verbsdev"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/verbsdev"
 )
 
 // ErrNoQueryBackend is why SysfsSource cannot query a device: the device

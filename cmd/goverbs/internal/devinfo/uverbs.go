@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/verbssrc"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/verbssrc"
 	"github.com/goverbs/goverbs/uverbs"
 )
 

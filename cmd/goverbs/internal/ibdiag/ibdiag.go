@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 )
 
 // Opt is one option (struct ibdiag_opt): a long name, a letter (a value

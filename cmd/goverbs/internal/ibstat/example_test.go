@@ -3,7 +3,7 @@ package ibstat_test
 import (
 	"os"
 
-	"github.com/goverbs/goverbs/internal/tools/ibstat"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibstat"
 )
 
 func ExampleWritePort() {

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/golden"
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
 )
 
 // fakeVerbs opens every device, whose ports answer ibv_query_port_speed

@@ -1,6 +1,6 @@
 package ibstat
 
-import "github.com/goverbs/goverbs/internal/tools/ibdiag"
+import "github.com/goverbs/goverbs/cmd/goverbs/internal/ibdiag"
 
 // usage is ibstat's usage text: its options, then the common ones it does
 // not exclude ("CDeGKLPsty"), in infiniband-diags' order.

@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
-	"github.com/goverbs/goverbs/internal/tools/verbsdev"
-	"github.com/goverbs/goverbs/internal/tools/verbssrc"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/verbsdev"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/verbssrc"
 	"github.com/goverbs/goverbs/uverbs"
 )
 

@@ -14,8 +14,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
 	"golang.org/x/sys/unix"
 )
 

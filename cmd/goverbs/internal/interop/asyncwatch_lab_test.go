@@ -1,6 +1,7 @@
-package interop
+package interop_test
 
 import (
+	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // the banners are compared without it.
 func TestLabAsyncwatch(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "ibv_asyncwatch", "ibverbs-utils")
+	interop.NeedTool(t, "ibv_asyncwatch", "ibverbs-utils")
 	dev := labtest.Device()
 	netdev := "veth0"
 	start := func(argv ...string) (*exec.Cmd, *labtest.SyncBuffer) {
@@ -29,7 +30,7 @@ func TestLabAsyncwatch(t *testing.T) {
 		return cmd, &out
 	}
 	_, cout := start("ibv_asyncwatch", "-d", dev)
-	_, gout := start(Binary(t), "ibv_asyncwatch", "-d", dev)
+	_, gout := start(interop.Binary(t), "ibv_asyncwatch", "-d", dev)
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {

@@ -1,10 +1,11 @@
-package interop
+package interop_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"io"
 	"net"
 	"os"
@@ -85,7 +86,7 @@ func atomicWriteFlushPair(t *testing.T, root string, port int, goRequester bool)
 		<-done
 		t.Fatalf("%s; C %s: %v\nstdout: %s\nstderr: %s", fmt.Sprintf(format, args...), cRole, waitErr, &stdout, &stderr)
 	}
-	if err := WaitListeningIn(cmd.Process.Pid, port, 60*time.Second, done); err != nil {
+	if err := interop.WaitListeningIn(cmd.Process.Pid, port, 60*time.Second, done); err != nil {
 		cFailed("%v", err)
 	}
 

@@ -1,12 +1,13 @@
-package interop
+package interop_test
 
 import (
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/cmatose"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cmatose"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -39,7 +40,7 @@ func pairToolWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppToo
 	}
 	done := make(chan ppResult, 1)
 	go func() { done <- serve(tool, sArgs) }()
-	if err := WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
+	if err := interop.WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
 		t.Fatalf("%s: %v", sName, err)
 	}
 	c := connectPastListen(t, func() ppResult { return connect(tool, cArgs) }, done)
@@ -56,15 +57,15 @@ func pairToolWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppToo
 
 func TestLabCmatoseInterop(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "ucmatose", "rdmacm-utils")
-	port := Port(740)
+	interop.NeedTool(t, "ucmatose", "rdmacm-utils")
+	port := interop.Port(740)
 	for _, extra := range [][]string{nil, {"-c", "2", "-C", "3"}, {"-P", "ib"}, {"-S", "4096", "-C", "5"}, {"-m"}, {"-t", "32", "-a", "14"}} {
 		for _, goServer := range []bool{false, true} {
 			port++
 			p := port
 			t.Run(fmt.Sprintf("%v/goServer=%v", extra, goServer), func(t *testing.T) {
-				sArgs := append([]string{"-b", labIP, "-p", Itoa(p)}, extra...)
-				cArgs := append([]string{"-s", labIP, "-p", Itoa(p)}, extra...)
+				sArgs := append([]string{"-b", labIP, "-p", interop.Itoa(p)}, extra...)
+				cArgs := append([]string{"-s", labIP, "-p", interop.Itoa(p)}, extra...)
 				sOut, cOut := cmatoseServerOut, cmatoseClientOut
 				if len(extra) == 1 && extra[0] == "-m" {
 					sOut = strings.Replace(sOut, "cmatose: disconnecting", "migrating to new event channel\ncmatose: disconnecting", 1)
@@ -78,10 +79,10 @@ func TestLabCmatoseInterop(t *testing.T) {
 
 func TestLabCmatoseErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "ucmatose", "rdmacm-utils")
+	interop.NeedTool(t, "ucmatose", "rdmacm-utils")
 	for _, args := range [][]string{
 		{"-x"},
-		{"-s", labIP, "-p", Itoa(Port(760))}, // no listener: REJECTED 8, exit 8
+		{"-s", labIP, "-p", interop.Itoa(interop.Port(760))}, // no listener: REJECTED 8, exit 8
 	} {
 		t.Run(fmt.Sprint(args), func(t *testing.T) {
 			c := cPP(cmatoseTool, args)

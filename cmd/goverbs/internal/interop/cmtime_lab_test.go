@@ -1,16 +1,17 @@
-package interop
+package interop_test
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/cmtime"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cmtime"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -35,8 +36,8 @@ func cmtimeShape(out string) string {
 // shape with rdmacm-utils' client against rdmacm-utils' server.
 func TestLabCmtimeInterop(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "cmtime", "rdmacm-utils")
-	port := Port(840)
+	interop.NeedTool(t, "cmtime", "rdmacm-utils")
+	port := interop.Port(840)
 	for _, extra := range [][]string{{"-c", "10"}, {"-c", "4", "-b", labIP}, {"-c", "3", "-r", "5", "-t", "1000"}} {
 		outs := map[string]ppResult{}
 		for _, pair := range [][2]string{{"c", "c"}, {"go", "c"}, {"c", "go"}} {
@@ -46,7 +47,7 @@ func TestLabCmtimeInterop(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				sArgs := []string{"-p", Itoa(p)}
+				sArgs := []string{"-p", interop.Itoa(p)}
 				var srvDone chan ppResult = make(chan ppResult, 1)
 				if pair[0] == "go" {
 					go func() {
@@ -63,10 +64,10 @@ func TestLabCmtimeInterop(t *testing.T) {
 					}
 					go func() { cmd.Wait(); srvDone <- ppResult{0, o.String(), e.String()} }()
 				}
-				if err := WaitCMListening(labtest.Device(), uint16(p), 60*time.Second); err != nil {
+				if err := interop.WaitCMListening(labtest.Device(), uint16(p), 60*time.Second); err != nil {
 					t.Fatal(err)
 				}
-				cArgs := append([]string{"-s", labIP, "-p", Itoa(p)}, extra...)
+				cArgs := append([]string{"-s", labIP, "-p", interop.Itoa(p)}, extra...)
 				var c ppResult
 				if pair[1] == "go" {
 					c = goPP(cmtimeTool, cArgs)
@@ -104,10 +105,10 @@ const cmtimeTeardownRace = "failure in rdma_get_cm_event in process_server_event
 // Runs that end at once: same stdout, stderr and status as rdmacm-utils' cmtime.
 func TestLabCmtimeErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "cmtime", "rdmacm-utils")
+	interop.NeedTool(t, "cmtime", "rdmacm-utils")
 	for _, args := range [][]string{
 		{"-x"},
-		{"-s", labIP, "-p", Itoa(Port(850)), "-c", "2"}, // no listener: REJECTED 8 per connection
+		{"-s", labIP, "-p", interop.Itoa(interop.Port(850)), "-c", "2"}, // no listener: REJECTED 8 per connection
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			c := cPP(cmtimeTool, args)

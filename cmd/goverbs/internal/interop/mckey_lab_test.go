@@ -1,17 +1,18 @@
-package interop
+package interop_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/mckey"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/mckey"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -91,8 +92,8 @@ func mckeyOut(role, group string, transfers bool) string {
 // sends; the receiver must get every message (it polls until it has them) and both print the C tool's lines.
 func TestLabMckeyInterop(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "mckey", "rdmacm-utils")
-	NeedTool(t, "stdbuf", "coreutils")
+	interop.NeedTool(t, "mckey", "rdmacm-utils")
+	interop.NeedTool(t, "stdbuf", "coreutils")
 	// Whether this kernel's rxe delivers a multicast datagram to a receiver on the same device is the kernel's
 	// business (on 6.12 the receivers got nothing in every Go/C pairing of one run): ask rdma-core's own pair
 	// first, bounded, and assert the Go pairs only where the C pair works; the skip prints what the C pair did.
@@ -101,7 +102,7 @@ func TestLabMckeyInterop(t *testing.T) {
 		// the Go/C pairings likewise; the sender's rxe completed its sends without sending (sent_pkts).
 		t.Skipf("rxe of Linux %s completes multicast UD sends it never transmits, rdma-core's own mckey pair included (docs/kernels.md)", k)
 	}
-	bin := Binary(t)
+	bin := interop.Binary(t)
 	if why := mckeyCPairFails(); why != "" {
 		t.Skipf("multicast loopback on rxe of Linux %s: %s", labtest.Kernel(), why)
 	}
@@ -227,7 +228,7 @@ func mckeyCPairRun(group string) string {
 // Runs that end before any data: same stdout, stderr and status as rdma-core's mckey.
 func TestLabMckeyErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "mckey", "rdmacm-utils")
+	interop.NeedTool(t, "mckey", "rdmacm-utils")
 	for _, args := range [][]string{
 		{"-x"},
 		{},                // no group: getaddrinfo fails

@@ -1,8 +1,9 @@
-package interop
+package interop_test
 
 import (
 	"bytes"
 	"errors"
+	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
 	"testing"
 
@@ -30,10 +31,10 @@ func runToolCmd(cmd *exec.Cmd) (string, int) {
 
 // TestLabMultiCall runs the goverbs binary through links named like rdma-core's tools, and as subcommands, and
 // demands the exact output and exit status of rdma-core 65's tools (sid's root, the release the clones follow;
-// the per-option comparisons are in internal/tools/labdiff; this proves the static binary itself).
+// the per-option comparisons are in cmd/goverbs/internal/labdiff; this proves the static binary itself).
 func TestLabMultiCall(t *testing.T) {
 	labtest.Require(t)
-	bin := Binary(t)
+	bin := interop.Binary(t)
 	cases := []struct {
 		ctool, sub, pkg string
 		args            []string
@@ -67,7 +68,7 @@ func TestLabMultiCall(t *testing.T) {
 			args       []string
 		}{
 			{"goverbs " + c.sub, bin, append([]string{c.sub}, c.args...)},
-			{"link " + c.ctool, Alias(t, c.ctool), c.args},
+			{"link " + c.ctool, interop.Alias(t, c.ctool), c.args},
 		} {
 			// rstream and riostream print argv[0], which for the link is its full path: compare the subcommand only.
 			if (c.ctool == "rstream" || c.ctool == "riostream") && form.path != bin {

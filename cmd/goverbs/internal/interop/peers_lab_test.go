@@ -1,7 +1,8 @@
-package interop
+package interop_test
 
 import (
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"strings"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestLabPerftestPeers(t *testing.T) {
 func TestLabPingpongPeers(t *testing.T) {
 	labtest.Require(t)
 	labtest.RequireRoot(t)
-	port := Port(1100)
+	port := interop.Port(1100)
 	for _, era := range []string{"trixie", "sid"} {
 		peerRoot(t, era)
 		for _, pc := range crossPPCases {
@@ -104,7 +105,7 @@ func TestLabPingpongPeers(t *testing.T) {
 func TestLabRdmaCMPeers(t *testing.T) {
 	labtest.Require(t)
 	labtest.RequireRoot(t)
-	port := Port(780)
+	port := interop.Port(780)
 	for _, era := range []string{"trixie", "sid"} {
 		cRun := cPPIn(peerRoot(t, era))
 		for _, goServer := range []bool{false, true} {
@@ -122,7 +123,7 @@ func TestLabRdmaCMPeers(t *testing.T) {
 			port++
 			p := port
 			t.Run(fmt.Sprintf("%s/ucmatose/%s", era, dir), func(t *testing.T) {
-				pairToolWith(t, cRun, cmatoseTool, p, []string{"-b", labIP, "-p", Itoa(p)}, []string{"-s", labIP, "-p", Itoa(p)},
+				pairToolWith(t, cRun, cmatoseTool, p, []string{"-b", labIP, "-p", interop.Itoa(p)}, []string{"-s", labIP, "-p", interop.Itoa(p)},
 					goServer, cmatoseServerOut, cmatoseClientOut)
 			})
 			t.Run(fmt.Sprintf("%s/udaddy/%s", era, dir), func(t *testing.T) {

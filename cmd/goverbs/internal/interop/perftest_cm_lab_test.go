@@ -1,8 +1,9 @@
-package interop
+package interop_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -20,7 +21,7 @@ func runCMPairOnce(t *testing.T, tool, srvImpl, cliImpl string, port int, args [
 	// goverbs' fault, not perftest's: the client moved its exchange QP to ERR right after its last receive
 	// completion, which on rxe can drop that SEND's ACK, and the C server (retry count 7: infinite on rxe)
 	// retransmitted it for ever while busy-polling for its completion. cmComm.Close now destroys the QP in RTS
-	// as C's process exit does (internal/tools/perftest/cmcomm.go); nothing retries such a hang any more.
+	// as C's process exit does (cmd/goverbs/internal/perftest/cmcomm.go); nothing retries such a hang any more.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	defer notePair(t, srvImpl, cliImpl, time.Now())
@@ -34,7 +35,7 @@ func runCMPairOnce(t *testing.T, tool, srvImpl, cliImpl string, port int, args [
 	exited := make(chan struct{})
 	go func() { sc.Wait(); close(exited) }()
 	listening := make(chan error, 1)
-	go func() { listening <- WaitCMListening(labtest.Device(), uint16(port), 60*time.Second) }()
+	go func() { listening <- interop.WaitCMListening(labtest.Device(), uint16(port), 60*time.Second) }()
 	select {
 	case err := <-listening:
 		if err != nil {

@@ -1,11 +1,12 @@
 // Package interop runs goverbs' tools against rdma-core's and perftest's C tools in the lab.
-package interop
+package interop_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/perftest"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/perftest"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -65,7 +66,7 @@ func command(ctx context.Context, t *testing.T, impl, tool string, args []string
 // only one connection, so probing by connecting would consume it).
 func waitListen(t *testing.T, pid, port int, exited <-chan struct{}) {
 	t.Helper()
-	if err := WaitListeningIn(pid, port, 60*time.Second, exited); err != nil {
+	if err := interop.WaitListeningIn(pid, port, 60*time.Second, exited); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -293,7 +294,7 @@ func (c *refCount) note(t *testing.T, what string) {
 }
 
 // saveRef keeps the reference pair's stdout under $GOVERBS_LAB_OUT/perftest-6.24 (labsuite's out-KERNEL, or out-KERNEL-interop under -j 2
-// directory on the host), where internal/tools/perftest/testdata/c_*.txt are taken from.
+// directory on the host), where cmd/goverbs/internal/perftest/testdata/c_*.txt are taken from.
 func saveRef(t *testing.T, srv, cli *side) {
 	dir := os.Getenv("GOVERBS_LAB_OUT")
 	if dir == "" {

@@ -1,10 +1,11 @@
-package interop
+package interop_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"io"
 	"os/exec"
 	"regexp"
@@ -13,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/pingpong"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/pingpong"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -147,7 +148,7 @@ func pairPP(t *testing.T, tool ppTool, port int, args []string, goServer bool, w
 	}
 	done := make(chan ppResult, 1)
 	go func() { done <- serve(tool, args) }()
-	if err := WaitListening(port, 60*time.Second); err != nil {
+	if err := interop.WaitListening(port, 60*time.Second); err != nil {
 		t.Fatalf("%s: %v; server said: %+v", sName, err, <-done)
 	}
 	c := connect(tool, clientArgs)
@@ -163,15 +164,15 @@ func pairPP(t *testing.T, tool ppTool, port int, args []string, goServer bool, w
 // ppMatrix runs tool Go<->C in both directions, polling and with events, for each size.
 func ppMatrix(t *testing.T, tool ppTool, portBase int, sizes []int, extra []string, want []*regexp.Regexp) {
 	labtest.Require(t)
-	NeedTool(t, tool.ctool, "ibverbs-utils")
+	interop.NeedTool(t, tool.ctool, "ibverbs-utils")
 	dev := labtest.Device()
-	port := Port(portBase)
+	port := interop.Port(portBase)
 	for _, events := range []bool{false, true} {
 		for _, size := range sizes {
 			for _, goServer := range []bool{true, false} {
 				port++
 				name := fmt.Sprintf("size=%d/events=%v/goServer=%v", size, events, goServer)
-				args := append([]string{"-d", dev, "-g", "1", "-s", Itoa(size), "-p", Itoa(port)}, extra...)
+				args := append([]string{"-d", dev, "-g", "1", "-s", interop.Itoa(size), "-p", interop.Itoa(port)}, extra...)
 				if events {
 					args = append(args, "-e")
 				}

@@ -1,7 +1,8 @@
-package interop
+package interop_test
 
 import (
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"testing"
 
 	"github.com/goverbs/goverbs/test/labtest"
@@ -20,7 +21,7 @@ func TestLabPingpongODP(t *testing.T) {
 			tool ppTool
 			args []string
 		}{{ppRC, []string{"-d", dev, "-o"}}, {ppRC, []string{"-d", dev, "-o", "-P"}}, {ppSRQ, []string{"-d", dev, "-o"}}} {
-			NeedTool(t, c.tool.ctool, "ibverbs-utils")
+			interop.NeedTool(t, c.tool.ctool, "ibverbs-utils")
 			want, got := cPP(c.tool, c.args), goPP(c.tool, c.args)
 			if want.rc == 0 || got != want {
 				t.Errorf("Linux %s, %s %q:\n--- C: rc %d\n%s%s--- goverbs: rc %d\n%s%s", labtest.Kernel(), c.tool.ctool, c.args,
@@ -29,8 +30,8 @@ func TestLabPingpongODP(t *testing.T) {
 		}
 		return
 	}
-	NeedTool(t, ppRC.ctool, "ibverbs-utils")
-	port := Port(450)
+	interop.NeedTool(t, ppRC.ctool, "ibverbs-utils")
+	port := interop.Port(450)
 	for _, c := range []struct {
 		tool  ppTool
 		extra []string
@@ -41,7 +42,7 @@ func TestLabPingpongODP(t *testing.T) {
 	} {
 		for _, goServer := range []bool{true, false} {
 			port++
-			args := append([]string{"-d", dev, "-g", "1", "-s", "4096", "-p", Itoa(port)}, c.extra...)
+			args := append([]string{"-d", dev, "-g", "1", "-s", "4096", "-p", interop.Itoa(port)}, c.extra...)
 			want := ppLines
 			if c.tool.ctool == ppSRQ.ctool {
 				want = srqLines(4)

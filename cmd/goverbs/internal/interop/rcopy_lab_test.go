@@ -1,4 +1,4 @@
-package interop
+package interop_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,7 @@ type rcopyServer struct {
 func startRcopyServer(t *testing.T, name string, port int, argv ...string) *rcopyServer {
 	t.Helper()
 	s := &rcopyServer{name: name, exited: make(chan struct{})}
-	s.cmd = exec.Command(argv[0], append(argv[1:], "-p", Itoa(port))...)
+	s.cmd = exec.Command(argv[0], append(argv[1:], "-p", interop.Itoa(port))...)
 	s.cmd.Args[0] = filepath.Base(argv[0])
 	s.cmd.Dir = t.TempDir()
 	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.err
@@ -41,7 +42,7 @@ func startRcopyServer(t *testing.T, name string, port int, argv ...string) *rcop
 	}
 	go func() { s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() { s.stop(t, port) })
-	if err := WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
+	if err := interop.WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
 		s.stop(t, port)
 		t.Fatalf("%s: %v\nstdout %q\nstderr %q", name, err, s.out.String(), s.err.String())
 	}
@@ -187,10 +188,10 @@ func pairRcopy(t *testing.T, port int, sName string, server []string, cName stri
 		if dst == "" {
 			dst = filepath.Join(dir, c.name+".dst")
 		}
-		r := runRcopy(append(append([]string{}, client...), src, labIP+":"+dst, "-p", Itoa(port))...)
+		r := runRcopy(append(append([]string{}, client...), src, labIP+":"+dst, "-p", interop.Itoa(port))...)
 		if c.client == "" {
 			m := rcopyPerf.FindStringSubmatch(r.out)
-			if r.rc != 0 || m == nil || m[1] != Itoa(c.size) || r.err != "" {
+			if r.rc != 0 || m == nil || m[1] != interop.Itoa(c.size) || r.err != "" {
 				t.Fatalf("%s: %s: rc %d\nstdout %q\nstderr %q\n%s: %q %q", c.name, cName, r.rc, r.out, r.err, sName, srv.out.String(), srv.err.String())
 			}
 			if fileSum(t, src) != fileSum(t, dst) {
@@ -199,7 +200,7 @@ func pairRcopy(t *testing.T, port int, sName string, server []string, cName stri
 			if st, err := os.Stat(dst); err != nil || st.Mode().Perm() != 0o640&^0o022 && st.Mode().Perm() != 0o640 {
 				t.Errorf("%s: destination mode %v (%v)", c.name, st.Mode(), err)
 			}
-			want += "client: " + labIP + "\nopening: " + dst + ", transferring..." + Itoa(c.size) + " bytes...closing...done\n"
+			want += "client: " + labIP + "\nopening: " + dst + ", transferring..." + interop.Itoa(c.size) + " bytes...closing...done\n"
 		} else {
 			if r.rc != c.rc || r.out != c.client || r.err != "" {
 				t.Errorf("%s: %s: rc %d, stdout %q, stderr %q; want %d, %q, \"\"", c.name, cName, r.rc, r.out, r.err, c.rc, c.client)
@@ -227,13 +228,13 @@ func pairRcopy(t *testing.T, port int, sName string, server []string, cName stri
 // and the failures (empty source, missing source, bad destination) give the C tool's output and status.
 func TestLabRcopyInterop(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "rcopy", "rdmacm-utils")
-	goRcopy := Alias(t, "rcopy")
+	interop.NeedTool(t, "rcopy", "rdmacm-utils")
+	goRcopy := interop.Alias(t, "rcopy")
 	t.Run("Cserver_Goclient", func(t *testing.T) {
-		pairRcopy(t, Port(900), "C server", []string{"rcopy"}, "Go client", []string{goRcopy})
+		pairRcopy(t, interop.Port(900), "C server", []string{"rcopy"}, "Go client", []string{goRcopy})
 	})
 	t.Run("Goserver_Cclient", func(t *testing.T) {
-		pairRcopy(t, Port(901), "Go server", []string{Binary(t), "rcopy"}, "C client", []string{"rcopy"})
+		pairRcopy(t, interop.Port(901), "Go server", []string{interop.Binary(t), "rcopy"}, "C client", []string{"rcopy"})
 	})
 }
 
@@ -242,25 +243,25 @@ func TestLabRcopyInterop(t *testing.T) {
 // unknown host, bad port, and a second server on a port already served.
 func TestLabRcopyErrors(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "rcopy", "rdmacm-utils")
-	goRcopy := Alias(t, "rcopy")
+	interop.NeedTool(t, "rcopy", "rdmacm-utils")
+	goRcopy := interop.Alias(t, "rcopy")
 	src := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	busy := Port(902)
+	busy := interop.Port(902)
 	startRcopyServer(t, "C server", busy, "rcopy")
 	for _, args := range [][]string{
 		{"-x"},
 		{src},
 		{src, labIP, "-q"},
-		{src, labIP, "-p", Itoa(Port(903))}, // nothing listens: rconnect failed: Connection refused
-		{src, "192.0.2.1"},                  // no route: Network is unreachable
-		{src, "127.0.0.1"},                  // no RDMA device on lo: No such device
+		{src, labIP, "-p", interop.Itoa(interop.Port(903))}, // nothing listens: rconnect failed: Connection refused
+		{src, "192.0.2.1"}, // no route: Network is unreachable
+		{src, "127.0.0.1"}, // no RDMA device on lo: No such device
 		{src, "no-such-host.invalid"},
 		{src, labIP, "-p", "no-such-service"},
 		{"-p", "no-such-service"},
-		{"-p", Itoa(busy)}, // rbind failed: Cannot assign requested address
+		{"-p", interop.Itoa(busy)}, // rbind failed: Cannot assign requested address
 	} {
 		c := runRcopy(append([]string{"rcopy"}, args...)...)
 		g := runRcopy(append([]string{goRcopy}, args...)...)

@@ -1,10 +1,11 @@
-package interop
+package interop_test
 
 import (
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/rdmaclient"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/rdmaclient"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -15,8 +16,8 @@ var (
 
 func TestLabRdmaServerClientInterop(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "rdma_server", "rdmacm-utils")
-	port := Port(800)
+	interop.NeedTool(t, "rdma_server", "rdmacm-utils")
+	port := interop.Port(800)
 	for _, goServer := range []bool{false, true} {
 		port++
 		p := port
@@ -26,11 +27,11 @@ func TestLabRdmaServerClientInterop(t *testing.T) {
 				serve, connect = goPP, cPP
 			}
 			done := make(chan ppResult, 1)
-			go func() { done <- serve(rdmaServerTool, []string{"-s", labIP, "-p", Itoa(p)}) }()
-			if err := WaitCMListening(labtest.Device(), uint16(p), 60e9); err != nil {
+			go func() { done <- serve(rdmaServerTool, []string{"-s", labIP, "-p", interop.Itoa(p)}) }()
+			if err := interop.WaitCMListening(labtest.Device(), uint16(p), 60e9); err != nil {
 				t.Fatal(err)
 			}
-			c := connect(rdmaClientTool, []string{"-s", labIP, "-p", Itoa(p)})
+			c := connect(rdmaClientTool, []string{"-s", labIP, "-p", interop.Itoa(p)})
 			s := <-done
 			if c.rc != 0 || s.rc != 0 || c.out != "rdma_client: start\nrdma_client: end 0\n" ||
 				s.out != "rdma_server: start\nrdma_server: end 0\n" {
@@ -42,11 +43,11 @@ func TestLabRdmaServerClientInterop(t *testing.T) {
 
 func TestLabRdmaClientErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "rdma_client", "rdmacm-utils")
+	interop.NeedTool(t, "rdma_client", "rdmacm-utils")
 	for _, args := range [][]string{
 		{"-x"},
-		{"-s", labIP, "-p", Itoa(Port(810))}, // no listener: rdma_connect: Connection refused
-		{},                                   // 127.0.0.1: rdma_create_ep: No such device
+		{"-s", labIP, "-p", interop.Itoa(interop.Port(810))}, // no listener: rdma_connect: Connection refused
+		{}, // 127.0.0.1: rdma_create_ep: No such device
 	} {
 		t.Run(fmt.Sprint(args), func(t *testing.T) {
 			c := cPP(rdmaClientTool, args)

@@ -1,15 +1,16 @@
-package interop
+package interop_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/rdmax"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/rdmax"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -21,8 +22,8 @@ var (
 // TestLabRdmaXServerClientInterop pairs goverbs' rdma_xserver/rdma_xclient (RC) with rdmacm-utils' both ways.
 func TestLabRdmaXServerClientInterop(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "rdma_xserver", "rdmacm-utils")
-	port := Port(820)
+	interop.NeedTool(t, "rdma_xserver", "rdmacm-utils")
+	port := interop.Port(820)
 	for _, mode := range [][]string{nil, {"-c", "r"}} {
 		for _, goServer := range []bool{false, true} {
 			port++
@@ -33,11 +34,11 @@ func TestLabRdmaXServerClientInterop(t *testing.T) {
 					serve, connect = goPP, cPP
 				}
 				done := make(chan ppResult, 1)
-				go func() { done <- serve(rdmaXServerTool, append([]string{"-p", Itoa(p)}, mode...)) }()
-				if err := WaitCMListening(labtest.Device(), uint16(p), 60*time.Second); err != nil {
+				go func() { done <- serve(rdmaXServerTool, append([]string{"-p", interop.Itoa(p)}, mode...)) }()
+				if err := interop.WaitCMListening(labtest.Device(), uint16(p), 60*time.Second); err != nil {
 					t.Fatal(err)
 				}
-				c := connect(rdmaXClientTool, append([]string{"-s", labIP, "-p", Itoa(p)}, mode...))
+				c := connect(rdmaXClientTool, append([]string{"-s", labIP, "-p", interop.Itoa(p)}, mode...))
 				var s ppResult
 				select {
 				case s = <-done:
@@ -56,16 +57,16 @@ func TestLabRdmaXServerClientInterop(t *testing.T) {
 // Early exits and failures, XRC included (rxe has none): byte-identical to rdmacm-utils'.
 func TestLabRdmaXErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "rdma_xclient", "rdmacm-utils")
+	interop.NeedTool(t, "rdma_xclient", "rdmacm-utils")
 	for _, c := range []struct {
 		tool ppTool
 		args []string
 	}{
 		{rdmaXClientTool, []string{"-x"}},
 		{rdmaXClientTool, []string{"-c", "q"}},
-		{rdmaXClientTool, []string{"-s", labIP, "-p", Itoa(Port(830))}}, // no listener
-		{rdmaXClientTool, []string{}},                                   // 127.0.0.1: no RDMA device
-		{rdmaXClientTool, []string{"-s", labIP, "-p", Itoa(Port(831)), "-c", "x"}},
+		{rdmaXClientTool, []string{"-s", labIP, "-p", interop.Itoa(interop.Port(830))}}, // no listener
+		{rdmaXClientTool, []string{}},                                                   // 127.0.0.1: no RDMA device
+		{rdmaXClientTool, []string{"-s", labIP, "-p", interop.Itoa(interop.Port(831)), "-c", "x"}},
 		{rdmaXServerTool, []string{"-s", labIP}},
 	} {
 		t.Run(fmt.Sprint(c.tool.ctool, c.args), func(t *testing.T) {
@@ -104,10 +105,10 @@ func cPPTimeout(tool ppTool, args []string, d time.Duration) ppResult {
 // stderr; then the C one is killed and ours stopped through its context.
 func TestLabRdmaXServerXRCWaits(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "rdma_xserver", "rdmacm-utils")
+	interop.NeedTool(t, "rdma_xserver", "rdmacm-utils")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "rdma_xserver", "-p", Itoa(Port(833)), "-c", "x")
+	cmd := exec.CommandContext(ctx, "rdma_xserver", "-p", interop.Itoa(interop.Port(833)), "-c", "x")
 	var co, ce bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &co, &ce
 	if err := cmd.Start(); err != nil {
@@ -118,7 +119,7 @@ func TestLabRdmaXServerXRCWaits(t *testing.T) {
 	var gOut, gErr bytes.Buffer
 	gDone := make(chan int, 1)
 	go func() {
-		gDone <- rdmax.MainServerContext(ctx, "rdma_xserver", []string{"-p", Itoa(Port(834)), "-c", "x"}, &gOut, &gErr)
+		gDone <- rdmax.MainServerContext(ctx, "rdma_xserver", []string{"-p", interop.Itoa(interop.Port(834)), "-c", "x"}, &gOut, &gErr)
 	}()
 	deadline := time.NewTimer(3 * time.Second)
 	defer deadline.Stop()

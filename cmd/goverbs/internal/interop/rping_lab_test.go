@@ -1,12 +1,13 @@
-package interop
+package interop_test
 
 import (
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/rping"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/rping"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -47,8 +48,8 @@ func pairRping(t *testing.T, port int, extra []string, goServer bool, count, siz
 // release's, from its root).
 func pairRpingWith(t *testing.T, cRun func(ppTool, []string) ppResult, port int, extra []string, goServer bool, count, size int) {
 	t.Helper()
-	sArgs := append([]string{"-s", "-a", labIP, "-p", Itoa(port), "-v"}, extra...)
-	cArgs := append([]string{"-c", "-a", labIP, "-p", Itoa(port), "-C", Itoa(count), "-v"}, extra...)
+	sArgs := append([]string{"-s", "-a", labIP, "-p", interop.Itoa(port), "-v"}, extra...)
+	cArgs := append([]string{"-c", "-a", labIP, "-p", interop.Itoa(port), "-C", interop.Itoa(count), "-v"}, extra...)
 	serve, connect := cRun, goPP
 	sName, cName := "C server", "Go client"
 	if goServer {
@@ -57,7 +58,7 @@ func pairRpingWith(t *testing.T, cRun func(ppTool, []string) ppResult, port int,
 	}
 	done := make(chan ppResult, 1)
 	go func() { done <- serve(rpingTool, sArgs) }()
-	if err := WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
+	if err := interop.WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
 		t.Fatalf("%s: %v", sName, err)
 	}
 	c := connectPastListen(t, func() ppResult { return connect(rpingTool, cArgs) }, done)
@@ -88,8 +89,8 @@ func pairRpingWith(t *testing.T, cRun func(ppTool, []string) ppResult, port int,
 
 func TestLabRpingInterop(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "rping", "rdmacm-utils")
-	port := Port(700)
+	interop.NeedTool(t, "rping", "rdmacm-utils")
+	port := interop.Port(700)
 	for _, tc := range []struct {
 		name  string
 		extra []string
@@ -114,13 +115,13 @@ func TestLabRpingInterop(t *testing.T) {
 // Go vs Go (both in-process), so a failure can be told apart from an interop one.
 func TestLabRpingGoGo(t *testing.T) {
 	labtest.Require(t)
-	port := Port(720)
+	port := interop.Port(720)
 	done := make(chan ppResult, 1)
-	go func() { done <- goPP(rpingTool, []string{"-s", "-a", labIP, "-p", Itoa(port), "-v", "-V"}) }()
-	if err := WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
+	go func() { done <- goPP(rpingTool, []string{"-s", "-a", labIP, "-p", interop.Itoa(port), "-v", "-V"}) }()
+	if err := interop.WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	c := goPP(rpingTool, []string{"-c", "-a", labIP, "-p", Itoa(port), "-C", "4", "-v", "-V"})
+	c := goPP(rpingTool, []string{"-c", "-a", labIP, "-p", interop.Itoa(port), "-C", "4", "-v", "-V"})
 	s := <-done
 	if c.rc != 0 || s.rc != 0 || c.out != rpingLines("ping data: ", 4, 64) {
 		t.Fatalf("client rc %d %q %q; server rc %d %q %q", c.rc, c.out, c.err, s.rc, s.out, s.err)
@@ -130,15 +131,15 @@ func TestLabRpingGoGo(t *testing.T) {
 // Runs that end before or at connection time: same stdout, stderr and status as rdma-core's rping.
 func TestLabRpingErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "rping", "rdmacm-utils")
+	interop.NeedTool(t, "rping", "rdmacm-utils")
 	for _, args := range [][]string{
 		{},
 		{"-x"},
 		{"-s", "-S", "5"},
 		{"-c", "-S", "70000"},
 		{"-c", "-C", "-3"},
-		{"-c", "-a", labIP, "-p", Itoa(Port(730))}, // no listener: REJECTED 8
-		{"-c", "-a", "127.0.0.1", "-p", Itoa(Port(731))},
+		{"-c", "-a", labIP, "-p", interop.Itoa(interop.Port(730))}, // no listener: REJECTED 8
+		{"-c", "-a", "127.0.0.1", "-p", interop.Itoa(interop.Port(731))},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			c := cPP(rpingTool, args)

@@ -1,13 +1,14 @@
-package interop
+package interop_test
 
 import (
+	"github.com/goverbs/goverbs/test/interop"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/rstream"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/rstream"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -41,8 +42,8 @@ func pairStream(t *testing.T, tool ppTool, port int, extra []string, goServer bo
 // pairStreamWith is pairStream with cRun running rdma-core's side (cPPIn: another release's).
 func pairStreamWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppTool, port int, extra []string, goServer bool) {
 	t.Helper()
-	sArgs := append([]string{"-b", labIP, "-p", Itoa(port)}, extra...)
-	cArgs := append([]string{"-s", labIP, "-p", Itoa(port)}, extra...)
+	sArgs := append([]string{"-b", labIP, "-p", interop.Itoa(port)}, extra...)
+	cArgs := append([]string{"-s", labIP, "-p", interop.Itoa(port)}, extra...)
 	serve, connect := cRun, goPP
 	sName, cName := "C server", "Go client"
 	if goServer {
@@ -52,7 +53,7 @@ func pairStreamWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppT
 	keepalive := slices.Contains(extra, "-k")
 	done := make(chan ppResult, 1)
 	go func() { done <- serve(tool, sArgs) }()
-	if err := WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
+	if err := interop.WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
 		t.Fatalf("%s: %v", sName, err)
 	}
 	c := connect(tool, cArgs)
@@ -102,7 +103,7 @@ func pairStreamWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppT
 
 func TestLabRstreamInterop(t *testing.T) {
 	labtest.Require(t)
-	port := Port(700)
+	port := interop.Port(700)
 	for _, extra := range [][]string{
 		{"-S", "1000", "-C", "50"},
 		{"-S", "64", "-C", "500", "-T", "b"},
@@ -121,7 +122,7 @@ func TestLabRstreamInterop(t *testing.T) {
 // seconds so that probes cross while data flows) between goverbs and rdma-core, both ways.
 func TestLabRstreamKeepaliveInterop(t *testing.T) {
 	labtest.Require(t)
-	port := Port(720)
+	port := interop.Port(720)
 	for _, extra := range [][]string{
 		{"-k", "1", "-S", "1000000", "-C", "15", "-T", "v"},
 		{"-k", "2", "-S", "64", "-C", "2000", "-I", "2"},
@@ -141,7 +142,7 @@ var riostreamTool = ppTool{"riostream", rstream.MainRiostream}
 // receiver polling the last byte; with -T v both check the pattern of every answer.
 func TestLabRiostreamInterop(t *testing.T) {
 	labtest.Require(t)
-	port := Port(740)
+	port := interop.Port(740)
 	for _, extra := range [][]string{
 		{"-S", "4096", "-C", "10"},
 		{"-S", "1000", "-C", "50", "-T", "v"},

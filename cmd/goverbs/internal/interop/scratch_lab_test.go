@@ -1,8 +1,9 @@
-package interop
+package interop_test
 
 import (
 	"bytes"
 	"errors"
+	"github.com/goverbs/goverbs/test/interop"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,7 @@ func scratchRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	src, err := os.ReadFile(Binary(t))
+	src, err := os.ReadFile(interop.Binary(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,10 +112,10 @@ func TestLabFromScratch(t *testing.T) {
 		})
 	}
 	// Pingpong: the chrooted goverbs as server and as client, rdma-core's C tool on the other side.
-	NeedTool(t, "ibv_rc_pingpong", "ibverbs-utils")
+	interop.NeedTool(t, "ibv_rc_pingpong", "ibverbs-utils")
 	for i, goServer := range []bool{true, false} {
-		port := Port(900 + i)
-		args := []string{"-d", dev, "-g", "1", "-n", "10", "-p", Itoa(port)}
+		port := interop.Port(900 + i)
+		args := []string{"-d", dev, "-g", "1", "-n", "10", "-p", interop.Itoa(port)}
 		name := map[bool]string{true: "pingpong/scratch_server", false: "pingpong/scratch_client"}[goServer]
 		t.Run(name, func(t *testing.T) {
 			var server, client *exec.Cmd
@@ -132,7 +133,7 @@ func TestLabFromScratch(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- server.Wait() }()
-			if err := WaitListening(port, 60*time.Second); err != nil {
+			if err := interop.WaitListening(port, 60*time.Second); err != nil {
 				server.Process.Kill()
 				<-done
 				t.Fatalf("%v; server said %s%s", err, so.String(), se.String())
@@ -153,11 +154,11 @@ func TestLabFromScratch(t *testing.T) {
 		})
 	}
 	// rping: rdma_cm from the scratch root (its /dev/infiniband/rdma_cm and netlink), both ways.
-	NeedTool(t, "rping", "rdmacm-utils")
+	interop.NeedTool(t, "rping", "rdmacm-utils")
 	for i, goServer := range []bool{true, false} {
-		port := Port(910 + i)
-		sArgs := []string{"-s", "-a", labIP, "-p", Itoa(port), "-v"}
-		cArgs := []string{"-c", "-a", labIP, "-p", Itoa(port), "-C", "5", "-v"}
+		port := interop.Port(910 + i)
+		sArgs := []string{"-s", "-a", labIP, "-p", interop.Itoa(port), "-v"}
+		cArgs := []string{"-c", "-a", labIP, "-p", interop.Itoa(port), "-C", "5", "-v"}
 		name := map[bool]string{true: "rping/scratch_server", false: "rping/scratch_client"}[goServer]
 		t.Run(name, func(t *testing.T) {
 			var server, client *exec.Cmd
@@ -173,7 +174,7 @@ func TestLabFromScratch(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- server.Wait() }()
-			if err := WaitCMListening(dev, uint16(port), 60*time.Second); err != nil {
+			if err := interop.WaitCMListening(dev, uint16(port), 60*time.Second); err != nil {
 				server.Process.Kill()
 				<-done
 				t.Fatalf("%v; server said %s%s", err, so.String(), se.String())

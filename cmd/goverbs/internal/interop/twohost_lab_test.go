@@ -1,9 +1,10 @@
-package interop
+package interop_test
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -55,8 +56,8 @@ func TestLabTwoHosts(t *testing.T) {
 	}
 
 	t.Run("pingpong", func(t *testing.T) {
-		NeedTool(t, "ibv_rc_pingpong", "ibverbs-utils")
-		port := Port(1300)
+		interop.NeedTool(t, "ibv_rc_pingpong", "ibverbs-utils")
+		port := interop.Port(1300)
 		for _, pc := range crossPPCases {
 			for _, events := range []bool{false, true} {
 				for _, p := range pairs {
@@ -71,7 +72,7 @@ func TestLabTwoHosts(t *testing.T) {
 	})
 
 	t.Run("perftest", func(t *testing.T) {
-		NeedTool(t, "ib_write_bw", "perftest")
+		interop.NeedTool(t, "ib_write_bw", "perftest")
 		port := 19900
 		for _, pc := range []pcase{{"ib_write_bw", "RC", nil}, {"ib_read_lat", "RC", nil}, {"ib_send_bw", "UD", nil},
 			{"ib_send_lat", "UC", nil}, {"ib_atomic_bw", "RC", nil}} {
@@ -103,7 +104,7 @@ func TestLabTwoHosts(t *testing.T) {
 	})
 
 	t.Run("rping", func(t *testing.T) {
-		NeedTool(t, "rping", "rdmacm-utils")
+		interop.NeedTool(t, "rping", "rdmacm-utils")
 		port := 19950
 		for _, p := range pairs {
 			port++
@@ -124,7 +125,7 @@ type crossPPCase struct {
 
 // args are the case's arguments on port (20 iterations, GID index 1), with -e for events.
 func (c crossPPCase) args(port int, events bool) []string {
-	args := append([]string{"-g", "1", "-n", "20", "-p", Itoa(port)}, c.extra...)
+	args := append([]string{"-g", "1", "-n", "20", "-p", interop.Itoa(port)}, c.extra...)
 	if events {
 		args = append(args, "-e")
 	}
@@ -140,7 +141,7 @@ func crossPingpong(t *testing.T, tool string, srv, cli endpoint, port int, args 
 	cmd := func(e endpoint, args []string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 		prog := tool
 		if e.impl == "go" {
-			prog = Alias(t, tool)
+			prog = interop.Alias(t, tool)
 		}
 		c := exec.CommandContext(ctx, prog, append([]string{"-d", e.device()}, args...)...)
 		if era, ok := strings.CutPrefix(e.impl, "c@"); ok { // another Debian release's tool, from its root
@@ -194,7 +195,7 @@ func crossRping(t *testing.T, srv, cli endpoint, port int) {
 	cmd := func(e endpoint, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 		prog := "rping"
 		if e.impl == "go" {
-			prog = Alias(t, "rping")
+			prog = interop.Alias(t, "rping")
 		}
 		c := exec.CommandContext(ctx, prog, args...)
 		if e.peer != nil {
@@ -205,19 +206,19 @@ func crossRping(t *testing.T, srv, cli endpoint, port int) {
 		return c, &o, &eb
 	}
 	const count = 5
-	sc, sout, serr := cmd(srv, "-s", "-v", "-V", "-C", Itoa(count), "-a", srv.addr(), "-p", Itoa(port))
+	sc, sout, serr := cmd(srv, "-s", "-v", "-V", "-C", interop.Itoa(count), "-a", srv.addr(), "-p", interop.Itoa(port))
 	if err := sc.Start(); err != nil {
 		t.Fatalf("start %s server: %v", srv, err)
 	}
 	exited := make(chan struct{})
 	go func() { sc.Wait(); close(exited) }()
 	dev := srv.device()
-	if err := WaitCMListening(dev, uint16(port), 60*time.Second); err != nil {
+	if err := interop.WaitCMListening(dev, uint16(port), 60*time.Second); err != nil {
 		cancel()
 		<-exited
 		t.Fatalf("%v; server said:\n%s%s", err, sout, serr)
 	}
-	cc, cout, cerrOut := cmd(cli, "-c", "-v", "-V", "-C", Itoa(count), "-a", srv.addr(), "-p", Itoa(port))
+	cc, cout, cerrOut := cmd(cli, "-c", "-v", "-V", "-C", interop.Itoa(count), "-a", srv.addr(), "-p", interop.Itoa(port))
 	cerr := cc.Run()
 	<-exited
 	if cerr != nil || sc.ProcessState.ExitCode() != 0 {

@@ -1,10 +1,11 @@
-package interop
+package interop_test
 
 import (
 	"fmt"
+	"github.com/goverbs/goverbs/test/interop"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/udaddy"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/udaddy"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -19,7 +20,7 @@ const (
 
 func TestLabUdaddyInterop(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "udaddy", "rdmacm-utils")
+	interop.NeedTool(t, "udaddy", "rdmacm-utils")
 	for _, extra := range [][]string{nil, {"-C", "3", "-S", "1024"}, {"-c", "2"}} {
 		for _, goServer := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%v/goServer=%v", extra, goServer), func(t *testing.T) {
@@ -34,7 +35,7 @@ func TestLabUdaddyInterop(t *testing.T) {
 
 func TestLabUdaddyErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
-	NeedTool(t, "udaddy", "rdmacm-utils")
+	interop.NeedTool(t, "udaddy", "rdmacm-utils")
 	for _, args := range [][]string{
 		{"-x"},
 		{"-s", labIP},               // no listener: UNREACHABLE 1

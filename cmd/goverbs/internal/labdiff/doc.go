@@ -3,5 +3,5 @@
 // lab's sid root by chroot) side by side on rxe0 in the lab VM and require
 // identical output, errors and exit status. It has no non-test code.
 //
-//	go run ./test/lab/cmd/labsuite ./internal/tools/labdiff
+//	go run ./test/lab/cmd/labsuite ./cmd/goverbs/internal/labdiff
 package labdiff

@@ -11,12 +11,12 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/asyncwatch"
-	"github.com/goverbs/goverbs/internal/tools/devices"
-	"github.com/goverbs/goverbs/internal/tools/devinfo"
-	"github.com/goverbs/goverbs/internal/tools/golden"
-	"github.com/goverbs/goverbs/internal/tools/ibstat"
-	"github.com/goverbs/goverbs/internal/tools/ibstatus"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/asyncwatch"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/devices"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/devinfo"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibstat"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibstatus"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -123,7 +123,7 @@ func TestLabIbstatus(t *testing.T) {
 }
 
 // TestLabAsyncwatch compares ibv_asyncwatch's invocations that return (the
-// event loop itself is compared in test/interop's TestLabAsyncwatch).
+// event loop itself is compared in cmd/goverbs/internal/interop's TestLabAsyncwatch).
 func TestLabAsyncwatch(t *testing.T) {
 	labtest.Require(t)
 	compare(t, "ibv_asyncwatch", asyncwatch.Main, []string{"-h", "-x", "-d", "-d foo", "--help=1"})

@@ -3,7 +3,7 @@ package labdiff
 import (
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/perfquery"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/perfquery"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 

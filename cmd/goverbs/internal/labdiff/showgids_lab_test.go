@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/golden"
-	"github.com/goverbs/goverbs/internal/tools/showgids"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/showgids"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -41,7 +41,7 @@ func eui64(t *testing.T) string {
 
 // TestLabShowGids compares goverbs' show_gids on rxe0's real GID table with
 // the goldens captured from the script in the lab (6.1;
-// internal/tools/showgids/testdata/lab) and, when the mlnx-tools mirror and
+// cmd/goverbs/internal/showgids/testdata/lab) and, when the mlnx-tools mirror and
 // git are there, with the script itself run by bash.
 func TestLabShowGids(t *testing.T) {
 	labtest.Require(t)

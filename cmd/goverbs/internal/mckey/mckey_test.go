@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Exits before any device is needed (the same runs are compared with the C tool in test/interop).
+// Exits before any device is needed (the same runs are compared with the C tool in cmd/goverbs/internal/interop).
 func TestEarlyExits(t *testing.T) {
 	for _, c := range []struct {
 		args []string

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/golden"
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
 	"github.com/goverbs/goverbs/umad"
 )
 

@@ -19,11 +19,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
-	"github.com/goverbs/goverbs/internal/tools/getopt"
-	"github.com/goverbs/goverbs/internal/tools/ibdiag"
-	"github.com/goverbs/goverbs/internal/tools/libumad"
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibdiag"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/libumad"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
 )
 
 // Version is the infiniband-diags version -V reports.

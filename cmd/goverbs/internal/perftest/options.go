@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 )
 
 // Verb is the operation a test measures (perftest's VerbType order).

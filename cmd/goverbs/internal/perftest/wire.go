@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 )
 
 // Version is the perftest version goverbs prints (-V) and advertises: Debian trixie's and sid's perftest

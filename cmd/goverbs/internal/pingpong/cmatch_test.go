@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/golden"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
 )
 
 var tools = []struct {

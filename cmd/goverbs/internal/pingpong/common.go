@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"github.com/goverbs/goverbs/uverbs"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 )
 
 // doneMsg is what the client sends last: "done" and its NUL.

@@ -1,8 +1,8 @@
 package pingpong
 
 import (
-	"github.com/goverbs/goverbs/internal/tools/cstd"
-	"github.com/goverbs/goverbs/internal/tools/ibvtext"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibvtext"
 
 	"errors"
 	"fmt"

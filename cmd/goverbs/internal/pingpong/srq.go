@@ -1,8 +1,8 @@
 package pingpong
 
 import (
-	"github.com/goverbs/goverbs/internal/tools/cstd"
-	"github.com/goverbs/goverbs/internal/tools/ibvtext"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibvtext"
 
 	"fmt"
 	"io"
@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/uverbs"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/uverbs"
 )
 

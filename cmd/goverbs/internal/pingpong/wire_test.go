@@ -1,7 +1,7 @@
 package pingpong
 
 import (
-	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 
 	"strings"
 	"testing"

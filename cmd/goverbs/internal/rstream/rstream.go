@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
-	"github.com/goverbs/goverbs/internal/tools/getopt"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/rsocket"
 	"golang.org/x/sys/unix"
 )

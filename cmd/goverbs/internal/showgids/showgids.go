@@ -61,7 +61,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goverbs/goverbs/internal/tools/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"golang.org/x/sys/unix"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goverbs/goverbs/internal/tools/golden"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the goldens by running mlnx-tools' show_gids (from the mirror) with bash (needs root, unshare)")

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/sysfs"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/sysfs"
 )
 
 func TestList(t *testing.T) {

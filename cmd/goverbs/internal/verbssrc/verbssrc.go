@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/goverbs/internal/tools/verbsdev"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/verbsdev"
 	"github.com/goverbs/goverbs/uverbs"
 )
 

@@ -18,7 +18,7 @@
 //
 // With -j N (default $GOVERBS_LAB_JOBS, else min(2, CPUs): one VM per core, each VM has one vCPU under TCG) it
 // runs up to N lab VMs at once. Each kernel's packages are then split into units, one VM boot each (see
-// splitGroups): every package of -heavy (test/interop, which takes most of a kernel's time) alone, the others
+// splitGroups): every package of -heavy (cmd/goverbs/internal/interop, which takes most of a kernel's time) alone, the others
 // together. Units run longest first (the heavy ones) on N workers; each unit's stdout is printed as one block
 // when it ends ("=== kernel K (unit: U)"), its stderr goes through line by line prefixed "[K U] ", and the
 // units' inner summaries are merged back into one row per kernel. -j 1 is the serial run: one boot per kernel,
@@ -175,7 +175,7 @@ func run(args []string) int {
 			return 2
 		}
 	}
-	// Other Debian releases' C tools, for the interop tests that run goverbs against them (test/interop,
+	// Other Debian releases' C tools, for the interop tests that run goverbs against them (cmd/goverbs/internal/interop,
 	// impl "c@trixie"): a root per era in the lab cache, passed as GOVERBS_LAB_PEER_<ERA>.
 	peers := map[string]string{}
 	if cache, err := lab.CacheDir(); err == nil {
@@ -263,7 +263,7 @@ func run(args []string) int {
 }
 
 // scaleTimeouts multiplies the default bounds by -count: each run of a package's tests takes as long as the
-// first, and test/interop alone is ≈ 450 s a run under TCG, so -count 3 outgrew the 15-minute package bound. A
+// first, and cmd/goverbs/internal/interop alone is ≈ 450 s a run under TCG, so -count 3 outgrew the 15-minute package bound. A
 // bound given on the command line is kept as it is.
 func scaleTimeouts(timeout, pkgTimeout time.Duration, count int, timeoutSet, pkgSet bool) (time.Duration, time.Duration) {
 	n := time.Duration(max(count, 1))
@@ -297,9 +297,9 @@ func jobCount(flagValue, envValue string, ncpu int) (int, error) {
 }
 
 // defaultHeavy are the packages that run as lab boots of their own when labsuite runs VMs in parallel:
-// test/interop takes about 400 of the 670 s of a kernel's run on 6.1 (every lab package together), so it
+// cmd/goverbs/internal/interop takes about 400 of the 670 s of a kernel's run on 6.1 (every lab package together), so it
 // alone is about as long as all the others.
-var defaultHeavy = []string{"github.com/goverbs/goverbs/test/interop"}
+var defaultHeavy = []string{"github.com/goverbs/goverbs/cmd/goverbs/internal/interop"}
 
 // group is a set of packages that one lab boot runs, on each kernel.
 type group struct {
@@ -391,7 +391,7 @@ type unit struct {
 	group
 }
 
-// schedule orders the units longest first: the heavy groups' units (test/interop on every kernel), then the
+// schedule orders the units longest first: the heavy groups' units (cmd/goverbs/internal/interop on every kernel), then the
 // others, kernels in their order within each group. Workers take units in this order, so the long boots start
 // first and the short ones fill in around them. With one group ("all") this is the kernels in order.
 func schedule(kernels []string, groups []group) []unit {

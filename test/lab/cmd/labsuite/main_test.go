@@ -215,7 +215,7 @@ func groupSummary(gs []group) string {
 
 func TestSplitGroups(t *testing.T) {
 	const m = "github.com/goverbs/goverbs/"
-	all := pkgsOf(m+"cgroup", m+"netlinkrdma", m+"test/conformance", m+"test/interop", m+"test/smoke")
+	all := pkgsOf(m+"cgroup", m+"netlinkrdma", m+"test/conformance", m+"cmd/goverbs/internal/interop", m+"test/smoke")
 	for _, tc := range []struct {
 		name  string
 		pkgs  []pkg
@@ -226,9 +226,9 @@ func TestSplitGroups(t *testing.T) {
 		{"serial", all, 1, defaultHeavy, "all=cgroup,netlinkrdma,conformance,interop,smoke"},
 		{"parallel", all, 2, defaultHeavy, "interop*=interop rest=cgroup,netlinkrdma,conformance,smoke"},
 		{"many jobs", all, 8, defaultHeavy, "interop*=interop rest=cgroup,netlinkrdma,conformance,smoke"},
-		{"only interop", pkgsOf(m + "test/interop"), 2, defaultHeavy, "all=interop"},
+		{"only interop", pkgsOf(m + "cmd/goverbs/internal/interop"), 2, defaultHeavy, "all=interop"},
 		{"no interop", pkgsOf(m+"test/smoke", m+"netlinkrdma"), 2, defaultHeavy, "all=smoke,netlinkrdma"},
-		{"dir form", all, 2, []string{"./test/conformance/", "./test/interop"}, "conformance*=conformance interop*=interop rest=cgroup,netlinkrdma,smoke"},
+		{"dir form", all, 2, []string{"./test/conformance/", "./cmd/goverbs/internal/interop"}, "conformance*=conformance interop*=interop rest=cgroup,netlinkrdma,smoke"},
 		{"no heavy", all, 2, nil, "all=cgroup,netlinkrdma,conformance,interop,smoke"},
 		{"same base", pkgsOf(m+"a/rest", m+"b/x"), 2, []string{m + "a/rest"}, "rest*=rest rest-2=x"},
 	} {
@@ -326,11 +326,11 @@ func goTestOutput(tests ...string) []byte {
 
 func TestMergeKernelEqualsOneBoot(t *testing.T) {
 	const m = "github.com/goverbs/goverbs/"
-	pkgs := pkgsOf(m+"cgroup", m+"test/interop", m+"test/smoke")
+	pkgs := pkgsOf(m+"cgroup", m+"cmd/goverbs/internal/interop", m+"test/smoke")
 	outs := map[string][]byte{
-		m + "cgroup":       goTestOutput("TestA:PASS:3.00", "TestB:SKIP:0.00", "TestC:FAIL:7.50", "TestD:PASS:2.00"),
-		m + "test/interop": goTestOutput("TestI1:PASS:100.00", "TestI2:FAIL:50.00", "TestI3:SKIP:0.00", "TestI4:PASS:3.00", "TestI5:PASS:1.00", "TestI6:PASS:1.00"),
-		m + "test/smoke":   goTestOutput("TestS1:PASS:1.00", "TestS2:SKIP:0.00", "TestS3:PASS:3.00", "TestS4:PASS:0.50"),
+		m + "cgroup":                       goTestOutput("TestA:PASS:3.00", "TestB:SKIP:0.00", "TestC:FAIL:7.50", "TestD:PASS:2.00"),
+		m + "cmd/goverbs/internal/interop": goTestOutput("TestI1:PASS:100.00", "TestI2:FAIL:50.00", "TestI3:SKIP:0.00", "TestI4:PASS:3.00", "TestI5:PASS:1.00", "TestI6:PASS:1.00"),
+		m + "test/smoke":                   goTestOutput("TestS1:PASS:1.00", "TestS2:SKIP:0.00", "TestS3:PASS:3.00", "TestS4:PASS:0.50"),
 	}
 	// One boot: every package in order into one summary.
 	one := Summary{Release: "6.1.0-56-amd64", Upstream: "6.1.192-2"}
@@ -364,7 +364,7 @@ func TestMergeKernelEqualsOneBoot(t *testing.T) {
 	if !reflect.DeepEqual(r.Summary, one) {
 		t.Errorf("merged summary differs from one boot's:\nmerged %+v\none    %+v", r.Summary, one)
 	}
-	if len(r.Slowest) != slowestN || r.Slowest[0].Test != m+"test/interop: TestI1" {
+	if len(r.Slowest) != slowestN || r.Slowest[0].Test != m+"cmd/goverbs/internal/interop: TestI1" {
 		t.Errorf("slowest %+v", r.Slowest)
 	}
 	if r.Packages != 3 || r.Units != 2 || r.ExitCode != 1 || r.Total != 20*time.Second || r.Boot != 2*time.Second {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds perfquery's fake trees from the shared ones (internal/tools/testdata):
+# Builds perfquery's fake trees from the shared ones (cmd/goverbs/internal/testdata):
 #   roce   rxe0 on Ethernet, ib_umad loaded (umad0 = rxe0 port 1)
 #   noumad rxe0 without ib_umad (no /sys/class/infiniband_mad)
 #   ib     mlx5_0, mlx5_1 on InfiniBand, umad0/umad1 whose device nodes are

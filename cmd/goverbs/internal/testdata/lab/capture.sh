@@ -5,8 +5,8 @@
 # by chroot) as golden files, and the sysfs/dev tree they read, under
 # $GOVERBS_LAB_OUT. Run from the repository root, after labsuite has built
 # the root once, with
-#   flock /tmp/goverbs-lab.lock go run ./test/lab/cmd/lab -out /tmp/cap -sh 'sh internal/tools/testdata/lab/capture.sh'
-# then internal/tools/testdata/lab/import.sh /tmp/cap.
+#   flock /tmp/goverbs-lab.lock go run ./test/lab/cmd/lab -out /tmp/cap -sh 'sh cmd/goverbs/internal/testdata/lab/capture.sh'
+# then cmd/goverbs/internal/testdata/lab/import.sh /tmp/cap.
 set -u
 out=${GOVERBS_LAB_OUT:?not in the lab}
 root=${GOVERBS_LAB_PEER_SID:-${GOVERBS_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/goverbs-lab}/peers/sid/root}

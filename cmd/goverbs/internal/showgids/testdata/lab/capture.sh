@@ -3,8 +3,8 @@
 # show_gids (8fbfd9cf, from the mirror the VM sees read-only at the host's
 # path) run by bash on the real sysfs, as golden files under $GOVERBS_LAB_OUT.
 # From the repository root:
-#   flock /tmp/goverbs-lab.lock go run ./test/lab/cmd/lab -out /tmp/cap -sh 'sh internal/tools/showgids/testdata/lab/capture.sh'
-# then copy /tmp/cap/*.golden to internal/tools/showgids/testdata/lab/.
+#   flock /tmp/goverbs-lab.lock go run ./test/lab/cmd/lab -out /tmp/cap -sh 'sh cmd/goverbs/internal/showgids/testdata/lab/capture.sh'
+# then copy /tmp/cap/*.golden to cmd/goverbs/internal/showgids/testdata/lab/.
 set -u
 out=${GOVERBS_LAB_OUT:?not in the lab}
 mirror=/work/.mirror/Mellanox+mlnx-tools/repo
