@@ -34,13 +34,14 @@ type CompChannel struct {
 	fd     int
 	kernel bool // WaitInKernel: ppoll(2) on fd and wfd; otherwise Go's runtime poller on f
 
-	f   *os.File // the fd registered with Go's poller (not WaitInKernel)
-	wfd int      // the eventfd that wakes a ppoll (WaitInKernel; -1 otherwise)
+	f    *os.File // the fd registered with Go's poller (not WaitInKernel)
+	wfd  int      // the eventfd that wakes a WaitInKernel waiter (-1 otherwise)
+	epfd int      // WaitInKernel: an epoll set holding fd and wfd, registered once (-1 otherwise)
 
-	rmu  sync.Mutex // one waiter at a time; it owns buf and pfds
-	buf  [8]byte
-	pfds [2]unix.PollFd
-	pts  unix.Timespec
+	rmu sync.Mutex // one waiter at a time; it owns buf, evs and pts
+	buf [8]byte
+	evs [2]unix.EpollEvent
+	pts unix.Timespec
 
 	// deadline is SetDeadline's time in Unix nanoseconds (0: none). wakes counts Wakes not yet reported.
 	// waiting is set while a WaitInKernel waiter is inside ppoll, so that SetDeadline needs no system call
@@ -64,8 +65,9 @@ type CompChannel struct {
 
 // CompChannelOptions are the options of a completion channel; nil means the defaults.
 type CompChannelOptions struct {
-	// WaitInKernel makes GetEvent sleep in the kernel — one ppoll(2) on the channel and an eventfd of the
-	// channel's own, then one read of the event — as libibverbs' ibv_get_cq_event sleeps in read(2), instead
+	// WaitInKernel makes GetEvent sleep in the kernel — one epoll_pwait2(2) on a set holding the channel and an
+	// eventfd of the channel's own, then one read of the event — as libibverbs' ibv_get_cq_event sleeps in
+	// read(2), instead
 	// of parking the goroutine on Go's runtime poller (a failed read, the runtime's parking and epoll wait,
 	// a second read: docs/perf.md measures both). The waiting goroutine's thread is blocked meanwhile (Go's
 	// scheduler knows, as for any blocking system call). Contexts, deadlines, Wake and Close work the same
@@ -87,7 +89,7 @@ func (c *Context) CreateCompChannel(opts *CompChannelOptions) (*CompChannel, err
 	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
 		return nil, wrap("create completion channel", c.dev.Name, err)
 	}
-	ch := &CompChannel{ctx: c, fd: int(out.Fd), kernel: o.WaitInKernel, wfd: -1}
+	ch := &CompChannel{ctx: c, fd: int(out.Fd), kernel: o.WaitInKernel, wfd: -1, epfd: -1}
 	fail := func(err error) (*CompChannel, error) {
 		if ch.f != nil {
 			ch.f.Close()
@@ -96,6 +98,9 @@ func (c *Context) CreateCompChannel(opts *CompChannelOptions) (*CompChannel, err
 		}
 		if ch.wfd >= 0 {
 			unix.Close(ch.wfd)
+		}
+		if ch.epfd >= 0 {
+			unix.Close(ch.epfd)
 		}
 		return nil, wrap("create completion channel", c.dev.Name, err)
 	}
@@ -111,6 +116,9 @@ func (c *Context) CreateCompChannel(opts *CompChannelOptions) (*CompChannel, err
 			return fail(fmt.Errorf("eventfd: %w", err))
 		}
 		ch.wfd = wfd
+		if err := ch.initEpoll(); err != nil {
+			return fail(err)
+		}
 	} else {
 		ch.f = os.NewFile(uintptr(ch.fd), "uverbs-comp-channel")
 	}
@@ -227,7 +235,24 @@ func (ch *CompChannel) clearRing() {
 // woken reports and consumes the pending Wakes.
 func (ch *CompChannel) woken() bool { return ch.wakes.Load() != 0 && ch.wakes.Swap(0) != 0 }
 
-// waitKernel reads one event record into ch.buf, sleeping in ppoll(2). ch.rmu is held.
+// initEpoll makes the epoll set a WaitInKernel channel sleeps on: the channel (data 0) and the eventfd (1),
+// level-triggered, registered once, so a wait costs one wake-up callback where ppoll(2) on the two would add,
+// poll and remove both every time.
+func (ch *CompChannel) initEpoll() error {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("epoll_create1: %w", err)
+	}
+	ch.epfd = epfd
+	for i, fd := range []int{ch.fd, ch.wfd} {
+		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}); err != nil {
+			return fmt.Errorf("epoll_ctl: %w", err)
+		}
+	}
+	return nil
+}
+
+// waitKernel reads one event record into ch.buf, sleeping in epoll_pwait2(2). ch.rmu is held.
 func (ch *CompChannel) waitKernel(ctx context.Context) error {
 	if ctx.Done() != nil {
 		if err := ctx.Err(); err != nil {
@@ -241,7 +266,6 @@ func (ch *CompChannel) waitKernel(ctx context.Context) error {
 			}
 		}()
 	}
-	ch.pfds = [2]unix.PollFd{{Fd: int32(ch.fd), Events: unix.POLLIN}, {Fd: int32(ch.wfd), Events: unix.POLLIN}}
 	for {
 		if ch.checkOpen() != nil {
 			return ErrClosed
@@ -264,32 +288,37 @@ func (ch *CompChannel) waitKernel(ctx context.Context) error {
 			ts = &ch.pts
 		}
 		// package syscall's Syscall6 directly: x/sys/unix reaches it through an assembly jump and an ABI
-		// wrapper (see internal/ioctl), and this is the wait of every event.
-		ready, _, e := syscall.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&ch.pfds[0])), 2, uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+		// wrapper (see internal/ioctl), and this is the wait of every event. epoll_pwait2 (Linux 5.11) takes
+		// the timeout as a timespec.
+		n, _, e := syscall.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(ch.epfd), uintptr(unsafe.Pointer(&ch.evs[0])), 2, uintptr(unsafe.Pointer(ts)), 0, 0)
 		ch.waiting.Store(false)
 		switch {
-		case e == unix.EINTR || ready == 0: // a signal, or the timeout: the deadline is checked at the top
+		case e == unix.EINTR || n == 0: // a signal, or the timeout: the deadline is checked at the top
 			continue
 		case e != 0:
 			return e
 		}
-		if ch.pfds[1].Revents != 0 {
-			ch.clearRing() // then look at the state again, at the top
-			continue
+		event := false
+		for i := range ch.evs[:n] {
+			if ch.evs[i].Fd == 1 {
+				ch.clearRing() // then look at the state again, at the top
+			} else {
+				event = true
+			}
 		}
-		if ch.pfds[0].Revents&unix.POLLIN == 0 {
-			return fmt.Errorf("poll events %#x: %w", ch.pfds[0].Revents, unix.EIO)
+		if !event {
+			continue
 		}
 		// The fd is non-blocking, so this read never sleeps: a raw system call, without the scheduler's work
 		// around a blocking one.
 		r, _, e := syscall.RawSyscall(unix.SYS_READ, uintptr(ch.fd), uintptr(unsafe.Pointer(&ch.buf[0])), uintptr(len(ch.buf)))
-		switch n := int(r); {
+		switch k := int(r); {
 		case e == unix.EAGAIN || e == unix.EINTR:
 			continue
 		case e != 0:
 			return e
-		case n != len(ch.buf):
-			return fmt.Errorf("short event record: %d of %d bytes: %w", n, len(ch.buf), io.ErrUnexpectedEOF)
+		case k != len(ch.buf):
+			return fmt.Errorf("short event record: %d of %d bytes: %w", k, len(ch.buf), io.ErrUnexpectedEOF)
 		}
 		return nil
 	}
@@ -406,7 +435,7 @@ func (ch *CompChannel) Close() error {
 			// (and the waiters queued behind it find the channel closed without touching them).
 			ch.ring()
 			ch.rmu.Lock()
-			closeErr = errors.Join(unix.Close(ch.fd), unix.Close(ch.wfd))
+			closeErr = errors.Join(unix.Close(ch.epfd), unix.Close(ch.fd), unix.Close(ch.wfd))
 			ch.rmu.Unlock()
 		} else {
 			closeErr = ch.f.Close() // wakes a GetEvent waiting on the poller

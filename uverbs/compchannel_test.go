@@ -21,9 +21,12 @@ func testChannel(t *testing.T, inKernel bool) (ch *CompChannel, post func(uint64
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch = &CompChannel{ctx: &Context{dev: Device{Name: "test0"}}, fd: fd, kernel: inKernel, wfd: -1}
+	ch = &CompChannel{ctx: &Context{dev: Device{Name: "test0"}}, fd: fd, kernel: inKernel, wfd: -1, epfd: -1}
 	if inKernel {
 		if ch.wfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.initEpoll(); err != nil {
 			t.Fatal(err)
 		}
 	} else {
