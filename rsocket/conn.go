@@ -371,7 +371,7 @@ func (c *Conn) sleep(wake chan struct{}, d int64, t *time.Timer, done chan struc
 }
 
 // waitCQ is sleep for the CQ waiter: it waits in the kernel for one event
-// (the channel waits in ppoll(2), uverbs.CompChannelOptions.WaitInKernel,
+// (the channel waits in epoll_pwait2(2), uverbs.CompChannelOptions.WaitInKernel,
 // until the deadline d or a Wake) and polls the CQ.
 func (c *Conn) waitCQ(d int64, done chan struct{}) error {
 	if done != nil && c.isClosed() {

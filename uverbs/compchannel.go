@@ -32,7 +32,7 @@ var ErrWoken = errors.New("woken")
 type CompChannel struct {
 	ctx    *Context
 	fd     int
-	kernel bool // WaitInKernel: ppoll(2) on fd and wfd; otherwise Go's runtime poller on f
+	kernel bool // WaitInKernel: epoll on fd and wfd (epfd); otherwise Go's runtime poller on f
 
 	f    *os.File // the fd registered with Go's poller (not WaitInKernel)
 	wfd  int      // the eventfd that wakes a WaitInKernel waiter (-1 otherwise)
@@ -44,7 +44,7 @@ type CompChannel struct {
 	pts unix.Timespec
 
 	// deadline is SetDeadline's time in Unix nanoseconds (0: none). wakes counts Wakes not yet reported.
-	// waiting is set while a WaitInKernel waiter is inside ppoll, so that SetDeadline needs no system call
+	// waiting is set while a WaitInKernel waiter is inside epoll_pwait2, so that SetDeadline needs no system call
 	// when nobody waits (rsocket sets the deadline of every wait just before it). dlMu orders the poller's
 	// read deadline between SetDeadline, Wake and a waiter restoring it.
 	deadline atomic.Int64
@@ -105,7 +105,7 @@ func (c *Context) CreateCompChannel(opts *CompChannelOptions) (*CompChannel, err
 		return nil, wrap("create completion channel", c.dev.Name, err)
 	}
 	unix.CloseOnExec(ch.fd)
-	// Non-blocking in both modes: the poller needs it, and after a ppoll another reader may have taken the
+	// Non-blocking in both modes: the poller needs it, and after a wake-up another reader may have taken the
 	// event (a read must then fail, not sleep).
 	if err := unix.SetNonblock(ch.fd, true); err != nil {
 		return fail(err)
@@ -209,7 +209,7 @@ func (ch *CompChannel) Wake() error {
 	return wrap("wake completion channel", ch.ctx.dev.Name, err)
 }
 
-// ring wakes a WaitInKernel waiter's ppoll. The eventfd only rings: what the waiter must look at is in the
+// ring wakes a WaitInKernel waiter. The eventfd only rings: what the waiter must look at is in the
 // channel's state (closed, wakes, deadline, its context), read after it clears the eventfd, so no cause is lost.
 func (ch *CompChannel) ring() {
 	one := uint64(1)
@@ -234,6 +234,9 @@ func (ch *CompChannel) clearRing() {
 
 // woken reports and consumes the pending Wakes.
 func (ch *CompChannel) woken() bool { return ch.wakes.Load() != 0 && ch.wakes.Swap(0) != 0 }
+
+// noEpollPwait2 is set once epoll_pwait2 has failed with ENOSYS (kernels before 5.11).
+var noEpollPwait2 atomic.Bool
 
 // initEpoll makes the epoll set a WaitInKernel channel sleeps on: the channel (data 0) and the eventfd (1),
 // level-triggered, registered once, so a wait costs one wake-up callback where ppoll(2) on the two would add,
@@ -289,8 +292,23 @@ func (ch *CompChannel) waitKernel(ctx context.Context) error {
 		}
 		// package syscall's Syscall6 directly: x/sys/unix reaches it through an assembly jump and an ABI
 		// wrapper (see internal/ioctl), and this is the wait of every event. epoll_pwait2 (Linux 5.11) takes
-		// the timeout as a timespec.
-		n, _, e := syscall.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(ch.epfd), uintptr(unsafe.Pointer(&ch.evs[0])), 2, uintptr(unsafe.Pointer(ts)), 0, 0)
+		// the timeout as a timespec; before it, epoll_pwait takes whole milliseconds (rounded up here, so a
+		// deadline is never reported early).
+		var n uintptr
+		var e syscall.Errno
+		if !noEpollPwait2.Load() {
+			n, _, e = syscall.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(ch.epfd), uintptr(unsafe.Pointer(&ch.evs[0])), 2, uintptr(unsafe.Pointer(ts)), 0, 0)
+			if e == unix.ENOSYS {
+				noEpollPwait2.Store(true)
+			}
+		}
+		if noEpollPwait2.Load() {
+			ms := -1
+			if ts != nil {
+				ms = int((ts.Nano() + int64(time.Millisecond) - 1) / int64(time.Millisecond))
+			}
+			n, _, e = syscall.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(ch.epfd), uintptr(unsafe.Pointer(&ch.evs[0])), 2, uintptr(ms), 0, 0)
+		}
 		ch.waiting.Store(false)
 		switch {
 		case e == unix.EINTR || n == 0: // a signal, or the timeout: the deadline is checked at the top

@@ -63,6 +63,12 @@ func (ch *CompChannel) testWait(ctx context.Context) (uint64, error) {
 func bothModes(t *testing.T, f func(t *testing.T, inKernel bool)) {
 	t.Run("poller", func(t *testing.T) { f(t, false) })
 	t.Run("kernel", func(t *testing.T) { f(t, true) })
+	// The kernel wait as on a kernel before 5.11 (no epoll_pwait2: whole milliseconds).
+	t.Run("kernel-epoll_pwait", func(t *testing.T) {
+		noEpollPwait2.Store(true)
+		defer noEpollPwait2.Store(false)
+		f(t, true)
+	})
 }
 
 // waitAsync starts a wait and returns its result channel once the waiter has had time to sleep.
