@@ -167,7 +167,7 @@ func (c *Context) endpointGID(port, index int, pa *PortAttr) (*GIDEntry, error) 
 type ConnectOptions struct {
 	MTU             MTU    // path MTU
 	Timeout         uint8  // local ACK timeout: 4.096 µs × 2^Timeout (RC)
-	RetryCnt        uint8  // transport retries (RC)
+	RetryCnt        uint8  // transport retries (RC); rxe treats 7 as unlimited, so there a dead peer gives no RETRY_EXC_ERR
 	RNRRetry        uint8  // receiver-not-ready retries, 7 = unlimited (RC)
 	MaxRdAtomic     uint8  // RDMA READs and atomics this QP may have outstanding (RC)
 	MaxDestRdAtomic uint8  // RDMA READs and atomics it accepts outstanding (RC)
