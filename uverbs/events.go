@@ -14,7 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// pollFile wraps a kernel event fd (completion channel, async events) so reads wait on Go's runtime poller:
+// pollFile wraps a kernel event fd (the async events; completion channels have their own wait, compchannel.go)
+// so reads wait on Go's runtime poller:
 // no thread is blocked, and a read can be cancelled through a context.
 type pollFile struct {
 	f *os.File
