@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/rsocket"
 	"golang.org/x/sys/unix"
@@ -55,7 +56,14 @@ func (s *state) sendIO(c *rsocket.Conn, size int) error {
 // a dead peer; here the wait ends with the connection's error.
 func (s *state) recvIO(c *rsocket.Conn, size int, marker byte) error {
 	if err := c.WaitIOByte(s.buf, size-1, marker); err != nil {
-		s.perror("poll byte", err)
+		// The C tool never gets here (it spins for ever), so the line is ours: the errno as the
+		// other failures print it (a peer that closed is ECONNRESET, as in recv_msg), and then what
+		// rsocket said, so that a failed completion shows its status rather than only EIO.
+		errno := cstd.ErrnoOf(err, unix.EIO)
+		if errors.Is(err, io.EOF) {
+			errno = unix.ECONNRESET
+		}
+		fmt.Fprintf(s.stderr, "poll byte: %s (%v)\n", cstd.Strerror(errno), err)
 		return err
 	}
 	if s.verify {
