@@ -73,11 +73,7 @@ func Line(ev uverbs.AsyncEvent) string {
 func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	var devName string
 	p := getopt.New(prog, args, "d:h", longOpts, stderr, false)
-	for {
-		o, ok := p.Next()
-		if !ok {
-			break
-		}
+	for o := range p.All() {
 		switch o.Val {
 		case 'd':
 			devName = o.Arg

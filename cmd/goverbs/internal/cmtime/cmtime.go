@@ -89,11 +89,7 @@ func MainContext(ctx context.Context, prog string, args []string, stdout, stderr
 	t := &test{stdout: stdout, stderr: stderr, port: "7471", connections: 100, retries: 2, timeout: 2000}
 	t.cond = sync.NewCond(&t.mu)
 	p := getopt.New(prog, args, "s:b:c:p:r:t:", nil, stderr, false)
-	for {
-		o, ok := p.Next()
-		if !ok {
-			break
-		}
+	for o := range p.All() {
 		switch o.Val {
 		case 's':
 			t.dst = o.Arg

@@ -84,11 +84,7 @@ func (c Command) Run(args []string, stdout, stderr io.Writer) int {
 		verbose bool
 	)
 	p := getopt.New(prog, args, "d:i:lv", longOpts, stderr, posix)
-	for {
-		o, ok := p.Next()
-		if !ok {
-			break
-		}
+	for o := range p.All() {
 		switch o.Val {
 		case 'd':
 			devName, haveDev = o.Arg, true

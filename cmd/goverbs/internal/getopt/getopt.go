@@ -14,6 +14,7 @@ package getopt
 import (
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 )
 
@@ -88,6 +89,19 @@ func New(prog string, args []string, shortopts string, long []LongOption, stderr
 // Operands returns the non-option arguments in the order getopt leaves them
 // in argv[optind:] once Next has returned false.
 func (p *Parser) Operands() []string { return p.operands }
+
+// All ranges over the options Next returns, until it returns false (breaking out of the loop leaves the rest
+// unparsed, as a loop over Next does).
+func (p *Parser) All() iter.Seq[Option] {
+	return func(yield func(Option) bool) {
+		for {
+			o, ok := p.Next()
+			if !ok || !yield(o) {
+				return
+			}
+		}
+	}
+}
 
 // Next returns the next option, or false when options are exhausted.
 func (p *Parser) Next() (Option, bool) {

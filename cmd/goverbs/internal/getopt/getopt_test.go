@@ -124,3 +124,36 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// All yields what a loop over Next does, and a break leaves the rest unparsed (no diagnostic for -x).
+func TestAll(t *testing.T) {
+	args := []string{"-vl", "a", "--ib-dev=x", "-y", "--", "-b"}
+	want, wantErr := run(args, "d:i:lv", devinfoLong, false)
+	var errb bytes.Buffer
+	p := New("prog", args, "d:i:lv", devinfoLong, &errb, false)
+	var out []string
+	for o := range p.All() {
+		s := string(o.Val)
+		if o.HasArg {
+			s += "=" + o.Arg
+		}
+		if o.Val == '?' || o.Val == ':' {
+			s += fmt.Sprintf("(%q)", o.Opt)
+		}
+		out = append(out, s)
+	}
+	if got := strings.Join(out, " ") + " | " + strings.Join(p.Operands(), " "); got != want || errb.String() != wantErr {
+		t.Errorf("All: %q %q, Next: %q %q", got, errb.String(), want, wantErr)
+	}
+	errb.Reset()
+	p = New("prog", []string{"-l", "-x"}, "d:i:lv", devinfoLong, &errb, false)
+	for o := range p.All() {
+		if o.Val != 'l' {
+			t.Errorf("first option %q", o.Val)
+		}
+		break
+	}
+	if errb.Len() != 0 {
+		t.Errorf("break parsed on: %q", errb.String())
+	}
+}

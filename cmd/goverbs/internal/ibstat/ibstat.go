@@ -146,11 +146,7 @@ func (s *state) main(args []string, posix bool) int {
 	short, long := usage.Getopt()
 	var listOnly, shortFmt, listPorts bool
 	p := getopt.New(s.cmd.Prog, args, short, long, s.stderr, posix)
-	for {
-		o, ok := p.Next()
-		if !ok {
-			break
-		}
+	for o := range p.All() {
 		switch o.Val {
 		case 'l':
 			listOnly = true

@@ -18,7 +18,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cmcommon"
@@ -29,82 +28,48 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const grhSize = 40 // struct ibv_grh, in front of every UD receive
+const grhSize = cmcommon.GRHSize // struct ibv_grh, in front of every UD receive
 
 // settle is the C tool's pause after the joins ("to give the SM a chance
 // to configure switches"): nothing to wait on from user space, so it is
 // kept as the tool's behaviour.
 var settle = 3 * time.Second
 
-type node struct {
-	id         *rdmacm.ID
-	mc         *rdmacm.Multicast
-	connected  bool
-	pd         *uverbs.PD
-	cq         *uverbs.CQ
-	mr         *uverbs.MR
-	mem        *uverbs.Buffer
-	ah         *uverbs.AH
-	remoteQPN  uint32
-	remoteQKey uint32
-}
-
 type test struct {
-	stdout, stderr io.Writer
-	prog           string
+	cmcommon.Test
 
-	connections  int
-	messageSize  int
-	messageCount int
-	isSender     bool
-	sendOnly     bool
-	loopback     bool
-	dstArg       string
-	srcArg       string
-	ps           rdmacm.PortSpace
+	mc       map[*cmcommon.Node]*rdmacm.Multicast // the nodes' joins
+	isSender bool
+	sendOnly bool
+	loopback bool
+	dstArg   string
+	srcArg   string
 
-	dst, src     netip.AddrPort
-	haveSrc      bool
-	ch           *rdmacm.Channel
-	nodes        []node
-	byID         map[*rdmacm.ID]*node
-	connectsLeft int
-	outMu        sync.Mutex
+	dst, src netip.AddrPort
+	haveSrc  bool
 }
-
-func (t *test) printf(format string, args ...any) {
-	t.outMu.Lock()
-	fmt.Fprintf(t.stdout, format, args...)
-	t.outMu.Unlock()
-}
-
-func (t *test) perror(what string, err error) { cstd.Perror(t.stderr, what, err) }
 
 func (t *test) usage() {
-	t.printf("usage: %s\n", t.prog)
-	t.printf("\t-m multicast_address\n")
-	t.printf("\t[-M unmapped_multicast_address]\n\t replaces -m and requires -b\n")
+	t.Printf("usage: %s\n", t.Prog)
+	t.Printf("\t-m multicast_address\n")
+	t.Printf("\t[-M unmapped_multicast_address]\n\t replaces -m and requires -b\n")
 	for _, l := range []string{"[-s(ender)]", "[-b bind_address]", "[-c connections]", "[-C message_count]",
 		"[-S message_size]"} {
-		t.printf("\t%s\n", l)
+		t.Printf("\t%s\n", l)
 	}
-	t.printf("\t[-p port_space - %#x for UDP (default), %#x for IPOIB]\n", uint16(rdmacm.PortSpaceUDP),
+	t.Printf("\t[-p port_space - %#x for UDP (default), %#x for IPOIB]\n", uint16(rdmacm.PortSpaceUDP),
 		uint16(rdmacm.PortSpaceIPoIB))
-	t.printf("\t[-o join as a send-only full-member]\n")
-	t.printf("\t[-l join without multicast loopback]\n")
+	t.Printf("\t[-o join as a send-only full-member]\n")
+	t.Printf("\t[-l join without multicast loopback]\n")
 }
 
 // Main is mckey's main; prog is argv[0] as the usage prints it.
 func Main(prog string, args []string, stdout, stderr io.Writer) int {
-	t := &test{stdout: stdout, stderr: stderr, prog: prog, connections: 1, messageSize: 100, messageCount: 10,
-		loopback: true, ps: rdmacm.PortSpaceUDP}
+	t := &test{Test: cmcommon.Test{Stdout: stdout, Stderr: stderr, Prog: prog, Name: "mckey", Connections: 1,
+		MessageSize: 100, MessageCount: 10, PS: rdmacm.PortSpaceUDP}, loopback: true}
 	unmapped := false
 	p := getopt.New(prog, args, "m:M:sb:c:C:S:p:ol", nil, stderr, false)
-	for {
-		o, ok := p.Next()
-		if !ok {
-			break
-		}
+	for o := range p.All() {
 		switch o.Val {
 		case 'm':
 			t.dstArg = o.Arg
@@ -117,14 +82,14 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 			t.srcArg = o.Arg
 			t.haveSrc = true
 		case 'c':
-			t.connections = int(cstd.Atoi(o.Arg))
+			t.Connections = int(cstd.Atoi(o.Arg))
 		case 'C':
-			t.messageCount = int(cstd.Atoi(o.Arg))
+			t.MessageCount = int(cstd.Atoi(o.Arg))
 		case 'S':
-			t.messageSize = int(cstd.Atoi(o.Arg))
+			t.MessageSize = int(cstd.Atoi(o.Arg))
 		case 'p':
 			v, _, _ := cstd.Strtol(o.Arg, 0)
-			t.ps = rdmacm.PortSpace(v)
+			t.PS = rdmacm.PortSpace(v)
 		case 'o':
 			t.sendOnly = true
 		case 'l':
@@ -135,41 +100,18 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if unmapped && !t.haveSrc {
-		t.printf("unmapped multicast address requires binding to source address\n")
+		t.Printf("unmapped multicast address requires binding to source address\n")
 		return 1
 	}
 	if unmapped {
 		fmt.Fprintf(stderr, "%s: AF_IB (-M) multicast addresses are not supported by goverbs\n", prog)
 		return 1
 	}
-	t.connectsLeft = t.connections
-	ch, err := cmcommon.CreateFirstEventChannel(stderr)
-	if err != nil {
+	if !t.Open(uverbs.QPTypeUD, true) {
 		return 1
 	}
-	t.ch = ch
-	t.byID = map[*rdmacm.ID]*node{}
-	t.nodes = make([]node, max(t.connections, 0))
-	for i := range t.nodes {
-		id, err := ch.CreateID(t.ps, uverbs.QPTypeUD)
-		if err != nil {
-			for j := 0; j < i; j++ {
-				t.nodes[j].id.Close()
-			}
-			ch.Close()
-			return 1
-		}
-		t.nodes[i].id = id
-		t.byID[id] = &t.nodes[i]
-	}
-	ret := t.run()
-	t.printf("test complete\n")
-	for i := range t.nodes {
-		t.destroyNode(&t.nodes[i])
-	}
-	t.ch.Close()
-	t.printf("return status %d\n", ret)
-	return ret & 0xff
+	t.mc = map[*cmcommon.Node]*rdmacm.Multicast{}
+	return t.Finish(t.run())
 }
 
 // getAddr is getaddrinfo(host, NULL, NULL) keeping the first answer; the
@@ -189,161 +131,69 @@ func getAddr(host string) (netip.AddrPort, string, int) {
 	return netip.AddrPortFrom(a.Unmap(), 0), "", 0
 }
 
-func (t *test) verifyParams(n *node) int {
-	ctx, _, err := n.id.Device()
-	if err != nil {
-		return -1
-	}
-	pa, err := ctx.QueryPort(int(n.id.PortNum()))
-	if err != nil {
-		return -1
-	}
-	mtu := pa.ActiveMTU.Bytes()
-	if t.messageCount > 0 && t.messageSize > mtu {
-		t.printf("mckey: message_size %d is larger than active mtu %d\n", t.messageSize, mtu)
-		return -int(unix.EINVAL)
-	}
-	return 0
-}
-
-func (t *test) initNode(n *node) int {
-	ctx, _, err := n.id.Device()
-	if err == nil {
-		n.pd, err = ctx.AllocPD()
-	}
-	if err != nil {
-		t.printf("mckey: unable to allocate PD\n")
-		return -int(unix.ENOMEM)
-	}
-	cqe, wrs := 2, 1
-	if t.messageCount > 0 {
-		cqe, wrs = t.messageCount*2, t.messageCount
-	}
-	if n.cq, err = ctx.CreateCQ(uverbs.CQAttr{CQE: cqe}); err != nil {
-		t.printf("mckey: unable to create CQ\n")
-		return -int(unix.ENOMEM)
-	}
+// noLoopback is init_node's refusal of -l: IBV_QP_CREATE_BLOCK_SELF_MCAST_LB is not expressible with package
+// uverbs (see the package doc).
+func (t *test) noLoopback() int {
 	if !t.loopback {
-		// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: not expressible with package uverbs (see the package doc).
-		t.perror("mckey: unable to create QP", unix.EOPNOTSUPP)
+		t.Perror("mckey: unable to create QP", unix.EOPNOTSUPP)
 		return -1
 	}
-	_, err = n.id.CreateQP(rdmacm.QPInitAttr{PD: n.pd, SendCQ: n.cq, RecvCQ: n.cq,
-		Cap: uverbs.QPCap{MaxSendWR: uint32(wrs), MaxRecvWR: uint32(wrs), MaxSendSGE: 1, MaxRecvSGE: 1}})
-	if err != nil {
-		t.perror("mckey: unable to create QP", err)
-		return -1
-	}
-	if t.messageSize == 0 {
-		t.messageCount = 0
-	}
-	if t.messageCount > 0 {
-		if n.mem, err = uverbs.AllocBuffer(t.messageSize + grhSize); err != nil {
-			t.printf("failed message allocation\n")
-			t.printf("mckey: failed to create messages: %d\n", -1)
-			return -1
-		}
-		if n.mr, err = n.pd.RegMR(n.mem.Bytes(), uverbs.AccessLocalWrite); err != nil {
-			t.printf("failed to reg MR\n")
-			t.printf("mckey: failed to create messages: %d\n", -1)
-			return -1
-		}
-	}
 	return 0
 }
 
-func (t *test) postRecvs(n *node) int {
-	if t.messageCount == 0 {
-		return 0
+// zeroSizeSendsNothing is init_node's "-S 0": no messages.
+func (t *test) zeroSizeSendsNothing() {
+	if t.MessageSize == 0 {
+		t.MessageCount = 0
 	}
-	wr := []uverbs.RecvWR{{SGL: []uverbs.SGE{n.mr.SGE(0, t.messageSize+grhSize)}}}
-	for i := 0; i < t.messageCount; i++ {
-		if _, err := n.id.QP().PostRecv(wr); err != nil {
-			t.printf("failed to post receives: %d\n", -1)
-			return -1
-		}
-	}
-	return 0
 }
 
-func (t *test) postSends(n *node) int {
-	if !n.connected || t.messageCount == 0 {
-		return 0
-	}
-	wr := []uverbs.SendWR{{Opcode: uverbs.WRSendWithImm, Imm: n.id.QP().QPN(),
-		AH: n.ah.Data(), RemoteQPN: n.remoteQPN, RemoteQKey: n.remoteQKey,
-		SGL: []uverbs.SGE{n.mr.SGE(0, t.messageSize)}}}
-	for i := 0; i < t.messageCount; i++ {
-		if _, err := n.id.QP().PostSend(wr); err != nil {
-			t.printf("failed to post sends: %d\n", -1)
-			return -1
-		}
-	}
-	return 0
-}
-
-func (t *test) addrHandler(n *node) int {
-	ret := t.verifyParams(n)
+func (t *test) addrHandler(n *cmcommon.Node) int {
+	ret := t.VerifyParams(n)
 	if ret == 0 {
-		ret = t.initNode(n)
+		ret = t.InitUDNode(n, t.noLoopback, t.zeroSizeSendsNothing)
 	}
 	if ret == 0 && !t.isSender {
-		ret = t.postRecvs(n)
+		ret = t.PostRecvs(n, t.MessageSize+grhSize)
 	}
 	if ret == 0 {
-		mc, err := n.id.JoinMulticast(t.dst, t.sendOnly)
+		mc, err := n.ID.JoinMulticast(t.dst, t.sendOnly)
 		if err != nil {
-			t.perror("mckey: failure joining", err)
+			t.Perror("mckey: failure joining", err)
 			ret = -1
 		} else {
-			n.mc = mc
+			t.mc[n] = mc
 		}
 	}
 	if ret != 0 {
-		t.connectsLeft--
+		t.ConnectsLeft--
 	}
 	return ret
 }
 
-func (t *test) joinHandler(n *node, ud *rdmacm.UDParam) int {
-	t.printf("mckey: joined dgid: %s mlid 0x%x sl %d\n", cstd.InetNtop6(ud.AHAttr.GRH.DGID), ud.AHAttr.DLID,
+func (t *test) joinHandler(n *cmcommon.Node, ud *rdmacm.UDParam) int {
+	t.Printf("mckey: joined dgid: %s mlid 0x%x sl %d\n", cstd.InetNtop6(ud.AHAttr.GRH.DGID), ud.AHAttr.DLID,
 		ud.AHAttr.SL)
-	n.remoteQPN, n.remoteQKey = ud.QPNum, ud.QKey
-	ah, err := n.pd.CreateAH(ud.AHAttr)
-	if err != nil {
-		t.printf("mckey: failure creating address handle\n")
-		t.connectsLeft--
-		return -1
-	}
-	n.ah = ah
-	n.connected = true
-	t.connectsLeft--
-	return 0
+	return t.UDEstablished(n, ud)
 }
 
 func (t *test) handler(ev *rdmacm.Event) int {
-	n := t.byID[ev.ID]
+	n := t.ByID[ev.ID]
 	switch ev.Type {
 	case rdmacm.EventAddrResolved:
 		return t.addrHandler(n)
 	case rdmacm.EventMulticastJoin:
 		return t.joinHandler(n, &ev.UD)
 	case rdmacm.EventAddrError, rdmacm.EventRouteError, rdmacm.EventMulticastError:
-		t.printf("mckey: event: %s, error: %d\n", ev.Type, ev.Status)
-		t.connectsLeft--
-		return int(ev.Status)
+		return t.ConnectError(ev)
 	}
 	return 0
 }
 
 func (t *test) connectEvents() int {
-	ret := 0
-	for t.connectsLeft > 0 && ret == 0 {
-		ev, err := t.ch.GetEvent(context.Background())
-		if err != nil {
-			return -1
-		}
-		ret = t.handler(ev)
+	ret, err := t.Events(&t.ConnectsLeft, t.handler)
+	if err != nil {
+		return -1
 	}
 	return ret
 }
@@ -353,37 +203,18 @@ func (t *test) connectEvents() int {
 func (t *test) watchEvents(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	for {
-		ev, err := t.ch.GetEvent(ctx)
+		ev, err := t.Ch.GetEvent(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				t.perror("rdma_get_cm_event", err)
+				t.Perror("rdma_get_cm_event", err)
 			}
 			return
 		}
 		switch ev.Type {
 		case rdmacm.EventMulticastError, rdmacm.EventAddrChange:
-			t.printf("mckey: event: %s, status: %d\n", ev.Type, ev.Status)
+			t.Printf("mckey: event: %s, status: %d\n", ev.Type, ev.Status)
 		}
 	}
-}
-
-func (t *test) pollCQs() int {
-	wc := make([]uverbs.WC, 8)
-	for i := range t.nodes {
-		n := &t.nodes[i]
-		if !n.connected {
-			continue
-		}
-		for done := 0; done < t.messageCount; {
-			got, err := n.cq.Poll(wc)
-			if err != nil {
-				t.printf("mckey: failed polling CQ: %d\n", -1)
-				return -1
-			}
-			done += got
-		}
-	}
-	return 0
 }
 
 func (t *test) run() int {
@@ -391,27 +222,27 @@ func (t *test) run() int {
 	if t.isSender {
 		who = "client"
 	}
-	t.printf("mckey: starting %s\n", who)
+	t.Printf("mckey: starting %s\n", who)
 	if t.haveSrc {
 		a, msg, code := getAddr(t.srcArg)
 		if msg != "" {
-			t.printf("getaddrinfo failed (%s) - invalid hostname or IP address\n", msg)
+			t.Printf("getaddrinfo failed (%s) - invalid hostname or IP address\n", msg)
 			return code
 		}
 		t.src = a
 	}
 	a, msg, code := getAddr(t.dstArg)
 	if msg != "" {
-		t.printf("getaddrinfo failed (%s) - invalid hostname or IP address\n", msg)
+		t.Printf("getaddrinfo failed (%s) - invalid hostname or IP address\n", msg)
 		return code
 	}
 	t.dst = a
-	t.printf("mckey: joining\n")
-	for i := range t.nodes {
+	t.Printf("mckey: joining\n")
+	for i := range t.Nodes {
 		if t.haveSrc {
-			if err := t.nodes[i].id.Bind(t.src); err != nil {
-				t.perror("mckey: addr bind failure", err)
-				t.connectsLeft--
+			if err := t.Nodes[i].ID.Bind(t.src); err != nil {
+				t.Perror("mckey: addr bind failure", err)
+				t.ConnectsLeft--
 				return -1
 			}
 		}
@@ -419,9 +250,9 @@ func (t *test) run() int {
 		if t.haveSrc {
 			src = t.src
 		}
-		if err := t.nodes[i].id.ResolveAddr(src, t.dst, 2000*time.Millisecond); err != nil {
-			t.perror("mckey: resolve addr failure", err)
-			t.connectsLeft--
+		if err := t.Nodes[i].ID.ResolveAddr(src, t.dst, 2000*time.Millisecond); err != nil {
+			t.Perror("mckey: resolve addr failure", err)
+			t.ConnectsLeft--
 			return -1
 		}
 	}
@@ -432,67 +263,38 @@ func (t *test) run() int {
 		go t.watchEvents(ctx, done)
 		defer func() { cancel(); <-done }()
 		time.Sleep(settle)
-		if t.messageCount > 0 {
+		if t.MessageCount > 0 {
 			if t.isSender {
-				t.printf("initiating data transfers\n")
-				for i := range t.nodes {
-					if ret = t.postSends(&t.nodes[i]); ret != 0 {
+				t.Printf("initiating data transfers\n")
+				for i := range t.Nodes {
+					if ret = t.PostUDSends(&t.Nodes[i], 0); ret != 0 {
 						break
 					}
 				}
 			} else {
-				t.printf("receiving data transfers\n")
-				ret = t.pollCQs()
+				t.Printf("receiving data transfers\n")
+				ret = t.PollCQs(0, nil)
 			}
 			if ret == 0 {
-				t.printf("data transfers complete\n")
+				t.Printf("data transfers complete\n")
 			}
 		}
 	}
 	// As in C, the status is the last leave's.
-	for i := range t.nodes {
-		n := &t.nodes[i]
-		if n.mc == nil {
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		mc := t.mc[n]
+		if mc == nil {
 			ret = -1
-			t.perror("mckey: failure leaving", unix.EADDRNOTAVAIL)
+			t.Perror("mckey: failure leaving", unix.EADDRNOTAVAIL)
 			continue
 		}
 		ret = 0
-		if err := n.mc.Leave(); err != nil {
+		if err := mc.Leave(); err != nil {
 			ret = -1
-			t.perror("mckey: failure leaving", err)
+			t.Perror("mckey: failure leaving", err)
 		}
-		n.mc = nil
+		delete(t.mc, n)
 	}
 	return ret
-}
-
-func (t *test) destroyNode(n *node) {
-	if n.id == nil {
-		return
-	}
-	if n.ah != nil {
-		n.ah.Close()
-		n.ah = nil
-	}
-	n.id.DestroyQP()
-	if n.cq != nil {
-		n.cq.Close()
-		n.cq = nil
-	}
-	if n.mr != nil {
-		n.mr.Close()
-		n.mr = nil
-	}
-	if n.mem != nil {
-		n.mem.Close()
-		n.mem = nil
-	}
-	if n.pd != nil {
-		n.pd.Close()
-		n.pd = nil
-	}
-	n.id.Close()
-	delete(t.byID, n.id)
-	n.id = nil
 }

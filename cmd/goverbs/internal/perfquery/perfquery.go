@@ -222,11 +222,7 @@ func (s *state) warn(fn, format string, args ...any) {
 func (s *state) main(args []string, posix bool) int {
 	short, long := usage.Getopt()
 	p := getopt.New(s.cmd.Prog, args, short, long, s.stderr, posix)
-	for {
-		o, ok := p.Next()
-		if !ok {
-			break
-		}
+	for o := range p.All() {
 		switch o.Val {
 		case 'x':
 			s.extended = true

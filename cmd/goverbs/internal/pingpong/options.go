@@ -97,11 +97,7 @@ func parseOptions(spec *toolSpec, prog string, args []string, stdout, stderr io.
 		return nil, 1, false
 	}
 	p := getopt.New(prog, args, spec.optstring, spec.long, stderr, os.Getenv("POSIXLY_CORRECT") != "")
-	for {
-		opt, more := p.Next()
-		if !more {
-			break
-		}
+	for opt := range p.All() {
 		switch opt.Val {
 		case 'p':
 			// port is an unsigned int; ud_pingpong reads it with strtol, the others with strtoul.

@@ -60,11 +60,7 @@ func parseXSRQ(prog string, args []string, stdout, stderr io.Writer) (*xsrqOptio
 		return int32(v)
 	}
 	p := getopt.New(prog, args, "p:d:i:s:m:n:l:eog:c:", xsrqLongOpts, stderr, os.Getenv("POSIXLY_CORRECT") != "")
-	for {
-		opt, more := p.Next()
-		if !more {
-			break
-		}
+	for opt := range p.All() {
 		switch opt.Val {
 		case 'p':
 			o.port = strtoi(opt.Arg)

@@ -33,11 +33,7 @@ func (t *tool) perror(what string, err error) {
 func parse(name, prog string, args []string, stdout, stderr io.Writer, defServer string) (*tool, int) {
 	t := &tool{name: name, stdout: stdout, stderr: stderr, server: defServer, port: "7471"}
 	p := getopt.New(prog, args, "s:p:", nil, stderr, false)
-	for {
-		o, ok := p.Next()
-		if !ok {
-			break
-		}
+	for o := range p.All() {
 		switch o.Val {
 		case 's':
 			t.server = o.Arg

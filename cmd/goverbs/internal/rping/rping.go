@@ -191,11 +191,7 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	ret := 0
 	// opterr = 0: getopt prints nothing; every problem ends in usage().
 	p := getopt.New("rping", args, "a:I:Pp:C:S:t:scvVdq", nil, io.Discard, false)
-	for {
-		o, ok := p.Next()
-		if !ok {
-			break
-		}
+	for o := range p.All() {
 		fallToC, fallToV := false, false
 		switch o.Val {
 		case 'a':

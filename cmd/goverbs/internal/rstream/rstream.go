@@ -452,11 +452,7 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	s := &state{stdout: stdout, stderr: stderr, port: "7471", useRS: true, iterations: 1, size: 1000, count: 1000,
 		inline: 64, testName: "custom"}
 	p := getopt.New(prog, args, "s:b:f:B:i:I:C:S:p:k:T:", nil, stderr, false)
-	for {
-		o, ok := p.Next()
-		if !ok {
-			break
-		}
+	for o := range p.All() {
 		switch o.Val {
 		case 's', 'b', 'f', 'B', 'i', 'I', 'C', 'S', 'p':
 			if rc := s.sharedOpt(prog, o.Val, o.Arg); rc >= 0 {
