@@ -14,6 +14,18 @@ var devinfoLong = []LongOption{
 	{Name: "verbose", HasArg: NoArgument, Val: 'v'},
 }
 
+// format is an option as run shows it: "c" or "c=arg", and the option text after '?' and ':'.
+func format(o Option) string {
+	s := string(o.Val)
+	if o.HasArg {
+		s += "=" + o.Arg
+	}
+	if o.Val == '?' || o.Val == ':' {
+		s += fmt.Sprintf("(%q)", o.Opt)
+	}
+	return s
+}
+
 // run collects every option as "c" or "c=arg", then "|" and the operands.
 func run(args []string, shortopts string, long []LongOption, posix bool) (string, string) {
 	var errb bytes.Buffer
@@ -24,14 +36,7 @@ func run(args []string, shortopts string, long []LongOption, posix bool) (string
 		if !ok {
 			break
 		}
-		s := string(o.Val)
-		if o.HasArg {
-			s += "=" + o.Arg
-		}
-		if o.Val == '?' || o.Val == ':' {
-			s += fmt.Sprintf("(%q)", o.Opt)
-		}
-		out = append(out, s)
+		out = append(out, format(o))
 	}
 	return strings.Join(out, " ") + " | " + strings.Join(p.Operands(), " "), errb.String()
 }
@@ -133,14 +138,7 @@ func TestAll(t *testing.T) {
 	p := New("prog", args, "d:i:lv", devinfoLong, &errb, false)
 	var out []string
 	for o := range p.All() {
-		s := string(o.Val)
-		if o.HasArg {
-			s += "=" + o.Arg
-		}
-		if o.Val == '?' || o.Val == ':' {
-			s += fmt.Sprintf("(%q)", o.Opt)
-		}
-		out = append(out, s)
+		out = append(out, format(o))
 	}
 	if got := strings.Join(out, " ") + " | " + strings.Join(p.Operands(), " "); got != want || errb.String() != wantErr {
 		t.Errorf("All: %q %q, Next: %q %q", got, errb.String(), want, wantErr)

@@ -309,6 +309,22 @@ func (c *cb) formatSend(buf *uverbs.Buffer, mr *uverbs.MR) {
 	c.debugf("RDMA addr %x rkey %x len %d\n", mr.Addr(), mr.RKey(), c.size)
 }
 
+// await is sem_wait and the check that the CM or CQ handler has moved to state want; another state is
+// reported as rping.c does ("wait for RDMA_READ_ADV state 10") and fails it.
+func (c *cb) await(want int, what string) bool {
+	c.wait()
+	if st := c.getState(); st != want {
+		c.errf("%s state %d\n", what, st)
+		return false
+	}
+	return true
+}
+
+// sendAndAwait posts wr, then awaits state want.
+func (c *cb) sendAndAwait(wr []uverbs.SendWR, want int, what string) bool {
+	return c.postSend(wr) == nil && c.await(want, what)
+}
+
 func (c *cb) postSend(wr []uverbs.SendWR) error {
 	_, err := c.qp.PostSend(wr)
 	if err != nil {
@@ -328,48 +344,28 @@ func (c *cb) testServer() int {
 	ret := 0
 	rdma := c.rdmaBuf.Bytes()
 	for {
-		c.wait()
-		if st := c.getState(); st != stRDMAReadAdv {
-			c.errf("wait for RDMA_READ_ADV state %d\n", st)
+		if !c.await(stRDMAReadAdv, "wait for RDMA_READ_ADV") {
 			ret = -1
 			break
 		}
 		c.rdmaWR[0].Opcode = uverbs.WRRDMARead
 		c.rdmaWR[0].RKey, c.rdmaWR[0].RemoteAddr = c.remoteRKey, c.remoteAddr
 		c.rdmaSGL[0].Length = c.remoteLen
-		if err := c.postSend(c.rdmaWR); err != nil {
-			ret = -1
-			break
-		}
-		c.wait()
-		if st := c.getState(); st != stRDMAReadComplete {
-			c.errf("wait for RDMA_READ_COMPLETE state %d\n", st)
+		if !c.sendAndAwait(c.rdmaWR, stRDMAReadComplete, "wait for RDMA_READ_COMPLETE") {
 			ret = -1
 			break
 		}
 		if c.verbose > 0 {
 			c.outf("server ping data: %s\n", rdma[:cstrlen(rdma)])
 		}
-		if err := c.postSend(c.sqWR); err != nil {
-			ret = -1
-			break
-		}
-		c.wait()
-		if st := c.getState(); st != stRDMAWriteAdv {
-			c.errf("wait for RDMA_WRITE_ADV state %d\n", st)
+		if !c.sendAndAwait(c.sqWR, stRDMAWriteAdv, "wait for RDMA_WRITE_ADV") {
 			ret = -1
 			break
 		}
 		c.rdmaWR[0].Opcode = uverbs.WRRDMAWrite
 		c.rdmaWR[0].RKey, c.rdmaWR[0].RemoteAddr = c.remoteRKey, c.remoteAddr
 		c.rdmaSGL[0].Length = uint32(cstrlen(rdma) + 1)
-		if err := c.postSend(c.rdmaWR); err != nil {
-			ret = -1
-			break
-		}
-		c.wait()
-		if st := c.getState(); st != stRDMAWriteComplete {
-			c.errf("wait for RDMA_WRITE_COMPLETE state %d\n", st)
+		if !c.sendAndAwait(c.rdmaWR, stRDMAWriteComplete, "wait for RDMA_WRITE_COMPLETE") {
 			ret = -1
 			break
 		}
@@ -411,24 +407,12 @@ func (c *cb) testClient() int {
 		sb[c.size-1] = 0
 
 		c.formatSend(c.startBuf, c.startMR)
-		if err := c.postSend(c.sqWR); err != nil {
-			ret = -1
-			break
-		}
-		c.wait()
-		if st := c.getState(); st != stRDMAWriteAdv {
-			c.errf("wait for RDMA_WRITE_ADV state %d\n", st)
+		if !c.sendAndAwait(c.sqWR, stRDMAWriteAdv, "wait for RDMA_WRITE_ADV") {
 			ret = -1
 			break
 		}
 		c.formatSend(c.rdmaBuf, c.rdmaMR)
-		if err := c.postSend(c.sqWR); err != nil {
-			ret = -1
-			break
-		}
-		c.wait()
-		if st := c.getState(); st != stRDMAWriteComplete {
-			c.errf("wait for RDMA_WRITE_COMPLETE state %d\n", st)
+		if !c.sendAndAwait(c.sqWR, stRDMAWriteComplete, "wait for RDMA_WRITE_COMPLETE") {
 			ret = -1
 			break
 		}
@@ -515,9 +499,7 @@ func (c *cb) runServer() int {
 	if ret := c.bindServer(); ret != 0 {
 		return ret
 	}
-	c.wait()
-	if st := c.getState(); st != stConnectRequest {
-		c.errf("wait for CONNECT_REQUEST state %d\n", st)
+	if !c.await(stConnectRequest, "wait for CONNECT_REQUEST") {
 		return -1
 	}
 	c.mu.Lock()
@@ -561,9 +543,7 @@ func (c *cb) runPersistentServer() int {
 		return ret
 	}
 	for {
-		c.wait()
-		if st := c.getState(); st != stConnectRequest {
-			c.errf("wait for CONNECT_REQUEST state %d\n", st)
+		if !c.await(stConnectRequest, "wait for CONNECT_REQUEST") {
 			return -1
 		}
 		c.mu.Lock()
@@ -607,9 +587,7 @@ func (c *cb) bindClient() int {
 		c.perror("rdma_resolve_addr", err)
 		return -1
 	}
-	c.wait()
-	if st := c.getState(); st != stRouteResolved {
-		c.errf("waiting for addr/route resolution state %d\n", st)
+	if !c.await(stRouteResolved, "waiting for addr/route resolution") {
 		return -1
 	}
 	return 0
@@ -620,9 +598,7 @@ func (c *cb) connectClient() int {
 		c.perror("rdma_connect", err)
 		return -1
 	}
-	c.wait()
-	if st := c.getState(); st != stConnected {
-		c.errf("wait for CONNECTED state %d\n", st)
+	if !c.await(stConnected, "wait for CONNECTED") {
 		return -1
 	}
 	if c.selfQP {
