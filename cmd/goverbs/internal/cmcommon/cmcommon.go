@@ -42,6 +42,28 @@ func GetAddr(network, service, host string, numeric, passive bool) (netip.AddrPo
 	return netip.AddrPortFrom(a.Unmap(), uint16(port)), ""
 }
 
+// RdmaGetaddrinfo is rdma_getaddrinfo as rdma_server, rdma_client, rdma_xserver and rdma_xclient call it for IP
+// names: host (with wildcard, "" is the passive 0.0.0.0) and the TCP service port. On failure it returns
+// gai_strerror's text and getaddrinfo's (negative) code, which the tools print and return.
+func RdmaGetaddrinfo(host, service string, wildcard bool) (netip.AddrPort, string, int) {
+	port, err := net.LookupPort("tcp", service)
+	if err != nil {
+		return netip.AddrPort{}, "Servname not supported for ai_socktype", -8
+	}
+	if wildcard && host == "" {
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(port)), "", 0
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return netip.AddrPortFrom(a, uint16(port)), "", 0
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, "Name or service not known", -2
+	}
+	a, _ := netip.AddrFromSlice(ips[0])
+	return netip.AddrPortFrom(a.Unmap(), uint16(port)), "", 0
+}
+
 // CreateFirstEventChannel is common.c's create_first_event_channel: rdma_create_event_channel, and when it
 // fails, "No RDMA devices were detected" (ENODEV) or perror's line on stderr.
 func CreateFirstEventChannel(stderr io.Writer) (*rdmacm.Channel, error) {

@@ -28,6 +28,26 @@ func TestGetAddr(t *testing.T) {
 	}
 }
 
+func TestRdmaGetaddrinfo(t *testing.T) {
+	for _, tc := range []struct {
+		host, service string
+		wildcard      bool
+		want, err     string
+		code          int
+	}{
+		{"", "7471", true, "0.0.0.0:7471", "", 0},
+		{"0.0.0.0", "7471", false, "0.0.0.0:7471", "", 0},
+		{"10.233.0.1", "7471", false, "10.233.0.1:7471", "", 0},
+		{"10.233.0.1", "no-such-service", true, "invalid AddrPort", "Servname not supported for ai_socktype", -8},
+	} {
+		got, err, code := RdmaGetaddrinfo(tc.host, tc.service, tc.wildcard)
+		if got.String() != tc.want || err != tc.err || code != tc.code {
+			t.Errorf("RdmaGetaddrinfo(%q, %q, %v) = %v, %q, %d; want %s, %q, %d", tc.host, tc.service, tc.wildcard,
+				got, err, code, tc.want, tc.err, tc.code)
+		}
+	}
+}
+
 // On a host without RDMA devices (the unit-test hosts: no rdma_cm, or no device behind it) the channel fails
 // with ENODEV and the one line librdmacm's examples print; where a device exists the channel opens silently.
 func TestCreateFirstEventChannel(t *testing.T) {

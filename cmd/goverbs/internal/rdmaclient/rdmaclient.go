@@ -6,13 +6,10 @@ package rdmaclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
-	"strings"
 
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cmcommon"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/rdmacm"
@@ -24,14 +21,14 @@ type tool struct {
 	name           string // "rdma_server" or "rdma_client"
 	stdout, stderr io.Writer
 	server, port   string
+	ep             cmcommon.EP
 }
 
-func (t *tool) perror(what string, err error) {
-	fmt.Fprintf(t.stderr, "%s: %s\n", what, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
-}
+func (t *tool) perror(what string, err error) { cstd.Perror(t.stderr, what, err) }
 
 func parse(name, prog string, args []string, stdout, stderr io.Writer, defServer string) (*tool, int) {
-	t := &tool{name: name, stdout: stdout, stderr: stderr, server: defServer, port: "7471"}
+	t := &tool{name: name, stdout: stdout, stderr: stderr, server: defServer, port: "7471",
+		ep: cmcommon.EP{Stdout: stdout, Stderr: stderr}}
 	p := getopt.New(prog, args, "s:p:", nil, stderr, false)
 	for o := range p.All() {
 		switch o.Val {
@@ -45,23 +42,6 @@ func parse(name, prog string, args []string, stdout, stderr io.Writer, defServer
 		}
 	}
 	return t, 0
-}
-
-// getaddrinfo is rdma_getaddrinfo for IP names; the error is gai_strerror's text and code.
-func (t *tool) getaddrinfo() (netip.AddrPort, string, int) {
-	port, err := net.LookupPort("tcp", t.port)
-	if err != nil {
-		return netip.AddrPort{}, "Servname not supported for ai_socktype", -8
-	}
-	if a, err := netip.ParseAddr(t.server); err == nil {
-		return netip.AddrPortFrom(a, uint16(port)), "", 0
-	}
-	ips, err := net.LookupIP(t.server)
-	if err != nil || len(ips) == 0 {
-		return netip.AddrPort{}, "Name or service not known", -2
-	}
-	a, _ := netip.AddrFromSlice(ips[0])
-	return netip.AddrPortFrom(a.Unmap(), uint16(port)), "", 0
 }
 
 var epOptions = rdmacm.Options{
@@ -114,13 +94,35 @@ func (m *msgs) close() {
 	m.buf.Close()
 }
 
-func (t *tool) postSend(c *rdmacm.Conn, m *msgs) error {
+// postSend is rdma_post_send of the send message.
+func (t *tool) postSend(c *rdmacm.Conn, m *msgs) bool {
 	sge := m.recv.SGE(16, 16)
 	if m.send != nil {
 		sge = m.send.SGE(0, 16)
 	}
 	_, err := c.QP().PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend, Flags: m.flags, SGL: []uverbs.SGE{sge}}})
-	return err
+	if err != nil {
+		t.perror("rdma_post_send", err)
+	}
+	return err == nil
+}
+
+// sendComp is rdma_get_send_comp.
+func (t *tool) sendComp(ctx context.Context, c *rdmacm.Conn) bool {
+	if err := waitComp(ctx, c, c.SendCQ()); err != nil {
+		t.perror("rdma_get_send_comp", err)
+		return false
+	}
+	return true
+}
+
+// recvComp is rdma_get_recv_comp.
+func (t *tool) recvComp(ctx context.Context, c *rdmacm.Conn) bool {
+	if err := waitComp(ctx, c, c.RecvCQ()); err != nil {
+		t.perror("rdma_get_recv_comp", err)
+		return false
+	}
+	return true
 }
 
 // pollOne is the package's one CQ.Poll: done reports a completion, err its failure.
@@ -165,58 +167,34 @@ func MainServer(prog string, args []string, stdout, stderr io.Writer) int {
 	if t == nil {
 		return rc
 	}
-	fmt.Fprintf(stdout, "rdma_server: start\n")
-	ret := t.runServer()
-	fmt.Fprintf(stdout, "rdma_server: end %d\n", ret)
-	return ret & 0xff
+	return t.ep.Run(t.name, t.runServer)
 }
 
 func (t *tool) runServer() int {
-	ap, gai, code := t.getaddrinfo()
-	if gai != "" {
-		fmt.Fprintf(t.stdout, "rdma_getaddrinfo: %s\n", gai)
-		return code
+	ap, ret, ok := t.ep.Getaddrinfo(t.server, t.port, false)
+	if !ok {
+		return ret
 	}
 	ctx := context.Background()
 	o := epOptions
-	l, err := rdmacm.Listen(ap, &o)
-	if err != nil {
-		var ce *rdmacm.Error
-		if errors.As(err, &ce) && ce.Op == "listen" {
-			t.perror("rdma_listen", err)
-		} else {
-			t.perror("rdma_create_ep", err)
-		}
+	l := t.ep.Listen(ap, &o)
+	if l == nil {
 		return -1
 	}
 	defer l.Close()
-	req, err := l.Accept(ctx)
-	if err != nil {
-		t.perror("rdma_get_request", err)
+	req := t.ep.GetRequest(ctx, l)
+	if req == nil {
 		return -1
 	}
 	var m msgs
 	o.Setup = func(c *rdmacm.Conn) error { return t.setup(c, &m) }
-	c, err := req.Accept(ctx, &o)
+	c := t.ep.Accept(ctx, req, &o)
 	defer m.close()
-	if err != nil {
-		var ce *rdmacm.Error
-		if errors.As(err, &ce) && strings.HasPrefix(ce.Op, "accept") {
-			t.perror("rdma_accept", err)
-		}
+	if c == nil {
 		return -1
 	}
 	defer c.Close()
-	if err := waitComp(ctx, c, c.RecvCQ()); err != nil {
-		t.perror("rdma_get_recv_comp", err)
-		return -1
-	}
-	if err := t.postSend(c, &m); err != nil {
-		t.perror("rdma_post_send", err)
-		return -1
-	}
-	if err := waitComp(ctx, c, c.SendCQ()); err != nil {
-		t.perror("rdma_get_send_comp", err)
+	if !t.recvComp(ctx, c) || !t.postSend(c, &m) || !t.sendComp(ctx, c) {
 		return -1
 	}
 	return 0
@@ -228,47 +206,25 @@ func MainClient(prog string, args []string, stdout, stderr io.Writer) int {
 	if t == nil {
 		return rc
 	}
-	fmt.Fprintf(stdout, "rdma_client: start\n")
-	ret := t.runClient()
-	fmt.Fprintf(stdout, "rdma_client: end %d\n", ret)
-	return ret & 0xff
+	return t.ep.Run(t.name, t.runClient)
 }
 
 func (t *tool) runClient() int {
-	ap, gai, code := t.getaddrinfo()
-	if gai != "" {
-		fmt.Fprintf(t.stdout, "rdma_getaddrinfo: %s\n", gai)
-		return code
+	ap, ret, ok := t.ep.Getaddrinfo(t.server, t.port, false)
+	if !ok {
+		return ret
 	}
 	ctx := context.Background()
 	var m msgs
 	o := epOptions
 	o.Setup = func(c *rdmacm.Conn) error { return t.setup(c, &m) }
-	c, err := rdmacm.Dial(ctx, ap, &o)
+	c := t.ep.Dial(ctx, ap, &o)
 	defer m.close()
-	if err != nil {
-		var ce *rdmacm.Error
-		switch {
-		case errors.As(err, &ce) && strings.HasPrefix(ce.Op, "connect"):
-			t.perror("rdma_connect", err)
-		case errors.As(err, &ce) && strings.HasPrefix(ce.Op, "dial setup"):
-			// setup printed its own message
-		default:
-			t.perror("rdma_create_ep", err)
-		}
+	if c == nil {
 		return -1
 	}
 	defer c.Close()
-	if err := t.postSend(c, &m); err != nil {
-		t.perror("rdma_post_send", err)
-		return -1
-	}
-	if err := waitComp(ctx, c, c.SendCQ()); err != nil {
-		t.perror("rdma_get_send_comp", err)
-		return -1
-	}
-	if err := waitComp(ctx, c, c.RecvCQ()); err != nil {
-		t.perror("rdma_get_recv_comp", err)
+	if !t.postSend(c, &m) || !t.sendComp(ctx, c) || !t.recvComp(ctx, c) {
 		return -1
 	}
 	return 0

@@ -16,13 +16,11 @@ package rdmax
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
-	"strings"
 
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cmcommon"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/rdmacm"
@@ -35,14 +33,13 @@ type tool struct {
 	stdout, stderr io.Writer
 	server, port   string
 	xrc            bool
+	ep             cmcommon.EP
 }
 
-func (t *tool) perror(what string, err error) {
-	fmt.Fprintf(t.stderr, "%s: %s\n", what, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
-}
+func (t *tool) perror(what string, err error) { cstd.Perror(t.stderr, what, err) }
 
 func parse(prog string, args []string, stdout, stderr io.Writer, client bool) (*tool, int) {
-	t := &tool{prog: prog, stdout: stdout, stderr: stderr, port: "7471"}
+	t := &tool{prog: prog, stdout: stdout, stderr: stderr, port: "7471", ep: cmcommon.EP{Stdout: stdout, Stderr: stderr}}
 	optstring := "p:c:"
 	if client {
 		optstring = "s:p:c:"
@@ -91,27 +88,6 @@ func parse(prog string, args []string, stdout, stderr io.Writer, client bool) (*
 	return t, 0
 }
 
-// getaddrinfo is rdma_getaddrinfo for IP names (host "" = passive 0.0.0.0); the error is gai_strerror's
-// text and code.
-func (t *tool) getaddrinfo(host string) (netip.AddrPort, string, int) {
-	port, err := net.LookupPort("tcp", t.port)
-	if err != nil {
-		return netip.AddrPort{}, "Servname not supported for ai_socktype", -8
-	}
-	if host == "" {
-		return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(port)), "", 0
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		return netip.AddrPortFrom(a, uint16(port)), "", 0
-	}
-	ips, err := net.LookupIP(host)
-	if err != nil || len(ips) == 0 {
-		return netip.AddrPort{}, "Name or service not known", -2
-	}
-	a, _ := netip.AddrFromSlice(ips[0])
-	return netip.AddrPortFrom(a.Unmap(), uint16(port)), "", 0
-}
-
 // waitComp is rdma_get_{send,recv}_comp: poll, arm, poll, wait on the channel.
 func waitComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ) error {
 	wc := make([]uverbs.WC, 1)
@@ -143,13 +119,6 @@ func waitComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ) error {
 	}
 }
 
-func run(t *tool, body func() int) int {
-	fmt.Fprintf(t.stdout, "%s: start\n", t.prog)
-	ret := body()
-	fmt.Fprintf(t.stdout, "%s: end %d\n", t.prog, ret)
-	return ret & 0xff
-}
-
 // MainServer is rdma_xserver's main.
 func MainServer(prog string, args []string, stdout, stderr io.Writer) int {
 	return MainServerContext(context.Background(), prog, args, stdout, stderr)
@@ -161,7 +130,7 @@ func MainServerContext(ctx context.Context, prog string, args []string, stdout, 
 	if t == nil {
 		return rc
 	}
-	return run(t, func() int { return t.runServer(ctx) })
+	return t.ep.Run(t.prog, func() int { return t.runServer(ctx) })
 }
 
 // MainClient is rdma_xclient's main.
@@ -170,14 +139,40 @@ func MainClient(prog string, args []string, stdout, stderr io.Writer) int {
 	if t == nil {
 		return rc
 	}
-	return run(t, t.runClient)
+	return t.ep.Run(t.prog, t.runClient)
+}
+
+// msg is the programs' one 16-byte message, registered like rdma_reg_msgs.
+type msg struct {
+	buf *uverbs.Buffer
+	mr  *uverbs.MR
+}
+
+func (t *tool) regMsg(c *rdmacm.Conn, m *msg) error {
+	var err error
+	if m.buf, err = uverbs.AllocBuffer(16); err != nil {
+		return err
+	}
+	if m.mr, err = c.PD().RegMR(m.buf.Bytes(), uverbs.AccessLocalWrite); err != nil {
+		t.perror("rdma_reg_msgs", err)
+		return err
+	}
+	return nil
+}
+
+func (m *msg) close() {
+	if m.mr != nil {
+		m.mr.Close()
+	}
+	if m.buf != nil {
+		m.buf.Close()
+	}
 }
 
 func (t *tool) runServer(ctx context.Context) int {
-	ap, gai, code := t.getaddrinfo("")
-	if gai != "" {
-		fmt.Fprintf(t.stdout, "rdma_getaddrinfo: %s\n", gai)
-		return code
+	ap, ret, ok := t.ep.Getaddrinfo("", t.port, true)
+	if !ok {
+		return ret
 	}
 	if t.xrc {
 		return t.xrcServer(ctx, ap)
@@ -186,53 +181,29 @@ func (t *tool) runServer(ctx context.Context) int {
 	o := rdmacm.Options{Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1},
 		ResponderResources: &zero, InitiatorDepth: &zero, RetryCount: &zero, RNRRetryCount: &zero,
 		PrivateData: make([]byte, 4)} // the SRQ number, 0 without XRC
-	l, err := rdmacm.Listen(ap, &o)
-	if err != nil {
-		var ce *rdmacm.Error
-		if errors.As(err, &ce) && ce.Op == "listen" {
-			t.perror("rdma_listen", err)
-		} else {
-			t.perror("rdma_create_ep", err)
-		}
+	l := t.ep.Listen(ap, &o)
+	if l == nil {
 		return -1
 	}
 	defer l.Close()
-	req, err := l.Accept(ctx)
-	if err != nil {
-		t.perror("rdma_get_request", err)
+	req := t.ep.GetRequest(ctx, l)
+	if req == nil {
 		return -1
 	}
-	var buf *uverbs.Buffer
-	var mr *uverbs.MR
-	defer func() {
-		if mr != nil {
-			mr.Close()
-		}
-		if buf != nil {
-			buf.Close()
-		}
-	}()
+	var m msg
+	defer m.close()
 	o.Setup = func(c *rdmacm.Conn) error {
-		var err error
-		if buf, err = uverbs.AllocBuffer(16); err != nil {
+		if err := t.regMsg(c, &m); err != nil {
 			return err
 		}
-		if mr, err = c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite); err != nil {
-			t.perror("rdma_reg_msgs", err)
-			return err
-		}
-		if _, err := c.QP().PostRecv([]uverbs.RecvWR{{SGL: []uverbs.SGE{mr.SGE(0, 16)}}}); err != nil {
+		if _, err := c.QP().PostRecv([]uverbs.RecvWR{{SGL: []uverbs.SGE{m.mr.SGE(0, 16)}}}); err != nil {
 			t.perror("rdma_post_recv", err)
 			return err
 		}
 		return nil
 	}
-	c, err := req.Accept(ctx, &o)
-	if err != nil {
-		var ce *rdmacm.Error
-		if errors.As(err, &ce) && strings.HasPrefix(ce.Op, "accept") {
-			t.perror("rdma_accept", err)
-		}
+	c := t.ep.Accept(ctx, req, &o)
+	if c == nil {
 		return -1
 	}
 	defer c.Close()
@@ -244,56 +215,28 @@ func (t *tool) runServer(ctx context.Context) int {
 }
 
 func (t *tool) runClient() int {
-	ap, gai, code := t.getaddrinfo(t.server)
-	if gai != "" {
-		fmt.Fprintf(t.stdout, "rdma_getaddrinfo: %s\n", gai)
-		return code
+	ap, ret, ok := t.ep.Getaddrinfo(t.server, t.port, true)
+	if !ok {
+		return ret
 	}
 	if t.xrc {
 		t.perror("rdma_create_ep", unix.EOPNOTSUPP)
 		return -1
 	}
 	ctx := context.Background()
-	var buf *uverbs.Buffer
-	var mr *uverbs.MR
-	defer func() {
-		if mr != nil {
-			mr.Close()
-		}
-		if buf != nil {
-			buf.Close()
-		}
-	}()
+	var m msg
+	defer m.close()
 	o := rdmacm.Options{Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1},
 		SigAll: true,
-		Setup: func(c *rdmacm.Conn) error {
-			var err error
-			if buf, err = uverbs.AllocBuffer(16); err != nil {
-				return err
-			}
-			if mr, err = c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite); err != nil {
-				t.perror("rdma_reg_msgs", err)
-				return err
-			}
-			return nil
-		}}
-	c, err := rdmacm.Dial(ctx, ap, &o)
-	if err != nil {
-		var ce *rdmacm.Error
-		switch {
-		case errors.As(err, &ce) && strings.HasPrefix(ce.Op, "connect"):
-			t.perror("rdma_connect", err)
-		case errors.As(err, &ce) && strings.HasPrefix(ce.Op, "dial setup"):
-			// setup printed its own message
-		default:
-			t.perror("rdma_create_ep", err)
-		}
+		Setup:  func(c *rdmacm.Conn) error { return t.regMsg(c, &m) }}
+	c := t.ep.Dial(ctx, ap, &o)
+	if c == nil {
 		return -1
 	}
 	defer c.Close()
 	// 16 zero bytes, INLINE (the C tool gives lkey 0: an inline SGE needs no key).
 	if _, err := c.QP().PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend, Flags: uverbs.SendInline,
-		SGL: []uverbs.SGE{{Addr: mr.SGE(0, 16).Addr, Length: 16}}}}); err != nil {
+		SGL: []uverbs.SGE{{Addr: m.mr.SGE(0, 16).Addr, Length: 16}}}}); err != nil {
 		t.perror("rdma_post_send", err)
 		t.perror("post_send", err)
 		return -1

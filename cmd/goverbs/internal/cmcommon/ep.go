@@ -1,0 +1,95 @@
+package cmcommon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
+	"github.com/goverbs/goverbs/rdmacm"
+)
+
+// EP is what rdma_server, rdma_client, rdma_xserver and rdma_xclient share on the high-level rdma_cm API
+// (rdma_getaddrinfo, rdma_create_ep, rdma_listen, rdma_get_request, rdma_accept, rdma_connect): each step's
+// failure reported as the C programs' perror lines.
+type EP struct {
+	Stdout, Stderr io.Writer
+}
+
+// Run prints "PROG: start", runs body, prints "PROG: end STATUS" and returns the exit status.
+func (e EP) Run(prog string, body func() int) int {
+	fmt.Fprintf(e.Stdout, "%s: start\n", prog)
+	ret := body()
+	fmt.Fprintf(e.Stdout, "%s: end %d\n", prog, ret)
+	return ret & 0xff
+}
+
+// Getaddrinfo is RdmaGetaddrinfo with its failure printed ("rdma_getaddrinfo: ..."); ok false with the status
+// to return then.
+func (e EP) Getaddrinfo(host, service string, wildcard bool) (ap netip.AddrPort, ret int, ok bool) {
+	ap, gai, code := RdmaGetaddrinfo(host, service, wildcard)
+	if gai != "" {
+		fmt.Fprintf(e.Stdout, "rdma_getaddrinfo: %s\n", gai)
+		return ap, code, false
+	}
+	return ap, 0, true
+}
+
+// Listen is rdma_create_ep and rdma_listen on ap.
+func (e EP) Listen(ap netip.AddrPort, o *rdmacm.Options) *rdmacm.Listener {
+	l, err := rdmacm.Listen(ap, o)
+	if err != nil {
+		var ce *rdmacm.Error
+		if errors.As(err, &ce) && ce.Op == "listen" {
+			cstd.Perror(e.Stderr, "rdma_listen", err)
+		} else {
+			cstd.Perror(e.Stderr, "rdma_create_ep", err)
+		}
+		return nil
+	}
+	return l
+}
+
+// GetRequest is rdma_get_request.
+func (e EP) GetRequest(ctx context.Context, l *rdmacm.Listener) *rdmacm.Request {
+	req, err := l.Accept(ctx)
+	if err != nil {
+		cstd.Perror(e.Stderr, "rdma_get_request", err)
+		return nil
+	}
+	return req
+}
+
+// Accept is rdma_accept (o.Setup, as rdma_create_ep's QP set-up, reports its own failures).
+func (e EP) Accept(ctx context.Context, req *rdmacm.Request, o *rdmacm.Options) *rdmacm.Conn {
+	c, err := req.Accept(ctx, o)
+	if err != nil {
+		var ce *rdmacm.Error
+		if errors.As(err, &ce) && strings.HasPrefix(ce.Op, "accept") {
+			cstd.Perror(e.Stderr, "rdma_accept", err)
+		}
+		return nil
+	}
+	return c
+}
+
+// Dial is rdma_create_ep and rdma_connect to ap (o.Setup reports its own failures).
+func (e EP) Dial(ctx context.Context, ap netip.AddrPort, o *rdmacm.Options) *rdmacm.Conn {
+	c, err := rdmacm.Dial(ctx, ap, o)
+	if err != nil {
+		var ce *rdmacm.Error
+		switch {
+		case errors.As(err, &ce) && strings.HasPrefix(ce.Op, "connect"):
+			cstd.Perror(e.Stderr, "rdma_connect", err)
+		case errors.As(err, &ce) && strings.HasPrefix(ce.Op, "dial setup"):
+			// setup printed its own message
+		default:
+			cstd.Perror(e.Stderr, "rdma_create_ep", err)
+		}
+		return nil
+	}
+	return c
+}
