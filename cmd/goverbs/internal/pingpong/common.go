@@ -171,3 +171,61 @@ func waitCQEvent(ch *uverbs.CompChannel, cq *uverbs.CQ, stderr io.Writer) bool {
 	}
 	return true
 }
+
+// startRecv is main()'s steps after pp_init_ctx in rc, uc, ud and srq_pingpong: post rx_depth receives (post
+// returns how many it posted), arm the CQ with -e, and query the port.
+func startRecv(post func(int) int, rxDepth int, ctx *uverbs.Context, cq *uverbs.CQ, o *options,
+	stderr io.Writer) (routs int, pa *uverbs.PortAttr, ok bool) {
+	routs = post(rxDepth)
+	if routs < rxDepth {
+		fmt.Fprintf(stderr, "Couldn't post receive (%d)\n", routs)
+		return 0, nil, false
+	}
+	if o.events {
+		if err := cq.ReqNotify(false); err != nil {
+			fmt.Fprintf(stderr, "Couldn't request CQ notification\n")
+			return 0, nil, false
+		}
+	}
+	pa, err := ctx.QueryPort(o.ibPort)
+	if err != nil {
+		fmt.Fprintf(stderr, "Couldn't get port info\n")
+		return 0, nil, false
+	}
+	return routs, pa, true
+}
+
+// pingLoop is the main loop of rc, uc, ud and srq_pingpong: until iters sends and iters receives completed,
+// wait for a CQ event (-e) or spin on the CQ, and hand each completion (and how many the poll returned) to
+// parse, which counts them. It returns the time the loop took and the number of CQ events to acknowledge.
+func pingLoop(o *options, ch *uverbs.CompChannel, cq *uverbs.CQ, wc []uverbs.WC,
+	parse func(wc *uverbs.WC, ne int, scnt, rcnt *int) bool, stderr io.Writer) (time.Duration, int, bool) {
+	start := time.Now()
+	rcnt, scnt, numEvents := 0, 0, 0
+	for rcnt < o.iters || scnt < o.iters {
+		if o.events {
+			if !waitCQEvent(ch, cq, stderr) {
+				return 0, 0, false
+			}
+			numEvents++
+		}
+		ne := 0
+		for {
+			var perr error
+			ne, perr = cq.Poll(wc)
+			if perr != nil {
+				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+				return 0, 0, false
+			}
+			if o.events || ne >= 1 {
+				break
+			}
+		}
+		for i := 0; i < ne; i++ {
+			if !parse(&wc[i], ne, &scnt, &rcnt) {
+				return 0, 0, false
+			}
+		}
+	}
+	return time.Since(start), numEvents, true
+}

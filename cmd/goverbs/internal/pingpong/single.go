@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/rand"
 	"os"
-	"time"
 
 	"github.com/goverbs/goverbs/uverbs"
 	"golang.org/x/sys/unix"
@@ -279,22 +278,11 @@ func runSingle(k kind, o *options, stdout, stderr io.Writer) int {
 	if c == nil {
 		return 1
 	}
-	routs := c.postRecv(c.rxDepth)
-	if routs < c.rxDepth {
-		fmt.Fprintf(stderr, "Couldn't post receive (%d)\n", routs)
+	routs, pa, ok := startRecv(c.postRecv, c.rxDepth, c.ctx, c.cq, o, stderr)
+	if !ok {
 		return 1
 	}
-	if o.events {
-		if err := c.cq.ReqNotify(false); err != nil {
-			fmt.Fprintf(stderr, "Couldn't request CQ notification\n")
-			return 1
-		}
-	}
-	pa, err := c.ctx.QueryPort(o.ibPort)
-	if err != nil {
-		fmt.Fprintf(stderr, "Couldn't get port info\n")
-		return 1
-	}
+	var err error
 	my := dest{lid: int(pa.LID)}
 	if k != kindUD && pa.LinkLayer != uverbs.LinkLayerEthernet && my.lid == 0 {
 		fmt.Fprintf(stderr, "Couldn't get local LID\n")
@@ -347,38 +335,20 @@ func runSingle(k kind, o *options, stdout, stderr io.Writer) int {
 		c.pending |= sendWRID
 	}
 
-	start := time.Now()
-	rcnt, scnt, numEvents := 0, 0, 0
 	var wc [2]uverbs.WC
-	for rcnt < o.iters || scnt < o.iters {
-		if o.events {
-			if !waitCQEvent(c.channel, c.cq, stderr) {
-				return 1
+	elapsed, numEvents, ok := pingLoop(o, c.channel, c.cq, wc[:], func(wc *uverbs.WC, ne int, scnt, rcnt *int) bool {
+		if !c.parseWC(wc, scnt, rcnt, &routs, o.iters, stderr) {
+			if k == kindRC {
+				fmt.Fprintf(stderr, "parse WC failed %d\n", ne)
 			}
-			numEvents++
+			return false
 		}
-		ne := 0
-		for {
-			var perr error
-			ne, perr = c.cq.Poll(wc[:])
-			if perr != nil {
-				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-				return 1
-			}
-			if o.events || ne >= 1 {
-				break
-			}
-		}
-		for i := 0; i < ne; i++ {
-			if !c.parseWC(&wc[i], &scnt, &rcnt, &routs, o.iters, stderr) {
-				if k == kindRC {
-					fmt.Fprintf(stderr, "parse WC failed %d\n", ne)
-				}
-				return 1
-			}
-		}
+		return true
+	}, stderr)
+	if !ok {
+		return 1
 	}
-	report(stdout, time.Since(start), o.size, o.iters)
+	report(stdout, elapsed, o.size, o.iters)
 	if o.server == "" && o.validate {
 		checkPages(stdout, c.payload(), pageSize)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand"
 	"os"
-	"time"
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/uverbs"
@@ -221,22 +220,11 @@ func runSRQ(o *options, stdout, stderr io.Writer) int {
 	if c == nil {
 		return 1
 	}
-	routs := c.postRecv(c.rxDepth)
-	if routs < c.rxDepth {
-		fmt.Fprintf(stderr, "Couldn't post receive (%d)\n", routs)
+	routs, pa, ok := startRecv(c.postRecv, c.rxDepth, c.ctx, c.cq, o, stderr)
+	if !ok {
 		return 1
 	}
-	if o.events {
-		if err := c.cq.ReqNotify(false); err != nil {
-			fmt.Fprintf(stderr, "Couldn't request CQ notification\n")
-			return 1
-		}
-	}
-	pa, err := c.ctx.QueryPort(o.ibPort)
-	if err != nil {
-		fmt.Fprintf(stderr, "Couldn't get port info\n")
-		return 1
-	}
+	var err error
 	my := make([]dest, srqMaxQP)
 	for i, qp := range c.qps {
 		my[i] = dest{lid: int(pa.LID), qpn: int(qp.QPN()), psn: int(rand.Int31() & 0xffffff)}
@@ -286,35 +274,14 @@ func runSRQ(o *options, stdout, stderr io.Writer) int {
 		}
 	}
 
-	start := time.Now()
-	rcnt, scnt, numEvents := 0, 0, 0
-	wc := make([]uverbs.WC, numWC)
-	for rcnt < o.iters || scnt < o.iters {
-		if o.events {
-			if !waitCQEvent(c.channel, c.cq, stderr) {
-				return 1
-			}
-			numEvents++
-		}
-		ne := 0
-		for {
-			var perr error
-			ne, perr = c.cq.Poll(wc)
-			if perr != nil {
-				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-				return 1
-			}
-			if o.events || ne >= 1 {
-				break
-			}
-		}
-		for i := 0; i < ne; i++ {
-			if !c.parseWC(&wc[i], &scnt, &rcnt, &routs, o.iters, stderr) {
-				return 1
-			}
-		}
+	elapsed, numEvents, ok := pingLoop(o, c.channel, c.cq, make([]uverbs.WC, numWC),
+		func(wc *uverbs.WC, _ int, scnt, rcnt *int) bool {
+			return c.parseWC(wc, scnt, rcnt, &routs, o.iters, stderr)
+		}, stderr)
+	if !ok {
+		return 1
 	}
-	report(stdout, time.Since(start), o.size, o.iters)
+	report(stdout, elapsed, o.size, o.iters)
 	if o.server == "" && o.validate {
 		checkPages(stdout, c.buf.Bytes(), pageSize)
 	}
