@@ -16,23 +16,13 @@ import (
 var update = flag.Bool("update", false, "rewrite the goldens from the real C ibv_devices (needs root, unshare, ibverbs-utils)")
 
 func TestGolden(t *testing.T) {
-	if *update {
-		if why := golden.CAvailable("ibv_devices"); why != "" {
-			t.Fatalf("-update: %s", why)
-		}
-	}
+	golden.RequireC(t, *update, "ibv_devices")
 	for _, tree := range []string{"rxe", "mlx5", "empty", "verbs_edge", "verbs_badabi"} {
 		t.Run(tree, func(t *testing.T) {
 			dir := filepath.Join("..", "testdata", tree)
 			file := filepath.Join("testdata", "golden", tree+".golden")
 			if *update {
-				r, err := golden.RunC(dir, "ibv_devices")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := golden.Write(file, r); err != nil {
-					t.Fatal(err)
-				}
+				golden.Regenerate(t, dir, "ibv_devices", nil, file, nil)
 			}
 			var out, errb bytes.Buffer
 			st := Command{Source: SysfsSource{FS: sysfs.Under(dir), Stderr: &errb}}.Run([]string{"--ignored"}, &out, &errb)

@@ -62,17 +62,10 @@ var sysfsCases = []struct {
 	{"verbs_edge", "-d rxe_nodev"},
 }
 
-func caseName(tree, args string) string {
-	n := tree + "_" + strings.NewReplacer(" ", "_", "/", "_").Replace(args)
-	return strings.TrimSuffix(n, "_")
-}
+func caseName(tree, args string) string { return golden.CaseName(tree, args) }
 
 func TestSysfsGolden(t *testing.T) {
-	if *update {
-		if why := golden.CAvailable("ibv_devinfo"); why != "" {
-			t.Fatalf("-update: %s", why)
-		}
-	}
+	golden.RequireC(t, *update, "ibv_devinfo")
 	for _, c := range sysfsCases {
 		name := caseName(c.tree, c.args)
 		t.Run(name, func(t *testing.T) {
@@ -80,13 +73,7 @@ func TestSysfsGolden(t *testing.T) {
 			dir := filepath.Join(trees, c.tree)
 			file := filepath.Join("testdata", "golden", name+".golden")
 			if *update {
-				r, err := golden.RunC(dir, "ibv_devinfo", args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := golden.Write(file, r); err != nil {
-					t.Fatal(err)
-				}
+				golden.Regenerate(t, dir, "ibv_devinfo", args, file, nil)
 			}
 			var out, errb bytes.Buffer
 			cmd := Command{Source: SysfsSource{FS: sysfs.Under(dir), Stderr: &errb}, Posix: new(bool)}

@@ -341,3 +341,39 @@ var cheaders = sync.OnceValues(func() (string, error) {
 // private apt configuration and unpacked), for C test helpers that must
 // match the Reference library's structures.
 func CHeaders() (string, error) { return cheaders() }
+
+// CaseName is a golden case's name: the tree, '_', the arguments with blanks and slashes (and each further
+// old, new pair) replaced, and no '_' at the end.
+func CaseName(tree, args string, more ...string) string {
+	n := tree + "_" + strings.NewReplacer(append([]string{" ", "_", "/", "_"}, more...)...).Replace(args)
+	return strings.TrimSuffix(n, "_")
+}
+
+// RequireC is the start of a golden test run with -update: it fails t when the C tool prog cannot be run.
+func RequireC(t *testing.T, update bool, prog string) {
+	t.Helper()
+	if update {
+		if why := CAvailable(prog); why != "" {
+			t.Fatalf("-update: %s", why)
+		}
+	}
+}
+
+// Regenerate is -update's step of a golden test: it runs the C tool prog on the tree dir and writes its result
+// to file, through fix first when fix is not nil (NormalizePid on stdout, say).
+func Regenerate(t *testing.T, dir, prog string, args []string, file string, fix func(*Result)) {
+	t.Helper()
+	r, err := RunC(dir, prog, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fix != nil {
+		fix(&r)
+	}
+	if err := Write(file, r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// NormalizeStdoutPid is a Regenerate fix: NormalizePid on stdout (infiniband-diags' IBEXIT and DEBUG lines).
+func NormalizeStdoutPid(r *Result) { r.Stdout = NormalizePid(r.Stdout) }

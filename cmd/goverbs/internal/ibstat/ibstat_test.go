@@ -95,31 +95,17 @@ var cases = []struct {
 	{"empty", "rxe0"},
 }
 
-func caseName(tree, args string) string {
-	n := tree + "_" + strings.NewReplacer(" ", "_", "/", "_").Replace(args)
-	return strings.TrimSuffix(n, "_")
-}
+func caseName(tree, args string) string { return golden.CaseName(tree, args) }
 
 func TestGolden(t *testing.T) {
-	if *update {
-		if why := golden.CAvailable("ibstat"); why != "" {
-			t.Fatalf("-update: %s", why)
-		}
-	}
+	golden.RequireC(t, *update, "ibstat")
 	for _, c := range cases {
 		name := caseName(c.tree, c.args)
 		t.Run(name, func(t *testing.T) {
 			args := strings.Fields(c.args)
 			file := filepath.Join("testdata", "golden", name+".golden")
 			if *update {
-				r, err := golden.RunC(filepath.Join(trees, c.tree), "ibstat", args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.Stdout = golden.NormalizePid(r.Stdout) // IBEXIT and DEBUG print the pid on stdout
-				if err := golden.Write(file, r); err != nil {
-					t.Fatal(err)
-				}
+				golden.Regenerate(t, filepath.Join(trees, c.tree), "ibstat", args, file, golden.NormalizeStdoutPid)
 			}
 			var out, errb bytes.Buffer
 			cmd := Command{FS: sysfs.Under(filepath.Join(trees, c.tree)), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool)}

@@ -34,32 +34,19 @@ var cases = []struct{ tree, args string }{
 	{"empty", "rxe0"},
 }
 
-func caseName(tree, args string) string {
-	n := tree + "_" + strings.NewReplacer(" ", "_", "/", "_", ":", "-").Replace(args)
-	return strings.TrimSuffix(n, "_")
-}
+func caseName(tree, args string) string { return golden.CaseName(tree, args, ":", "-") }
 
 // TestGolden runs ibstatus and the real script (goldens made with -update inside a private mount namespace
 // where the tree is /sys/class) on the same fake trees.
 func TestGolden(t *testing.T) {
-	if *update {
-		if why := golden.CAvailable("ibstatus"); why != "" {
-			t.Fatalf("-update: %s", why)
-		}
-	}
+	golden.RequireC(t, *update, "ibstatus")
 	for _, c := range cases {
 		name := caseName(c.tree, c.args)
 		t.Run(name, func(t *testing.T) {
 			args := strings.Fields(c.args)
 			file := filepath.Join("testdata", "golden", name+".golden")
 			if *update {
-				r, err := golden.RunC(filepath.Join(trees, c.tree), "ibstatus", args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := golden.Write(file, r); err != nil {
-					t.Fatal(err)
-				}
+				golden.Regenerate(t, filepath.Join(trees, c.tree), "ibstatus", args, file, nil)
 			}
 			var out, errb bytes.Buffer
 			st := Command{FS: sysfs.Under(filepath.Join(trees, c.tree))}.Run("ibstatus", args, &out, &errb)

@@ -77,25 +77,14 @@ func goldenName(tree, args string) string {
 }
 
 func TestGolden(t *testing.T) {
-	if *update {
-		if why := golden.CAvailable("perfquery"); why != "" {
-			t.Fatalf("-update: %s", why)
-		}
-	}
+	golden.RequireC(t, *update, "perfquery")
 	for _, c := range goldenCases {
 		file := goldenName(c.tree, c.args)
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".golden"), func(t *testing.T) {
 			args := strings.Fields(c.args)
 			tree := filepath.Join("testdata", c.tree)
 			if *update {
-				r, err := golden.RunC(tree, "perfquery", args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.Stdout = golden.NormalizePid(r.Stdout) // IBEXIT with -d prints the pid on stdout
-				if err := golden.Write(file, r); err != nil {
-					t.Fatal(err)
-				}
+				golden.Regenerate(t, tree, "perfquery", args, file, golden.NormalizeStdoutPid)
 			}
 			var out, errb bytes.Buffer
 			cmd := Command{FS: sysfs.Under(tree), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool)}
