@@ -98,12 +98,7 @@ func (rq *RecvQueue) PostRecv(wrs []RecvWR) (int, provider.Status) {
 			st = provider.QueueFull
 			break
 		}
-		if len(w.SGL) > rq.maxGS {
-			st = provider.TooManySGE
-			break
-		}
-		if len(w.SGL) > 1 && sgeTotal(w.SGL) > 1<<32-1 {
-			st = provider.TooLong
+		if st = recvSGLStatus(w.SGL, rq.maxGS); st != provider.OK {
 			break
 		}
 		idx := head & rq.mask

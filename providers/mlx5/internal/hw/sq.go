@@ -476,6 +476,18 @@ func sgeTotal(sgl []SGE) uint64 {
 	return t
 }
 
+// recvSGLStatus judges a receive WR's SGE list for a ring whose WQEs hold maxGS segments, as rdma-core does:
+// TooManySGE for more than maxGS, then TooLong for lengths that add up to more than 2^32-1; OK otherwise.
+func recvSGLStatus(sgl []SGE, maxGS int) provider.Status {
+	if len(sgl) > maxGS {
+		return provider.TooManySGE
+	}
+	if len(sgl) > 1 && sgeTotal(sgl) > 1<<32-1 {
+		return provider.TooLong
+	}
+	return provider.OK
+}
+
 // putInline copies the SGEs' bytes behind an inline header at ring offset p, wrapping at the end of the ring, and
 // returns the segment's size in 16-byte units (rdma-core set_data_inl_seg); ok is false when the payload exceeds
 // MaxInline. p is 16-byte aligned and inside the ring; the payload (at most MaxInline bytes, which NewSendQueue

@@ -91,12 +91,7 @@ func (s *SRQ) PostRecv(wrs []RecvWR) (int, provider.Status) {
 	s.mu.Lock()
 	for i := range wrs {
 		w := &wrs[i]
-		if len(w.SGL) > s.maxGS {
-			st = provider.TooManySGE
-			break
-		}
-		if len(w.SGL) > 1 && sgeTotal(w.SGL) > 1<<32-1 {
-			st = provider.TooLong
+		if st = recvSGLStatus(w.SGL, s.maxGS); st != provider.OK {
 			break
 		}
 		if s.head == s.tail {

@@ -207,14 +207,20 @@ func (d *Device) CreateCQ(buf, dbrec []byte) (uint32, error) {
 func (d *Device) DestroyCQ(cqn uint32) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	c, ok := d.cqs[cqn]
+	return destroyShared(d.cqs, "CQ", cqn, func(c *cq) int { return c.refs })
+}
+
+// destroyShared removes object n of kind ("CQ", "SRQ") from objs, unless
+// QPs still use it (refs); d.mu held.
+func destroyShared[T any](objs map[uint32]*T, kind string, n uint32, refs func(*T) int) error {
+	o, ok := objs[n]
 	if !ok {
-		return fmt.Errorf("mlx5emu: destroy CQ %#x: %w", cqn, unix.EINVAL)
+		return fmt.Errorf("mlx5emu: destroy %s %#x: %w", kind, n, unix.EINVAL)
 	}
-	if c.refs > 0 {
-		return fmt.Errorf("mlx5emu: destroy CQ %#x: in use by %d QPs: %w", cqn, c.refs, unix.EBUSY)
+	if r := refs(o); r > 0 {
+		return fmt.Errorf("mlx5emu: destroy %s %#x: in use by %d QPs: %w", kind, n, r, unix.EBUSY)
 	}
-	delete(d.cqs, cqn)
+	delete(objs, n)
 	return nil
 }
 
@@ -274,15 +280,7 @@ func (d *Device) CreateSRQ(cfg SRQConfig) (uint32, error) {
 func (d *Device) DestroySRQ(srqn uint32) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s, ok := d.srqs[srqn]
-	if !ok {
-		return fmt.Errorf("mlx5emu: destroy SRQ %#x: %w", srqn, unix.EINVAL)
-	}
-	if s.refs > 0 {
-		return fmt.Errorf("mlx5emu: destroy SRQ %#x: in use by %d QPs: %w", srqn, s.refs, unix.EBUSY)
-	}
-	delete(d.srqs, srqn)
-	return nil
+	return destroyShared(d.srqs, "SRQ", srqn, func(s *srq) int { return s.refs })
 }
 
 // QPConfig describes a QP as CREATE_QP passes it (mlx5_ib_create_qp).
