@@ -76,6 +76,28 @@ type emuQP struct {
 }
 
 // newQP creates a QP sized by SizeQP, with its own BlueFlame register (or doorbell slot).
+// newSRQ creates an SRQ of maxWR receives of maxSGE SGEs on the host and the emulated device; it returns the
+// SRQ, its number and its layout.
+func (h *emuHost) newSRQ(maxWR, maxSGE int) (*SRQ, uint32, SRQLayout) {
+	h.t.Helper()
+	sl, err := SizeSRQ(maxWR, maxSGE, QueueLimits{MaxRecvWR: 1 << 15, MaxRQDescSz: 512})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	sbuf, sdb := aligned(sl.WQECount<<sl.WQEShift), aligned(8)
+	sd, _ := NewDoorbellRecord(sdb)
+	srq, err := NewSRQ(SRQConfig{Buf: sbuf, WQECount: sl.WQECount, WQEShift: sl.WQEShift, DBR: sd})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	srqn, err := h.dev.CreateSRQ(mlx5emu.SRQConfig{PDN: h.pdn, Buf: sbuf, WQECnt: sl.WQECount, WQEShift: sl.WQEShift, DBR: sdb})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	srq.srqn = srqn
+	return srq, srqn, sl
+}
+
 func (h *emuHost) newQP(typ QPType, caps QPCaps, scq, rcq *emuCQ, srq *SRQ, srqn uint32, scatter bool) *emuQP {
 	h.t.Helper()
 	lim := QueueLimits{MaxSQDescSz: 512, MaxRQDescSz: 512, MaxSendWQEBB: 1 << 15, MaxRecvWR: 1 << 15}
@@ -318,21 +340,7 @@ func TestEmuUDAndSRQAndScatter(t *testing.T) {
 	h := newEmuHost(t, mlx5emu.Options{BFRegSize: 256})
 	scq, rcq := h.newCQ(8), h.newCQ(8)
 	// SRQ of 8 WQEs, 2 SGEs each.
-	sl, err := SizeSRQ(7, 2, QueueLimits{MaxRecvWR: 1 << 15, MaxRQDescSz: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sbuf, sdb := aligned(sl.WQECount<<sl.WQEShift), aligned(8)
-	sd, _ := NewDoorbellRecord(sdb)
-	srq, err := NewSRQ(SRQConfig{Buf: sbuf, WQECount: sl.WQECount, WQEShift: sl.WQEShift, DBR: sd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srqn, err := h.dev.CreateSRQ(mlx5emu.SRQConfig{PDN: h.pdn, Buf: sbuf, WQECnt: sl.WQECount, WQEShift: sl.WQEShift, DBR: sdb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srq.srqn = srqn
+	srq, srqn, _ := h.newSRQ(7, 2)
 	caps := QPCaps{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 32}
 	ua := h.newQP(QPTypeUD, caps, scq, rcq, nil, 0, false)
 	ub := h.newQP(QPTypeUD, caps, scq, rcq, srq, srqn, false)
@@ -479,20 +487,7 @@ func TestEmuBackground(t *testing.T) {
 // free list is shared by all of them (its internal lock is what makes this race-free).
 func TestEmuSRQConcurrent(t *testing.T) {
 	h := newEmuHost(t, mlx5emu.Options{BFRegSize: 256})
-	sl, err := SizeSRQ(15, 1, QueueLimits{MaxRecvWR: 1 << 15, MaxRQDescSz: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sbuf, sdb := aligned(sl.WQECount<<sl.WQEShift), aligned(8)
-	sd, _ := NewDoorbellRecord(sdb)
-	srq, err := NewSRQ(SRQConfig{Buf: sbuf, WQECount: sl.WQECount, WQEShift: sl.WQEShift, DBR: sd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srqn, err := h.dev.CreateSRQ(mlx5emu.SRQConfig{PDN: h.pdn, Buf: sbuf, WQECnt: sl.WQECount, WQEShift: sl.WQEShift, DBR: sdb})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srq, srqn, sl := h.newSRQ(15, 1)
 	scq := h.newCQ(64)
 	rcqs := [2]*emuCQ{h.newCQ(64), h.newCQ(64)}
 	caps := QPCaps{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}
