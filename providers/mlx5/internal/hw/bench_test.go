@@ -37,35 +37,29 @@ func TestZeroAllocs(t *testing.T) {
 	for i := range list {
 		list[i] = SendWR{WRID: uint64(i), Opcode: verbs.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGL: []SGE{gS1}}
 	}
-	if a := testing.AllocsPerRun(100, func() {
+	zeroAllocs(t, "PostSend inline", func() {
 		if _, st := ts.sq.PostSend(inline); st != provider.OK {
 			t.Fatal(st)
 		}
 		ts.sq.tail = ts.sq.head
-	}); a != 0 {
-		t.Errorf("PostSend inline: %v allocs/op", a)
-	}
-	if a := testing.AllocsPerRun(100, func() {
+	})
+	zeroAllocs(t, "PostSend list", func() {
 		if _, st := ts.sq.PostSend(list); st != provider.OK {
 			t.Fatal(st)
 		}
 		ts.sq.tail = ts.sq.head
-	}); a != 0 {
-		t.Errorf("PostSend list: %v allocs/op", a)
-	}
+	})
 
 	e := newCQEnv(t)
 	recv := []RecvWR{{WRID: 1, SGL: []SGE{gS1}}}
-	if a := testing.AllocsPerRun(100, func() {
+	zeroAllocs(t, "PostRecv", func() {
 		if _, st := e.rq.PostRecv(recv); st != provider.OK {
 			t.Fatal(st)
 		}
 		e.rq.tail = e.rq.head
-	}); a != 0 {
-		t.Errorf("PostRecv: %v allocs/op", a)
-	}
+	})
 	s := benchSRQ(t)
-	if a := testing.AllocsPerRun(100, func() {
+	zeroAllocs(t, "SRQ post + complete", func() {
 		idx := s.head
 		if _, st := s.PostRecv(recv); st != provider.OK {
 			t.Fatal(st)
@@ -73,11 +67,9 @@ func TestZeroAllocs(t *testing.T) {
 		if _, _, ok := s.complete(uint16(idx), nil); !ok {
 			t.Fatal("SRQ completion refused")
 		}
-	}); a != 0 {
-		t.Errorf("SRQ post + complete: %v allocs/op", a)
-	}
+	})
 	var wcs [4]WC
-	if a := testing.AllocsPerRun(100, func() {
+	zeroAllocs(t, "post + poll + arm", func() {
 		if _, st := e.sq.sq.PostSend([]SendWR{sendWR(1, gS1)}); st != provider.OK {
 			t.Fatal(st)
 		}
@@ -87,8 +79,14 @@ func TestZeroAllocs(t *testing.T) {
 			t.Fatal(n, st)
 		}
 		e.cq.Arm(false)
-	}); a != 0 {
-		t.Errorf("post + poll + arm: %v allocs/op", a)
+	})
+}
+
+// zeroAllocs fails t when fn allocates (what is the case's name).
+func zeroAllocs(t *testing.T, what string, fn func()) {
+	t.Helper()
+	if a := testing.AllocsPerRun(100, fn); a != 0 {
+		t.Errorf("%s: %v allocs/op", what, a)
 	}
 }
 
@@ -108,41 +106,33 @@ func TestZeroAllocsOnErrors(t *testing.T) {
 		{"not supported", []SendWR{sendWR(1, gS1), {Opcode: verbs.WRBindMW}}, provider.OpcodeNotSupported},
 		{"too many SGEs", []SendWR{sendWR(1, gS1, gS1, gS1, gS1, gS1)}, provider.TooManySGE},
 	} {
-		if a := testing.AllocsPerRun(100, func() {
+		zeroAllocs(t, "PostSend "+c.name, func() {
 			if _, st := ts.sq.PostSend(c.wrs); st != c.st {
 				t.Fatal(st)
 			}
 			ts.sq.tail = ts.sq.head
-		}); a != 0 {
-			t.Errorf("PostSend %s: %v allocs/op", c.name, a)
-		}
+		})
 	}
 	ts.sq.tail = ts.sq.head - ts.sq.maxPost // full
-	if a := testing.AllocsPerRun(100, func() {
+	zeroAllocs(t, "PostSend on a full queue", func() {
 		if _, st := ts.sq.PostSend([]SendWR{sendWR(1, gS1)}); st != provider.QueueFull {
 			t.Fatal(st)
 		}
-	}); a != 0 {
-		t.Errorf("PostSend on a full queue: %v allocs/op", a)
-	}
+	})
 	e := newCQEnv(t)
-	if a := testing.AllocsPerRun(100, func() {
+	zeroAllocs(t, "PostRecv on a full queue", func() {
 		e.rq.tail = e.rq.head - e.rq.maxPost
 		if _, st := e.rq.PostRecv([]RecvWR{{WRID: 1}}); st != provider.QueueFull {
 			t.Fatal(st)
 		}
-	}); a != 0 {
-		t.Errorf("PostRecv on a full queue: %v allocs/op", a)
-	}
+	})
 	var wcs [4]WC
-	if a := testing.AllocsPerRun(100, func() {
+	zeroAllocs(t, "Poll of an unknown CQE", func() {
 		putCQE(e.cqBuf, 8, e.cq.ci, cqeSpec{opcode: CQEReq, wqeOpcode: OpcodeSend, qpn: 0x99, uidx: 99})
 		if _, st := e.cq.Poll(wcs[:]); st != provider.UnknownCQE {
 			t.Fatal(st)
 		}
-	}); a != 0 {
-		t.Errorf("Poll of an unknown CQE: %v allocs/op", a)
-	}
+	})
 }
 
 // BenchmarkPostSendInline posts one signaled 32-byte inline SEND and rings the doorbell (BlueFlame copy of one
