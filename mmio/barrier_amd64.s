@@ -1,5 +1,16 @@
 #include "textflag.h"
 
+// COPY64_SI_DI copies the 64 bytes at SI to DI through AX: eight 8-byte stores in ascending address order.
+#define COPY64_SI_DI \
+	MOVQ 0(SI), AX; MOVQ AX, 0(DI); \
+	MOVQ 8(SI), AX; MOVQ AX, 8(DI); \
+	MOVQ 16(SI), AX; MOVQ AX, 16(DI); \
+	MOVQ 24(SI), AX; MOVQ AX, 24(DI); \
+	MOVQ 32(SI), AX; MOVQ AX, 32(DI); \
+	MOVQ 40(SI), AX; MOVQ AX, 40(DI); \
+	MOVQ 48(SI), AX; MOVQ AX, 48(DI); \
+	MOVQ 56(SI), AX; MOVQ AX, 56(DI)
+
 // func ToDeviceBarrier()
 // x86 does not reorder stores to write-back memory; the call itself is the compiler barrier.
 TEXT ·ToDeviceBarrier(SB), NOSPLIT|NOFRAME, $0-0
@@ -32,22 +43,7 @@ TEXT ·write64(SB), NOSPLIT|NOFRAME, $0-16
 TEXT ·copy64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
-	MOVQ 0(SI), AX
-	MOVQ AX, 0(DI)
-	MOVQ 8(SI), AX
-	MOVQ AX, 8(DI)
-	MOVQ 16(SI), AX
-	MOVQ AX, 16(DI)
-	MOVQ 24(SI), AX
-	MOVQ AX, 24(DI)
-	MOVQ 32(SI), AX
-	MOVQ AX, 32(DI)
-	MOVQ 40(SI), AX
-	MOVQ AX, 40(DI)
-	MOVQ 48(SI), AX
-	MOVQ AX, 48(DI)
-	MOVQ 56(SI), AX
-	MOVQ AX, 56(DI)
+	COPY64_SI_DI
 	RET
 
 // func wcWrite64(p *uint64, v uint64)
@@ -66,21 +62,6 @@ TEXT ·wcCopy64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	SFENCE
-	MOVQ 0(SI), AX
-	MOVQ AX, 0(DI)
-	MOVQ 8(SI), AX
-	MOVQ AX, 8(DI)
-	MOVQ 16(SI), AX
-	MOVQ AX, 16(DI)
-	MOVQ 24(SI), AX
-	MOVQ AX, 24(DI)
-	MOVQ 32(SI), AX
-	MOVQ AX, 32(DI)
-	MOVQ 40(SI), AX
-	MOVQ AX, 40(DI)
-	MOVQ 48(SI), AX
-	MOVQ AX, 48(DI)
-	MOVQ 56(SI), AX
-	MOVQ AX, 56(DI)
+	COPY64_SI_DI
 	SFENCE
 	RET

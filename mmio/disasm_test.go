@@ -7,12 +7,30 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // inst is one disassembled instruction: its encoding in hex (as objdump prints it) and its Go-syntax text.
 type inst struct{ hex, text string }
+
+// amd64Args2 loads the two pointer arguments (MOVQ dst, DI; MOVQ src, SI), and amd64Copy64Stores are the eight
+// ascending 8-byte load/store pairs of one 64-byte block (MOVQ 0(SI), AX; MOVQ AX, 0(DI); ...), which copy64
+// makes and wcCopy64 makes between its SFENCEs.
+var (
+	amd64Args2        = []string{"488b7c2408", "488b742410"}
+	amd64Copy64Stores = []string{
+		"488b06", "488907",
+		"488b4608", "48894708",
+		"488b4610", "48894710",
+		"488b4618", "48894718",
+		"488b4620", "48894720",
+		"488b4628", "48894728",
+		"488b4630", "48894730",
+		"488b4638", "48894738",
+	}
+)
 
 // want pins, per architecture and function, the exact instruction encodings. Loads of the (stack) arguments are
 // part of the pin so that the store's width and addressing cannot change unnoticed.
@@ -23,27 +41,9 @@ var want = map[string]map[string][]string{
 		"FlushWrites":       {"0faef8", "c3"},                             // SFENCE
 		"WCStart":           {"0faef8", "c3"},                             // SFENCE
 		"write64":           {"488b7c2408", "488b442410", "488907", "c3"}, // MOVQ AX, 0(DI): one 8-byte store
-		"copy64": {"488b7c2408", "488b742410",
-			"488b06", "488907", // MOVQ 0(SI), AX; MOVQ AX, 0(DI)
-			"488b4608", "48894708",
-			"488b4610", "48894710",
-			"488b4618", "48894718",
-			"488b4620", "48894720",
-			"488b4628", "48894728",
-			"488b4630", "48894730",
-			"488b4638", "48894738",
-			"c3"},
-		"wcWrite64": {"488b7c2408", "488b442410", "0faef8", "488907", "0faef8", "c3"}, // SFENCE; MOVQ; SFENCE
-		"wcCopy64": {"488b7c2408", "488b742410", "0faef8",
-			"488b06", "488907",
-			"488b4608", "48894708",
-			"488b4610", "48894710",
-			"488b4618", "48894718",
-			"488b4620", "48894720",
-			"488b4628", "48894728",
-			"488b4630", "48894730",
-			"488b4638", "48894738",
-			"0faef8", "c3"},
+		"copy64":            slices.Concat(amd64Args2, amd64Copy64Stores, []string{"c3"}),
+		"wcWrite64":         {"488b7c2408", "488b442410", "0faef8", "488907", "0faef8", "c3"}, // SFENCE; MOVQ; SFENCE
+		"wcCopy64":          slices.Concat(amd64Args2, []string{"0faef8"}, amd64Copy64Stores, []string{"0faef8", "c3"}),
 	},
 	"arm64": {
 		"ToDeviceBarrier":   {"d50332bf", "d65f03c0"},                                                 // DMB OSHST

@@ -59,21 +59,12 @@ func TestWCStores(t *testing.T) {
 	if !bytes.Equal(dst, want) {
 		t.Fatalf("got %x\nwant %x", dst, want)
 	}
-	for name, f := range map[string]func(){
+	mustPanic(t, map[string]func(){
 		"write misaligned": func() { r.WCWrite64(4, 0) },
 		"write past end":   func() { r.WCWrite64(256, 0) },
 		"block misaligned": func() { r.WCCopyBlock(8, (*[64]byte)(src)) },
 		"block past end":   func() { r.WCCopyBlock(256, (*[64]byte)(src)) },
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: no panic", name)
-				}
-			}()
-			f()
-		}()
-	}
+	})
 }
 
 func TestCopy64(t *testing.T) {
@@ -106,7 +97,7 @@ func TestRegChecks(t *testing.T) {
 		t.Errorf("empty window accepted")
 	}
 	r, _ := RegFromBytes(b)
-	for name, f := range map[string]func(){
+	mustPanic(t, map[string]func(){
 		"write misaligned":  func() { r.Write64(4, 0) },
 		"write past end":    func() { r.Write64(64, 0) },
 		"copy past end":     func() { r.Copy64(8, b) },
@@ -115,16 +106,7 @@ func TestRegChecks(t *testing.T) {
 		"sub out of range":  func() { r.Sub(32, 64) },
 		"block misaligned":  func() { r.CopyBlock(8, (*[64]byte)(b)) },
 		"block past end":    func() { r.CopyBlock(64, (*[64]byte)(b)) },
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: no panic", name)
-				}
-			}()
-			f()
-		}()
-	}
+	})
 	src := alignedBuf(64)
 	for i := range src {
 		src[i] = byte(i + 1)
@@ -175,5 +157,20 @@ func BenchmarkCopy64(b *testing.B) {
 	src := alignedBuf(64)
 	for i := 0; i < b.N; i++ {
 		r.Copy64(0, src)
+	}
+}
+
+// mustPanic checks that each of the named calls panics.
+func mustPanic(t *testing.T, calls map[string]func()) {
+	t.Helper()
+	for name, f := range calls {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
 	}
 }
