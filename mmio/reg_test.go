@@ -43,14 +43,8 @@ func TestWrite64(t *testing.T) {
 // TestWCStores checks the combined write-combining primitives land exactly like Write64 and CopyBlock.
 func TestWCStores(t *testing.T) {
 	dst := alignedBuf(256)
-	src := alignedBuf(64)
-	for i := range src {
-		src[i] = byte(i + 1)
-	}
-	r, err := RegFromBytes(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := countingBlock()
+	r := mustReg(t, dst)
 	r.WCCopyBlock(128, (*[64]byte)(src))
 	r.WCWrite64(8, 0x0807060504030201)
 	want := make([]byte, 256)
@@ -69,14 +63,8 @@ func TestWCStores(t *testing.T) {
 
 func TestCopy64(t *testing.T) {
 	dst := alignedBuf(256)
-	src := alignedBuf(64)
-	for i := range src {
-		src[i] = byte(i + 1)
-	}
-	r, err := RegFromBytes(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := countingBlock()
+	r := mustReg(t, dst)
 	r.Copy64(128, src)
 	if string(dst[128:192]) != string(src) {
 		t.Fatalf("copy: got %x", dst[128:192])
@@ -107,10 +95,7 @@ func TestRegChecks(t *testing.T) {
 		"block misaligned":  func() { r.CopyBlock(8, (*[64]byte)(b)) },
 		"block past end":    func() { r.CopyBlock(64, (*[64]byte)(b)) },
 	})
-	src := alignedBuf(64)
-	for i := range src {
-		src[i] = byte(i + 1)
-	}
+	src := countingBlock()
 	big, _ := RegFromBytes(alignedBuf(128))
 	big.CopyBlock(64, (*[64]byte)(src))
 	if got := unsafe.Slice((*byte)(big.base), 128); !bytes.Equal(got[64:], src) || !bytes.Equal(got[:64], make([]byte, 64)) {
@@ -173,4 +158,23 @@ func mustPanic(t *testing.T, calls map[string]func()) {
 			f()
 		}()
 	}
+}
+
+// countingBlock is an aligned 64-byte block holding 1, 2, ..., 64.
+func countingBlock() []byte {
+	b := alignedBuf(64)
+	for i := range b {
+		b[i] = byte(i + 1)
+	}
+	return b
+}
+
+// mustReg is RegFromBytes(b), which must succeed.
+func mustReg(t *testing.T, b []byte) Reg {
+	t.Helper()
+	r, err := RegFromBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
