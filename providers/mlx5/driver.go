@@ -539,14 +539,13 @@ type qpAdapter struct {
 	*hw.QP
 	ctx      *mctx
 	scq, rcq *cqAdapter
-	mem      []byte
-	dbrMem   []byte
-	dbr      hw.DoorbellRecord
-	bf       bfSlot
-	uidx     uint32
-	state    atomic.Uint32 // verbs.QPState: posts read it while Modify's StateChanged writes it
-	sqMu     sync.Mutex
-	rqMu     sync.Mutex
+	queueMem
+	dbr   hw.DoorbellRecord
+	bf    bfSlot
+	uidx  uint32
+	state atomic.Uint32 // verbs.QPState: posts read it while Modify's StateChanged writes it
+	sqMu  sync.Mutex
+	rqMu  sync.Mutex
 }
 
 // PostSend implements provider.QP.
@@ -616,14 +615,7 @@ func (q *qpAdapter) Destroyed() {
 }
 
 func (q *qpAdapter) release() {
-	if q.mem != nil {
-		q.ctx.sys.unmap(q.mem)
-		q.mem = nil
-	}
-	if q.dbrMem != nil {
-		q.ctx.putDBR(q.dbrMem)
-		q.dbrMem = nil
-	}
+	q.queueMem.free(q.ctx)
 	if q.bf.reg != nil {
 		q.ctx.putBF(q.bf)
 		q.bf = bfSlot{}
@@ -667,10 +659,9 @@ func (c *mctx) CreateSRQ(p provider.SRQParams, create provider.Create[provider.S
 
 type srqAdapter struct {
 	*hw.SRQ
-	ctx    *mctx
-	mem    []byte
-	dbrMem []byte
-	uidx   uint32
+	ctx *mctx
+	queueMem
+	uidx uint32
 }
 
 // Modify implements provider.SRQ (only the limit can change; there is no driver data).
@@ -678,15 +669,30 @@ func (s *srqAdapter) Modify(maxWR uint32, exec provider.Exec) error { return exe
 
 // Destroyed implements provider.SRQ.
 func (s *srqAdapter) Destroyed() {
-	if s.mem != nil {
-		s.ctx.sys.unmap(s.mem)
-		s.mem = nil
-	}
-	if s.dbrMem != nil {
-		s.ctx.putDBR(s.dbrMem)
-		s.dbrMem = nil
+	if s.queueMem.free(s.ctx) {
 		s.ctx.putUserIndex(s.uidx)
 	}
+}
+
+// queueMem is the memory of a QP's or SRQ's work queue: its ring and its doorbell record.
+type queueMem struct {
+	mem    []byte
+	dbrMem []byte
+}
+
+// free unmaps the ring and returns the doorbell record, each once; it reports whether there was a doorbell
+// record to return.
+func (m *queueMem) free(c *mctx) bool {
+	if m.mem != nil {
+		c.sys.unmap(m.mem)
+		m.mem = nil
+	}
+	if m.dbrMem == nil {
+		return false
+	}
+	c.putDBR(m.dbrMem)
+	m.dbrMem = nil
+	return true
 }
 
 // CreateAH implements provider.Context: on InfiniBand the address vector is built in userspace with no kernel
