@@ -6,6 +6,8 @@ import (
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/abi"
 )
 
 // attrDecoder walks a run of netlink attributes (struct nlattr TLVs). It has a
@@ -75,37 +77,46 @@ func (d *attrDecoder) sizeErr(want int) {
 	d.fail(fmt.Errorf("netlinkrdma: attribute %d: want %d bytes, got %d", d.typ, want, len(d.val)))
 }
 
+// fixed returns the current attribute's value if it is size bytes long, and
+// otherwise records the size error and returns nil.
+func (d *attrDecoder) fixed(size int) []byte {
+	if len(d.val) != size {
+		d.sizeErr(size)
+		return nil
+	}
+	return d.val
+}
+
+// order is the byte order of the current attribute's value.
+func (d *attrDecoder) order() binary.ByteOrder {
+	if d.netOrd {
+		return binary.BigEndian
+	}
+	return binary.NativeEndian
+}
+
 // Uint8 decodes the current attribute as a u8.
 func (d *attrDecoder) Uint8() uint8 {
-	if len(d.val) != 1 {
-		d.sizeErr(1)
-		return 0
+	if b := d.fixed(1); b != nil {
+		return b[0]
 	}
-	return d.val[0]
+	return 0
 }
 
 // Uint32 decodes the current attribute as a u32.
 func (d *attrDecoder) Uint32() uint32 {
-	if len(d.val) != 4 {
-		d.sizeErr(4)
-		return 0
+	if b := d.fixed(4); b != nil {
+		return d.order().Uint32(b)
 	}
-	if d.netOrd {
-		return binary.BigEndian.Uint32(d.val)
-	}
-	return binary.NativeEndian.Uint32(d.val)
+	return 0
 }
 
 // Uint64 decodes the current attribute as a u64.
 func (d *attrDecoder) Uint64() uint64 {
-	if len(d.val) != 8 {
-		d.sizeErr(8)
-		return 0
+	if b := d.fixed(8); b != nil {
+		return d.order().Uint64(b)
 	}
-	if d.netOrd {
-		return binary.BigEndian.Uint64(d.val)
-	}
-	return binary.NativeEndian.Uint64(d.val)
+	return 0
 }
 
 // String decodes the current attribute as a string; the kernel sends
@@ -126,6 +137,59 @@ func (d *attrDecoder) Nested(fn func(nd *attrDecoder)) {
 	fn(nd)
 }
 
+// each calls fn on every remaining attribute, after adding its type to
+// present when present is not nil.
+func (d *attrDecoder) each(present *AttrSet, fn func(ad *attrDecoder)) {
+	for d.Next() {
+		if present != nil {
+			present.add(d.Type())
+		}
+		fn(d)
+	}
+}
+
+// walk is each over the attributes of b; it returns the first decode error.
+func walk(b []byte, present *AttrSet, fn func(ad *attrDecoder)) error {
+	ad := newAttrDecoder(b)
+	ad.each(present, fn)
+	return ad.Err()
+}
+
+// entries calls fn with a decoder over each entry of type entry in the table
+// nested in the current attribute (entries of other types are skipped). An
+// error fn returns for an entry that decoded cleanly (a check of what it
+// holds) becomes this decoder's error and ends the walk.
+func (d *attrDecoder) entries(entry uint16, fn func(e *attrDecoder) error) {
+	d.Nested(func(tbl *attrDecoder) {
+		for tbl.Next() {
+			if tbl.Type() != entry {
+				continue
+			}
+			var err error
+			tbl.Nested(func(e *attrDecoder) { err = fn(e) })
+			if err != nil && tbl.Err() == nil {
+				tbl.fail(err)
+			}
+		}
+	})
+}
+
+// decodeTable decodes the table nested in the current attribute into one T
+// per entry of type entry: decode walks the entry's attributes into a new T
+// and checks it; an entry that decoded cleanly and passed is appended.
+func decodeTable[T any](d *attrDecoder, entry uint16, decode func(v *T, e *attrDecoder) error) []T {
+	var out []T
+	d.entries(entry, func(e *attrDecoder) error {
+		var v T
+		err := decode(&v, e)
+		if err == nil && e.Err() == nil {
+			out = append(out, v)
+		}
+		return err
+	})
+	return out
+}
+
 // attrEncoder builds a run of attributes for a request, with the alignment
 // rules of vishvananda/netlink's nl.RtAttr (the same as struct nlattr).
 type attrEncoder struct {
@@ -140,6 +204,15 @@ func (e *attrEncoder) Uint8(typ uint16, v uint8)   { e.bytes(typ, nl.Uint8Attr(v
 func (e *attrEncoder) Uint32(typ uint16, v uint32) { e.bytes(typ, nl.Uint32Attr(v)) }
 func (e *attrEncoder) Uint64(typ uint16, v uint64) { e.bytes(typ, nl.Uint64Attr(v)) }
 
+// Bool encodes v as a u8 that is 1 or 0, the kernel's on / off settings.
+func (e *attrEncoder) Bool(typ uint16, v bool) {
+	u := uint8(0)
+	if v {
+		u = 1
+	}
+	e.Uint8(typ, u)
+}
+
 // String encodes a NUL-terminated string (the kernel's NLA_NUL_STRING).
 func (e *attrEncoder) String(typ uint16, s string) { e.bytes(typ, nl.ZeroTerminated(s)) }
 
@@ -151,4 +224,18 @@ func (e *attrEncoder) Nested(typ uint16, fn func(ne *attrEncoder)) {
 	var ne attrEncoder
 	fn(&ne)
 	e.bytes(typ|unix.NLA_F_NESTED, ne.b)
+}
+
+// devAttrs starts a request that names a device.
+func devAttrs(devIndex uint32) *attrEncoder {
+	e := &attrEncoder{}
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	return e
+}
+
+// portAttrs starts a request that names a port of a device.
+func portAttrs(devIndex, port uint32) *attrEncoder {
+	e := devAttrs(devIndex)
+	e.Uint32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, port)
+	return e
 }

@@ -36,11 +36,8 @@ func decodeHugeDev(v uint64) (major, minor uint32) {
 func decodeChardev(b []byte) (Chardev, error) {
 	var cd Chardev
 	var present AttrSet
-	ad := newAttrDecoder(b)
-	for ad.Next() {
-		t := ad.Type()
-		present.add(t)
-		switch t {
+	err := walk(b, &present, func(ad *attrDecoder) {
+		switch ad.Type() {
 		case abi.RDMA_NLDEV_ATTR_CHARDEV_NAME:
 			cd.Name = ad.String()
 		case abi.RDMA_NLDEV_ATTR_CHARDEV:
@@ -57,11 +54,11 @@ func decodeChardev(b []byte) (Chardev, error) {
 				cd.DriverID = DriverID(ad.Uint32())
 			}
 		}
-	}
-	if err := ad.Err(); err != nil {
+	})
+	if err != nil {
 		return Chardev{}, err
 	}
-	if !present.Has(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME) || !present.Has(abi.RDMA_NLDEV_ATTR_CHARDEV) {
+	if _, ok := present.lacks(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME, abi.RDMA_NLDEV_ATTR_CHARDEV); ok {
 		return Chardev{}, fmt.Errorf("netlinkrdma: chardev reply lacks name or dev_t")
 	}
 	return cd, nil
@@ -74,17 +71,14 @@ func decodeChardev(b []byte) (Chardev, error) {
 //
 // This is how libibverbs finds /dev/infiniband/uverbsN for a device.
 func (c *Conn) Chardev(devIndex uint32, typ string) (Chardev, error) {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e := devAttrs(devIndex)
 	e.String(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, typ)
 	return c.chardev(e.Encode(), fmt.Sprintf("%s of device index %d", typ, devIndex))
 }
 
 // PortChardev is Chardev for per-port character devices such as "umad".
 func (c *Conn) PortChardev(devIndex, port uint32, typ string) (Chardev, error) {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
-	e.Uint32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, port)
+	e := portAttrs(devIndex, port)
 	e.String(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, typ)
 	return c.chardev(e.Encode(), fmt.Sprintf("%s of device index %d port %d", typ, devIndex, port))
 }
@@ -98,12 +92,7 @@ func (c *Conn) GlobalChardev(typ string) (Chardev, error) {
 }
 
 func (c *Conn) chardev(attrs []byte, object string) (Chardev, error) {
-	var cd Chardev
-	err := c.doit(abi.RDMA_NLDEV_CMD_GET_CHARDEV, attrs, func(b []byte) error {
-		var err error
-		cd, err = decodeChardev(b)
-		return err
-	})
+	cd, err := get(c, abi.RDMA_NLDEV_CMD_GET_CHARDEV, attrs, decodeChardev)
 	if err != nil {
 		return Chardev{}, opErr("get chardev", object, err)
 	}

@@ -172,3 +172,39 @@ func (c *Conn) dump(op uint16, attrs []byte, reset func(), fn func([]byte) error
 	}
 	return err
 }
+
+// get sends a doit request and decodes its reply with decode.
+func get[T any](c *Conn, op uint16, attrs []byte, decode func([]byte) (T, error)) (T, error) {
+	var v T
+	err := c.doit(op, attrs, func(b []byte) error {
+		var err error
+		v, err = decode(b)
+		return err
+	})
+	return v, err
+}
+
+// list sends a dump request and decodes each reply message into one T.
+func list[T any](c *Conn, op uint16, attrs []byte, decode func([]byte) (T, error)) ([]T, error) {
+	var out []T
+	err := c.dump(op, attrs, func() { out = out[:0] }, func(b []byte) error {
+		v, err := decode(b)
+		if err == nil {
+			out = append(out, v)
+		}
+		return err
+	})
+	return out, err
+}
+
+// listTables sends a dump request whose reply messages each carry a table,
+// and decodes the tables into one list.
+func listTables[T any](c *Conn, op uint16, attrs []byte, decode func([]byte) ([]T, error)) ([]T, error) {
+	var out []T
+	err := c.dump(op, attrs, func() { out = out[:0] }, func(b []byte) error {
+		vs, err := decode(b)
+		out = append(out, vs...)
+		return err
+	})
+	return out, err
+}

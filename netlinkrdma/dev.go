@@ -55,14 +55,22 @@ func (s AttrSet) Has(t uint16) bool {
 	return t < 128 && s.bits[t/64]&(1<<(t%64)) != 0
 }
 
+// lacks returns the first of ts that is not in s; ok is false when s has
+// them all.
+func (s AttrSet) lacks(ts ...uint16) (t uint16, ok bool) {
+	for _, t := range ts {
+		if !s.Has(t) {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
 // decodeDevice decodes one RDMA_NLDEV_CMD_GET reply payload.
 func decodeDevice(b []byte) (Device, error) {
 	var d Device
-	ad := newAttrDecoder(b)
-	for ad.Next() {
-		t := ad.Type()
-		d.Present.add(t)
-		switch t {
+	err := walk(b, &d.Present, func(ad *attrDecoder) {
+		switch ad.Type() {
 		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
 			d.Index = ad.Uint32()
 		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
@@ -88,11 +96,11 @@ func decodeDevice(b []byte) (Device, error) {
 		case abi.RDMA_NLDEV_ATTR_PARENT_NAME:
 			d.Parent = ad.String()
 		}
-	}
-	if err := ad.Err(); err != nil {
+	})
+	if err != nil {
 		return Device{}, err
 	}
-	if !d.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_INDEX) || !d.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_NAME) {
+	if _, ok := d.Present.lacks(abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_DEV_NAME); ok {
 		return Device{}, errors.New("netlinkrdma: device reply lacks index or name")
 	}
 	return d, nil
@@ -102,15 +110,7 @@ func decodeDevice(b []byte) (Device, error) {
 //
 // Equivalent to: rdma dev show
 func (c *Conn) Devices() ([]Device, error) {
-	var devs []Device
-	err := c.dump(abi.RDMA_NLDEV_CMD_GET, nil, func() { devs = devs[:0] }, func(b []byte) error {
-		d, err := decodeDevice(b)
-		if err != nil {
-			return err
-		}
-		devs = append(devs, d)
-		return nil
-	})
+	devs, err := list(c, abi.RDMA_NLDEV_CMD_GET, nil, decodeDevice)
 	if err != nil {
 		return nil, opErr("list devices", "", err)
 	}
@@ -122,14 +122,7 @@ func (c *Conn) Devices() ([]Device, error) {
 //
 // Equivalent to: rdma dev show DEV
 func (c *Conn) DeviceByIndex(idx uint32) (Device, error) {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
-	var d Device
-	err := c.doit(abi.RDMA_NLDEV_CMD_GET, e.Encode(), func(b []byte) error {
-		var err error
-		d, err = decodeDevice(b)
-		return err
-	})
+	d, err := get(c, abi.RDMA_NLDEV_CMD_GET, devAttrs(idx).Encode(), decodeDevice)
 	if err != nil {
 		return Device{}, opErr("get device", fmt.Sprintf("index %d", idx), err)
 	}
@@ -158,8 +151,7 @@ func (c *Conn) Device(name string) (Device, error) {
 //
 // Equivalent to: rdma dev set OLD name NEW
 func (c *Conn) SetDeviceName(idx uint32, newName string) error {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
+	e := devAttrs(idx)
 	e.String(abi.RDMA_NLDEV_ATTR_DEV_NAME, newName)
 	return opErr("rename device", fmt.Sprintf("index %d to %q", idx, newName),
 		c.doit(abi.RDMA_NLDEV_CMD_SET, e.Encode(), nil))
@@ -172,8 +164,7 @@ func (c *Conn) SetDeviceName(idx uint32, newName string) error {
 //
 // Equivalent to: rdma dev set DEV netns NSNAME
 func (c *Conn) SetDeviceNetNS(idx uint32, nsFD int) error {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
+	e := devAttrs(idx)
 	e.Uint32(abi.RDMA_NLDEV_NET_NS_FD, uint32(nsFD))
 	return opErr("move device", fmt.Sprintf("index %d to netns fd %d", idx, nsFD),
 		c.doit(abi.RDMA_NLDEV_CMD_SET, e.Encode(), nil))
@@ -196,13 +187,8 @@ func (c *Conn) SetDeviceNetNSByPID(idx uint32, pid int) error {
 //
 // Equivalent to: rdma dev set DEV adaptive-moderation on|off
 func (c *Conn) SetAdaptiveModeration(idx uint32, on bool) error {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
-	v := uint8(0)
-	if on {
-		v = 1
-	}
-	e.Uint8(abi.RDMA_NLDEV_ATTR_DEV_DIM, v)
+	e := devAttrs(idx)
+	e.Bool(abi.RDMA_NLDEV_ATTR_DEV_DIM, on)
 	return opErr("set adaptive-moderation on device", fmt.Sprintf("index %d", idx),
 		c.doit(abi.RDMA_NLDEV_CMD_SET, e.Encode(), nil))
 }
@@ -244,8 +230,7 @@ func (t DeviceType) String() string {
 //
 // Equivalent to: rdma dev add NAME type smi parent PARENT
 func (c *Conn) AddSubDevice(parent uint32, name string, typ DeviceType) error {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, parent)
+	e := devAttrs(parent)
 	e.String(abi.RDMA_NLDEV_ATTR_DEV_NAME, name)
 	e.Uint8(abi.RDMA_NLDEV_ATTR_DEV_TYPE, uint8(typ))
 	return opErr("add sub-device", name, c.doit(abi.RDMA_NLDEV_CMD_NEWDEV, e.Encode(), nil))
@@ -255,7 +240,6 @@ func (c *Conn) AddSubDevice(parent uint32, name string, typ DeviceType) error {
 //
 // Equivalent to: rdma dev delete NAME
 func (c *Conn) DeleteSubDevice(idx uint32) error {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
+	e := devAttrs(idx)
 	return opErr("delete sub-device", "", c.doit(abi.RDMA_NLDEV_CMD_DELDEV, e.Encode(), nil))
 }

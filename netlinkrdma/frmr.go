@@ -38,8 +38,7 @@ func (f *FRMRPool) decodeAttr(ad *attrDecoder) {
 	case abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY:
 		f.HasKey = true
 		ad.Nested(func(k *attrDecoder) {
-			for k.Next() {
-				f.Key.Present.add(k.Type())
+			k.each(&f.Key.Present, func(k *attrDecoder) {
 				switch k.Type() {
 				case abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ATS:
 					f.Key.ATS = k.Uint8() != 0
@@ -52,7 +51,7 @@ func (f *FRMRPool) decodeAttr(ad *attrDecoder) {
 				case abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_KERNEL_VENDOR_KEY:
 					f.Key.KernelVendorKey = k.Uint64()
 				}
-			}
+			})
 		})
 	case abi.RDMA_NLDEV_ATTR_FRMR_POOL_QUEUE_HANDLES:
 		f.QueueHandles = ad.Uint32()
@@ -90,8 +89,7 @@ func (c *Conn) SetFRMRPoolAging(devIndex, period uint32) error {
 	if period == 0 {
 		return opErr("set frmr pool aging of device", ResQuery{DevIndex: devIndex}.object(), ErrZeroAging)
 	}
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e := devAttrs(devIndex)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_FRMR_POOLS_AGING_PERIOD, period)
 	return opErr("set frmr pool aging of device", ResQuery{DevIndex: devIndex}.object(),
 		c.doit(abi.RDMA_NLDEV_CMD_FRMR_POOLS_SET, e.Encode(), nil))
@@ -102,15 +100,10 @@ func (c *Conn) SetFRMRPoolAging(devIndex, period uint32) error {
 //
 // Equivalent to: rdma resource set frmr_pools dev DEV pinned KEY VALUE
 func (c *Conn) SetFRMRPoolPinned(devIndex uint32, k FRMRPoolKey, pinned uint32) error {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e := devAttrs(devIndex)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_FRMR_POOL_PINNED_HANDLES, pinned)
 	e.Nested(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY, func(ke *attrEncoder) {
-		ats := uint8(0)
-		if k.ATS {
-			ats = 1
-		}
-		ke.Uint8(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ATS, ats)
+		ke.Bool(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ATS, k.ATS)
 		ke.Uint32(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ACCESS_FLAGS, k.AccessFlags)
 		ke.Uint64(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_VENDOR_KEY, k.VendorKey)
 		ke.Uint64(abi.RDMA_NLDEV_ATTR_FRMR_POOL_KEY_NUM_DMA_BLOCKS, k.NumDMABlocks)

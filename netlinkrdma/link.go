@@ -33,8 +33,7 @@ func (c *Conn) LinkAdd(name, typ, netdev string) error {
 // devices whose driver allows it (rxe, siw) can be removed; others give
 // EINVAL. Needs CAP_NET_ADMIN.
 func (c *Conn) LinkDelIndex(devIndex uint32) error {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e := devAttrs(devIndex)
 	return opErr("delete link", fmt.Sprintf("index %d", devIndex),
 		c.doit(abi.RDMA_NLDEV_CMD_DELLINK, e.Encode(), nil))
 }

@@ -68,11 +68,8 @@ var ErrNoEventType = errors.New("netlinkrdma: monitor message lacks RDMA_NLDEV_A
 
 func decodeEvent(b []byte) (Event, error) {
 	var e Event
-	ad := newAttrDecoder(b)
-	for ad.Next() {
-		t := ad.Type()
-		e.Present.add(t)
-		switch t {
+	err := walk(b, &e.Present, func(ad *attrDecoder) {
+		switch ad.Type() {
 		case abi.RDMA_NLDEV_ATTR_EVENT_TYPE:
 			e.Type = EventType(ad.Uint8())
 		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
@@ -86,8 +83,8 @@ func decodeEvent(b []byte) (Event, error) {
 		case abi.RDMA_NLDEV_ATTR_NDEV_NAME:
 			e.NetdevName = ad.String()
 		}
-	}
-	if err := ad.Err(); err != nil {
+	})
+	if err != nil {
 		return Event{}, err
 	}
 	if !e.Present.Has(abi.RDMA_NLDEV_ATTR_EVENT_TYPE) {

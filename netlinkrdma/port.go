@@ -48,11 +48,8 @@ func (p *Port) ib() *PortIB {
 // decodePort decodes one RDMA_NLDEV_CMD_PORT_GET reply payload.
 func decodePort(b []byte) (Port, error) {
 	var p Port
-	ad := newAttrDecoder(b)
-	for ad.Next() {
-		t := ad.Type()
-		p.Present.add(t)
-		switch t {
+	err := walk(b, &p.Present, func(ad *attrDecoder) {
+		switch ad.Type() {
 		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
 			p.DevIndex = ad.Uint32()
 		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
@@ -78,11 +75,11 @@ func decodePort(b []byte) (Port, error) {
 		case abi.RDMA_NLDEV_ATTR_NDEV_NAME:
 			p.NetdevName = ad.String()
 		}
-	}
-	if err := ad.Err(); err != nil {
+	})
+	if err != nil {
 		return Port{}, err
 	}
-	if !p.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_INDEX) || !p.Present.Has(abi.RDMA_NLDEV_ATTR_PORT_INDEX) {
+	if _, ok := p.Present.lacks(abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_PORT_INDEX); ok {
 		return Port{}, errors.New("netlinkrdma: port reply lacks device or port index")
 	}
 	return p, nil
@@ -92,17 +89,7 @@ func decodePort(b []byte) (Port, error) {
 //
 // Equivalent to: rdma link show DEV
 func (c *Conn) Ports(devIndex uint32) ([]Port, error) {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
-	var ports []Port
-	err := c.dump(abi.RDMA_NLDEV_CMD_PORT_GET, e.Encode(), func() { ports = ports[:0] }, func(b []byte) error {
-		p, err := decodePort(b)
-		if err != nil {
-			return err
-		}
-		ports = append(ports, p)
-		return nil
-	})
+	ports, err := list(c, abi.RDMA_NLDEV_CMD_PORT_GET, devAttrs(devIndex).Encode(), decodePort)
 	if err != nil {
 		return nil, opErr("list ports of device", fmt.Sprintf("index %d", devIndex), err)
 	}
@@ -114,15 +101,7 @@ func (c *Conn) Ports(devIndex uint32) ([]Port, error) {
 //
 // Equivalent to: rdma link show DEV/PORT
 func (c *Conn) Port(devIndex, port uint32) (Port, error) {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
-	e.Uint32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, port)
-	var p Port
-	err := c.doit(abi.RDMA_NLDEV_CMD_PORT_GET, e.Encode(), func(b []byte) error {
-		var err error
-		p, err = decodePort(b)
-		return err
-	})
+	p, err := get(c, abi.RDMA_NLDEV_CMD_PORT_GET, portAttrs(devIndex, port).Encode(), decodePort)
 	if err != nil {
 		return Port{}, opErr("get port", fmt.Sprintf("%d/%d", devIndex, port), err)
 	}

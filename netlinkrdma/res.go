@@ -32,66 +32,49 @@ type ResourceSummary struct {
 func decodeResourceSummary(b []byte) (ResourceSummary, error) {
 	var s ResourceSummary
 	var present AttrSet
-	ad := newAttrDecoder(b)
-	for ad.Next() {
-		present.add(ad.Type())
+	err := walk(b, &present, func(ad *attrDecoder) {
 		switch ad.Type() {
 		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
 			s.DevIndex = ad.Uint32()
 		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
 			s.DevName = ad.String()
 		case abi.RDMA_NLDEV_ATTR_RES_SUMMARY:
-			ad.Nested(func(tbl *attrDecoder) {
-				for tbl.Next() {
-					if tbl.Type() != abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY {
-						continue
-					}
-					var rc ResourceCount
-					var ep AttrSet
-					tbl.Nested(func(e *attrDecoder) {
-						for e.Next() {
-							ep.add(e.Type())
-							switch e.Type() {
-							case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME:
-								rc.Name = e.String()
-							case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR:
-								rc.Current = e.Uint64()
-							case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX:
-								rc.Max, rc.HasMax = e.Uint64(), true
-							}
-						}
-					})
-					if tbl.Err() == nil && (!ep.Has(abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME) ||
-						!ep.Has(abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR)) {
-						tbl.fail(errors.New("netlinkrdma: resource summary entry lacks name or count"))
-					}
-					s.Counts = append(s.Counts, rc)
-				}
-			})
+			s.Counts = append(s.Counts, decodeTable(ad, abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY, decodeResourceCount)...)
 		}
-	}
-	if err := ad.Err(); err != nil {
+	})
+	if err != nil {
 		return ResourceSummary{}, err
 	}
-	if !present.Has(abi.RDMA_NLDEV_ATTR_DEV_INDEX) || !present.Has(abi.RDMA_NLDEV_ATTR_DEV_NAME) ||
-		!present.Has(abi.RDMA_NLDEV_ATTR_RES_SUMMARY) {
+	if _, ok := present.lacks(abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_DEV_NAME,
+		abi.RDMA_NLDEV_ATTR_RES_SUMMARY); ok {
 		return ResourceSummary{}, errors.New("netlinkrdma: resource summary lacks device or summary table")
 	}
 	return s, nil
+}
+
+func decodeResourceCount(rc *ResourceCount, e *attrDecoder) error {
+	var present AttrSet
+	e.each(&present, func(e *attrDecoder) {
+		switch e.Type() {
+		case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME:
+			rc.Name = e.String()
+		case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR:
+			rc.Current = e.Uint64()
+		case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX:
+			rc.Max, rc.HasMax = e.Uint64(), true
+		}
+	})
+	if _, ok := present.lacks(abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME, abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR); ok {
+		return errors.New("netlinkrdma: resource summary entry lacks name or count")
+	}
+	return nil
 }
 
 // ResourceSummary returns the resource counts of one device.
 //
 // Equivalent to: rdma resource show DEV
 func (c *Conn) ResourceSummary(devIndex uint32) (ResourceSummary, error) {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
-	var s ResourceSummary
-	err := c.doit(abi.RDMA_NLDEV_CMD_RES_GET, e.Encode(), func(b []byte) error {
-		var err error
-		s, err = decodeResourceSummary(b)
-		return err
-	})
+	s, err := get(c, abi.RDMA_NLDEV_CMD_RES_GET, devAttrs(devIndex).Encode(), decodeResourceSummary)
 	if err != nil {
 		return ResourceSummary{}, opErr("get resource summary of device", fmt.Sprintf("index %d", devIndex), err)
 	}
@@ -102,14 +85,7 @@ func (c *Conn) ResourceSummary(devIndex uint32) (ResourceSummary, error) {
 //
 // Equivalent to: rdma resource show
 func (c *Conn) ResourceSummaries() ([]ResourceSummary, error) {
-	var out []ResourceSummary
-	err := c.dump(abi.RDMA_NLDEV_CMD_RES_GET, nil, func() { out = out[:0] }, func(b []byte) error {
-		s, err := decodeResourceSummary(b)
-		if err == nil {
-			out = append(out, s)
-		}
-		return err
-	})
+	out, err := list(c, abi.RDMA_NLDEV_CMD_RES_GET, nil, decodeResourceSummary)
 	if err != nil {
 		return nil, opErr("list resource summaries", "", err)
 	}
@@ -244,6 +220,24 @@ type resEntry interface {
 	check() error
 }
 
+// decodeResAttr decodes one attribute of a resource entry: a shared one into
+// its ResBase, any other by the entry itself.
+func decodeResAttr(p resEntry, ad *attrDecoder) {
+	if !p.res().decodeBase(ad) {
+		p.decodeAttr(ad)
+	}
+}
+
+// decodeResEntry decodes and checks one entry of a resource table.
+func decodeResEntry[T any, P interface {
+	*T
+	resEntry
+}](v *T, e *attrDecoder) error {
+	p := P(v)
+	e.each(nil, func(ad *attrDecoder) { decodeResAttr(p, ad) })
+	return p.check()
+}
+
 // resKind describes one RES_*_GET command.
 type resKind struct {
 	name  string // "qp", for errors
@@ -264,43 +258,20 @@ func decodeResDump[T any, P interface {
 	var devIndex uint32
 	var devName string
 	var present AttrSet
-	ad := newAttrDecoder(b)
-	for ad.Next() {
-		present.add(ad.Type())
+	err := walk(b, &present, func(ad *attrDecoder) {
 		switch ad.Type() {
 		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
 			devIndex = ad.Uint32()
 		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
 			devName = ad.String()
 		case k.table:
-			ad.Nested(func(tbl *attrDecoder) {
-				for tbl.Next() {
-					if tbl.Type() != k.entry {
-						continue
-					}
-					var v T
-					p := P(&v)
-					tbl.Nested(func(e *attrDecoder) {
-						for e.Next() {
-							if !p.res().decodeBase(e) {
-								p.decodeAttr(e)
-							}
-						}
-					})
-					if tbl.Err() == nil {
-						if err := p.check(); err != nil {
-							tbl.fail(err)
-						}
-					}
-					out = append(out, v)
-				}
-			})
+			out = append(out, decodeTable(ad, k.entry, decodeResEntry[T, P])...)
 		}
-	}
-	if err := ad.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
-	if !present.Has(abi.RDMA_NLDEV_ATTR_DEV_INDEX) || !present.Has(abi.RDMA_NLDEV_ATTR_DEV_NAME) || !present.Has(k.table) {
+	if _, ok := present.lacks(abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_DEV_NAME, k.table); ok {
 		return nil, fmt.Errorf("netlinkrdma: %s dump reply lacks device or table", k.name)
 	}
 	for i := range out {
@@ -319,17 +290,10 @@ func decodeResOne[T any, P interface {
 }](b []byte, k resKind) (T, error) {
 	var v T
 	p := P(&v)
-	ad := newAttrDecoder(b)
-	for ad.Next() {
-		if !p.res().decodeBase(ad) {
-			p.decodeAttr(ad)
-		}
-	}
-	if err := ad.Err(); err != nil {
+	if err := walk(b, nil, func(ad *attrDecoder) { decodeResAttr(p, ad) }); err != nil {
 		return v, err
 	}
-	r := p.res()
-	if !r.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_INDEX) || !r.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_NAME) {
+	if _, ok := p.res().Present.lacks(abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_DEV_NAME); ok {
 		return v, fmt.Errorf("netlinkrdma: %s reply lacks device", k.name)
 	}
 	return v, p.check()
@@ -348,8 +312,7 @@ type ResQuery struct {
 }
 
 func (q ResQuery) attrs() []byte {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, q.DevIndex)
+	e := devAttrs(q.DevIndex)
 	if q.Port != 0 {
 		e.Uint32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, q.Port)
 	}
@@ -381,12 +344,7 @@ func listRes[T any, P interface {
 	if err != nil {
 		return nil, opErr("list "+k.name+" of device", q.object(), err)
 	}
-	var out []T
-	err = c.dump(cmd, q.attrs(), func() { out = out[:0] }, func(b []byte) error {
-		vs, err := decodeResDump[T, P](b, k)
-		out = append(out, vs...)
-		return err
-	})
+	out, err := listTables(c, cmd, q.attrs(), func(b []byte) ([]T, error) { return decodeResDump[T, P](b, k) })
 	if err != nil {
 		return nil, opErr("list "+k.name+" of device", q.object(), err)
 	}
@@ -402,11 +360,7 @@ func getRes[T any, P interface {
 	if err == nil {
 		e := attrEncoder{b: q.attrs()}
 		e.Uint32(k.id, id)
-		err = c.doit(cmd, e.Encode(), func(b []byte) error {
-			var err error
-			v, err = decodeResOne[T, P](b, k)
-			return err
-		})
+		v, err = get(c, cmd, e.Encode(), func(b []byte) (T, error) { return decodeResOne[T, P](b, k) })
 	}
 	if err != nil {
 		return v, opErr("get "+k.name, fmt.Sprintf("%d of device %s", id, q.object()), err)
@@ -455,11 +409,9 @@ func (q *QP) check() error {
 	if q.Raw != nil {
 		return nil
 	}
-	for _, t := range []uint16{abi.RDMA_NLDEV_ATTR_RES_LQPN, abi.RDMA_NLDEV_ATTR_RES_SQ_PSN,
-		abi.RDMA_NLDEV_ATTR_RES_TYPE, abi.RDMA_NLDEV_ATTR_RES_STATE} {
-		if !q.Present.Has(t) {
-			return fmt.Errorf("netlinkrdma: qp entry lacks attribute %d", t)
-		}
+	if t, ok := q.Present.lacks(abi.RDMA_NLDEV_ATTR_RES_LQPN, abi.RDMA_NLDEV_ATTR_RES_SQ_PSN,
+		abi.RDMA_NLDEV_ATTR_RES_TYPE, abi.RDMA_NLDEV_ATTR_RES_STATE); ok {
+		return fmt.Errorf("netlinkrdma: qp entry lacks attribute %d", t)
 	}
 	return nil
 }
@@ -760,39 +712,28 @@ func (s *SRQ) decodeAttr(ad *attrDecoder) {
 		s.CQN = ad.Uint32()
 	case abi.RDMA_NLDEV_ATTR_RES_QP:
 		s.QPsPresent = true
-		ad.Nested(func(tbl *attrDecoder) {
-			for tbl.Next() {
-				if tbl.Type() != abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY {
-					continue
-				}
-				var r QPNRange
-				var p AttrSet
-				tbl.Nested(func(e *attrDecoder) {
-					for e.Next() {
-						p.add(e.Type())
-						switch e.Type() {
-						case abi.RDMA_NLDEV_ATTR_RES_LQPN:
-							r.Min = e.Uint32()
-							r.Max = r.Min
-						case abi.RDMA_NLDEV_ATTR_MIN_RANGE:
-							r.Min, r.Range = e.Uint32(), true
-						case abi.RDMA_NLDEV_ATTR_MAX_RANGE:
-							r.Max, r.Range = e.Uint32(), true
-						}
-					}
-				})
-				if tbl.Err() != nil {
-					return
-				}
-				if !p.Has(abi.RDMA_NLDEV_ATTR_RES_LQPN) &&
-					(!p.Has(abi.RDMA_NLDEV_ATTR_MIN_RANGE) || !p.Has(abi.RDMA_NLDEV_ATTR_MAX_RANGE)) {
-					tbl.fail(errors.New("netlinkrdma: srq qp entry lacks lqpn or range"))
-					return
-				}
-				s.QPs = append(s.QPs, r)
-			}
-		})
+		s.QPs = append(s.QPs, decodeTable(ad, abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY, decodeQPNRange)...)
 	}
+}
+
+func decodeQPNRange(r *QPNRange, e *attrDecoder) error {
+	var present AttrSet
+	e.each(&present, func(e *attrDecoder) {
+		switch e.Type() {
+		case abi.RDMA_NLDEV_ATTR_RES_LQPN:
+			r.Min = e.Uint32()
+			r.Max = r.Min
+		case abi.RDMA_NLDEV_ATTR_MIN_RANGE:
+			r.Min, r.Range = e.Uint32(), true
+		case abi.RDMA_NLDEV_ATTR_MAX_RANGE:
+			r.Max, r.Range = e.Uint32(), true
+		}
+	})
+	if _, ok := present.lacks(abi.RDMA_NLDEV_ATTR_MIN_RANGE, abi.RDMA_NLDEV_ATTR_MAX_RANGE); ok &&
+		!present.Has(abi.RDMA_NLDEV_ATTR_RES_LQPN) {
+		return errors.New("netlinkrdma: srq qp entry lacks lqpn or range")
+	}
+	return nil
 }
 
 func (s *SRQ) check() error {

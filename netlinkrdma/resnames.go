@@ -26,10 +26,7 @@ var pathMigNames = [...]string{"MIGRATED", "REARM", "ARMED"}
 
 // String returns iproute2's name ("MIGRATED", ...; "UNKNOWN" otherwise).
 func (s PathMigState) String() string {
-	if int(s) < len(pathMigNames) {
-		return pathMigNames[s]
-	}
-	return "UNKNOWN"
+	return iprouteName(pathMigNames[:], uint64(s))
 }
 
 // PollCtx is how a kernel CQ is polled (enum ib_poll_context).
@@ -39,10 +36,7 @@ var pollCtxNames = [...]string{"DIRECT", "SOFTIRQ", "WORKQUEUE", "UNBOUND_WORKQU
 
 // String returns iproute2's name ("DIRECT", ...; "UNKNOWN" otherwise).
 func (p PollCtx) String() string {
-	if int(p) < len(pollCtxNames) {
-		return pollCtxNames[p]
-	}
-	return "UNKNOWN"
+	return iprouteName(pollCtxNames[:], uint64(p))
 }
 
 // CMState is an rdma_cm ID's state (kernel enum rdma_cm_state).
@@ -53,10 +47,7 @@ var cmStateNames = [...]string{"IDLE", "ADDR_QUERY", "ADDR_RESOLVED", "ROUTE_QUE
 
 // String returns iproute2's name ("LISTEN", ...; "UNKNOWN" otherwise).
 func (s CMState) String() string {
-	if int(s) < len(cmStateNames) {
-		return cmStateNames[s]
-	}
-	return "UNKNOWN"
+	return iprouteName(cmStateNames[:], uint64(s))
 }
 
 // PortSpace is an rdma_cm port space (enum rdma_ucm_port_space: 16 bits in rdma_cm's commands, 32 in RDMA
@@ -95,8 +86,14 @@ var srqTypeNames = [...]string{"BASIC", "XRC", "TM"}
 
 // String returns iproute2's name ("BASIC", "XRC", "TM"; "UNKNOWN" otherwise).
 func (t SRQType) String() string {
-	if int(t) < len(srqTypeNames) {
-		return srqTypeNames[t]
+	return iprouteName(srqTypeNames[:], uint64(t))
+}
+
+// iprouteName is names[v], or "UNKNOWN" (iproute2's word) for a value
+// without a name.
+func iprouteName(names []string, v uint64) string {
+	if v < uint64(len(names)) {
+		return names[v]
 	}
 	return "UNKNOWN"
 }

@@ -23,40 +23,25 @@ type HWCounter struct {
 
 // decodeHWCounters decodes a RDMA_NLDEV_ATTR_STAT_HWCOUNTERS table.
 func decodeHWCounters(ad *attrDecoder, needValue bool) []HWCounter {
-	var out []HWCounter
-	ad.Nested(func(tbl *attrDecoder) {
-		for tbl.Next() {
-			if tbl.Type() != abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY {
-				continue
+	return decodeTable(ad, abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY, func(hc *HWCounter, e *attrDecoder) error {
+		e.each(&hc.Present, func(e *attrDecoder) {
+			switch e.Type() {
+			case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME:
+				hc.Name = e.String()
+			case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE:
+				hc.Value = e.Uint64()
+			case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX:
+				hc.Index = e.Uint32()
+			case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC:
+				hc.Optional, hc.Enabled = true, e.Uint8() != 0
 			}
-			var hc HWCounter
-			tbl.Nested(func(e *attrDecoder) {
-				for e.Next() {
-					hc.Present.add(e.Type())
-					switch e.Type() {
-					case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME:
-						hc.Name = e.String()
-					case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE:
-						hc.Value = e.Uint64()
-					case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX:
-						hc.Index = e.Uint32()
-					case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC:
-						hc.Optional, hc.Enabled = true, e.Uint8() != 0
-					}
-				}
-			})
-			if tbl.Err() != nil {
-				return
-			}
-			if !hc.Present.Has(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME) ||
-				(needValue && !hc.Present.Has(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE)) {
-				tbl.fail(errors.New("netlinkrdma: hw counter lacks name or value"))
-				return
-			}
-			out = append(out, hc)
+		})
+		if !hc.Present.Has(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME) ||
+			(needValue && !hc.Present.Has(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE)) {
+			return errors.New("netlinkrdma: hw counter lacks name or value")
 		}
+		return nil
 	})
-	return out
 }
 
 // PortStats is the hardware counters of one port (RDMA_NLDEV_CMD_STAT_GET).
@@ -70,9 +55,7 @@ type PortStats struct {
 func decodePortStats(b []byte, needValue bool) (PortStats, error) {
 	var s PortStats
 	var present AttrSet
-	ad := newAttrDecoder(b)
-	for ad.Next() {
-		present.add(ad.Type())
+	err := walk(b, &present, func(ad *attrDecoder) {
 		switch ad.Type() {
 		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
 			s.DevIndex = ad.Uint32()
@@ -83,24 +66,23 @@ func decodePortStats(b []byte, needValue bool) (PortStats, error) {
 		case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS:
 			s.Counters = decodeHWCounters(ad, needValue)
 		}
-	}
-	if err := ad.Err(); err != nil {
+	})
+	if err != nil {
 		return PortStats{}, err
 	}
-	for _, t := range []uint16{abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_DEV_NAME,
-		abi.RDMA_NLDEV_ATTR_PORT_INDEX, abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS} {
-		if !present.Has(t) {
-			return PortStats{}, fmt.Errorf("netlinkrdma: port statistics lack attribute %d", t)
-		}
+	if t, ok := present.lacks(abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_DEV_NAME,
+		abi.RDMA_NLDEV_ATTR_PORT_INDEX, abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS); ok {
+		return PortStats{}, fmt.Errorf("netlinkrdma: port statistics lack attribute %d", t)
 	}
 	return s, nil
 }
 
-func portAttrs(devIndex, port uint32) *attrEncoder {
-	e := &attrEncoder{}
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
-	e.Uint32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, port)
-	return e
+// portStats gets the counters of a port with STAT_GET (needValue) or
+// STAT_GET_STATUS.
+func (c *Conn) portStats(op uint16, devIndex, port uint32, needValue bool) (PortStats, error) {
+	return get(c, op, portAttrs(devIndex, port).Encode(), func(b []byte) (PortStats, error) {
+		return decodePortStats(b, needValue)
+	})
 }
 
 // PortStats returns the hardware counters of a port. Devices without
@@ -108,12 +90,7 @@ func portAttrs(devIndex, port uint32) *attrEncoder {
 //
 // Equivalent to: rdma statistic show link DEV/PORT
 func (c *Conn) PortStats(devIndex, port uint32) (PortStats, error) {
-	var s PortStats
-	err := c.doit(abi.RDMA_NLDEV_CMD_STAT_GET, portAttrs(devIndex, port).Encode(), func(b []byte) error {
-		var err error
-		s, err = decodePortStats(b, true)
-		return err
-	})
+	s, err := c.portStats(abi.RDMA_NLDEV_CMD_STAT_GET, devIndex, port, true)
 	if err != nil {
 		return PortStats{}, opErr("get statistics of port", fmt.Sprintf("%d/%d", devIndex, port), err)
 	}
@@ -125,12 +102,7 @@ func (c *Conn) PortStats(devIndex, port uint32) (PortStats, error) {
 //
 // Equivalent to: rdma statistic mode supported link DEV/PORT
 func (c *Conn) CounterStatus(devIndex, port uint32) (PortStats, error) {
-	var s PortStats
-	err := c.doit(abi.RDMA_NLDEV_CMD_STAT_GET_STATUS, portAttrs(devIndex, port).Encode(), func(b []byte) error {
-		var err error
-		s, err = decodePortStats(b, false)
-		return err
-	})
+	s, err := c.portStats(abi.RDMA_NLDEV_CMD_STAT_GET_STATUS, devIndex, port, false)
 	if err != nil {
 		return PortStats{}, opErr("get counter status of port", fmt.Sprintf("%d/%d", devIndex, port), err)
 	}
@@ -197,9 +169,7 @@ type QPCounterMode struct {
 
 func decodeQPCounterMode(b []byte) (QPCounterMode, error) {
 	var m QPCounterMode
-	ad := newAttrDecoder(b)
-	for ad.Next() {
-		m.Present.add(ad.Type())
+	err := walk(b, &m.Present, func(ad *attrDecoder) {
 		switch ad.Type() {
 		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
 			m.DevIndex = ad.Uint32()
@@ -214,11 +184,11 @@ func decodeQPCounterMode(b []byte) (QPCounterMode, error) {
 		case abi.RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED:
 			m.OptionalCounters = ad.Uint8() != 0
 		}
-	}
-	if err := ad.Err(); err != nil {
+	})
+	if err != nil {
 		return QPCounterMode{}, err
 	}
-	if !m.Present.Has(abi.RDMA_NLDEV_ATTR_DEV_INDEX) || !m.Present.Has(abi.RDMA_NLDEV_ATTR_PORT_INDEX) {
+	if _, ok := m.Present.lacks(abi.RDMA_NLDEV_ATTR_DEV_INDEX, abi.RDMA_NLDEV_ATTR_PORT_INDEX); ok {
 		return QPCounterMode{}, errors.New("netlinkrdma: counter mode reply lacks device or port")
 	}
 	if m.Mode == CounterModeAuto && !m.Present.Has(abi.RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK) {
@@ -236,12 +206,7 @@ func (c *Conn) QPCounterMode(devIndex, port uint32) (QPCounterMode, error) {
 	// counters.
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_MODE, abi.RDMA_COUNTER_MODE_MANUAL)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_QP)
-	var m QPCounterMode
-	err := c.doit(abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func(b []byte) error {
-		var err error
-		m, err = decodeQPCounterMode(b)
-		return err
-	})
+	m, err := get(c, abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), decodeQPCounterMode)
 	if err != nil {
 		return QPCounterMode{}, opErr("get qp counter mode of port", fmt.Sprintf("%d/%d", devIndex, port), err)
 	}
@@ -275,11 +240,7 @@ func (c *Conn) SetQPCounterAutoWith(devIndex, port uint32, mask CounterMask, opt
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_MODE, abi.RDMA_COUNTER_MODE_AUTO)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, uint32(mask))
 	if opts != nil && opts.OptionalCounters != nil {
-		v := uint8(0)
-		if *opts.OptionalCounters {
-			v = 1
-		}
-		e.Uint8(abi.RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED, v)
+		e.Bool(abi.RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED, *opts.OptionalCounters)
 	}
 	return opErr("set qp counter mode of port", fmt.Sprintf("%d/%d", devIndex, port),
 		c.doit(abi.RDMA_NLDEV_CMD_STAT_SET, e.Encode(), nil))
@@ -339,34 +300,26 @@ func (q *QPCounter) decodeAttr(ad *attrDecoder) {
 	case abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS:
 		q.Counters = decodeHWCounters(ad, true)
 	case abi.RDMA_NLDEV_ATTR_RES_QP:
-		ad.Nested(func(tbl *attrDecoder) {
-			for tbl.Next() {
-				if tbl.Type() != abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY {
-					continue
-				}
-				found := false
-				tbl.Nested(func(e *attrDecoder) {
-					for e.Next() {
-						if e.Type() == abi.RDMA_NLDEV_ATTR_RES_LQPN {
-							q.LQPNs = append(q.LQPNs, e.Uint32())
-							found = true
-						}
-					}
-				})
-				if !found && tbl.Err() == nil {
-					tbl.fail(errors.New("netlinkrdma: counter qp entry lacks lqpn"))
+		ad.entries(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY, func(e *attrDecoder) error {
+			found := false
+			for e.Next() {
+				if e.Type() == abi.RDMA_NLDEV_ATTR_RES_LQPN {
+					q.LQPNs = append(q.LQPNs, e.Uint32())
+					found = true
 				}
 			}
+			if !found {
+				return errors.New("netlinkrdma: counter qp entry lacks lqpn")
+			}
+			return nil
 		})
 	}
 }
 
 func (q *QPCounter) check() error {
-	for _, t := range []uint16{abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS, abi.RDMA_NLDEV_ATTR_RES_QP,
-		abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ID} {
-		if !q.Present.Has(t) {
-			return fmt.Errorf("netlinkrdma: qp counter lacks attribute %d", t)
-		}
+	if t, ok := q.Present.lacks(abi.RDMA_NLDEV_ATTR_STAT_HWCOUNTERS, abi.RDMA_NLDEV_ATTR_RES_QP,
+		abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ID); ok {
+		return fmt.Errorf("netlinkrdma: qp counter lacks attribute %d", t)
 	}
 	return nil
 }
@@ -381,11 +334,8 @@ var qpCounterKind = resKind{name: "qp counter", cmd: abi.RDMA_NLDEV_CMD_STAT_GET
 func (c *Conn) QPCounters(devIndex, port uint32) ([]QPCounter, error) {
 	e := portAttrs(devIndex, port)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_QP)
-	var out []QPCounter
-	err := c.dump(abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func() { out = out[:0] }, func(b []byte) error {
-		vs, err := decodeResDump[QPCounter](b, qpCounterKind)
-		out = append(out, vs...)
-		return err
+	out, err := listTables(c, abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func(b []byte) ([]QPCounter, error) {
+		return decodeResDump[QPCounter](b, qpCounterKind)
 	})
 	if err != nil {
 		return nil, opErr("list qp counters of port", fmt.Sprintf("%d/%d", devIndex, port), err)
@@ -420,14 +370,10 @@ var mrStatKind = resKind{name: "mr statistics", cmd: abi.RDMA_NLDEV_CMD_STAT_GET
 //
 // Equivalent to: rdma statistic mr show dev DEV
 func (c *Conn) MRStats(devIndex uint32) ([]MRStats, error) {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e := devAttrs(devIndex)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_MR)
-	var out []MRStats
-	err := c.dump(abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func() { out = out[:0] }, func(b []byte) error {
-		vs, err := decodeResDump[MRStats](b, mrStatKind)
-		out = append(out, vs...)
-		return err
+	out, err := listTables(c, abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func(b []byte) ([]MRStats, error) {
+		return decodeResDump[MRStats](b, mrStatKind)
 	})
 	if err != nil {
 		return nil, opErr("list mr statistics of device", fmt.Sprintf("index %d", devIndex), err)
@@ -442,16 +388,15 @@ func (c *Conn) QPCounter(devIndex, port, cntn uint32) (QPCounter, error) {
 	e := portAttrs(devIndex, port)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_QP)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_COUNTER_ID, cntn)
-	var out QPCounter
-	err := c.doit(abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func(b []byte) error {
+	out, err := get(c, abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func(b []byte) (QPCounter, error) {
 		vs, err := decodeResDump[QPCounter](b, qpCounterKind)
 		if err == nil && len(vs) != 1 {
 			err = fmt.Errorf("netlinkrdma: want one qp counter, got %d", len(vs))
 		}
-		if err == nil {
-			out = vs[0]
+		if err != nil {
+			return QPCounter{}, err
 		}
-		return err
+		return vs[0], nil
 	})
 	if err != nil {
 		return QPCounter{}, opErr("get qp counter", fmt.Sprintf("%d of port %d/%d", cntn, devIndex, port), err)
@@ -463,15 +408,11 @@ func (c *Conn) QPCounter(devIndex, port, cntn uint32) (QPCounter, error) {
 //
 // Equivalent to: rdma statistic mr mrn N
 func (c *Conn) MRStat(devIndex, mrn uint32) (MRStats, error) {
-	var e attrEncoder
-	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, devIndex)
+	e := devAttrs(devIndex)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_RES_MRN, mrn)
 	e.Uint32(abi.RDMA_NLDEV_ATTR_STAT_RES, abi.RDMA_NLDEV_ATTR_RES_MR)
-	var out MRStats
-	err := c.doit(abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func(b []byte) error {
-		var err error
-		out, err = decodeResOne[MRStats](b, mrStatKind)
-		return err
+	out, err := get(c, abi.RDMA_NLDEV_CMD_STAT_GET, e.Encode(), func(b []byte) (MRStats, error) {
+		return decodeResOne[MRStats](b, mrStatKind)
 	})
 	if err != nil {
 		return MRStats{}, opErr("get mr statistics", fmt.Sprintf("%d of device index %d", mrn, devIndex), err)

@@ -40,11 +40,8 @@ type System struct {
 
 func decodeSystem(b []byte) (System, error) {
 	var s System
-	ad := newAttrDecoder(b)
-	for ad.Next() {
-		t := ad.Type()
-		s.Present.add(t)
-		switch t {
+	err := walk(b, &s.Present, func(ad *attrDecoder) {
+		switch ad.Type() {
 		case abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE:
 			s.NetNSMode = NetNSMode(ad.Uint8())
 		case abi.RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK:
@@ -54,20 +51,15 @@ func decodeSystem(b []byte) (System, error) {
 		case abi.RDMA_NLDEV_SYS_ATTR_MONITOR_MODE:
 			s.Monitor = ad.Uint8() != 0
 		}
-	}
-	return s, ad.Err()
+	})
+	return s, err
 }
 
 // System returns the RDMA subsystem's settings.
 //
 // Equivalent to: rdma system show
 func (c *Conn) System() (System, error) {
-	var s System
-	err := c.doit(abi.RDMA_NLDEV_CMD_SYS_GET, nil, func(b []byte) error {
-		var err error
-		s, err = decodeSystem(b)
-		return err
-	})
+	s, err := get(c, abi.RDMA_NLDEV_CMD_SYS_GET, nil, decodeSystem)
 	if err != nil {
 		return System{}, opErr("get system settings", "", err)
 	}
@@ -92,10 +84,10 @@ func (c *Conn) SetNetNSMode(m NetNSMode) error {
 // Equivalent to: rdma system set privileged-qkey on|off
 func (c *Conn) SetPrivilegedQKey(on bool) error {
 	var e attrEncoder
-	v, word := uint8(0), "off"
+	word := "off"
 	if on {
-		v, word = 1, "on"
+		word = "on"
 	}
-	e.Uint8(abi.RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE, v)
+	e.Bool(abi.RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE, on)
 	return opErr("set privileged-qkey mode", word, c.doit(abi.RDMA_NLDEV_CMD_SYS_SET, e.Encode(), nil))
 }
