@@ -21,15 +21,7 @@ import (
 // veth0, veth1 free): discovery against sysfs and /dev, typed errors for
 // what the kernel refuses, link add and delete.
 func TestLabLibrary(t *testing.T) {
-	labtest.Require(t)
-	if !labtest.InLab() {
-		t.Skip("adds and deletes rxe links on the lab's veth pair; runs only in the lab VM")
-	}
-	c, err := netlinkrdma.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialLinkLab(t)
 	d, err := c.Device("rxe0")
 	if err != nil {
 		t.Fatal(err)
@@ -160,15 +152,7 @@ func TestLabUnprivileged(t *testing.T) {
 // its port and its netdev; on 6.1 the kernel reports no monitor mode and
 // sends nothing. Cancellation and Close end a waiting Next.
 func TestLabMonitor(t *testing.T) {
-	labtest.Require(t)
-	if !labtest.InLab() {
-		t.Skip("adds and deletes rxe links on the lab's veth pair; runs only in the lab VM")
-	}
-	c, err := netlinkrdma.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialLinkLab(t)
 	s, err := c.System()
 	if err != nil {
 		t.Fatal(err)
@@ -257,4 +241,20 @@ func TestLabMonitor(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end a waiting Next")
 	}
+}
+
+// dialLinkLab is the start of a test that adds and deletes rxe links: it
+// runs only in the lab VM, and gets a Conn closed at the test's end.
+func dialLinkLab(t *testing.T) *netlinkrdma.Conn {
+	t.Helper()
+	labtest.Require(t)
+	if !labtest.InLab() {
+		t.Skip("adds and deletes rxe links on the lab's veth pair; runs only in the lab VM")
+	}
+	c, err := netlinkrdma.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
