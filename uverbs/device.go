@@ -97,12 +97,20 @@ func deviceByName(name string) (Device, error) {
 	if err != nil {
 		return Device{}, err
 	}
-	for _, d := range devs {
-		if d.Name == name {
-			return d, nil
-		}
+	if d, ok := findDevice(devs, name); ok {
+		return d, nil
 	}
 	return Device{}, ErrNoDevice
+}
+
+// findDevice is the device called name in devs.
+func findDevice(devs []Device, name string) (Device, bool) {
+	for _, d := range devs {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Device{}, false
 }
 
 func devicesFromNetlink() ([]Device, error) {
@@ -171,12 +179,7 @@ func uverbsFromSysfs(ibdev string) (Device, bool) {
 	if err != nil {
 		return Device{}, false
 	}
-	for _, d := range devs {
-		if d.Name == ibdev {
-			return d, true
-		}
-	}
-	return Device{}, false
+	return findDevice(devs, ibdev)
 }
 
 // devicesFromSysfs lists uverbs devices from /sys/class/infiniband_verbs, the fallback rdma-core uses when RDMA

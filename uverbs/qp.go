@@ -344,26 +344,24 @@ func (qp *QP) Query(mask QPAttrMask) (*QPAttr, error) {
 
 // AttachMcast attaches the QP (UD) to a multicast group (ibv_attach_mcast).
 func (qp *QP) AttachMcast(gid GID, lid uint16) error {
-	if err := qp.enter(); err != nil {
-		return wrapf(qp.ctx.dev.Name, err, "attach QP %#x to multicast group %v", qp.qpn, gid)
-	}
-	defer qp.exit()
-	in := &abi.IbUverbsAttachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
-	if err := qp.ctx.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_ATTACH_MCAST, CoreIn: rawcmd.Bytes(in)}); err != nil {
-		return wrapf(qp.ctx.dev.Name, err, "attach QP %#x to multicast group %v", qp.qpn, gid)
-	}
-	return nil
+	return qp.mcast(abi.IB_USER_VERBS_CMD_ATTACH_MCAST, "attach QP %#x to multicast group %v", gid, lid)
 }
 
 // DetachMcast detaches the QP from a multicast group (ibv_detach_mcast).
 func (qp *QP) DetachMcast(gid GID, lid uint16) error {
+	return qp.mcast(abi.IB_USER_VERBS_CMD_DETACH_MCAST, "detach QP %#x from multicast group %v", gid, lid)
+}
+
+// mcast sends ATTACH_MCAST or DETACH_MCAST, whose commands (struct ib_uverbs_attach_mcast and
+// ib_uverbs_detach_mcast) have one layout; errors are wrapped with what (formatted with the QPN and the GID).
+func (qp *QP) mcast(cmd uint32, what string, gid GID, lid uint16) error {
 	if err := qp.enter(); err != nil {
-		return wrapf(qp.ctx.dev.Name, err, "detach QP %#x from multicast group %v", qp.qpn, gid)
+		return wrapf(qp.ctx.dev.Name, err, what, qp.qpn, gid)
 	}
 	defer qp.exit()
-	in := &abi.IbUverbsDetachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
-	if err := qp.ctx.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_DETACH_MCAST, CoreIn: rawcmd.Bytes(in)}); err != nil {
-		return wrapf(qp.ctx.dev.Name, err, "detach QP %#x from multicast group %v", qp.qpn, gid)
+	in := &abi.IbUverbsAttachMcast{Gid: gid, QpHandle: qp.handle, Mlid: lid}
+	if err := qp.ctx.write(&rawcmd.Write{Cmd: cmd, CoreIn: rawcmd.Bytes(in)}); err != nil {
+		return wrapf(qp.ctx.dev.Name, err, what, qp.qpn, gid)
 	}
 	return nil
 }
