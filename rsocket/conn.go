@@ -723,6 +723,20 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 }
 
+// nextXfer is how many of the left bytes the next chunk of a write carries: at most *olen, which doubles up to
+// maxTransfer after each chunk it limits (rsend's growing transfer size), and no more than the send buffer has
+// free. c.mu held.
+func (c *Conn) nextXfer(left int, olen *int) int {
+	xfer := left
+	if *olen < left {
+		xfer = *olen
+		if *olen < maxTransfer {
+			*olen <<= 1
+		}
+	}
+	return min(xfer, c.sbufAvail)
+}
+
 // Write sends p (rsend): copies into the send ring and RDMA-writes it into
 // the peer's receive buffer in chunks of 2 KiB doubling up to 64 KiB.
 func (c *Conn) Write(p []byte) (int, error) {
@@ -739,15 +753,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 			return done, c.opErr("write", err)
 		}
 		for done < len(p) && c.canSend() {
-			left := len(p) - done
-			xfer := left
-			if olen < left {
-				xfer = olen
-				if olen < maxTransfer {
-					olen <<= 1
-				}
-			}
-			xfer = min(xfer, c.sbufAvail)
+			xfer := c.nextXfer(len(p)-done, &olen)
 			if _, _, l := c.target(); xfer > int(l) {
 				xfer = int(l)
 			}
@@ -940,24 +946,19 @@ func (c *Conn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline sets the deadline of Read calls, pending ones included; on a closed Conn it fails with
 // net.ErrClosed, as a net.TCPConn's does.
-func (c *Conn) SetReadDeadline(t time.Time) error {
-	if c.isClosed() {
-		return c.opErr("set", net.ErrClosed)
-	}
-	setDL(&c.rdl, t)
-	poke(c.rwake)
-	c.interruptCQWait()
-	return nil
-}
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.setDeadline(&c.rdl, c.rwake, t) }
 
 // SetWriteDeadline sets the deadline of Write calls, pending ones included; on a closed Conn it fails with
 // net.ErrClosed.
-func (c *Conn) SetWriteDeadline(t time.Time) error {
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.setDeadline(&c.wdl, c.wwake, t) }
+
+// setDeadline sets the deadline dl and wakes the calls that wait on wake and on the CQ, so that they see it.
+func (c *Conn) setDeadline(dl *atomic.Int64, wake chan struct{}, t time.Time) error {
 	if c.isClosed() {
 		return c.opErr("set", net.ErrClosed)
 	}
-	setDL(&c.wdl, t)
-	poke(c.wwake)
+	setDL(dl, t)
+	poke(wake)
 	c.interruptCQWait()
 	return nil
 }

@@ -9,6 +9,14 @@ import (
 	"github.com/goverbs/goverbs/uverbs"
 )
 
+// locked is fn's result on nc's Conn, with c.mu held.
+func locked[T any](nc net.Conn, fn func(c *Conn) T) T {
+	c := nc.(*Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fn(c)
+}
+
 // DebugState describes a Conn's bookkeeping (tests only).
 func DebugState(nc net.Conn) string {
 	c := nc.(*Conn)
@@ -21,10 +29,7 @@ func DebugState(nc net.Conn) string {
 
 // DebugErr is a Conn's sticky error (tests only).
 func DebugErr(nc net.Conn) error {
-	c := nc.(*Conn)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	return locked(nc, func(c *Conn) error { return c.err })
 }
 
 // DebugProcess polls c's CQ as a Read or Write does, without reading or
@@ -40,10 +45,7 @@ func DebugProcess(nc net.Conn) {
 
 // DebugKeepAlives is how many keepalive probes c posted (tests only).
 func DebugKeepAlives(nc net.Conn) int {
-	c := nc.(*Conn)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.kaSent
+	return locked(nc, func(c *Conn) int { return c.kaSent })
 }
 
 // DebugVanish makes c a peer that is gone without a word: its QP moves to
@@ -90,8 +92,5 @@ func DebugProbe(nc net.Conn) bool {
 
 // DebugProbesOut is how many probes are posted and not completed (tests only).
 func DebugProbesOut(nc net.Conn) int {
-	c := nc.(*Conn)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.kaOut
+	return locked(nc, func(c *Conn) int { return c.kaOut })
 }

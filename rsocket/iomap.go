@@ -185,15 +185,7 @@ func (c *Conn) IOWrite(p []byte, offset int64) (int, error) {
 				c.mu.Unlock()
 				return done, c.opErr("iowrite", &IOMapError{Offset: int64(off), Len: len(p) - done, Err: ErrNotMapped})
 			}
-			left := len(p) - done
-			xfer := left
-			if olen < left {
-				xfer = olen
-				if olen < maxTransfer {
-					olen <<= 1
-				}
-			}
-			xfer = min(xfer, c.sbufAvail)
+			xfer := c.nextXfer(len(p)-done, &olen)
 			if room := m.Offset + uint64(m.SGE.Length) - off; uint64(xfer) > room {
 				xfer = int(room)
 			}

@@ -24,15 +24,7 @@ func makePipe(acceptorFirst bool) nettest.MakePipe {
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		type res struct {
-			c   net.Conn
-			err error
-		}
-		ch := make(chan res, 1)
-		go func() {
-			c, err := ln.Accept()
-			ch <- res{c, err}
-		}()
+		ch := acceptOne(ln)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		d, err := rsocket.DialContext(ctx, "rdma", ln.Addr().String())

@@ -40,15 +40,7 @@ func pair(t *testing.T, port int) (net.Conn, net.Conn, net.Listener) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	type res struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		c, err := ln.Accept()
-		ch <- res{c, err}
-	}()
+	ch := acceptOne(ln)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := rsocket.DialContext(ctx, "rdma", hostPort(port))
@@ -738,4 +730,20 @@ func BenchmarkLabRsocket(b *testing.B) {
 			}
 		})
 	}
+}
+
+// acceptResult is what one Accept returned.
+type acceptResult struct {
+	c   net.Conn
+	err error
+}
+
+// acceptOne accepts one connection on ln in a goroutine of its own.
+func acceptOne(ln net.Listener) <-chan acceptResult {
+	ch := make(chan acceptResult, 1)
+	go func() {
+		c, err := ln.Accept()
+		ch <- acceptResult{c, err}
+	}()
+	return ch
 }
