@@ -360,13 +360,8 @@ func Dial(ctx context.Context, addr netip.AddrPort, opts *Options) (c *Conn, err
 	if _, err := await(ctx, id, "resolve route "+addr.String(), EventRouteResolved); err != nil {
 		return nil, err
 	}
-	if _, err := id.CreateQP(QPInitAttr{Cap: o.Cap, SigAll: o.SigAll}); err != nil {
+	if err := c.makeQP("dial"); err != nil {
 		return nil, err
-	}
-	if o.Setup != nil {
-		if err := o.Setup(c); err != nil {
-			return nil, opErr("dial setup", id.kid, err)
-		}
 	}
 	if err := id.Connect(c.connParam()); err != nil {
 		return nil, err
@@ -476,6 +471,21 @@ func (r *Request) Reject(privateData []byte) error {
 	return errors.Join(r.id.Close(), r.ch.Close())
 }
 
+// makeQP creates the QP of c's id with c's options and runs their Setup; a Setup error is wrapped as
+// "<side> setup" (side: "dial" or "accept").
+func (c *Conn) makeQP(side string) error {
+	o := c.opts
+	if _, err := c.id.CreateQP(QPInitAttr{Cap: o.Cap, SigAll: o.SigAll}); err != nil {
+		return err
+	}
+	if o.Setup != nil {
+		if err := o.Setup(c); err != nil {
+			return opErr(side+" setup", c.id.kid, err)
+		}
+	}
+	return nil
+}
+
 // Accept makes the QP, runs opts.Setup, accepts and (RC) waits for
 // ESTABLISHED. opts refines the Listener's options for this connection: each
 // field of opts that is set (non-zero; for Cap, each of its counts; SigAll
@@ -504,13 +514,8 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (c *Conn, err error
 			c = nil
 		}
 	}()
-	if _, err := id.CreateQP(QPInitAttr{Cap: o.Cap, SigAll: o.SigAll}); err != nil {
+	if err := c.makeQP("accept"); err != nil {
 		return nil, err
-	}
-	if o.Setup != nil {
-		if err := o.Setup(c); err != nil {
-			return nil, opErr("accept setup", id.kid, err)
-		}
 	}
 	if err := id.Accept(c.connParam()); err != nil {
 		return nil, err

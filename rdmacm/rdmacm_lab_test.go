@@ -216,17 +216,9 @@ func TestLabUDResolve(t *testing.T) {
 
 func TestLabTypedErrors(t *testing.T) {
 	labtest.Require(t)
-	ch, err := rdmacm.NewChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := newRCID(t)
 	// Oversize private data: typed error, and nothing reached the kernel.
-	err = id.Connect(&rdmacm.ConnParam{PrivateData: make([]byte, rdmacm.MaxConnectPrivateData+1)})
+	err := id.Connect(&rdmacm.ConnParam{PrivateData: make([]byte, rdmacm.MaxConnectPrivateData+1)})
 	if !errors.Is(err, rdmacm.ErrPrivateDataTooLong) || !errors.Is(err, unix.EINVAL) {
 		t.Errorf("connect with 57 bytes: %v", err)
 	}
@@ -582,15 +574,7 @@ func waitDAD(t *testing.T, netdev string) {
 // librdmacm sets is accepted, and NOTIFY without a device is EINVAL.
 func TestLabOptionsAndNotify(t *testing.T) {
 	labtest.Require(t)
-	ch, err := rdmacm.NewChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := newRCID(t)
 	if err := id.Notify(uverbs.EventCommEst); !errors.Is(err, unix.EINVAL) { // on an id without a device
 		t.Errorf("notify: %v, want EINVAL", err)
 	}
@@ -617,4 +601,19 @@ func TestLabOptionsAndNotify(t *testing.T) {
 	if err := id.Notify(uverbs.EventCommEst); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("notify on a bound id: %v, want EINVAL", err)
 	}
+}
+
+// newRCID is a TCP port space RC id on a channel of its own, closed when the test ends.
+func newRCID(t *testing.T) *rdmacm.ID {
+	t.Helper()
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
