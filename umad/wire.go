@@ -226,63 +226,37 @@ type PortCounters struct {
 	PortXmitWait                 uint32
 }
 
+// fields is c's layout in the attribute area: byte 0 is reserved, and byte 19 holds the two 4-bit counters,
+// which Parse and Put pack by hand.
+func (c *PortCounters) fields() []beField {
+	return []beField{
+		{1, &c.PortSelect}, {2, &c.CounterSelect}, {4, &c.SymbolErrorCounter},
+		{6, &c.LinkErrorRecoveryCounter}, {7, &c.LinkDownedCounter}, {8, &c.PortRcvErrors},
+		{10, &c.PortRcvRemotePhysicalErrors}, {12, &c.PortRcvSwitchRelayErrors}, {14, &c.PortXmitDiscards},
+		{16, &c.PortXmitConstraintErrors}, {17, &c.PortRcvConstraintErrors}, {18, &c.CounterSelect2},
+		{20, &c.QP1Dropped}, {22, &c.VL15Dropped}, {24, &c.PortXmitData}, {28, &c.PortRcvData},
+		{32, &c.PortXmitPkts}, {36, &c.PortRcvPkts}, {40, &c.PortXmitWait},
+	}
+}
+
 // ParsePortCounters decodes PortCounters from a whole MAD.
 func ParsePortCounters(mad []byte) (PortCounters, error) {
 	if len(mad) < PMADataOffset+44 {
 		return PortCounters{}, fmt.Errorf("%w: PortCounters MAD of %d bytes", ErrMalformed, len(mad))
 	}
 	d := mad[PMADataOffset:]
-	be := binary.BigEndian
-	return PortCounters{
-		PortSelect:                   d[1],
-		CounterSelect:                be.Uint16(d[2:]),
-		SymbolErrorCounter:           be.Uint16(d[4:]),
-		LinkErrorRecoveryCounter:     d[6],
-		LinkDownedCounter:            d[7],
-		PortRcvErrors:                be.Uint16(d[8:]),
-		PortRcvRemotePhysicalErrors:  be.Uint16(d[10:]),
-		PortRcvSwitchRelayErrors:     be.Uint16(d[12:]),
-		PortXmitDiscards:             be.Uint16(d[14:]),
-		PortXmitConstraintErrors:     d[16],
-		PortRcvConstraintErrors:      d[17],
-		CounterSelect2:               d[18],
-		LocalLinkIntegrityErrors:     d[19] >> 4,
-		ExcessiveBufferOverrunErrors: d[19] & 0xf,
-		QP1Dropped:                   be.Uint16(d[20:]),
-		VL15Dropped:                  be.Uint16(d[22:]),
-		PortXmitData:                 be.Uint32(d[24:]),
-		PortRcvData:                  be.Uint32(d[28:]),
-		PortXmitPkts:                 be.Uint32(d[32:]),
-		PortRcvPkts:                  be.Uint32(d[36:]),
-		PortXmitWait:                 be.Uint32(d[40:]),
-	}, nil
+	var c PortCounters
+	getBE(d, c.fields())
+	c.LocalLinkIntegrityErrors, c.ExcessiveBufferOverrunErrors = d[19]>>4, d[19]&0xf
+	return c, nil
 }
 
 // Put encodes c into the attribute area of a whole MAD.
 func (c *PortCounters) Put(mad []byte) {
 	d := mad[PMADataOffset : PMADataOffset+44]
-	be := binary.BigEndian
 	d[0] = 0
-	d[1] = c.PortSelect
-	be.PutUint16(d[2:], c.CounterSelect)
-	be.PutUint16(d[4:], c.SymbolErrorCounter)
-	d[6] = c.LinkErrorRecoveryCounter
-	d[7] = c.LinkDownedCounter
-	be.PutUint16(d[8:], c.PortRcvErrors)
-	be.PutUint16(d[10:], c.PortRcvRemotePhysicalErrors)
-	be.PutUint16(d[12:], c.PortRcvSwitchRelayErrors)
-	be.PutUint16(d[14:], c.PortXmitDiscards)
-	d[16] = c.PortXmitConstraintErrors
-	d[17] = c.PortRcvConstraintErrors
-	d[18] = c.CounterSelect2
+	putBE(d, c.fields())
 	d[19] = c.LocalLinkIntegrityErrors<<4 | c.ExcessiveBufferOverrunErrors&0xf
-	be.PutUint16(d[20:], c.QP1Dropped)
-	be.PutUint16(d[22:], c.VL15Dropped)
-	be.PutUint32(d[24:], c.PortXmitData)
-	be.PutUint32(d[28:], c.PortRcvData)
-	be.PutUint32(d[32:], c.PortXmitPkts)
-	be.PutUint32(d[36:], c.PortRcvPkts)
-	be.PutUint32(d[40:], c.PortXmitWait)
 }
 
 // PortCountersExtended is the PerfMgt PortCountersExtended attribute
@@ -301,44 +275,70 @@ type PortCountersExtended struct {
 	PortMulticastRcvPkts  uint64
 }
 
+// fields is c's layout in the attribute area (byte 0 is reserved).
+func (c *PortCountersExtended) fields() []beField {
+	return []beField{
+		{1, &c.PortSelect}, {2, &c.CounterSelect}, {4, &c.CounterSelect2},
+		{8, &c.PortXmitData}, {16, &c.PortRcvData}, {24, &c.PortXmitPkts}, {32, &c.PortRcvPkts},
+		{40, &c.PortUnicastXmitPkts}, {48, &c.PortUnicastRcvPkts},
+		{56, &c.PortMulticastXmitPkts}, {64, &c.PortMulticastRcvPkts},
+	}
+}
+
 // ParsePortCountersExtended decodes PortCountersExtended from a whole MAD.
 func ParsePortCountersExtended(mad []byte) (PortCountersExtended, error) {
 	if len(mad) < PMADataOffset+72 {
 		return PortCountersExtended{}, fmt.Errorf("%w: PortCountersExtended MAD of %d bytes", ErrMalformed, len(mad))
 	}
-	d := mad[PMADataOffset:]
-	be := binary.BigEndian
-	return PortCountersExtended{
-		PortSelect:            d[1],
-		CounterSelect:         be.Uint16(d[2:]),
-		CounterSelect2:        be.Uint32(d[4:]),
-		PortXmitData:          be.Uint64(d[8:]),
-		PortRcvData:           be.Uint64(d[16:]),
-		PortXmitPkts:          be.Uint64(d[24:]),
-		PortRcvPkts:           be.Uint64(d[32:]),
-		PortUnicastXmitPkts:   be.Uint64(d[40:]),
-		PortUnicastRcvPkts:    be.Uint64(d[48:]),
-		PortMulticastXmitPkts: be.Uint64(d[56:]),
-		PortMulticastRcvPkts:  be.Uint64(d[64:]),
-	}, nil
+	var c PortCountersExtended
+	getBE(mad[PMADataOffset:], c.fields())
+	return c, nil
 }
 
 // Put encodes c into the attribute area of a whole MAD.
 func (c *PortCountersExtended) Put(mad []byte) {
 	d := mad[PMADataOffset : PMADataOffset+72]
-	be := binary.BigEndian
 	d[0] = 0
-	d[1] = c.PortSelect
-	be.PutUint16(d[2:], c.CounterSelect)
-	be.PutUint32(d[4:], c.CounterSelect2)
-	be.PutUint64(d[8:], c.PortXmitData)
-	be.PutUint64(d[16:], c.PortRcvData)
-	be.PutUint64(d[24:], c.PortXmitPkts)
-	be.PutUint64(d[32:], c.PortRcvPkts)
-	be.PutUint64(d[40:], c.PortUnicastXmitPkts)
-	be.PutUint64(d[48:], c.PortUnicastRcvPkts)
-	be.PutUint64(d[56:], c.PortMulticastXmitPkts)
-	be.PutUint64(d[64:], c.PortMulticastRcvPkts)
+	putBE(d, c.fields())
+}
+
+// beField is one network-order field of a MAD attribute: its offset and a pointer to the *uint8, *uint16,
+// *uint32 or *uint64 that holds it. A table of them is an attribute's layout, which decoding and encoding share.
+type beField struct {
+	off int
+	p   any
+}
+
+// getBE decodes the fields from d.
+func getBE(d []byte, fs []beField) {
+	for _, f := range fs {
+		switch p := f.p.(type) {
+		case *uint8:
+			*p = d[f.off]
+		case *uint16:
+			*p = binary.BigEndian.Uint16(d[f.off:])
+		case *uint32:
+			*p = binary.BigEndian.Uint32(d[f.off:])
+		case *uint64:
+			*p = binary.BigEndian.Uint64(d[f.off:])
+		}
+	}
+}
+
+// putBE encodes the fields into d.
+func putBE(d []byte, fs []beField) {
+	for _, f := range fs {
+		switch p := f.p.(type) {
+		case *uint8:
+			d[f.off] = *p
+		case *uint16:
+			binary.BigEndian.PutUint16(d[f.off:], *p)
+		case *uint32:
+			binary.BigEndian.PutUint32(d[f.off:], *p)
+		case *uint64:
+			binary.BigEndian.PutUint64(d[f.off:], *p)
+		}
+	}
 }
 
 // String renders h for diagnostics.
