@@ -193,32 +193,24 @@ func split(fields []ResourceValue) (handle, object Value, other []ResourceValue)
 // each line, hca_handle then hca_object (then any resources a newer kernel
 // adds), values "max" or canonical decimals. Empty input (no RDMA device registered) gives no limits. Errors
 // are [*ParseError].
-func ParseLimits(data []byte) ([]Limit, error) {
-	lines, err := parseFile("rdma.max", data)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Limit, 0, len(lines))
-	for _, fl := range lines {
-		l := Limit{Device: fl.device}
-		l.HCAHandle, l.HCAObject, l.Other = split(fl.fields)
-		out = append(out, l)
-	}
-	return out, nil
-}
+func ParseLimits(data []byte) ([]Limit, error) { return parseLines[Limit]("rdma.max", data) }
 
 // ParseUsage parses the contents of rdma.current, with the rules of
 // [ParseLimits].
-func ParseUsage(data []byte) ([]Usage, error) {
-	lines, err := parseFile("rdma.current", data)
+func ParseUsage(data []byte) ([]Usage, error) { return parseLines[Usage]("rdma.current", data) }
+
+// parseLines parses rdma.max or rdma.current (file names it in errors): the two have one format, and Limit and
+// Usage one layout.
+func parseLines[T Limit | Usage](file string, data []byte) ([]T, error) {
+	lines, err := parseFile(file, data)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Usage, 0, len(lines))
+	out := make([]T, 0, len(lines))
 	for _, fl := range lines {
-		u := Usage{Device: fl.device}
-		u.HCAHandle, u.HCAObject, u.Other = split(fl.fields)
-		out = append(out, u)
+		l := Limit{Device: fl.device}
+		l.HCAHandle, l.HCAObject, l.Other = split(fl.fields)
+		out = append(out, T(l))
 	}
 	return out, nil
 }

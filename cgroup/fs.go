@@ -336,30 +336,29 @@ func (c *Cgroup) Usage() ([]Usage, error) {
 // not list gives an [*Error] wrapping unix.ENODEV, as a write would.
 func (c *Cgroup) DeviceLimit(device string) (Limit, error) {
 	all, err := c.Limits()
-	if err != nil {
-		return Limit{}, err
-	}
-	for _, l := range all {
-		if l.Device == device {
-			return l, nil
-		}
-	}
-	return Limit{}, &Error{Op: "read " + MaxFile + " of", Cgroup: c.path, Device: device, Err: unix.ENODEV}
+	return deviceLine(c, MaxFile, device, all, err)
 }
 
 // DeviceUsage returns the usage of one device, or an [*Error] wrapping
 // unix.ENODEV if rdma.current does not list it.
 func (c *Cgroup) DeviceUsage(device string) (Usage, error) {
 	all, err := c.Usage()
+	return deviceLine(c, CurrentFile, device, all, err)
+}
+
+// deviceLine picks device's line from the lines of file that a read returned (with err), or fails as a write
+// naming an unlisted device would (ENODEV).
+func deviceLine[T Limit | Usage](c *Cgroup, file, device string, lines []T, err error) (T, error) {
+	var zero T
 	if err != nil {
-		return Usage{}, err
+		return zero, err
 	}
-	for _, u := range all {
-		if u.Device == device {
-			return u, nil
+	for _, l := range lines {
+		if Limit(l).Device == device {
+			return l, nil
 		}
 	}
-	return Usage{}, &Error{Op: "read " + CurrentFile + " of", Cgroup: c.path, Device: device, Err: unix.ENODEV}
+	return zero, &Error{Op: "read " + file + " of", Cgroup: c.path, Device: device, Err: unix.ENODEV}
 }
 
 // SetLimit writes the given limits of device to rdma.max in one write;
