@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -257,10 +258,18 @@ func TestNegCompletionStatus(t *testing.T) {
 				want = e.requesterErrStatuses(t, want...)
 			}
 			requireStatusIn(t, wc, want...)
-			// The error moved the client QP to ERR.
-			q, err := client.qp.Query(uverbs.QPAttrState)
-			require.NoError(t, err)
-			require.Equal(t, "ERR", q.State.String())
+			// The error moves the client QP to ERR. rxe's completer posts the error completion first and
+			// moves the QP after it (rxe_comp.c: do_complete, then rxe_qp_error), so a query right after
+			// the poll may still read RTS (seen on 7.3.4): wait for the state, boundedly.
+			var state string
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				q, err := client.qp.Query(uverbs.QPAttrState)
+				require.NoError(t, err)
+				if state = q.State.String(); state == "ERR" || time.Now().After(deadline) {
+					break
+				}
+			}
+			require.Equal(t, "ERR", state)
 			// pyverbs' restate_qps: RESET and reconnect, and traffic flows again.
 			client.restate()
 			server.restate()

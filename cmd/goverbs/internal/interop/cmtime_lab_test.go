@@ -103,6 +103,9 @@ func TestLabCmtimeInterop(t *testing.T) {
 const cmtimeTeardownRace = "failure in rdma_get_cm_event in process_server_events: Bad file descriptor\n"
 
 // Runs that end at once: same stdout, stderr and status as rdmacm-utils' cmtime.
+// cmtimeEventThreadRace is what C cmtime's unjoined event thread prints when main has destroyed the channel.
+const cmtimeEventThreadRace = "failure in rdma_get_cm_event in process_server_events: Bad file descriptor\n"
+
 func TestLabCmtimeErrorsMatchC(t *testing.T) {
 	labtest.Require(t)
 	interop.NeedTool(t, "cmtime", "rdmacm-utils")
@@ -113,6 +116,14 @@ func TestLabCmtimeErrorsMatchC(t *testing.T) {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			c := cPP(cmtimeTool, args)
 			g := goPP(cmtimeTool, args)
+			// C cmtime's own race (rdmacm-utils 44 cmtime.c): the client starts process_events, which
+			// loops in rdma_get_cm_event, and never joins or cancels it; main destroys the channel at
+			// the end, so the thread, when it runs before the process exits, fails with EBADF and
+			// perrors this line. Whether it prints is scheduling; goverbs' cmtime has no such thread.
+			if strings.Contains(c.err, cmtimeEventThreadRace) {
+				c.err = strings.Replace(c.err, cmtimeEventThreadRace, "", 1)
+				labtest.Note(t, "C cmtime's event thread met the destroyed channel (its race, cmtime.c): its line dropped before comparing")
+			}
 			if c.rc != g.rc || cmtimeShape(c.out) != cmtimeShape(g.out) || c.err != g.err {
 				t.Errorf("C: rc %d\n%s%s\nGo: rc %d\n%s%s", c.rc, c.out, c.err, g.rc, g.out, g.err)
 			}
