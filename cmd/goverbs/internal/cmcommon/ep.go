@@ -10,6 +10,8 @@ import (
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"github.com/goverbs/goverbs/rdmacm"
+	"github.com/goverbs/goverbs/uverbs"
+	"golang.org/x/sys/unix"
 )
 
 // EP is what rdma_server, rdma_client, rdma_xserver and rdma_xclient share on the high-level rdma_cm API
@@ -92,4 +94,38 @@ func (e EP) Dial(ctx context.Context, ap netip.AddrPort, o *rdmacm.Options) *rdm
 		return nil
 	}
 	return c
+}
+
+// WaitComp is librdmacm's rdma_get_send_comp / rdma_get_recv_comp on cq, a CQ of c: poll, arm, poll again, then
+// wait on the connection's completion channel, until one completion comes. A failed poll or arm ends it with that
+// error, as librdmacm returns it; a completion whose status is not success ends it with EIO (librdmacm leaves
+// the status to the caller; the example programs never look, so goverbs' tools fail there instead).
+func WaitComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ) error {
+	var wc [1]uverbs.WC
+	poll := func() (bool, error) {
+		n, err := cq.Poll(wc[:])
+		if err != nil || n == 0 {
+			return false, err
+		}
+		if wc[0].Status != uverbs.WCSuccess {
+			return true, fmt.Errorf("completion status %d: %w", wc[0].Status, unix.EIO)
+		}
+		return true, nil
+	}
+	for {
+		if done, err := poll(); done || err != nil {
+			return err
+		}
+		if err := cq.ReqNotify(false); err != nil {
+			return err
+		}
+		if done, err := poll(); done || err != nil {
+			return err
+		}
+		got, err := c.CompChannel().GetEvent(ctx)
+		if err != nil {
+			return err
+		}
+		got.AckEvents(1)
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/rdmacm"
 	"github.com/goverbs/goverbs/uverbs"
-	"golang.org/x/sys/unix"
 )
 
 type tool struct {
@@ -109,7 +108,7 @@ func (t *tool) postSend(c *rdmacm.Conn, m *msgs) bool {
 
 // sendComp is rdma_get_send_comp.
 func (t *tool) sendComp(ctx context.Context, c *rdmacm.Conn) bool {
-	if err := waitComp(ctx, c, c.SendCQ()); err != nil {
+	if err := cmcommon.WaitComp(ctx, c, c.SendCQ()); err != nil {
 		t.perror("rdma_get_send_comp", err)
 		return false
 	}
@@ -118,47 +117,11 @@ func (t *tool) sendComp(ctx context.Context, c *rdmacm.Conn) bool {
 
 // recvComp is rdma_get_recv_comp.
 func (t *tool) recvComp(ctx context.Context, c *rdmacm.Conn) bool {
-	if err := waitComp(ctx, c, c.RecvCQ()); err != nil {
+	if err := cmcommon.WaitComp(ctx, c, c.RecvCQ()); err != nil {
 		t.perror("rdma_get_recv_comp", err)
 		return false
 	}
 	return true
-}
-
-// pollOne is the package's one CQ.Poll: done reports a completion, err its failure.
-func pollOne(cq *uverbs.CQ, wc []uverbs.WC) (done bool, err error) {
-	n, err := cq.Poll(wc[:1])
-	if err != nil {
-		return false, err
-	}
-	if n == 0 {
-		return false, nil
-	}
-	if wc[0].Status != uverbs.WCSuccess {
-		return true, fmt.Errorf("completion status %d: %w", wc[0].Status, unix.EIO)
-	}
-	return true, nil
-}
-
-// waitComp is rdma_get_{send,recv}_comp: poll, arm, wait on the channel.
-func waitComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ) error {
-	wc := make([]uverbs.WC, 1)
-	for {
-		if done, err := pollOne(cq, wc); done {
-			return err
-		}
-		if err := cq.ReqNotify(false); err != nil {
-			return err
-		}
-		if done, err := pollOne(cq, wc); done {
-			return err
-		}
-		got, err := c.CompChannel().GetEvent(ctx)
-		if err != nil {
-			return err
-		}
-		got.AckEvents(1)
-	}
 }
 
 // MainServer is rdma_server's main.

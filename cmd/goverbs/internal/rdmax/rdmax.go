@@ -88,37 +88,6 @@ func parse(prog string, args []string, stdout, stderr io.Writer, client bool) (*
 	return t, 0
 }
 
-// waitComp is rdma_get_{send,recv}_comp: poll, arm, poll, wait on the channel.
-func waitComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ) error {
-	wc := make([]uverbs.WC, 1)
-	poll := func() (bool, error) {
-		n, err := cq.Poll(wc)
-		if err != nil || n == 0 {
-			return false, err
-		}
-		if wc[0].Status != uverbs.WCSuccess {
-			return true, fmt.Errorf("completion status %d: %w", wc[0].Status, unix.EIO)
-		}
-		return true, nil
-	}
-	for {
-		if done, err := poll(); done || err != nil {
-			return err
-		}
-		if err := cq.ReqNotify(false); err != nil {
-			return err
-		}
-		if done, err := poll(); done || err != nil {
-			return err
-		}
-		got, err := c.CompChannel().GetEvent(ctx)
-		if err != nil {
-			return err
-		}
-		got.AckEvents(1)
-	}
-}
-
 // MainServer is rdma_xserver's main.
 func MainServer(prog string, args []string, stdout, stderr io.Writer) int {
 	return MainServerContext(context.Background(), prog, args, stdout, stderr)
@@ -207,7 +176,7 @@ func (t *tool) runServer(ctx context.Context) int {
 		return -1
 	}
 	defer c.Close()
-	if err := waitComp(ctx, c, c.RecvCQ()); err != nil {
+	if err := cmcommon.WaitComp(ctx, c, c.RecvCQ()); err != nil {
 		t.perror("rdma_get_recv_comp", err)
 		return -1
 	}
@@ -241,7 +210,7 @@ func (t *tool) runClient() int {
 		t.perror("post_send", err)
 		return -1
 	}
-	if err := waitComp(ctx, c, c.SendCQ()); err != nil {
+	if err := cmcommon.WaitComp(ctx, c, c.SendCQ()); err != nil {
 		t.perror("rdma_get_recv_comp", err)
 		return -1
 	}
