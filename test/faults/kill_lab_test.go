@@ -66,8 +66,9 @@ type killOutcome struct {
 	survivorConnected          bool
 	survivorExit               string // "exit N after T", or "waited"
 	exitTook                   time.Duration
-	survivorLast               string // the survivor's last line of output, when it left
-	otherThreads               int    // the victim's objects the tracker named by a thread ID other than its PID
+	survivorLast               string        // the survivor's last line of output, when it left
+	otherThreads               int           // the victim's objects the tracker named by a thread ID other than its PID
+	listenWait, took           time.Duration // the server's start until it listened; the whole kill
 }
 
 // TestLabKill kills goverbs' tools (and rdma-core's, with goverbs as the survivor) with SIGKILL at random
@@ -140,6 +141,13 @@ func TestLabKill(t *testing.T) {
 			labtest.Note(t, "kill %d, %s: the %s left %v after its peer (the %s, killed %v after the start) died, saying %q (GOVERBS_FAULTS_SEED=%d)",
 				i, sc.name, out.survivor, out.exitTook.Round(time.Millisecond), out.victim, out.after.Round(time.Millisecond), out.survivorLast, seed)
 		}
+		if out.took > 20*time.Second {
+			// A kill takes a few seconds; TestLabKill has taken 114-117 s on 6.12 (2026-11-27, 2026-11-28 in CI)
+			// with no slow survivor noted, so the time went elsewhere: say where.
+			labtest.Note(t, "kill %d, %s (%s killed %v after the start): %v in all — server listening after %v, objects reclaimed %v after the kill, survivor %s",
+				i, sc.name, out.victim, out.after.Round(time.Millisecond), out.took.Round(time.Millisecond), out.listenWait.Round(time.Millisecond),
+				out.reclaimed.Round(time.Millisecond), out.survivorExit)
+		}
 		if t.Failed() {
 			break
 		}
@@ -192,6 +200,7 @@ func killOnce(t *testing.T, sc killScenario, victimImpl, survivorImpl string, vi
 		srvImpl, cliImpl = victimImpl, survivorImpl
 		srvCG, cliCG = cgroupFD, -1
 	}
+	t0 := time.Now()
 	srv := startTool(t, srvImpl, goBin, sc.tool, append(append([]string{}, sc.srv...), sc.port(port)...), srvCG)
 	defer func() {
 		select {
@@ -207,6 +216,7 @@ func killOnce(t *testing.T, sc killScenario, victimImpl, survivorImpl string, vi
 	} else if err := interop.WaitListeningIn(srv.cmd.Process.Pid, port, 60*time.Second, srv.done); err != nil {
 		t.Fatalf("%s server: %v\n%s", srvImpl, err, srv.out.String())
 	}
+	o.listenWait = time.Since(t0)
 	cliArgs := append(append(append([]string{}, sc.cli...), sc.port(port)...), labAddr)
 	cli := startTool(t, cliImpl, goBin, sc.tool, cliArgs, cliCG)
 	defer func() {
@@ -268,6 +278,7 @@ func killOnce(t *testing.T, sc killScenario, victimImpl, survivorImpl string, vi
 	case <-time.After(bound):
 		o.survivorExit = "waited"
 	}
+	o.took = time.Since(t0)
 	if sc.connected == "" { // rping: whether it connected shows in how it ended
 		o.survivorConnected = o.survivorExit != "waited"
 	}
