@@ -161,7 +161,7 @@ func (c *Conn) create(o *Options) error {
 	}
 	c.sqSize, c.rqSize, c.sbufSize = s.sq, s.rq, s.sbuf
 	c.pd = pd
-	if c.cc, err = ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true}); err != nil {
+	if c.cc, err = ctx.CreateCompChannel(&uverbs.CompChannelOptions{Wait: uverbs.WaitEpoll}); err != nil {
 		return err
 	}
 	if c.cq, err = ctx.CreateCQ(uverbs.CQAttr{CQE: int(c.sqSize) + int(c.rqSize), Channel: c.cc}); err != nil {
@@ -371,8 +371,9 @@ func (c *Conn) sleep(wake chan struct{}, d int64, t *time.Timer, done chan struc
 }
 
 // waitCQ is sleep for the CQ waiter: it waits in the kernel for one event
-// (the channel waits in epoll_pwait2(2), uverbs.CompChannelOptions.WaitInKernel,
-// until the deadline d or a Wake) and polls the CQ.
+// (the channel waits in epoll_pwait2(2), uverbs.WaitEpoll, until the deadline d
+// or a Wake: the other side's goroutine wakes the waiter often, which WaitRead
+// would pay for with a QP each time) and polls the CQ.
 func (c *Conn) waitCQ(d int64, done chan struct{}) error {
 	if done != nil && c.isClosed() {
 		return net.ErrClosed

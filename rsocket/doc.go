@@ -46,7 +46,7 @@
 // A blocked Read or Write first polls the CQ itself for Options.PollTime.
 // Then the first caller to sleep becomes the CQ waiter: it waits for the
 // completion channel's event in the kernel (a channel made with
-// uverbs.CompChannelOptions.WaitInKernel; librdmacm's rs_get_cq_event), polls
+// uverbs.WaitEpoll; librdmacm's rs_get_cq_event), polls
 // the CQ and wakes the other side on its wake channel; others sleep on their
 // wake channels. A deadline change, Close, keepalive and the CM goroutine
 // interrupt the waiter's wait (uverbs.CompChannel.Wake). No goroutine waits on the completion channel for an idle

@@ -28,15 +28,15 @@ var ErrWoken = errors.New("woken")
 // context for the call, SetDeadline for the calls (a deadline costs no allocation per wait; a context that
 // can end costs one), Wake to end the current or next wait from another goroutine (ErrWoken), and Close,
 // which ends every wait (ErrClosed). Where the waiting goroutine sleeps is chosen when the channel is made
-// (CompChannelOptions.WaitInKernel) and changes none of that.
+// (CompChannelOptions.Wait) and changes none of that.
 type CompChannel struct {
 	ctx    *Context
 	fd     int
-	kernel bool // WaitInKernel: epoll on fd and wfd (epfd); otherwise Go's runtime poller on f
+	kernel bool // WaitEpoll or WaitRead: epoll on fd and wfd (epfd); otherwise Go's runtime poller on f
 
-	f    *os.File // the fd registered with Go's poller (not WaitInKernel)
-	wfd  int      // the eventfd that wakes a WaitInKernel waiter (-1 otherwise)
-	epfd int      // WaitInKernel: an epoll set holding fd and wfd, registered once (-1 otherwise)
+	f    *os.File // the fd registered with Go's poller (WaitPoller)
+	wfd  int      // the eventfd that wakes a kernel waiter (-1 otherwise)
+	epfd int      // an epoll set holding fd and wfd, registered once, for a kernel waiter (-1 otherwise)
 
 	rmu sync.Mutex // one waiter at a time; it owns buf, evs and pts
 	buf [8]byte
@@ -44,7 +44,7 @@ type CompChannel struct {
 	pts unix.Timespec
 
 	// deadline is SetDeadline's time in Unix nanoseconds (0: none). wakes counts Wakes not yet reported.
-	// waiting is set while a WaitInKernel waiter is inside epoll_pwait2, so that SetDeadline needs no system call
+	// waiting is set while a kernel waiter is inside epoll_pwait2, so that SetDeadline needs no system call
 	// when nobody waits (rsocket sets the deadline of every wait just before it). dlMu orders the poller's
 	// read deadline between SetDeadline, Wake and a waiter restoring it.
 	deadline atomic.Int64
@@ -59,23 +59,63 @@ type CompChannel struct {
 	last     [2]atomic.Pointer[CQ]
 	lastNext uint8
 
+	// A WaitRead wait with no deadline and a context that cannot end sleeps in one read(2) (waitRead), as
+	// libibverbs' ibv_get_cq_event does; only an event ends that read, so Wake, SetDeadline and Close make one
+	// with kick while blocked says a waiter may be in it. kick is nil where the device cannot (see kicker):
+	// every wait then sleeps in epoll_pwait2. kickCQ is the kicker's CQ (nil until made), whose events the
+	// waiter reads, counts in kickEvents and skips. fdBlocking is the fd's mode: blocking for
+	// waitRead, non-blocking for the epoll wait (rmu guards both counters).
+	kick       func() error
+	kicker     *kicker
+	kickCQ     atomic.Pointer[CQ]
+	blocked    atomic.Bool
+	kickEvents int
+	fdBlocking bool
+
 	life
 	cqs int // CQs using the channel; guarded by mu
 }
 
+// WaitMode is where a completion channel's GetEvent sleeps (CompChannelOptions.Wait). Contexts, deadlines,
+// Wake and Close end a wait the same way in every mode; the modes differ in cost (docs/perf.md measures them)
+// and in what a wake-up takes.
+type WaitMode uint8
+
+const (
+	// WaitPoller parks the goroutine on Go's runtime poller (a failed read, the runtime's parking and epoll
+	// wait, a second read). No thread sleeps; for programs with many channels or many idle waits.
+	WaitPoller WaitMode = iota
+	// WaitEpoll sleeps in the kernel: one epoll_pwait2(2) on a set holding the channel and an eventfd of the
+	// channel's own, then one read of the event. The waiting goroutine's thread is blocked meanwhile (Go's
+	// scheduler knows, as for any blocking system call); Wake, Close, a context that ends and a changed
+	// deadline write the eventfd. For one goroutine per channel that waits on every event and is often woken
+	// by others (rsocket: readers and writers share the waiter).
+	WaitEpoll
+	// WaitRead is WaitEpoll, except that a wait with no deadline and a context that cannot end
+	// (context.Background) is one blocking read(2) of the channel, as libibverbs' ibv_get_cq_event: a system
+	// call fewer per wait. Only an event ends that read, so Wake, SetDeadline and Close, while a read sleeps,
+	// make one: the first such wake-up creates a PD, a CQ of 8 entries on the channel and an RC QP whose
+	// flushed receive is the event (each later one replaces the QP; all are kept until Close and counted by
+	// the RDMA cgroup; a wake-up that cannot make them fails with their error and the waiter sleeps on). For
+	// programs that wait on every event and rarely wake a sleeping waiter (rdma-core's tools). Proven on rxe;
+	// on other devices it is WaitEpoll.
+	WaitRead
+)
+
+var waitModeNames = [...]string{"poller", "epoll", "read"}
+
+// String names the mode ("poller", "epoll", "read").
+func (m WaitMode) String() string {
+	if int(m) < len(waitModeNames) {
+		return waitModeNames[m]
+	}
+	return fmt.Sprintf("WaitMode(%d)", uint8(m))
+}
+
 // CompChannelOptions are the options of a completion channel; nil means the defaults.
 type CompChannelOptions struct {
-	// WaitInKernel makes GetEvent sleep in the kernel — one epoll_pwait2(2) on a set holding the channel and an
-	// eventfd of the channel's own, then one read of the event — as libibverbs' ibv_get_cq_event sleeps in
-	// read(2), instead
-	// of parking the goroutine on Go's runtime poller (a failed read, the runtime's parking and epoll wait,
-	// a second read: docs/perf.md measures both). The waiting goroutine's thread is blocked meanwhile (Go's
-	// scheduler knows, as for any blocking system call). Contexts, deadlines, Wake and Close work the same
-	// in both modes: Wake, Close, a context that ends and a changed deadline write the eventfd.
-	//
-	// For programs with one goroutine per channel that wait on every event (rdma-core's tools, rsocket's
-	// Read and Write); the default suits programs with many channels or many idle waits.
-	WaitInKernel bool
+	// Wait is where GetEvent sleeps: Go's runtime poller (the default), or the kernel.
+	Wait WaitMode
 }
 
 // CreateCompChannel creates a completion channel (ibv_create_comp_channel). opts may be nil.
@@ -89,7 +129,10 @@ func (c *Context) CreateCompChannel(opts *CompChannelOptions) (*CompChannel, err
 	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
 		return nil, wrap("create completion channel", c.dev.Name, err)
 	}
-	ch := &CompChannel{ctx: c, fd: int(out.Fd), kernel: o.WaitInKernel, wfd: -1, epfd: -1}
+	if o.Wait > WaitRead {
+		return nil, wrap("create completion channel", c.dev.Name, fmt.Errorf("wait mode %v: %w", o.Wait, unix.EINVAL))
+	}
+	ch := &CompChannel{ctx: c, fd: int(out.Fd), kernel: o.Wait != WaitPoller, wfd: -1, epfd: -1}
 	fail := func(err error) (*CompChannel, error) {
 		if ch.f != nil {
 			ch.f.Close()
@@ -118,6 +161,10 @@ func (c *Context) CreateCompChannel(opts *CompChannelOptions) (*CompChannel, err
 		ch.wfd = wfd
 		if err := ch.initEpoll(); err != nil {
 			return fail(err)
+		}
+		if o.Wait == WaitRead && c.dev.DriverID == DriverRXE {
+			ch.kicker = &kicker{ch: ch}
+			ch.kick = ch.kicker.kick
 		}
 	} else {
 		ch.f = os.NewFile(uintptr(ch.fd), "uverbs-comp-channel")
@@ -172,7 +219,8 @@ func (ch *CompChannel) SetDeadline(t time.Time) error {
 		if ch.waiting.Load() { // the waiter read the old deadline: make it look again
 			ch.ring()
 		}
-		return nil
+		// A waiter in read(2) has no deadline to look at: it moves to the epoll wait.
+		return wrap("set completion channel deadline", ch.ctx.dev.Name, ch.kickBlocked())
 	}
 	ch.dlMu.Lock()
 	ch.deadline.Store(d)
@@ -198,7 +246,7 @@ func (ch *CompChannel) Wake() error {
 	ch.wakes.Add(1)
 	if ch.kernel {
 		ch.ring()
-		return nil
+		return wrap("wake completion channel", ch.ctx.dev.Name, ch.kickBlocked())
 	}
 	ch.dlMu.Lock()
 	err := ch.f.SetReadDeadline(time.Unix(1, 0))
@@ -209,7 +257,7 @@ func (ch *CompChannel) Wake() error {
 	return wrap("wake completion channel", ch.ctx.dev.Name, err)
 }
 
-// ring wakes a WaitInKernel waiter. The eventfd only rings: what the waiter must look at is in the
+// ring wakes a kernel waiter. The eventfd only rings: what the waiter must look at is in the
 // channel's state (closed, wakes, deadline, its context), read after it clears the eventfd, so no cause is lost.
 func (ch *CompChannel) ring() {
 	one := uint64(1)
@@ -232,13 +280,78 @@ func (ch *CompChannel) clearRing() {
 	}
 }
 
+// kickBlocked ends a read(2) a waiter sleeps in (waitRead), if one may: the waiter raises blocked before it
+// looks at the state a kick is for, and the kicker looks at blocked after changing that state.
+func (ch *CompChannel) kickBlocked() error {
+	if ch.kick == nil || !ch.blocked.Load() {
+		return nil
+	}
+	if err := ch.kick(); err != nil {
+		return fmt.Errorf("end the waiter's read: %w", err)
+	}
+	return nil
+}
+
+// waitRead reads one event record into ch.buf in one blocking read(2), for a wait with no deadline and a
+// context that cannot end. done is false when a deadline was set meanwhile: the caller waits in epoll_pwait2.
+// ch.rmu is held.
+func (ch *CompChannel) waitRead() (done bool, err error) {
+	if !ch.fdBlocking {
+		if err := unix.SetNonblock(ch.fd, false); err != nil {
+			return true, err
+		}
+		ch.fdBlocking = true
+	}
+	for {
+		ch.blocked.Store(true)
+		switch {
+		case ch.checkOpen() != nil:
+			ch.blocked.Store(false)
+			return true, ErrClosed
+		case ch.woken():
+			ch.blocked.Store(false)
+			return true, ErrWoken
+		case ch.deadline.Load() != 0:
+			ch.blocked.Store(false)
+			return false, nil
+		}
+		// syscall.Syscall, not RawSyscall: the thread sleeps here, and the scheduler must know.
+		r, _, e := syscall.Syscall(unix.SYS_READ, uintptr(ch.fd), uintptr(unsafe.Pointer(&ch.buf[0])), uintptr(len(ch.buf)))
+		ch.blocked.Store(false)
+		switch k := int(r); {
+		case e == unix.EINTR:
+			continue
+		case e != 0:
+			return true, e
+		case k != len(ch.buf):
+			return true, fmt.Errorf("short event record: %d of %d bytes: %w", k, len(ch.buf), io.ErrUnexpectedEOF)
+		}
+		if !ch.kicked() {
+			return true, nil
+		}
+	}
+}
+
+// kicked reports whether the event record in ch.buf is the kicker's, and counts it. ch.rmu is held.
+func (ch *CompChannel) kicked() bool {
+	cq := ch.kickCQ.Load()
+	if cq == nil || binary.NativeEndian.Uint64(ch.buf[:]) != cq.uhandle {
+		return false
+	}
+	if cq.prov != nil { // nil in the host tests' channels
+		cq.prov.EventReceived()
+	}
+	ch.kickEvents++
+	return true
+}
+
 // woken reports and consumes the pending Wakes.
 func (ch *CompChannel) woken() bool { return ch.wakes.Load() != 0 && ch.wakes.Swap(0) != 0 }
 
 // noEpollPwait2 is set once epoll_pwait2 has failed with ENOSYS (kernels before 5.11).
 var noEpollPwait2 atomic.Bool
 
-// initEpoll makes the epoll set a WaitInKernel channel sleeps on: the channel (data 0) and the eventfd (1),
+// initEpoll makes the epoll set a kernel waiter sleeps on: the channel (data 0) and the eventfd (1),
 // level-triggered, registered once, so a wait costs one wake-up callback where ppoll(2) on the two would add,
 // poll and remove both every time.
 func (ch *CompChannel) initEpoll() error {
@@ -255,8 +368,23 @@ func (ch *CompChannel) initEpoll() error {
 	return nil
 }
 
-// waitKernel reads one event record into ch.buf, sleeping in epoll_pwait2(2). ch.rmu is held.
+// waitKernel reads one event record into ch.buf, sleeping in read(2) (waitRead) or epoll_pwait2(2). ch.rmu
+// is held.
 func (ch *CompChannel) waitKernel(ctx context.Context) error {
+	if ch.checkOpen() != nil { // Close may have closed the fds already (the fd's mode is changed below)
+		return ErrClosed
+	}
+	if ch.kick != nil && ctx.Done() == nil && ch.deadline.Load() == 0 {
+		if done, err := ch.waitRead(); done {
+			return err
+		}
+	}
+	if ch.fdBlocking {
+		if err := unix.SetNonblock(ch.fd, true); err != nil {
+			return err
+		}
+		ch.fdBlocking = false
+	}
 	if ctx.Done() != nil {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -337,6 +465,9 @@ func (ch *CompChannel) waitKernel(ctx context.Context) error {
 			return e
 		case k != len(ch.buf):
 			return fmt.Errorf("short event record: %d of %d bytes: %w", k, len(ch.buf), io.ErrUnexpectedEOF)
+		}
+		if ch.kicked() {
+			continue
 		}
 		return nil
 	}
@@ -444,18 +575,29 @@ func (ch *CompChannel) Close() error {
 		ch.mu.Lock()
 		n := ch.cqs
 		ch.mu.Unlock()
+		if ch.kicker != nil {
+			n -= ch.kicker.cqs()
+		}
 		if n > 0 {
 			return wrap("destroy completion channel", ch.ctx.dev.Name, fmt.Errorf("%d CQs still use it: %w", n, unix.EBUSY))
 		}
-		ch.ctx.dropObject()
 		if ch.kernel {
-			// The waiter sees the channel closed once the eventfd rings; the fds are closed after it has left
-			// (and the waiters queued behind it find the channel closed without touching them).
+			// The waiter sees the channel closed once the eventfd rings, or the kicker's event ends its read; the
+			// fds are closed after it has left (and the waiters queued behind it find the channel closed without
+			// touching them). A waiter that cannot be woken keeps the channel open: Close fails, not hangs.
 			ch.ring()
+			if err := ch.kickBlocked(); err != nil {
+				return wrap("destroy completion channel", ch.ctx.dev.Name, err)
+			}
 			ch.rmu.Lock()
-			closeErr = errors.Join(unix.Close(ch.epfd), unix.Close(ch.fd), unix.Close(ch.wfd))
+			if ch.kicker != nil {
+				closeErr = ch.kicker.close(ch.kickEvents)
+			}
+			ch.ctx.dropObject()
+			closeErr = errors.Join(closeErr, unix.Close(ch.epfd), unix.Close(ch.fd), unix.Close(ch.wfd))
 			ch.rmu.Unlock()
 		} else {
+			ch.ctx.dropObject()
 			closeErr = ch.f.Close() // wakes a GetEvent waiting on the poller
 		}
 		return nil

@@ -13,16 +13,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// waitMode is where a test channel's waits sleep.
+type waitMode int
+
+const (
+	modePoller waitMode = iota // Go's runtime poller
+	modeEpoll                  // WaitInKernel without a kicker: every wait in epoll_pwait2
+	modeRead                   // WaitInKernel with a kicker: a wait with no deadline or context in read(2)
+)
+
+// testKick is the user handle of a test channel's kicker CQ: its record is what a kick posts.
+const testKick = 1 << 40
+
 // testChannel is a CompChannel whose "channel" is an eventfd: a write of n to it is an event record (the
-// eventfd's read returns its 8-byte counter), so the waiting logic runs on the host without a device.
-func testChannel(t *testing.T, inKernel bool) (ch *CompChannel, post func(uint64)) {
+// eventfd's read returns its 8-byte counter), so the waiting logic runs on the host without a device. In
+// modeRead a kick posts the record testKick, as the kicker's CQ raises an event on a real channel.
+func testChannel(t *testing.T, mode waitMode) (ch *CompChannel, post func(uint64)) {
 	t.Helper()
 	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch = &CompChannel{ctx: &Context{dev: Device{Name: "test0"}}, fd: fd, kernel: inKernel, wfd: -1, epfd: -1}
-	if inKernel {
+	ch = &CompChannel{ctx: &Context{dev: Device{Name: "test0"}}, fd: fd, kernel: mode != modePoller, wfd: -1, epfd: -1}
+	if ch.kernel {
 		if ch.wfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 			t.Fatal(err)
 		}
@@ -39,12 +52,17 @@ func testChannel(t *testing.T, inKernel bool) (ch *CompChannel, post func(uint64
 		}
 	})
 	rec := new([8]byte) // made once: the allocation tests count the waits, not the posts
-	return ch, func(n uint64) {
+	post = func(n uint64) {
 		binary.NativeEndian.PutUint64(rec[:], n)
 		if _, _, e := syscall.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(rec)), 8); e != 0 {
 			t.Error(e)
 		}
 	}
+	if mode == modeRead {
+		ch.kickCQ.Store(&CQ{uhandle: testKick})
+		ch.kick = func() error { post(testKick); return nil }
+	}
+	return ch, post
 }
 
 // wait is GetEvent without the CQ lookup: the record read, or the wait's error.
@@ -60,14 +78,15 @@ func (ch *CompChannel) testWait(ctx context.Context) (uint64, error) {
 	return binary.NativeEndian.Uint64(ch.buf[:]), err
 }
 
-func bothModes(t *testing.T, f func(t *testing.T, inKernel bool)) {
-	t.Run("poller", func(t *testing.T) { f(t, false) })
-	t.Run("kernel", func(t *testing.T) { f(t, true) })
+func bothModes(t *testing.T, f func(t *testing.T, mode waitMode)) {
+	t.Run("poller", func(t *testing.T) { f(t, modePoller) })
+	t.Run("kernel", func(t *testing.T) { f(t, modeEpoll) })
+	t.Run("kernel-read", func(t *testing.T) { f(t, modeRead) })
 	// The kernel wait as on a kernel before 5.11 (no epoll_pwait2: whole milliseconds).
 	t.Run("kernel-epoll_pwait", func(t *testing.T) {
 		noEpollPwait2.Store(true)
 		defer noEpollPwait2.Store(false)
-		f(t, true)
+		f(t, modeEpoll)
 	})
 }
 
@@ -92,8 +111,8 @@ func within(t *testing.T, done <-chan error, what string) error {
 
 // An event ends a wait, before it or during it.
 func TestCompChannelEvent(t *testing.T) {
-	bothModes(t, func(t *testing.T, inKernel bool) {
-		ch, post := testChannel(t, inKernel)
+	bothModes(t, func(t *testing.T, mode waitMode) {
+		ch, post := testChannel(t, mode)
 		post(7)
 		if n, err := ch.testWait(context.Background()); err != nil || n != 7 {
 			t.Fatalf("event before the wait: %d, %v", n, err)
@@ -121,8 +140,8 @@ func TestCompChannelEvent(t *testing.T) {
 
 // Wake ends the wait of now or the next one, once; Wakes before a wait count as one.
 func TestCompChannelWake(t *testing.T) {
-	bothModes(t, func(t *testing.T, inKernel bool) {
-		ch, post := testChannel(t, inKernel)
+	bothModes(t, func(t *testing.T, mode waitMode) {
+		ch, post := testChannel(t, mode)
 		ch.Wake()
 		ch.Wake()
 		if _, err := ch.testWait(context.Background()); !errors.Is(err, ErrWoken) {
@@ -160,8 +179,8 @@ func TestCompChannelWake(t *testing.T) {
 
 // A deadline ends a wait, a past one at once, a changed one while waiting, and the zero time removes it.
 func TestCompChannelDeadline(t *testing.T) {
-	bothModes(t, func(t *testing.T, inKernel bool) {
-		ch, post := testChannel(t, inKernel)
+	bothModes(t, func(t *testing.T, mode waitMode) {
+		ch, post := testChannel(t, mode)
 		start := time.Now()
 		if err := ch.SetDeadline(start.Add(100 * time.Millisecond)); err != nil {
 			t.Fatal(err)
@@ -192,8 +211,8 @@ func TestCompChannelDeadline(t *testing.T) {
 
 // A context ends its wait and leaves nothing behind for the next one; an ended context does not wait.
 func TestCompChannelContext(t *testing.T) {
-	bothModes(t, func(t *testing.T, inKernel bool) {
-		ch, post := testChannel(t, inKernel)
+	bothModes(t, func(t *testing.T, mode waitMode) {
+		ch, post := testChannel(t, mode)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := waitAsync(ch, ctx)
 		cancel()
@@ -225,8 +244,8 @@ func TestCompChannelContext(t *testing.T) {
 
 // Close ends a waiting GetEvent with ErrClosed, and every call after it fails with ErrClosed.
 func TestCompChannelClose(t *testing.T) {
-	bothModes(t, func(t *testing.T, inKernel bool) {
-		ch, _ := testChannel(t, inKernel)
+	bothModes(t, func(t *testing.T, mode waitMode) {
+		ch, _ := testChannel(t, mode)
 		done := waitAsync(ch, context.Background())
 		if err := ch.Close(); err != nil {
 			t.Fatal(err)
@@ -248,8 +267,8 @@ func TestCompChannelClose(t *testing.T) {
 
 // Wake, SetDeadline and Close race with waits (for the race detector and for lost wake-ups: every wait ends).
 func TestCompChannelRace(t *testing.T) {
-	bothModes(t, func(t *testing.T, inKernel bool) {
-		ch, post := testChannel(t, inKernel)
+	bothModes(t, func(t *testing.T, mode waitMode) {
+		ch, post := testChannel(t, mode)
 		stop := make(chan struct{})
 		waited := make(chan struct{})
 		go func() {

@@ -47,6 +47,12 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 		}
 		defer attr.Channel.exit()
 	}
+	return c.createCQ(attr)
+}
+
+// createCQ is CreateCQ once attr.Channel, if any, is known to stay open: its caller entered it, or it is the
+// channel's own kicker, made while the channel closes.
+func (c *Context) createCQ(attr CQAttr) (*CQ, error) {
 	if err := c.addObject(); err != nil {
 		return nil, wrap("create CQ", c.dev.Name, err)
 	}

@@ -78,7 +78,7 @@
 // for the call, SetDeadline for the calls (no allocation per wait), Wake to end the current or next wait from
 // another goroutine (ErrWoken), and Close, which ends every wait (ErrClosed). Where the waiter sleeps is fixed
 // when the channel is made: on Go's runtime poller (the default: no blocked thread, for many channels or
-// long idle waits), or in the kernel (CompChannelOptions.WaitInKernel: one epoll wait on the channel and an
-// eventfd, then one read, which costs less per event; rdma-core's tools and rsocket's Read and Write wait
-// so). docs/perf.md measures both. Context.AsyncEvent waits on Go's poller with a context.
+// long idle waits), or in the kernel (CompChannelOptions.Wait: WaitEpoll, one epoll wait on the channel and
+// an eventfd, then one read, which costs less per event, as rsocket's Read and Write wait; WaitRead, one
+// read(2) where the wait has no deadline or context, as rdma-core's tools wait). docs/perf.md measures them. Context.AsyncEvent waits on Go's poller with a context.
 package uverbs

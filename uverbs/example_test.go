@@ -95,7 +95,7 @@ func ExampleCompChannel_Wake() {
 		return
 	}
 	defer ctx.Close()
-	ch, _ := ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true})
+	ch, _ := ctx.CreateCompChannel(&uverbs.CompChannelOptions{Wait: uverbs.WaitEpoll})
 	defer ch.Close()
 	cq, _ := ctx.CreateCQ(uverbs.CQAttr{CQE: 16, Channel: ch})
 	defer cq.Close()

@@ -341,16 +341,16 @@ func TestLabWrapAround(t *testing.T) {
 }
 
 // Completion events: arm, send, get the event on the channel; solicited-only arming is accepted. Both ways
-// of waiting: Go's poller and the kernel's ppoll (CompChannelOptions.WaitInKernel), each with a context.
+// of waiting: Go's poller and the kernel's (CompChannelOptions.Wait), each with a context.
 func TestLabArmAndEvent(t *testing.T) {
-	for _, inKernel := range []bool{false, true} {
-		t.Run(fmt.Sprintf("inKernel=%v", inKernel), func(t *testing.T) { armAndEvent(t, inKernel) })
+	for _, mode := range waitModes {
+		t.Run(fmt.Sprintf("wait=%v", mode), func(t *testing.T) { armAndEvent(t, mode) })
 	}
 }
 
-func armAndEvent(t *testing.T, inKernel bool) {
+func armAndEvent(t *testing.T, mode uverbs.WaitMode) {
 	e := newLab(t)
-	ch, err := e.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: inKernel})
+	ch, err := e.ctx.CreateCompChannel(&uverbs.CompChannelOptions{Wait: mode})
 	if err != nil {
 		t.Fatal(err)
 	}

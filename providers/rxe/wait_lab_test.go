@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/goverbs/netlinkrdma"
+	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
+	"github.com/goverbs/goverbs/verbs"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,9 +25,9 @@ type eventPair struct {
 	wc   []uverbs.WC
 }
 
-func newEventPair(t *testing.T, inKernel bool) *eventPair {
+func newEventPair(t *testing.T, mode uverbs.WaitMode) *eventPair {
 	e := newLab(t)
-	ch, err := e.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: inKernel})
+	ch, err := e.ctx.CreateCompChannel(&uverbs.CompChannelOptions{Wait: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +65,13 @@ func (ep *eventPair) drain(t testing.TB, cq *uverbs.CQ) {
 	}
 }
 
-// bothWaits runs f with a channel that waits on Go's poller and one that waits in the kernel.
+// waitModes are the places a channel's waiter can sleep.
+var waitModes = []uverbs.WaitMode{uverbs.WaitPoller, uverbs.WaitEpoll, uverbs.WaitRead}
+
+// bothWaits runs f with a channel of each wait mode.
 func bothWaits(t *testing.T, f func(t *testing.T, ep *eventPair)) {
-	for _, inKernel := range []bool{false, true} {
-		name := "poller"
-		if inKernel {
-			name = "kernel"
-		}
-		t.Run(name, func(t *testing.T) { f(t, newEventPair(t, inKernel)) })
+	for _, mode := range waitModes {
+		t.Run(mode.String(), func(t *testing.T) { f(t, newEventPair(t, mode)) })
 	}
 }
 
@@ -163,13 +165,13 @@ func TestLabGetEvent(t *testing.T) {
 	})
 }
 
-// Close ends a waiting GetEvent with ErrClosed in both modes, once the CQs are gone (before, it is EBUSY and
+// Close ends a waiting GetEvent with ErrClosed in every mode, once the CQs are gone (before, it is EBUSY and
 // the wait goes on).
 func TestLabCompChannelCloseWakes(t *testing.T) {
-	for _, inKernel := range []bool{false, true} {
-		t.Run(fmt.Sprint("inKernel=", inKernel), func(t *testing.T) {
+	for _, mode := range waitModes {
+		t.Run(fmt.Sprint("wait=", mode), func(t *testing.T) {
 			e := newLab(t)
-			ch, err := e.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: inKernel})
+			ch, err := e.ctx.CreateCompChannel(&uverbs.CompChannelOptions{Wait: mode})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,5 +204,93 @@ func TestLabCompChannelCloseWakes(t *testing.T) {
 				t.Fatalf("Wake after Close: %v, want ErrClosed", err)
 			}
 		})
+	}
+}
+
+// kickerQPs are this process's RC QPs in ERR on the lab device: a WaitRead channel's kicker leaves one
+// after each wake-up of a waiter asleep in read(2) (uverbs' kicker), and nothing else in these tests does.
+func kickerQPs(t *testing.T) int {
+	t.Helper()
+	c, err := netlinkrdma.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.Device(labtest.Device())
+	if err != nil {
+		t.Fatal(err)
+	}
+	qps, err := c.QPs(netlinkrdma.ResQuery{DevIndex: d.Index})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, q := range qps {
+		if q.PID == uint32(os.Getpid()) && q.Type == verbs.QPTypeRC && q.State == verbs.QPStateErr {
+			n++
+		}
+	}
+	return n
+}
+
+// A WaitRead wait with no deadline and context.Background sleeps in one read(2) of the channel, which only
+// an event ends: Wake, SetDeadline and Close end it with a completion of the channel's own kicker (a QP whose
+// posted receive rxe flushes when it moves to ERR). The kicker is made at the first such wake-up (not before:
+// a waiter nobody wakes costs no object), its QP is replaced at every later one, its events are never
+// returned, real events still come between the wake-ups, and Close destroys all of it.
+func TestLabCompChannelKick(t *testing.T) {
+	ep := newEventPair(t, uverbs.WaitRead)
+	bg := context.Background()
+	ep.fire(t)
+	cq, err := ep.ch.GetEvent(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.drain(t, cq)
+	if n := kickerQPs(t); n != 0 {
+		t.Fatalf("%d kicker QPs before any wake-up, want 0", n)
+	}
+	for i := 0; i < 20; i++ {
+		done := waiting(ep, bg)
+		check(t, ep.ch.Wake())
+		if err := ended(t, done, fmt.Sprint("Wake ", i)); !errors.Is(err, uverbs.ErrWoken) {
+			t.Fatalf("wake-up %d: GetEvent returned %v, want ErrWoken", i, err)
+		}
+		if n := kickerQPs(t); n != 1 {
+			t.Fatalf("after wake-up %d: %d kicker QPs (RC, ERR, this process), want 1", i, n)
+		}
+		if i%5 == 4 { // a real event between the wake-ups
+			ep.fire(t)
+			if cq, err = ep.ch.GetEvent(bg); err != nil {
+				t.Fatalf("event after wake-up %d: %v", i, err)
+			}
+			ep.drain(t, cq)
+		}
+	}
+	// A deadline set while a read sleeps moves the wait to epoll_pwait2, where it ends.
+	done := waiting(ep, bg)
+	check(t, ep.ch.SetDeadline(time.Now().Add(100*time.Millisecond)))
+	if err := ended(t, done, "a deadline set while asleep in read"); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("GetEvent given a deadline while asleep: %v, want os.ErrDeadlineExceeded", err)
+	}
+	check(t, ep.ch.SetDeadline(time.Time{}))
+	ep.fire(t)
+	if cq, err = ep.ch.GetEvent(bg); err != nil {
+		t.Fatal(err)
+	}
+	ep.drain(t, cq)
+
+	// Close ends a sleeping read and takes the kicker's objects with it.
+	done = waiting(ep, bg)
+	check(t, ep.p.a.Close())
+	check(t, ep.p.b.Close())
+	check(t, ep.p.cqA.Close())
+	check(t, ep.p.cqB.Close())
+	check(t, ep.ch.Close())
+	if err := ended(t, done, "Close"); !errors.Is(err, uverbs.ErrClosed) {
+		t.Fatalf("GetEvent ended by Close: %v, want ErrClosed", err)
+	}
+	if n := kickerQPs(t); n != 0 {
+		t.Fatalf("%d kicker QPs after Close, want 0", n)
 	}
 }

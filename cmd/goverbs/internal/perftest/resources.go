@@ -232,7 +232,7 @@ func (s *session) initResources(stderr io.Writer) error {
 		s.buffSize += p.CacheLine
 	}
 	if p.UseEvent {
-		if s.ch, err = s.vc.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true}); err != nil {
+		if s.ch, err = s.vc.CreateCompChannel(&uverbs.CompChannelOptions{Wait: uverbs.WaitRead}); err != nil {
 			fmt.Fprintf(stderr, "Couldn't create completion channel\n")
 			return err
 		}

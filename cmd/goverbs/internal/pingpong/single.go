@@ -103,7 +103,7 @@ func initSingle(dev uverbs.Device, k kind, o *options, stderr io.Writer) *pp {
 		}
 	}
 	if o.events {
-		if c.channel, err = c.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true}); err != nil {
+		if c.channel, err = c.ctx.CreateCompChannel(&uverbs.CompChannelOptions{Wait: uverbs.WaitRead}); err != nil {
 			return fail("Couldn't create completion channel")
 		}
 	}

@@ -122,7 +122,7 @@ func initSRQ(dev uverbs.Device, o *options, stderr io.Writer) *srqPP {
 		access |= uverbs.AccessOnDemand
 	}
 	if o.events {
-		if c.channel, err = c.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true}); err != nil {
+		if c.channel, err = c.ctx.CreateCompChannel(&uverbs.CompChannelOptions{Wait: uverbs.WaitRead}); err != nil {
 			return fail("Couldn't create completion channel")
 		}
 	}

@@ -182,7 +182,7 @@ func (r *xsrqResources) open(o *xsrqOptions, stderr io.Writer) bool {
 		return false
 	}
 	if o.events {
-		if r.channel, err = r.ctx.CreateCompChannel(&uverbs.CompChannelOptions{WaitInKernel: true}); err != nil {
+		if r.channel, err = r.ctx.CreateCompChannel(&uverbs.CompChannelOptions{Wait: uverbs.WaitRead}); err != nil {
 			fmt.Fprintf(stderr, "Couldn't create completion channel\n")
 			return false
 		}
