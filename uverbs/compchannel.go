@@ -296,16 +296,10 @@ func (ch *CompChannel) kickBlocked() error {
 // context that cannot end. done is false when a deadline was set meanwhile: the caller waits in epoll_pwait2.
 // ch.rmu is held.
 func (ch *CompChannel) waitRead() (done bool, err error) {
-	if !ch.fdBlocking {
-		if err := unix.SetNonblock(ch.fd, false); err != nil {
-			return true, err
-		}
-		ch.fdBlocking = true
-	}
 	for {
 		ch.blocked.Store(true)
 		switch {
-		case ch.checkOpen() != nil:
+		case ch.checkOpen() != nil: // before the fd is touched: Close may have closed it
 			ch.blocked.Store(false)
 			return true, ErrClosed
 		case ch.woken():
@@ -314,6 +308,13 @@ func (ch *CompChannel) waitRead() (done bool, err error) {
 		case ch.deadline.Load() != 0:
 			ch.blocked.Store(false)
 			return false, nil
+		}
+		if !ch.fdBlocking {
+			if err := unix.SetNonblock(ch.fd, false); err != nil {
+				ch.blocked.Store(false)
+				return true, err
+			}
+			ch.fdBlocking = true
 		}
 		// syscall.Syscall, not RawSyscall: the thread sleeps here, and the scheduler must know.
 		r, _, e := syscall.Syscall(unix.SYS_READ, uintptr(ch.fd), uintptr(unsafe.Pointer(&ch.buf[0])), uintptr(len(ch.buf)))
@@ -371,13 +372,13 @@ func (ch *CompChannel) initEpoll() error {
 // waitKernel reads one event record into ch.buf, sleeping in read(2) (waitRead) or epoll_pwait2(2). ch.rmu
 // is held.
 func (ch *CompChannel) waitKernel(ctx context.Context) error {
-	if ch.checkOpen() != nil { // Close may have closed the fds already (the fd's mode is changed below)
-		return ErrClosed
-	}
 	if ch.kick != nil && ctx.Done() == nil && ch.deadline.Load() == 0 {
 		if done, err := ch.waitRead(); done {
 			return err
 		}
+	}
+	if ch.checkOpen() != nil { // Close may have closed the fds already (the fd's mode is changed below)
+		return ErrClosed
 	}
 	if ch.fdBlocking {
 		if err := unix.SetNonblock(ch.fd, true); err != nil {
