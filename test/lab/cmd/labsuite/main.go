@@ -965,18 +965,25 @@ func countTests(s *Summary, importPath string, out []byte) {
 func failedOutput(out []byte) []byte {
 	lines := strings.SplitAfter(string(out), "\n")
 	verdict := map[string]string{}
+	runs, ends := map[string]int{}, map[string]int{}
 	for _, line := range lines {
 		t := strings.TrimLeft(line, " ")
+		if h, ok := strings.CutPrefix(t, "=== RUN "); ok {
+			runs[strings.TrimSpace(h)]++
+		}
 		if v, rest, ok := strings.Cut(t, ": "); ok && strings.HasPrefix(v, "--- ") {
 			name, _, _ := strings.Cut(strings.TrimSpace(rest), " (")
+			ends[name]++
 			if verdict[name] != "--- FAIL" { // with -count, one failed run of a name keeps all its runs' lines
 				verdict[name] = v
 			}
 		}
 	}
+	// A name that ran more often than it ended never finished one run (with -count, a hang or a crash after
+	// runs that passed): it counts as failed, so its lines and the timeout's or panic's trace are kept.
 	failed := func(name string) bool {
 		v, ok := verdict[name]
-		return !ok || v == "--- FAIL"
+		return !ok || v == "--- FAIL" || runs[name] > ends[name]
 	}
 	var b bytes.Buffer
 	current := ""

@@ -189,6 +189,37 @@ FAIL
 	}
 }
 
+// With -count, a test that passed once and then hangs until go test's timeout (or panics) in a later run
+// keeps its lines and the trace: the run that never ended is the failure.
+func TestFailedOutputKeepsARunThatNeverEnded(t *testing.T) {
+	out := `=== RUN   TestHang
+--- PASS: TestHang (1.00s)
+=== RUN   TestOther
+--- PASS: TestOther (0.10s)
+=== RUN   TestHang
+    h_test.go:4: waiting
+panic: test timed out after 7m0s
+	running tests:
+		TestHang (6m59s)
+
+goroutine 1 [running]:
+FAIL	pkg	420.0s
+`
+	want := `=== RUN   TestHang
+=== RUN   TestHang
+    h_test.go:4: waiting
+panic: test timed out after 7m0s
+	running tests:
+		TestHang (6m59s)
+
+goroutine 1 [running]:
+FAIL	pkg	420.0s
+`
+	if got := string(failedOutput([]byte(out))); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func pkgsOf(paths ...string) []pkg {
 	var ps []pkg
 	for _, p := range paths {
