@@ -102,8 +102,10 @@ func goPP(tool ppTool, args []string) ppResult {
 	return ppResult{rc, o.String(), e.String()}
 }
 
-// cPP runs rdma-core's tool.
-func cPP(tool ppTool, args []string) ppResult { return runC(exec.Command(tool.ctool, args...)) }
+// cPP runs rdma-core's tool, killed after 3 minutes (every pairing ends in seconds; a C side that hangs — a
+// lost peer, one of its own races — then fails its test with "still running after 3m0s, killed" instead of
+// holding the package until go test's timeout, which names no pair).
+func cPP(tool ppTool, args []string) ppResult { return cPPTimeout(tool, args, 3*time.Minute) }
 
 // cPPIn runs another release's rdma-core tool from its root (peerRoot), by chroot, killed after 3 minutes (C
 // riostream spins for ever on a lost peer).
