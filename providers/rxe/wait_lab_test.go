@@ -65,6 +65,16 @@ func (ep *eventPair) drain(t testing.TB, cq *uverbs.CQ) {
 	}
 }
 
+// event makes one event, waits for it with ctx and drains it.
+func (ep *eventPair) event(t testing.TB, ctx context.Context, what string) {
+	ep.fire(t)
+	cq, err := ep.ch.GetEvent(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	ep.drain(t, cq)
+}
+
 // waitModes are the places a channel's waiter can sleep.
 var waitModes = []uverbs.WaitMode{uverbs.WaitPoller, uverbs.WaitEpoll, uverbs.WaitRead}
 
@@ -103,12 +113,7 @@ func ended(t *testing.T, done <-chan error, by string) error {
 func TestLabGetEvent(t *testing.T) {
 	bothWaits(t, func(t *testing.T, ep *eventPair) {
 		bg := context.Background()
-		ep.fire(t)
-		cq, err := ep.ch.GetEvent(bg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ep.drain(t, cq)
+		ep.event(t, bg, "the first event")
 
 		check(t, ep.ch.Wake())
 		check(t, ep.ch.Wake())
@@ -147,19 +152,8 @@ func TestLabGetEvent(t *testing.T) {
 		// The event still comes after all that, with a context too, and waiting allocates nothing.
 		wctx, wcancel := context.WithTimeout(bg, 30*time.Second)
 		defer wcancel()
-		ep.fire(t)
-		if cq, err = ep.ch.GetEvent(wctx); err != nil {
-			t.Fatal(err)
-		}
-		ep.drain(t, cq)
-		if a := testing.AllocsPerRun(20, func() {
-			ep.fire(t)
-			cq, err := ep.ch.GetEvent(bg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ep.drain(t, cq)
-		}); a != 0 {
+		ep.event(t, wctx, "event with a live context")
+		if a := testing.AllocsPerRun(20, func() { ep.event(t, bg, "event") }); a != 0 {
 			t.Errorf("arm, send, GetEvent, ack, poll: %v allocations per round", a)
 		}
 	})
@@ -242,12 +236,7 @@ func kickerQPs(t *testing.T) int {
 func TestLabCompChannelKick(t *testing.T) {
 	ep := newEventPair(t, uverbs.WaitRead)
 	bg := context.Background()
-	ep.fire(t)
-	cq, err := ep.ch.GetEvent(bg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep.drain(t, cq)
+	ep.event(t, bg, "the first event")
 	if n := kickerQPs(t); n != 0 {
 		t.Fatalf("%d kicker QPs before any wake-up, want 0", n)
 	}
@@ -261,11 +250,7 @@ func TestLabCompChannelKick(t *testing.T) {
 			t.Fatalf("after wake-up %d: %d kicker QPs (RC, in ERR), want 1", i, n)
 		}
 		if i%5 == 4 { // a real event between the wake-ups
-			ep.fire(t)
-			if cq, err = ep.ch.GetEvent(bg); err != nil {
-				t.Fatalf("event after wake-up %d: %v", i, err)
-			}
-			ep.drain(t, cq)
+			ep.event(t, bg, fmt.Sprint("event after wake-up ", i))
 		}
 	}
 	// A deadline set while a read sleeps moves the wait to epoll_pwait2, where it ends.
@@ -275,11 +260,7 @@ func TestLabCompChannelKick(t *testing.T) {
 		t.Fatalf("GetEvent given a deadline while asleep: %v, want os.ErrDeadlineExceeded", err)
 	}
 	check(t, ep.ch.SetDeadline(time.Time{}))
-	ep.fire(t)
-	if cq, err = ep.ch.GetEvent(bg); err != nil {
-		t.Fatal(err)
-	}
-	ep.drain(t, cq)
+	ep.event(t, bg, "event after the deadline was removed")
 
 	// Close ends a sleeping read and takes the kicker's objects with it.
 	done = waiting(ep, bg)
