@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -98,7 +99,15 @@ type ppResult struct {
 // goPP runs the goverbs tool in-process.
 func goPP(tool ppTool, args []string) ppResult {
 	var o, e bytes.Buffer
+	// An in-process Main cannot be killed as cPP's C side is: one still running after 3 minutes (every pairing
+	// ends in seconds) ends the test binary with every goroutine's stack and the pair's name, so a hang names
+	// itself long before go test's package timeout.
+	hung := time.AfterFunc(3*time.Minute, func() {
+		debug.SetTraceback("all")
+		panic(fmt.Sprintf("goverbs %s %q still running after 3 minutes", tool.ctool, args))
+	})
 	rc := tool.run(tool.ctool, args, &o, &e)
+	hung.Stop()
 	return ppResult{rc, o.String(), e.String()}
 }
 
