@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,19 +32,34 @@ func TestLabRdmaXServerClientInterop(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/goServer=%v", mode, goServer), func(t *testing.T) {
 				serve, connect := cPP, goPP
 				if goServer {
-					serve, connect = goPP, cPP
+					// A C client the server has already answered can wait for ever (below): bounded tighter.
+					serve, connect = goPP, func(tool ppTool, args []string) ppResult { return cPPTimeout(tool, args, 30*time.Second) }
 				}
-				done := make(chan ppResult, 1)
-				go func() { done <- serve(rdmaXServerTool, append([]string{"-p", interop.Itoa(p)}, mode...)) }()
-				if err := interop.WaitCMListening(labtest.Device(), uint16(p), 60*time.Second); err != nil {
-					t.Fatal(err)
-				}
-				c := connect(rdmaXClientTool, append([]string{"-s", labIP, "-p", interop.Itoa(p)}, mode...))
-				var s ppResult
-				select {
-				case s = <-done:
-				case <-time.After(60 * time.Second):
-					t.Fatalf("server did not exit after the client (%+v)", c)
+				var c, s ppResult
+				for try := 1; ; try++ {
+					done := make(chan ppResult, 1)
+					go func() { done <- serve(rdmaXServerTool, append([]string{"-p", interop.Itoa(p)}, mode...)) }()
+					if err := interop.WaitCMListening(labtest.Device(), uint16(p), 60*time.Second); err != nil {
+						t.Fatal(err)
+					}
+					c = connect(rdmaXClientTool, append([]string{"-s", labIP, "-p", interop.Itoa(p)}, mode...))
+					select {
+					case s = <-done:
+					case <-time.After(60 * time.Second):
+						t.Fatalf("server did not exit after the client (%+v)", c)
+					}
+					// rdma_xserver disconnects as soon as its receive completes; rdma_xclient waits for its send's
+					// completion (rdmacm-utils 44 rdma_xserver.c/rdma_xclient.c). rxe posts the receive completion
+					// before it sends the ACK, and a server that moves its QP to ERR in between leaves the client's
+					// SEND unacknowledged, retried for ever (retry count 7 is unlimited on rxe): seen on 7.3.4 once in
+					// ten runs with goverbs' server and rdmacm-utils' client, a race of the tools' protocol.
+					if goServer && try < 3 && c.rc == -1 && strings.Contains(c.err, "still running") &&
+						s.rc == 0 && s.out == "rdma_xserver: start\nrdma_xserver: end 0\n" {
+						labtest.Note(t, "the C client waited for ever for its send's ACK after the server had its message and disconnected (the tools' race), running the pair again")
+						p += 1000 // a fresh port: the killed pair's rdma_cm id may linger
+						continue
+					}
+					break
 				}
 				if c.rc != 0 || s.rc != 0 || c.out != "rdma_xclient: start\nrdma_xclient: end 0\n" ||
 					s.out != "rdma_xserver: start\nrdma_xserver: end 0\n" || c.err != "" || s.err != "" {
