@@ -19,7 +19,8 @@ import (
 // the kicker's CQ by its user handle and waits again (CompChannel.kickEvents counts them for CQ.Close).
 //
 // The flush that ends the sleep is proven on rxe (the lab, every kernel of the matrix: providers/rxe's
-// TestLabGetEvent and TestLabCompChannelKick); other devices wait in epoll_pwait2 whatever their options say.
+// TestLabGetEvent and TestLabCompChannelKick), whose provider says so (provider.InitRecvFlusher); on other
+// devices a WaitRead channel waits in epoll_pwait2.
 type kicker struct {
 	mu   sync.Mutex
 	ch   *CompChannel

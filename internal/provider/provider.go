@@ -87,6 +87,15 @@ type Context interface {
 	Close() error
 }
 
+// InitRecvFlusher is implemented by a Context whose device, when a QP in INIT that holds a posted receive moves
+// to ERR, flushes that receive with a completion (and so an event on its armed CQ's channel). A completion
+// channel's WaitRead wait relies on it to end a sleeping read(2) (uverbs' kicker); on a device that does not
+// say so, WaitRead waits as WaitEpoll does. A provider implements it only once the lab has shown the flush on
+// its device on every kernel.
+type InitRecvFlusher interface {
+	FlushesInitRecv() bool
+}
+
 // PD is a provider's protection-domain state (may be empty).
 type PD interface {
 	// PDN is the provider's protection domain number where the driver reports one (mlx5), else 0.

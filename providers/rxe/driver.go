@@ -43,7 +43,14 @@ type context struct {
 	name     string
 }
 
-var _ provider.Context = (*context)(nil)
+var (
+	_ provider.Context         = (*context)(nil)
+	_ provider.InitRecvFlusher = (*context)(nil)
+)
+
+// FlushesInitRecv: when a QP moves to ERR, rxe's responder completes the receives it holds with
+// IB_WC_WR_FLUSH_ERR, in INIT too; TestLabCompChannelKick shows it on every lab kernel.
+func (*context) FlushesInitRecv() bool { return true }
 
 func newContext(dev *provider.Device) *context {
 	return &context{fd: dev.FD, driverID: dev.DriverID, name: dev.Name}
