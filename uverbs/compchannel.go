@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/goverbs/abi"
+	"github.com/goverbs/goverbs/internal/enumstr"
 	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/rawcmd"
 	"golang.org/x/sys/unix"
@@ -106,12 +107,7 @@ const (
 var waitModeNames = [...]string{"poller", "epoll", "read"}
 
 // String names the mode ("poller", "epoll", "read").
-func (m WaitMode) String() string {
-	if int(m) < len(waitModeNames) {
-		return waitModeNames[m]
-	}
-	return fmt.Sprintf("WaitMode(%d)", uint8(m))
-}
+func (m WaitMode) String() string { return enumstr.Name(waitModeNames[:], uint64(m), "WaitMode") }
 
 // CompChannelOptions are the options of a completion channel; nil means the defaults.
 type CompChannelOptions struct {

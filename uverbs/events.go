@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/internal/enumstr"
 	"golang.org/x/sys/unix"
 )
 
@@ -99,12 +100,7 @@ var asyncEventNames = [...]string{"CQ error", "QP fatal", "QP request error", "Q
 	"port active", "port error", "LID change", "PKey change", "SM change", "SRQ error", "SRQ limit reached",
 	"QP last WQE reached", "client reregister", "GID change", "WQ fatal"}
 
-func (t AsyncEventType) String() string {
-	if int(t) < len(asyncEventNames) {
-		return asyncEventNames[t]
-	}
-	return fmt.Sprintf("event(%d)", uint32(t))
-}
+func (t AsyncEventType) String() string { return enumstr.Name(asyncEventNames[:], uint64(t), "event") }
 
 // AsyncEvent is one asynchronous event. Exactly one of CQ, QP, SRQ is set for object events; Port is set for
 // port events (EventPortActive, EventPortErr, EventLIDChange, ...) and DeviceFatal has neither.
