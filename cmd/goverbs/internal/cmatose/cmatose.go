@@ -5,9 +5,7 @@
 package cmatose
 
 import (
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cmcommon"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
@@ -32,34 +30,16 @@ type test struct {
 func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	t := &test{Test: cmcommon.Test{Stdout: stdout, Stderr: stderr, Prog: prog, Name: "cmatose", Connections: 1,
 		MessageSize: 100, MessageCount: 10, Port: "7471", PS: rdmacm.PortSpaceTCP}}
-	numeric := false
 	p := getopt.New(prog, args, "s:b:f:P:c:C:S:t:p:a:m", nil, stderr, false)
 	for o := range p.All() {
+		if known, ok := t.Opt(o); !ok {
+			return 1
+		} else if known {
+			continue
+		}
 		switch o.Val {
-		case 's':
-			t.Dst = o.Arg
-		case 'b':
-			t.Src = o.Arg
-		case 'f':
-			if !cmcommon.AddrFormat(stderr, prog, o.Arg, &numeric) {
-				return 1
-			}
 		case 'P':
-			a := strings.ToLower(o.Arg)
-			if strings.HasPrefix(a, "ib") {
-				t.PS = rdmacm.PortSpaceIB
-			} else if !strings.HasPrefix(a, "tcp") {
-				fmt.Fprintf(stderr, "Warning: unknown port space format\n")
-			}
-		case 'c':
-			t.Connections = int(cstd.Atoi(o.Arg))
-		case 'C':
-			t.MessageCount = int(cstd.Atoi(o.Arg))
-		case 'S':
-			t.MessageSize = int(cstd.Atoi(o.Arg))
-		case 't':
-			v, _, _ := cstd.Strtoul(o.Arg, 0)
-			t.SetTOS, t.TOS = true, uint8(v)
+			t.PortSpaceOpt(o.Arg, "ib", rdmacm.PortSpaceIB, "tcp")
 		case 'p':
 			t.Port = o.Arg
 		case 'm':
@@ -75,19 +55,7 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if t.MessageSize == 0 {
-		t.MessageCount = 0
-	}
-	if !t.Open(uverbs.QPTypeRC, t.Dst != "") {
-		return 1
-	}
-	var ret int
-	if t.Dst != "" {
-		ret = t.runClient(numeric)
-	} else {
-		ret = t.runServer(numeric)
-	}
-	return t.Finish(ret)
+	return t.Run(uverbs.QPTypeRC, t.runClient, t.runServer)
 }
 
 // setup is what the client's route handler and the server's connect handler do first: init_node, post_recvs.
@@ -157,14 +125,7 @@ func (t *test) events(left *int, what string) int {
 // pollCQs waits for messageCount completions on each connected node's CQ.
 func (t *test) pollCQs(index int) int { return t.PollCQs(index, nil) }
 
-func (t *test) postSends() int {
-	for i := range t.Nodes {
-		if ret := t.PostSends(&t.Nodes[i]); ret != 0 {
-			return ret
-		}
-	}
-	return 0
-}
+func (t *test) postSends() int { return t.EachNode(t.PostSends) }
 
 func (t *test) migrateChannel(listen *rdmacm.ID) int {
 	t.Printf("migrating to new event channel\n")
@@ -191,8 +152,8 @@ func (t *test) migrateChannel(listen *rdmacm.ID) int {
 	return 0
 }
 
-func (t *test) runServer(numeric bool) int {
-	listen, ret := t.Listen("tcp", uverbs.QPTypeRC, numeric)
+func (t *test) runServer() int {
+	listen, ret := t.Listen("tcp", uverbs.QPTypeRC)
 	if listen == nil {
 		return ret
 	}
@@ -234,8 +195,8 @@ func (t *test) runServer(numeric bool) int {
 	return ret
 }
 
-func (t *test) runClient(numeric bool) int {
-	if ret := t.Connect("tcp", numeric); ret != 0 {
+func (t *test) runClient() int {
+	if ret := t.Connect("tcp"); ret != 0 {
 		return ret
 	}
 	ret := t.events(&t.ConnectsLeft, "connect")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/rdmacm"
 	"github.com/goverbs/goverbs/uverbs"
 	"golang.org/x/sys/unix"
@@ -51,6 +52,7 @@ type Test struct {
 	SetTimeout   bool
 	Timeout      uint8
 	Dst, Src     string
+	Numeric      bool // -f ip: the -s and -b hosts are numeric addresses
 	PS           rdmacm.PortSpace
 
 	Ch           *rdmacm.Channel
@@ -80,20 +82,75 @@ func (t *Test) Usage(lines ...string) {
 	}
 }
 
-// AddrFormat is the -f option of cmatose and udaddy: "ip..." asks for numeric hosts, "gid..." (AF_IB) is refused
+// addrFormat is the -f option of cmatose and udaddy: "ip..." asks for numeric hosts, "gid..." (AF_IB) is refused
 // with a message and false, anything but "name..." draws a warning.
-func AddrFormat(stderr io.Writer, prog, arg string, numeric *bool) bool {
+func (t *Test) addrFormat(arg string) bool {
 	a := strings.ToLower(arg)
 	switch {
 	case strings.HasPrefix(a, "ip"):
-		*numeric = true
+		t.Numeric = true
 	case strings.HasPrefix(a, "gid"):
-		fmt.Fprintf(stderr, "%s: AF_IB (-f gid) addresses are not supported by goverbs\n", prog)
+		fmt.Fprintf(t.Stderr, "%s: AF_IB (-f gid) addresses are not supported by goverbs\n", t.Prog)
 		return false
 	case !strings.HasPrefix(a, "name"):
-		fmt.Fprintf(stderr, "Warning: unknown address format\n")
+		fmt.Fprintf(t.Stderr, "Warning: unknown address format\n")
 	}
 	return true
+}
+
+// Opt applies one of the options cmatose and udaddy share: -s, -b, -f, -c, -C, -S and -t (mckey takes its -c,
+// -C and -S from here too). known is false for any other option; ok is false when the option ends the run with
+// status 1 (-f gid).
+func (t *Test) Opt(o getopt.Option) (known, ok bool) {
+	switch o.Val {
+	case 's':
+		t.Dst = o.Arg
+	case 'b':
+		t.Src = o.Arg
+	case 'f':
+		return true, t.addrFormat(o.Arg)
+	case 'c':
+		t.Connections = int(cstd.Atoi(o.Arg))
+	case 'C':
+		t.MessageCount = int(cstd.Atoi(o.Arg))
+	case 'S':
+		t.MessageSize = int(cstd.Atoi(o.Arg))
+	case 't':
+		v, _, _ := cstd.Strtoul(o.Arg, 0)
+		t.SetTOS, t.TOS = true, uint8(v)
+	default:
+		return false, true
+	}
+	return true, true
+}
+
+// PortSpaceOpt is the -P option of cmatose and udaddy: a name starting with alt selects altPS, one starting with
+// def (the default port space's name) keeps the default, anything else draws a warning.
+func (t *Test) PortSpaceOpt(arg, alt string, altPS rdmacm.PortSpace, def string) {
+	a := strings.ToLower(arg)
+	if strings.HasPrefix(a, alt) {
+		t.PS = altPS
+	} else if !strings.HasPrefix(a, def) {
+		fmt.Fprintf(t.Stderr, "Warning: unknown port space format\n")
+	}
+}
+
+// Run is the end of main in cmatose and udaddy, after the options: -S 0 sends no messages, Open (with an id of
+// type qpt per connection on the client), runClient with -s or else runServer, and Finish.
+func (t *Test) Run(qpt uverbs.QPType, runClient, runServer func() int) int {
+	if t.MessageSize == 0 {
+		t.MessageCount = 0
+	}
+	if !t.Open(qpt, t.Dst != "") {
+		return 1
+	}
+	var ret int
+	if t.Dst != "" {
+		ret = runClient()
+	} else {
+		ret = runServer()
+	}
+	return t.Finish(ret)
 }
 
 // Open is the start of main after the options: connects_left, the first event channel, the nodes and, with
@@ -170,6 +227,16 @@ func (t *Test) DestroyNode(n *Node) {
 	n.ID = nil
 }
 
+// EachNode runs f on every node until one fails and returns that status, 0 when none does.
+func (t *Test) EachNode(f func(*Node) int) int {
+	for i := range t.Nodes {
+		if ret := f(&t.Nodes[i]); ret != 0 {
+			return ret
+		}
+	}
+	return 0
+}
+
 // Events is the event loop: it hands each event to handle while *left > 0 and handle returned 0. A failed
 // rdma_get_cm_event ends it with the error, for the tool to report as it does.
 func (t *Test) Events(left *int, handle func(*rdmacm.Event) int) (int, error) {
@@ -187,14 +254,14 @@ func (t *Test) Events(left *int, handle func(*rdmacm.Event) int) (int, error) {
 // Listen is the start of run_server in cmatose and udaddy: "starting server", the listening id of type qpt
 // bound to the -b address (looked up for network) and listening. On failure it returns the status run_server
 // returns.
-func (t *Test) Listen(network string, qpt uverbs.QPType, numeric bool) (*rdmacm.ID, int) {
+func (t *Test) Listen(network string, qpt uverbs.QPType) (*rdmacm.ID, int) {
 	t.Printf("%s: starting server\n", t.Name)
 	listen, err := t.Ch.CreateID(t.PS, qpt)
 	if err != nil {
 		t.Perror(t.Name+": listen request failed", err)
 		return nil, -1
 	}
-	src, gai := GetAddr(network, t.Port, t.Src, numeric, true)
+	src, gai := GetAddr(network, t.Port, t.Src, t.Numeric, true)
 	if gai != "" {
 		t.Printf("%s: getrdmaaddr error: %s\n", t.Name, gai)
 		listen.Close()
@@ -216,12 +283,12 @@ func (t *Test) Listen(network string, qpt uverbs.QPType, numeric bool) (*rdmacm.
 // Connect is the start of run_client in cmatose and udaddy: "starting client", the -s and -b addresses looked
 // up for network, "connecting", and rdma_resolve_addr on every node. It returns run_client's status on failure,
 // else 0.
-func (t *Test) Connect(network string, numeric bool) int {
+func (t *Test) Connect(network string) int {
 	t.Printf("%s: starting client\n", t.Name)
-	dst, gai := GetAddr(network, t.Port, t.Dst, numeric, false)
+	dst, gai := GetAddr(network, t.Port, t.Dst, t.Numeric, false)
 	var src netip.AddrPort
 	if gai == "" && t.Src != "" {
-		src, gai = GetAddr(network, t.Port, t.Src, numeric, false)
+		src, gai = GetAddr(network, t.Port, t.Src, t.Numeric, false)
 		src = netip.AddrPortFrom(src.Addr(), 0)
 	}
 	if gai != "" {

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -128,33 +127,6 @@ func MainContext(ctx context.Context, prog string, args []string, stdout, stderr
 	ch.Close()
 	t.showPerf()
 	return ret & 0xff
-}
-
-// getAddr is rdma_getaddrinfo for IP names; port "" means none.
-func getAddr(host, port string, passive bool) (netip.AddrPort, string, int) {
-	var pn int
-	if port != "" {
-		n, err := net.LookupPort("tcp", port)
-		if err != nil {
-			return netip.AddrPort{}, "Servname not supported for ai_socktype", -8
-		}
-		pn = n
-	}
-	if host == "" {
-		if passive {
-			return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(pn)), "", 0
-		}
-		return netip.AddrPort{}, "Name or service not known", -2
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		return netip.AddrPortFrom(a, uint16(pn)), "", 0
-	}
-	ips, err := net.LookupIP(host)
-	if err != nil || len(ips) == 0 {
-		return netip.AddrPort{}, "Name or service not known", -2
-	}
-	a, _ := netip.AddrFromSlice(ips[0])
-	return netip.AddrPortFrom(a.Unmap(), uint16(pn)), "", 0
 }
 
 func (t *test) allocNodes() {
@@ -312,14 +284,14 @@ func (t *test) clientEvent(ev *rdmacm.Event) {
 func (t *test) runClient() int {
 	src := netip.AddrPort{}
 	if t.haveSrc {
-		a, msg, code := getAddr(t.src, "", true)
+		a, msg, code := cmcommon.RdmaGetaddrinfo(t.src, "", true)
 		if msg != "" {
 			t.printf("getaddrinfo error: %s\n", msg)
 			return code
 		}
 		src = netip.AddrPortFrom(a.Addr(), 0)
 	}
-	dst, msg, code := getAddr(t.dst, t.port, false)
+	dst, msg, code := cmcommon.RdmaGetaddrinfo(t.dst, t.port, false)
 	if msg != "" {
 		t.printf("getaddrinfo error: %s\n", msg)
 		return code
@@ -347,124 +319,86 @@ func (t *test) runClient() int {
 	ret := 0
 	timeout := time.Duration(t.timeout) * time.Millisecond
 	if t.haveSrc {
-		t.printf("binding source address\n")
-		t.times[stepBind][0] = time.Now()
-		for i := range t.nodes {
-			n := &t.nodes[i]
-			n.times[stepBind][0] = time.Now()
-			if err := n.id.Bind(src); err != nil {
-				ret = -1
-				t.perror("failure bind addr", err)
-				t.markErr(n)
-				continue
-			}
-			ret = 0
-			n.times[stepBind][1] = time.Now()
-		}
-		t.times[stepBind][1] = time.Now()
+		ret = t.syncStep(stepBind, "binding source address\n", "failure bind addr", ret, func(n *node) error {
+			return n.id.Bind(src)
+		})
 	}
-	steps := []struct {
-		step  int
-		msg   string
-		fail  string
-		start func(n *node) error
-	}{
-		{stepResolveAddr, "resolving address\n", "failure getting addr", func(n *node) error {
-			n.retries = t.retries
-			return n.id.ResolveAddr(src, dst, timeout)
-		}},
-		{stepResolveRoute, "resolving route\n", "failure resolving route", func(n *node) error {
-			n.retries = t.retries
-			return n.id.ResolveRoute(timeout)
-		}},
-	}
-	for _, s := range steps {
-		t.printf("%s", s.msg)
-		t.times[s.step][0] = time.Now()
-		for i := range t.nodes {
-			n := &t.nodes[i]
-			if t.failed(n) {
-				continue
-			}
-			t.mu.Lock()
-			n.times[s.step][0] = time.Now()
-			t.mu.Unlock()
-			t.start(s.step)
-			if err := s.start(n); err != nil {
-				t.mu.Lock()
-				t.started[s.step]--
-				t.mu.Unlock()
-				ret = -1
-				t.perror(s.fail, err)
-				t.markErr(n)
-				continue
-			}
-			ret = 0
-		}
-		t.waitStep(s.step)
-		t.times[s.step][1] = time.Now()
-	}
-
-	t.printf("creating qp\n")
-	t.times[stepCreateQP][0] = time.Now()
-	for i := range t.nodes {
-		n := &t.nodes[i]
-		if t.failed(n) {
-			continue
-		}
-		n.times[stepCreateQP][0] = time.Now()
-		if _, err := n.id.CreateQP(rdmacm.QPInitAttr{Cap: qpCap}); err != nil {
-			ret = -1
-			t.perror("failure creating qp", err)
-			t.markErr(n)
-			continue
-		}
-		ret = 0
-		n.times[stepCreateQP][1] = time.Now()
-	}
-	t.times[stepCreateQP][1] = time.Now()
-
-	t.printf("connecting\n")
-	t.times[stepConnect][0] = time.Now()
-	for i := range t.nodes {
-		n := &t.nodes[i]
-		if t.failed(n) {
-			continue
-		}
-		t.mu.Lock()
-		n.times[stepConnect][0] = time.Now()
-		t.mu.Unlock()
-		t.start(stepConnect)
-		if err := n.id.Connect(param); err != nil {
-			t.mu.Lock()
-			t.started[stepConnect]--
-			t.mu.Unlock()
-			ret = -1
-			t.perror("failure rconnecting", err)
-			t.markErr(n)
-			continue
-		}
-		ret = 0
-	}
-	t.waitStep(stepConnect)
-	t.times[stepConnect][1] = time.Now()
-
-	t.printf("disconnecting\n")
-	t.times[stepDisconnect][0] = time.Now()
-	for i := range t.nodes {
-		n := &t.nodes[i]
-		if t.failed(n) {
-			continue
-		}
-		t.mu.Lock()
-		n.times[stepDisconnect][0] = time.Now()
-		t.mu.Unlock()
-		t.start(stepDisconnect)
+	ret = t.asyncStep(stepResolveAddr, "resolving address\n", "failure getting addr", ret, func(n *node) error {
+		n.retries = t.retries
+		return n.id.ResolveAddr(src, dst, timeout)
+	})
+	ret = t.asyncStep(stepResolveRoute, "resolving route\n", "failure resolving route", ret, func(n *node) error {
+		n.retries = t.retries
+		return n.id.ResolveRoute(timeout)
+	})
+	ret = t.syncStep(stepCreateQP, "creating qp\n", "failure creating qp", ret, func(n *node) error {
+		_, err := n.id.CreateQP(rdmacm.QPInitAttr{Cap: qpCap})
+		return err
+	})
+	ret = t.asyncStep(stepConnect, "connecting\n", "failure rconnecting", ret, func(n *node) error {
+		return n.id.Connect(param)
+	})
+	t.asyncStep(stepDisconnect, "disconnecting\n", "", ret, func(n *node) error {
 		n.id.Disconnect()
 		n.id.DestroyQP()
+		return nil
+	})
+	return ret
+}
+
+// syncStep is a step of the client that its call completes (bind, create qp), timed on the whole and on each
+// node not failed yet. ret is the status so far, which each node's call sets: -1 (reported, and the node
+// failed) or 0.
+func (t *test) syncStep(step int, msg, fail string, ret int, call func(n *node) error) int {
+	t.printf("%s", msg)
+	t.times[step][0] = time.Now()
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if t.failed(n) {
+			continue
+		}
+		n.times[step][0] = time.Now()
+		if err := call(n); err != nil {
+			ret = -1
+			t.perror(fail, err)
+			t.markErr(n)
+			continue
+		}
+		ret = 0
+		n.times[step][1] = time.Now()
 	}
-	t.waitStep(stepDisconnect)
-	t.times[stepDisconnect][1] = time.Now()
+	t.times[step][1] = time.Now()
+	return ret
+}
+
+// asyncStep is a step of the client that an event completes (resolve addr, resolve route, connect,
+// disconnect): started on each node not failed yet, then waited for until every started node's event came.
+// ret is the status so far, which each start sets as in syncStep.
+func (t *test) asyncStep(step int, msg, fail string, ret int, start func(n *node) error) int {
+	t.printf("%s", msg)
+	t.times[step][0] = time.Now()
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if t.failed(n) {
+			continue
+		}
+		t.mu.Lock()
+		n.times[step][0] = time.Now()
+		t.mu.Unlock()
+		t.start(step)
+		if err := start(n); err != nil {
+			t.mu.Lock()
+			t.started[step]--
+			t.mu.Unlock()
+			ret = -1
+			t.perror(fail, err)
+			t.markErr(n)
+			continue
+		}
+		ret = 0
+	}
+	t.waitStep(step)
+	t.times[step][1] = time.Now()
 	return ret
 }
 
@@ -477,7 +411,7 @@ func (t *test) runServer(ctx context.Context) int {
 		return -1
 	}
 	defer listen.Close()
-	src, msg, code := getAddr(t.src, t.port, true)
+	src, msg, code := cmcommon.RdmaGetaddrinfo(t.src, t.port, true)
 	if msg != "" {
 		t.printf("getrdmaaddr error: %s\n", msg)
 		return code

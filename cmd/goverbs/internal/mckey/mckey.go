@@ -16,7 +16,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"time"
 
@@ -81,12 +80,8 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 		case 'b':
 			t.srcArg = o.Arg
 			t.haveSrc = true
-		case 'c':
-			t.Connections = int(cstd.Atoi(o.Arg))
-		case 'C':
-			t.MessageCount = int(cstd.Atoi(o.Arg))
-		case 'S':
-			t.MessageSize = int(cstd.Atoi(o.Arg))
+		case 'c', 'C', 'S':
+			t.Opt(o)
 		case 'p':
 			v, _, _ := cstd.Strtol(o.Arg, 0)
 			t.PS = rdmacm.PortSpace(v)
@@ -114,21 +109,14 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	return t.Finish(t.run())
 }
 
-// getAddr is getaddrinfo(host, NULL, NULL) keeping the first answer; the
-// error is gai_strerror's text and getaddrinfo's (negative) code.
-func getAddr(host string) (netip.AddrPort, string, int) {
-	if host == "" {
-		return netip.AddrPort{}, "Name or service not known", -2
+// getAddr is getaddrinfo(host, NULL, NULL) keeping the first answer; a failure is printed, and its status is
+// getaddrinfo's (negative) code.
+func (t *test) getAddr(host string) (netip.AddrPort, int) {
+	a, msg, code := cmcommon.RdmaGetaddrinfo(host, "", false)
+	if msg != "" {
+		t.Printf("getaddrinfo failed (%s) - invalid hostname or IP address\n", msg)
 	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		return netip.AddrPortFrom(a, 0), "", 0
-	}
-	ips, err := net.LookupIP(host)
-	if err != nil || len(ips) == 0 {
-		return netip.AddrPort{}, "Name or service not known", -2
-	}
-	a, _ := netip.AddrFromSlice(ips[0])
-	return netip.AddrPortFrom(a.Unmap(), 0), "", 0
+	return a, code
 }
 
 // noLoopback is init_node's refusal of -l: IBV_QP_CREATE_BLOCK_SELF_MCAST_LB is not expressible with package
@@ -223,20 +211,15 @@ func (t *test) run() int {
 		who = "client"
 	}
 	t.Printf("mckey: starting %s\n", who)
+	var ret int
 	if t.haveSrc {
-		a, msg, code := getAddr(t.srcArg)
-		if msg != "" {
-			t.Printf("getaddrinfo failed (%s) - invalid hostname or IP address\n", msg)
-			return code
+		if t.src, ret = t.getAddr(t.srcArg); ret != 0 {
+			return ret
 		}
-		t.src = a
 	}
-	a, msg, code := getAddr(t.dstArg)
-	if msg != "" {
-		t.Printf("getaddrinfo failed (%s) - invalid hostname or IP address\n", msg)
-		return code
+	if t.dst, ret = t.getAddr(t.dstArg); ret != 0 {
+		return ret
 	}
-	t.dst = a
 	t.Printf("mckey: joining\n")
 	for i := range t.Nodes {
 		if t.haveSrc {
@@ -256,7 +239,7 @@ func (t *test) run() int {
 			return -1
 		}
 	}
-	ret := t.connectEvents()
+	ret = t.connectEvents()
 	if ret == 0 {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -266,11 +249,7 @@ func (t *test) run() int {
 		if t.MessageCount > 0 {
 			if t.isSender {
 				t.Printf("initiating data transfers\n")
-				for i := range t.Nodes {
-					if ret = t.PostUDSends(&t.Nodes[i], 0); ret != 0 {
-						break
-					}
-				}
+				ret = t.EachNode(func(n *cmcommon.Node) int { return t.PostUDSends(n, 0) })
 			} else {
 				t.Printf("receiving data transfers\n")
 				ret = t.PollCQs(0, nil)

@@ -5,9 +5,7 @@
 package udaddy
 
 import (
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cmcommon"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
@@ -27,37 +25,19 @@ type test struct {
 func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	t := &test{Test: cmcommon.Test{Stdout: stdout, Stderr: stderr, Prog: prog, Name: "udaddy", Connections: 1,
 		MessageSize: 100, MessageCount: 10, Port: "7174", PS: rdmacm.PortSpaceUDP}}
-	numeric := false
 	p := getopt.New(prog, args, "s:b:c:C:S:t:p:P:f:", nil, stderr, false)
 	for o := range p.All() {
+		if known, ok := t.Opt(o); !ok {
+			return 1
+		} else if known {
+			continue
+		}
 		switch o.Val {
-		case 's':
-			t.Dst = o.Arg
-		case 'b':
-			t.Src = o.Arg
-		case 'c':
-			t.Connections = int(cstd.Atoi(o.Arg))
-		case 'C':
-			t.MessageCount = int(cstd.Atoi(o.Arg))
-		case 'S':
-			t.MessageSize = int(cstd.Atoi(o.Arg))
-		case 't':
-			v, _, _ := cstd.Strtoul(o.Arg, 0)
-			t.SetTOS, t.TOS = true, uint8(v)
 		case 'p':
 			v, _, _ := cstd.Strtol(o.Arg, 0)
 			t.PS = rdmacm.PortSpace(v)
-		case 'f':
-			if !cmcommon.AddrFormat(stderr, prog, o.Arg, &numeric) {
-				return 1
-			}
 		case 'P':
-			a := strings.ToLower(o.Arg)
-			if strings.HasPrefix(a, "ipoib") {
-				t.PS = rdmacm.PortSpaceIPoIB
-			} else if !strings.HasPrefix(a, "udp") {
-				fmt.Fprintf(stderr, "Warning: unknown port space format\n")
-			}
+			t.PortSpaceOpt(o.Arg, "ipoib", rdmacm.PortSpaceIPoIB, "udp")
 		default:
 			t.Usage("[-s server_address]", "[-b bind_address]", "[-f address_format]",
 				"    name, ip, ipv6, or gid", "[-P port_space]", "    udp or ipoib", "[-c connections]",
@@ -67,19 +47,7 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if t.MessageSize == 0 {
-		t.MessageCount = 0
-	}
-	if !t.Open(uverbs.QPTypeUD, t.Dst != "") {
-		return 1
-	}
-	var ret int
-	if t.Dst != "" {
-		ret = t.runClient(numeric)
-	} else {
-		ret = t.runServer(numeric)
-	}
-	return t.Finish(ret)
+	return t.Run(uverbs.QPTypeUD, t.runClient, t.runServer)
 }
 
 // setup is what the client's route handler and the server's connect handler do first: verify_test_params,
@@ -174,16 +142,11 @@ func (t *test) pollCQs() int {
 }
 
 func (t *test) postSends(flags uverbs.SendFlags) int {
-	for i := range t.Nodes {
-		if ret := t.PostUDSends(&t.Nodes[i], flags); ret != 0 {
-			return ret
-		}
-	}
-	return 0
+	return t.EachNode(func(n *cmcommon.Node) int { return t.PostUDSends(n, flags) })
 }
 
-func (t *test) runServer(numeric bool) int {
-	listen, ret := t.Listen("udp", uverbs.QPTypeUD, numeric)
+func (t *test) runServer() int {
+	listen, ret := t.Listen("udp", uverbs.QPTypeUD)
 	if listen == nil {
 		return ret
 	}
@@ -207,8 +170,8 @@ func (t *test) runServer(numeric bool) int {
 	return 0
 }
 
-func (t *test) runClient(numeric bool) int {
-	if ret := t.Connect("udp", numeric); ret != 0 {
+func (t *test) runClient() int {
+	if ret := t.Connect("udp"); ret != 0 {
 		return ret
 	}
 	if ret := t.connectEvents(); ret != 0 {
