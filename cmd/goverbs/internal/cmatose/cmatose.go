@@ -30,32 +30,32 @@ type test struct {
 func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	t := &test{Test: cmcommon.Test{Stdout: stdout, Stderr: stderr, Prog: prog, Name: "cmatose", Connections: 1,
 		MessageSize: 100, MessageCount: 10, Port: "7471", PS: rdmacm.PortSpaceTCP}}
-	p := getopt.New(prog, args, "s:b:f:P:c:C:S:t:p:a:m", nil, stderr, false)
-	for o := range p.All() {
-		if known, ok := t.Opt(o); !ok {
-			return 1
-		} else if known {
-			continue
-		}
-		switch o.Val {
-		case 'P':
-			t.PortSpaceOpt(o.Arg, "ib", rdmacm.PortSpaceIB, "tcp")
-		case 'p':
-			t.Port = o.Arg
-		case 'm':
-			t.migrate = true
-		case 'a':
-			v, _, _ := cstd.Strtoul(o.Arg, 0)
-			t.SetTimeout, t.Timeout = true, uint8(v)
-		default:
-			t.Usage("[-s server_address]", "[-b bind_address]", "[-f address_format]",
-				"    name, ip, ipv6, or gid", "[-P port_space]", "    tcp or ib", "[-c connections]",
-				"[-C message_count]", "[-S message_size]", "[-t type_of_service]", "[-p port_number]",
-				"[-m(igrate)]", "[-a ack_timeout]")
-			return 1
-		}
+	if !t.Options(args, "s:b:f:P:c:C:S:t:p:a:m", t.opt) {
+		return 1
 	}
 	return t.Run(uverbs.QPTypeRC, t.runClient, t.runServer)
+}
+
+// opt is one of the options cmatose does not share with udaddy.
+func (t *test) opt(o getopt.Option) bool {
+	switch o.Val {
+	case 'P':
+		t.PortSpaceOpt(o.Arg, "ib", rdmacm.PortSpaceIB, "tcp")
+	case 'p':
+		t.Port = o.Arg
+	case 'm':
+		t.migrate = true
+	case 'a':
+		v, _, _ := cstd.Strtoul(o.Arg, 0)
+		t.SetTimeout, t.Timeout = true, uint8(v)
+	default:
+		t.Usage("[-s server_address]", "[-b bind_address]", "[-f address_format]",
+			"    name, ip, ipv6, or gid", "[-P port_space]", "    tcp or ib", "[-c connections]",
+			"[-C message_count]", "[-S message_size]", "[-t type_of_service]", "[-p port_number]",
+			"[-m(igrate)]", "[-a ack_timeout]")
+		return false
+	}
+	return true
 }
 
 // setup is what the client's route handler and the server's connect handler do first: init_node, post_recvs.

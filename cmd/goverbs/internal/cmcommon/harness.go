@@ -124,6 +124,21 @@ func (t *Test) Opt(o getopt.Option) (known, ok bool) {
 	return true, true
 }
 
+// Options reads args with getopt's optstring: each option Opt knows, and every other one handed to other,
+// which prints the usage and returns false for one the tool does not know either. false ends the run with
+// status 1.
+func (t *Test) Options(args []string, optstring string, other func(getopt.Option) bool) bool {
+	p := getopt.New(t.Prog, args, optstring, nil, t.Stderr, false)
+	for o := range p.All() {
+		if known, ok := t.Opt(o); !ok {
+			return false
+		} else if !known && !other(o) {
+			return false
+		}
+	}
+	return true
+}
+
 // PortSpaceOpt is the -P option of cmatose and udaddy: a name starting with alt selects altPS, one starting with
 // def (the default port space's name) keeps the default, anything else draws a warning.
 func (t *Test) PortSpaceOpt(arg, alt string, altPS rdmacm.PortSpace, def string) {

@@ -235,6 +235,22 @@ func (t *test) waitStep(step int) {
 	t.mu.Unlock()
 }
 
+// retry is what an ADDR_ERROR or ROUTE_ERROR event does to n: while it has retries left, the step starts again;
+// when none is left or the new start fails, the event is printed and the node's step ends failed.
+func (t *test) retry(n *node, step int, event string, status int32, again func() error) {
+	if n.retries != 0 {
+		n.retries--
+		if again() == nil {
+			return
+		}
+	} else {
+		n.retries--
+	}
+	t.printf("%s, error: %d\n", event, status)
+	t.markErr(n)
+	t.complete(n, step)
+}
+
 func (t *test) clientEvent(ev *rdmacm.Event) {
 	n := t.byID[ev.ID]
 	if n == nil {
@@ -249,29 +265,13 @@ func (t *test) clientEvent(ev *rdmacm.Event) {
 	case rdmacm.EventEstablished:
 		t.complete(n, stepConnect)
 	case rdmacm.EventAddrError:
-		if n.retries != 0 {
-			n.retries--
-			if n.id.ResolveAddr(t.srcAP, t.dstAP, timeout) == nil {
-				return
-			}
-		} else {
-			n.retries--
-		}
-		t.printf("RDMA_CM_EVENT_ADDR_ERROR, error: %d\n", ev.Status)
-		t.markErr(n)
-		t.complete(n, stepResolveAddr)
+		t.retry(n, stepResolveAddr, "RDMA_CM_EVENT_ADDR_ERROR", ev.Status, func() error {
+			return n.id.ResolveAddr(t.srcAP, t.dstAP, timeout)
+		})
 	case rdmacm.EventRouteError:
-		if n.retries != 0 {
-			n.retries--
-			if n.id.ResolveRoute(timeout) == nil {
-				return
-			}
-		} else {
-			n.retries--
-		}
-		t.printf("RDMA_CM_EVENT_ROUTE_ERROR, error: %d\n", ev.Status)
-		t.markErr(n)
-		t.complete(n, stepResolveRoute)
+		t.retry(n, stepResolveRoute, "RDMA_CM_EVENT_ROUTE_ERROR", ev.Status, func() error {
+			return n.id.ResolveRoute(timeout)
+		})
 	case rdmacm.EventConnectError, rdmacm.EventUnreachable, rdmacm.EventRejected:
 		t.printf("event: %s, error: %d\n", ev.Type, ev.Status)
 		t.markErr(n)
@@ -319,26 +319,26 @@ func (t *test) runClient() int {
 	ret := 0
 	timeout := time.Duration(t.timeout) * time.Millisecond
 	if t.haveSrc {
-		ret = t.syncStep(stepBind, "binding source address\n", "failure bind addr", ret, func(n *node) error {
+		ret = t.step(stepBind, false, "binding source address\n", "failure bind addr", ret, func(n *node) error {
 			return n.id.Bind(src)
 		})
 	}
-	ret = t.asyncStep(stepResolveAddr, "resolving address\n", "failure getting addr", ret, func(n *node) error {
+	ret = t.step(stepResolveAddr, true, "resolving address\n", "failure getting addr", ret, func(n *node) error {
 		n.retries = t.retries
 		return n.id.ResolveAddr(src, dst, timeout)
 	})
-	ret = t.asyncStep(stepResolveRoute, "resolving route\n", "failure resolving route", ret, func(n *node) error {
+	ret = t.step(stepResolveRoute, true, "resolving route\n", "failure resolving route", ret, func(n *node) error {
 		n.retries = t.retries
 		return n.id.ResolveRoute(timeout)
 	})
-	ret = t.syncStep(stepCreateQP, "creating qp\n", "failure creating qp", ret, func(n *node) error {
+	ret = t.step(stepCreateQP, false, "creating qp\n", "failure creating qp", ret, func(n *node) error {
 		_, err := n.id.CreateQP(rdmacm.QPInitAttr{Cap: qpCap})
 		return err
 	})
-	ret = t.asyncStep(stepConnect, "connecting\n", "failure rconnecting", ret, func(n *node) error {
+	ret = t.step(stepConnect, true, "connecting\n", "failure rconnecting", ret, func(n *node) error {
 		return n.id.Connect(param)
 	})
-	t.asyncStep(stepDisconnect, "disconnecting\n", "", ret, func(n *node) error {
+	t.step(stepDisconnect, true, "disconnecting\n", "", ret, func(n *node) error {
 		n.id.Disconnect()
 		n.id.DestroyQP()
 		return nil
@@ -346,35 +346,11 @@ func (t *test) runClient() int {
 	return ret
 }
 
-// syncStep is a step of the client that its call completes (bind, create qp), timed on the whole and on each
-// node not failed yet. ret is the status so far, which each node's call sets: -1 (reported, and the node
-// failed) or 0.
-func (t *test) syncStep(step int, msg, fail string, ret int, call func(n *node) error) int {
-	t.printf("%s", msg)
-	t.times[step][0] = time.Now()
-	for i := range t.nodes {
-		n := &t.nodes[i]
-		if t.failed(n) {
-			continue
-		}
-		n.times[step][0] = time.Now()
-		if err := call(n); err != nil {
-			ret = -1
-			t.perror(fail, err)
-			t.markErr(n)
-			continue
-		}
-		ret = 0
-		n.times[step][1] = time.Now()
-	}
-	t.times[step][1] = time.Now()
-	return ret
-}
-
-// asyncStep is a step of the client that an event completes (resolve addr, resolve route, connect,
-// disconnect): started on each node not failed yet, then waited for until every started node's event came.
-// ret is the status so far, which each start sets as in syncStep.
-func (t *test) asyncStep(step int, msg, fail string, ret int, start func(n *node) error) int {
+// step is one of the client's timed steps, taken on each node not failed yet. A step that an event completes
+// (async: resolve addr, resolve route, connect, disconnect) is then waited for until every started node's event
+// came; one that its call completes (bind, create qp) ends with the call. ret is the status so far, which each
+// node's call sets: -1 (reported, and the node failed) or 0.
+func (t *test) step(step int, async bool, msg, fail string, ret int, call func(n *node) error) int {
 	t.printf("%s", msg)
 	t.times[step][0] = time.Now()
 	for i := range t.nodes {
@@ -385,19 +361,28 @@ func (t *test) asyncStep(step int, msg, fail string, ret int, start func(n *node
 		t.mu.Lock()
 		n.times[step][0] = time.Now()
 		t.mu.Unlock()
-		t.start(step)
-		if err := start(n); err != nil {
-			t.mu.Lock()
-			t.started[step]--
-			t.mu.Unlock()
+		if async {
+			t.start(step)
+		}
+		if err := call(n); err != nil {
+			if async {
+				t.mu.Lock()
+				t.started[step]--
+				t.mu.Unlock()
+			}
 			ret = -1
 			t.perror(fail, err)
 			t.markErr(n)
 			continue
 		}
 		ret = 0
+		if !async {
+			n.times[step][1] = time.Now()
+		}
 	}
-	t.waitStep(step)
+	if async {
+		t.waitStep(step)
+	}
 	t.times[step][1] = time.Now()
 	return ret
 }

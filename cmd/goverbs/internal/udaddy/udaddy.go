@@ -25,29 +25,29 @@ type test struct {
 func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	t := &test{Test: cmcommon.Test{Stdout: stdout, Stderr: stderr, Prog: prog, Name: "udaddy", Connections: 1,
 		MessageSize: 100, MessageCount: 10, Port: "7174", PS: rdmacm.PortSpaceUDP}}
-	p := getopt.New(prog, args, "s:b:c:C:S:t:p:P:f:", nil, stderr, false)
-	for o := range p.All() {
-		if known, ok := t.Opt(o); !ok {
-			return 1
-		} else if known {
-			continue
-		}
-		switch o.Val {
-		case 'p':
-			v, _, _ := cstd.Strtol(o.Arg, 0)
-			t.PS = rdmacm.PortSpace(v)
-		case 'P':
-			t.PortSpaceOpt(o.Arg, "ipoib", rdmacm.PortSpaceIPoIB, "udp")
-		default:
-			t.Usage("[-s server_address]", "[-b bind_address]", "[-f address_format]",
-				"    name, ip, ipv6, or gid", "[-P port_space]", "    udp or ipoib", "[-c connections]",
-				"[-C message_count]", "[-S message_size]", "[-t type_of_service]")
-			t.Printf("\t[-p port_space - %#x for UDP (default), %#x for IPOIB]\n", uint16(rdmacm.PortSpaceUDP),
-				uint16(rdmacm.PortSpaceIPoIB))
-			return 1
-		}
+	if !t.Options(args, "s:b:c:C:S:t:p:P:f:", t.opt) {
+		return 1
 	}
 	return t.Run(uverbs.QPTypeUD, t.runClient, t.runServer)
+}
+
+// opt is one of the options udaddy does not share with cmatose.
+func (t *test) opt(o getopt.Option) bool {
+	switch o.Val {
+	case 'p':
+		v, _, _ := cstd.Strtol(o.Arg, 0)
+		t.PS = rdmacm.PortSpace(v)
+	case 'P':
+		t.PortSpaceOpt(o.Arg, "ipoib", rdmacm.PortSpaceIPoIB, "udp")
+	default:
+		t.Usage("[-s server_address]", "[-b bind_address]", "[-f address_format]",
+			"    name, ip, ipv6, or gid", "[-P port_space]", "    udp or ipoib", "[-c connections]",
+			"[-C message_count]", "[-S message_size]", "[-t type_of_service]")
+		t.Printf("\t[-p port_space - %#x for UDP (default), %#x for IPOIB]\n", uint16(rdmacm.PortSpaceUDP),
+			uint16(rdmacm.PortSpaceIPoIB))
+		return false
+	}
+	return true
 }
 
 // setup is what the client's route handler and the server's connect handler do first: verify_test_params,
