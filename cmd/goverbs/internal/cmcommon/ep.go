@@ -78,6 +78,20 @@ func (e EP) Accept(ctx context.Context, req *rdmacm.Request, o *rdmacm.Options) 
 	return c
 }
 
+// Serve is what the servers do after rdma_getaddrinfo: Listen on ap, GetRequest and Accept of one connection.
+// The listener is nil when listening failed, the connection nil when any step failed; the caller closes both.
+func (e EP) Serve(ctx context.Context, ap netip.AddrPort, o *rdmacm.Options) (*rdmacm.Listener, *rdmacm.Conn) {
+	l := e.Listen(ap, o)
+	if l == nil {
+		return nil, nil
+	}
+	req := e.GetRequest(ctx, l)
+	if req == nil {
+		return l, nil
+	}
+	return l, e.Accept(ctx, req, o)
+}
+
 // Dial is rdma_create_ep and rdma_connect to ap (o.Setup reports its own failures).
 func (e EP) Dial(ctx context.Context, ap netip.AddrPort, o *rdmacm.Options) *rdmacm.Conn {
 	c, err := rdmacm.Dial(ctx, ap, o)
@@ -128,4 +142,40 @@ func WaitComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ) error {
 		}
 		got.AckEvents(1)
 	}
+}
+
+// RegMsgs is rdma_reg_msgs: b registered on c's PD for local write, a failure reported as what.
+func (e EP) RegMsgs(c *rdmacm.Conn, b []byte, what string) (*uverbs.MR, error) {
+	mr, err := c.PD().RegMR(b, uverbs.AccessLocalWrite)
+	if err != nil {
+		cstd.Perror(e.Stderr, what, err)
+	}
+	return mr, err
+}
+
+// PostRecv is rdma_post_recv of one SGE.
+func (e EP) PostRecv(c *rdmacm.Conn, sge uverbs.SGE) error {
+	_, err := c.QP().PostRecv([]uverbs.RecvWR{{SGL: []uverbs.SGE{sge}}})
+	if err != nil {
+		cstd.Perror(e.Stderr, "rdma_post_recv", err)
+	}
+	return err
+}
+
+// PostSend is rdma_post_send of one SGE with flags.
+func (e EP) PostSend(c *rdmacm.Conn, sge uverbs.SGE, flags uverbs.SendFlags) error {
+	_, err := c.QP().PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend, Flags: flags, SGL: []uverbs.SGE{sge}}})
+	if err != nil {
+		cstd.Perror(e.Stderr, "rdma_post_send", err)
+	}
+	return err
+}
+
+// GetComp is rdma_get_send_comp or rdma_get_recv_comp (what, in the failure's line) on cq: WaitComp.
+func (e EP) GetComp(ctx context.Context, c *rdmacm.Conn, cq *uverbs.CQ, what string) bool {
+	if err := WaitComp(ctx, c, cq); err != nil {
+		cstd.Perror(e.Stderr, what, err)
+		return false
+	}
+	return true
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cmcommon"
-	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/rdmacm"
 	"github.com/goverbs/goverbs/uverbs"
@@ -22,8 +21,6 @@ type tool struct {
 	server, port   string
 	ep             cmcommon.EP
 }
-
-func (t *tool) perror(what string, err error) { cstd.Perror(t.stderr, what, err) }
 
 func parse(name, prog string, args []string, stdout, stderr io.Writer, defServer string) (*tool, int) {
 	t := &tool{name: name, stdout: stdout, stderr: stderr, server: defServer, port: "7471",
@@ -66,21 +63,15 @@ func (t *tool) setup(c *rdmacm.Conn, m *msgs) error {
 		fmt.Fprintf(t.stdout, "%s: device doesn't support IBV_SEND_INLINE, using sge sends\n", t.name)
 	}
 	// One registration covers both messages: the inline send's SGE only needs the address.
-	if m.recv, err = c.PD().RegMR(m.buf.Bytes(), uverbs.AccessLocalWrite); err != nil {
-		t.perror("rdma_reg_msgs for recv_msg", err)
+	if m.recv, err = t.ep.RegMsgs(c, m.buf.Bytes(), "rdma_reg_msgs for recv_msg"); err != nil {
 		return err
 	}
 	if m.flags == 0 {
-		if m.send, err = c.PD().RegMR(m.buf.Bytes()[16:32], uverbs.AccessLocalWrite); err != nil {
-			t.perror("rdma_reg_msgs for send_msg", err)
+		if m.send, err = t.ep.RegMsgs(c, m.buf.Bytes()[16:32], "rdma_reg_msgs for send_msg"); err != nil {
 			return err
 		}
 	}
-	if _, err := c.QP().PostRecv([]uverbs.RecvWR{{SGL: []uverbs.SGE{m.recv.SGE(0, 16)}}}); err != nil {
-		t.perror("rdma_post_recv", err)
-		return err
-	}
-	return nil
+	return t.ep.PostRecv(c, m.recv.SGE(0, 16))
 }
 
 func (m *msgs) close() {
@@ -99,29 +90,17 @@ func (t *tool) postSend(c *rdmacm.Conn, m *msgs) bool {
 	if m.send != nil {
 		sge = m.send.SGE(0, 16)
 	}
-	_, err := c.QP().PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend, Flags: m.flags, SGL: []uverbs.SGE{sge}}})
-	if err != nil {
-		t.perror("rdma_post_send", err)
-	}
-	return err == nil
+	return t.ep.PostSend(c, sge, m.flags) == nil
 }
 
 // sendComp is rdma_get_send_comp.
 func (t *tool) sendComp(ctx context.Context, c *rdmacm.Conn) bool {
-	if err := cmcommon.WaitComp(ctx, c, c.SendCQ()); err != nil {
-		t.perror("rdma_get_send_comp", err)
-		return false
-	}
-	return true
+	return t.ep.GetComp(ctx, c, c.SendCQ(), "rdma_get_send_comp")
 }
 
 // recvComp is rdma_get_recv_comp.
 func (t *tool) recvComp(ctx context.Context, c *rdmacm.Conn) bool {
-	if err := cmcommon.WaitComp(ctx, c, c.RecvCQ()); err != nil {
-		t.perror("rdma_get_recv_comp", err)
-		return false
-	}
-	return true
+	return t.ep.GetComp(ctx, c, c.RecvCQ(), "rdma_get_recv_comp")
 }
 
 // MainServer is rdma_server's main.
@@ -139,19 +118,14 @@ func (t *tool) runServer() int {
 		return ret
 	}
 	ctx := context.Background()
+	var m msgs
 	o := epOptions
-	l := t.ep.Listen(ap, &o)
+	o.Setup = func(c *rdmacm.Conn) error { return t.setup(c, &m) }
+	l, c := t.ep.Serve(ctx, ap, &o)
 	if l == nil {
 		return -1
 	}
 	defer l.Close()
-	req := t.ep.GetRequest(ctx, l)
-	if req == nil {
-		return -1
-	}
-	var m msgs
-	o.Setup = func(c *rdmacm.Conn) error { return t.setup(c, &m) }
-	c := t.ep.Accept(ctx, req, &o)
 	defer m.close()
 	if c == nil {
 		return -1

@@ -122,11 +122,8 @@ func (t *tool) regMsg(c *rdmacm.Conn, m *msg) error {
 	if m.buf, err = uverbs.AllocBuffer(16); err != nil {
 		return err
 	}
-	if m.mr, err = c.PD().RegMR(m.buf.Bytes(), uverbs.AccessLocalWrite); err != nil {
-		t.perror("rdma_reg_msgs", err)
-		return err
-	}
-	return nil
+	m.mr, err = t.ep.RegMsgs(c, m.buf.Bytes(), "rdma_reg_msgs")
+	return err
 }
 
 func (m *msg) close() {
@@ -150,34 +147,24 @@ func (t *tool) runServer(ctx context.Context) int {
 	o := rdmacm.Options{Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1},
 		ResponderResources: &zero, InitiatorDepth: &zero, RetryCount: &zero, RNRRetryCount: &zero,
 		PrivateData: make([]byte, 4)} // the SRQ number, 0 without XRC
-	l := t.ep.Listen(ap, &o)
-	if l == nil {
-		return -1
-	}
-	defer l.Close()
-	req := t.ep.GetRequest(ctx, l)
-	if req == nil {
-		return -1
-	}
 	var m msg
-	defer m.close()
 	o.Setup = func(c *rdmacm.Conn) error {
 		if err := t.regMsg(c, &m); err != nil {
 			return err
 		}
-		if _, err := c.QP().PostRecv([]uverbs.RecvWR{{SGL: []uverbs.SGE{m.mr.SGE(0, 16)}}}); err != nil {
-			t.perror("rdma_post_recv", err)
-			return err
-		}
-		return nil
+		return t.ep.PostRecv(c, m.mr.SGE(0, 16))
 	}
-	c := t.ep.Accept(ctx, req, &o)
+	l, c := t.ep.Serve(ctx, ap, &o)
+	if l == nil {
+		return -1
+	}
+	defer l.Close()
+	defer m.close()
 	if c == nil {
 		return -1
 	}
 	defer c.Close()
-	if err := cmcommon.WaitComp(ctx, c, c.RecvCQ()); err != nil {
-		t.perror("rdma_get_recv_comp", err)
+	if !t.ep.GetComp(ctx, c, c.RecvCQ(), "rdma_get_recv_comp") {
 		return -1
 	}
 	return 0
@@ -204,14 +191,11 @@ func (t *tool) runClient() int {
 	}
 	defer c.Close()
 	// 16 zero bytes, INLINE (the C tool gives lkey 0: an inline SGE needs no key).
-	if _, err := c.QP().PostSend([]uverbs.SendWR{{Opcode: uverbs.WRSend, Flags: uverbs.SendInline,
-		SGL: []uverbs.SGE{{Addr: m.mr.SGE(0, 16).Addr, Length: 16}}}}); err != nil {
-		t.perror("rdma_post_send", err)
+	if err := t.ep.PostSend(c, uverbs.SGE{Addr: m.mr.SGE(0, 16).Addr, Length: 16}, uverbs.SendInline); err != nil {
 		t.perror("post_send", err)
 		return -1
 	}
-	if err := cmcommon.WaitComp(ctx, c, c.SendCQ()); err != nil {
-		t.perror("rdma_get_recv_comp", err)
+	if !t.ep.GetComp(ctx, c, c.SendCQ(), "rdma_get_recv_comp") { // sic: rdma_xclient.c's message
 		return -1
 	}
 	return 0
