@@ -16,14 +16,14 @@ import (
 )
 
 type tool struct {
-	name           string // "rdma_server" or "rdma_client"
-	stdout, stderr io.Writer
-	server, port   string
-	ep             cmcommon.EP
+	name         string // "rdma_server" or "rdma_client"
+	stdout       io.Writer
+	server, port string
+	ep           cmcommon.EP
 }
 
 func parse(name, prog string, args []string, stdout, stderr io.Writer, defServer string) (*tool, int) {
-	t := &tool{name: name, stdout: stdout, stderr: stderr, server: defServer, port: "7471",
+	t := &tool{name: name, stdout: stdout, server: defServer, port: "7471",
 		ep: cmcommon.EP{Stdout: stdout, Stderr: stderr}}
 	p := getopt.New(prog, args, "s:p:", nil, stderr, false)
 	for o := range p.All() {
