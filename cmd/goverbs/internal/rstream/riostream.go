@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
-	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 	"github.com/goverbs/goverbs/rsocket"
 	"golang.org/x/sys/unix"
 )
@@ -21,26 +19,6 @@ import (
 // peer's mapping, the last time with the running marker in its last byte
 // (and, with -T v, the counter pattern in the rest), and waits for the
 // peer's answer by polling the last byte of its own buffer.
-
-// sendMsg and recvMsg are riostream's send_msg / recv_msg: the sync, never verified.
-func (s *state) sendMsg(size int) error {
-	if _, err := s.conn.Write(s.buf[:size]); err != nil {
-		s.perror("rsend", err)
-		return err
-	}
-	return nil
-}
-
-func (s *state) recvMsg(size int) error {
-	if _, err := io.ReadFull(s.conn, s.buf[:size]); err != nil {
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			err = unix.ECONNRESET
-		}
-		s.perror("rrecv", err)
-		return err
-	}
-	return nil
-}
 
 // sendIO is riostream's send_xfer: riowrite the buffer to the peer's offset 0.
 func (s *state) sendIO(c *rsocket.Conn, size int) error {
@@ -67,23 +45,9 @@ func (s *state) recvIO(c *rsocket.Conn, size int, marker byte) error {
 		return err
 	}
 	if s.verify {
-		for _, b := range s.buf[:size-1] {
-			if b != s.verifyData {
-				fmt.Fprintf(s.stdout, "data verification failed byte %d\n", s.verifyTotal)
-				return errors.New("verification failed")
-			}
-			s.verifyData++
-			s.verifyTotal++
-		}
+		return s.check(s.buf[:size-1])
 	}
 	return nil
-}
-
-func (s *state) format(b []byte) {
-	for i := range b {
-		b[i] = s.formatData
-		s.formatData++
-	}
 }
 
 // runIOTest is riostream's run_test.
@@ -153,66 +117,8 @@ func (s *state) runIOTest() error {
 	return nil
 }
 
-func (s *state) rioUsage(prog string) int {
-	for _, l := range []string{"usage: " + prog, "\t[-s server_address]", "\t[-b bind_address]", "\t[-f address_format]",
-		"\t    name, ip, ipv6, or gid", "\t[-B buffer_size]", "\t[-i inline_size]", "\t[-I iterations]",
-		"\t[-C transfer_count]", "\t[-S transfer_size or all]", "\t[-p port_number]", "\t[-T test_option]",
-		"\t    a|async - asynchronous operation (use poll)", "\t    b|blocking - use blocking calls",
-		"\t    n|nonblocking - use nonblocking calls", "\t    v|verify - verify data"} {
-		fmt.Fprintln(s.stdout, l)
-	}
-	return 1
-}
-
-// setRioTestOpt is riostream's set_test_opt: a, b, n change nothing here
-// (Go's runtime does the waiting), v verifies.
-func (s *state) setRioTestOpt(arg string) bool {
-	if len(arg) == 1 {
-		switch arg[0] {
-		case 'a', 'b', 'n':
-		case 'v':
-			s.verify = true
-		default:
-			return false
-		}
-		return true
-	}
-	prefix := func(word string) bool {
-		return len(arg) >= len(word) && strings.EqualFold(arg[:len(word)], word)
-	}
-	switch {
-	case prefix("async"), prefix("block"), prefix("nonblock"):
-	case prefix("verify"):
-		s.verify = true
-	default:
-		return false
-	}
-	return true
-}
-
 // MainRiostream runs riostream: prog is argv[0], args the rest; the result
 // is the exit status (0, 1 for usage, 255 when a step failed).
 func MainRiostream(prog string, args []string, stdout, stderr io.Writer) int {
-	s := &state{stdout: stdout, stderr: stderr, port: "7471", useRS: true, rio: true, iterations: 1, size: 1000,
-		count: 1000, inline: 64, testName: "custom"}
-	p := getopt.New(prog, args, "s:b:f:B:i:I:C:S:p:T:", nil, stderr, false)
-	for o := range p.All() {
-		switch o.Val {
-		case 's', 'b', 'f', 'B', 'i', 'I', 'C', 'S', 'p':
-			if rc := s.sharedOpt(prog, o.Val, o.Arg); rc >= 0 {
-				return rc
-			}
-		case 'T':
-			if !s.setRioTestOpt(o.Arg) {
-				return s.rioUsage(prog)
-			}
-		default:
-			return s.rioUsage(prog)
-		}
-	}
-	if s.size < 0 || s.count < 0 || s.iterations < 0 {
-		return s.rioUsage(prog) // the C tool would index before its buffer
-	}
-	s.loadConfig(prog)
-	return s.run()
+	return mainRS(prog, args, stdout, stderr, true)
 }

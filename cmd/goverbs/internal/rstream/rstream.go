@@ -140,39 +140,61 @@ func (s *state) perror(what string, err error) {
 	fmt.Fprintf(s.stderr, "%s: %s\n", what, cstd.Strerror(cstd.ErrnoOf(err, unix.EIO)))
 }
 
-func (s *state) sendXfer(size int) error {
-	b := s.buf[:size]
-	if s.verify {
-		for i := range b {
-			b[i] = s.formatData
-			s.formatData++
-		}
-	}
-	if _, err := s.conn.Write(b); err != nil {
+// sendMsg and recvMsg send and receive the first size bytes of the buffer as they are (rsend, rrecv); a peer
+// that closed is ECONNRESET.
+func (s *state) sendMsg(size int) error {
+	if _, err := s.conn.Write(s.buf[:size]); err != nil {
 		s.perror("rsend", err)
 		return err
 	}
 	return nil
 }
 
-func (s *state) recvXfer(size int) error {
-	b := s.buf[:size]
-	if _, err := io.ReadFull(s.conn, b); err != nil {
+func (s *state) recvMsg(size int) error {
+	if _, err := io.ReadFull(s.conn, s.buf[:size]); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			err = unix.ECONNRESET
 		}
 		s.perror("rrecv", err)
 		return err
 	}
-	if s.verify {
-		for _, c := range b {
-			if c != s.verifyData {
-				fmt.Fprintf(s.stdout, "data verification failed byte %d\n", s.verifyTotal)
-				return errors.New("verification failed")
-			}
-			s.verifyData++
-			s.verifyTotal++
+	return nil
+}
+
+// format is -T v's data pattern in b: the running byte counter.
+func (s *state) format(b []byte) {
+	for i := range b {
+		b[i] = s.formatData
+		s.formatData++
+	}
+}
+
+// check is -T v's verification of received data b against the running counter.
+func (s *state) check(b []byte) error {
+	for _, c := range b {
+		if c != s.verifyData {
+			fmt.Fprintf(s.stdout, "data verification failed byte %d\n", s.verifyTotal)
+			return errors.New("verification failed")
 		}
+		s.verifyData++
+		s.verifyTotal++
+	}
+	return nil
+}
+
+func (s *state) sendXfer(size int) error {
+	if s.verify {
+		s.format(s.buf[:size])
+	}
+	return s.sendMsg(size)
+}
+
+func (s *state) recvXfer(size int) error {
+	if err := s.recvMsg(size); err != nil {
+		return err
+	}
+	if s.verify {
+		return s.check(s.buf[:size])
 	}
 	return nil
 }
@@ -403,22 +425,35 @@ func (s *state) run() int {
 	return 0
 }
 
+// usage is the usage of rstream, or riostream's (no -k, and only the -T options a, b, n and v).
 func (s *state) usage(prog string) int {
-	for _, l := range []string{"usage: " + prog, "\t[-s server_address]", "\t[-b bind_address]", "\t[-f address_format]",
+	lines := []string{"usage: " + prog, "\t[-s server_address]", "\t[-b bind_address]", "\t[-f address_format]",
 		"\t    name, ip, ipv6, or gid", "\t[-B buffer_size]", "\t[-i inline_size]", "\t[-I iterations]",
-		"\t[-C transfer_count]", "\t[-S transfer_size or all]", "\t[-p port_number]", "\t[-k keepalive_time]",
-		"\t[-T test_option]", "\t    s|sockets - use standard tcp/ip sockets", "\t    a|async - asynchronous operation (use poll)",
-		"\t    b|blocking - use blocking calls", "\t    f|fork - fork server processing",
-		"\t    n|nonblocking - use nonblocking calls", "\t    r|resolve - use rdma cm to resolve address",
-		"\t    v|verify - verify data"} {
+		"\t[-C transfer_count]", "\t[-S transfer_size or all]", "\t[-p port_number]"}
+	if !s.rio {
+		lines = append(lines, "\t[-k keepalive_time]")
+	}
+	lines = append(lines, "\t[-T test_option]")
+	if !s.rio {
+		lines = append(lines, "\t    s|sockets - use standard tcp/ip sockets")
+	}
+	lines = append(lines, "\t    a|async - asynchronous operation (use poll)", "\t    b|blocking - use blocking calls")
+	if !s.rio {
+		lines = append(lines, "\t    f|fork - fork server processing")
+	}
+	lines = append(lines, "\t    n|nonblocking - use nonblocking calls")
+	if !s.rio {
+		lines = append(lines, "\t    r|resolve - use rdma cm to resolve address")
+	}
+	for _, l := range append(lines, "\t    v|verify - verify data") {
 		fmt.Fprintln(s.stdout, l)
 	}
 	return 1
 }
 
-// setTestOpt is set_test_opt. Blocking, non-blocking and async (rpoll) modes
-// behave alike here (Go's runtime does the waiting); fork serves with plain
-// sockets as the C tool does, without forking.
+// setTestOpt is set_test_opt of rstream and riostream, which knows only a, b, n and v. Blocking,
+// non-blocking and async (rpoll) modes behave alike here (Go's runtime does the waiting); fork serves with
+// plain sockets as the C tool does, without forking.
 func (s *state) setTestOpt(arg string) bool {
 	prefix := func(word string) bool {
 		return len(arg) >= len(word) && strings.EqualFold(arg[:len(word)], word)
@@ -426,8 +461,15 @@ func (s *state) setTestOpt(arg string) bool {
 	if len(arg) == 1 {
 		switch arg[0] {
 		case 's', 'f':
+			if s.rio {
+				return false
+			}
 			s.useRS = false
-		case 'a', 'b', 'n', 'r':
+		case 'r':
+			if s.rio {
+				return false
+			}
+		case 'a', 'b', 'n':
 		case 'v':
 			s.verify = true
 		default:
@@ -436,9 +478,10 @@ func (s *state) setTestOpt(arg string) bool {
 		return true
 	}
 	switch {
-	case prefix("socket"), prefix("fork"):
+	case !s.rio && (prefix("socket") || prefix("fork")):
 		s.useRS = false
-	case prefix("async"), prefix("block"), prefix("nonblock"), prefix("resolve"):
+	case !s.rio && prefix("resolve"):
+	case prefix("async"), prefix("block"), prefix("nonblock"):
 	case prefix("verify"):
 		s.verify = true
 	default:
@@ -447,11 +490,20 @@ func (s *state) setTestOpt(arg string) bool {
 	return true
 }
 
-// Run runs rstream: prog is argv[0], args the rest; the result is the exit status.
+// Main runs rstream: prog is argv[0], args the rest; the result is the exit status.
 func Main(prog string, args []string, stdout, stderr io.Writer) int {
-	s := &state{stdout: stdout, stderr: stderr, port: "7471", useRS: true, iterations: 1, size: 1000, count: 1000,
-		inline: 64, testName: "custom"}
-	p := getopt.New(prog, args, "s:b:f:B:i:I:C:S:p:k:T:", nil, stderr, false)
+	return mainRS(prog, args, stdout, stderr, false)
+}
+
+// mainRS is the main of rstream, or with rio of riostream, which has no -k.
+func mainRS(prog string, args []string, stdout, stderr io.Writer, rio bool) int {
+	s := &state{stdout: stdout, stderr: stderr, port: "7471", useRS: true, rio: rio, iterations: 1, size: 1000,
+		count: 1000, inline: 64, testName: "custom"}
+	optstring := "s:b:f:B:i:I:C:S:p:k:T:"
+	if rio {
+		optstring = "s:b:f:B:i:I:C:S:p:T:"
+	}
+	p := getopt.New(prog, args, optstring, nil, stderr, false)
 	for o := range p.All() {
 		switch o.Val {
 		case 's', 'b', 'f', 'B', 'i', 'I', 'C', 'S', 'p':
@@ -469,7 +521,7 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if s.size < 0 || s.count < 0 || s.iterations < 0 {
-		return s.usage(prog)
+		return s.usage(prog) // riostream.c would index before its buffer
 	}
 	s.loadConfig(prog)
 	return s.run()
