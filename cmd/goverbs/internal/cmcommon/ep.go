@@ -79,17 +79,17 @@ func (e EP) Accept(ctx context.Context, req *rdmacm.Request, o *rdmacm.Options) 
 }
 
 // Serve is what the servers do after rdma_getaddrinfo: Listen on ap, GetRequest and Accept of one connection.
-// The listener is nil when listening failed, the connection nil when any step failed; the caller closes both.
-func (e EP) Serve(ctx context.Context, ap netip.AddrPort, o *rdmacm.Options) (*rdmacm.Listener, *rdmacm.Conn) {
+// The connection is nil when any step failed; closeListener closes the listener (nothing when listening
+// failed), after the connection.
+func (e EP) Serve(ctx context.Context, ap netip.AddrPort, o *rdmacm.Options) (c *rdmacm.Conn, closeListener func()) {
 	l := e.Listen(ap, o)
 	if l == nil {
-		return nil, nil
+		return nil, func() {}
 	}
-	req := e.GetRequest(ctx, l)
-	if req == nil {
-		return l, nil
+	if req := e.GetRequest(ctx, l); req != nil {
+		c = e.Accept(ctx, req, o)
 	}
-	return l, e.Accept(ctx, req, o)
+	return c, func() { l.Close() }
 }
 
 // Dial is rdma_create_ep and rdma_connect to ap (o.Setup reports its own failures).

@@ -105,48 +105,25 @@ func (t *tool) recvComp(ctx context.Context, c *rdmacm.Conn) bool {
 
 // MainServer is rdma_server's main.
 func MainServer(prog string, args []string, stdout, stderr io.Writer) int {
-	t, rc := parse("rdma_server", prog, args, stdout, stderr, "0.0.0.0")
-	if t == nil {
-		return rc
-	}
-	return t.ep.Run(t.name, t.runServer)
-}
-
-func (t *tool) runServer() int {
-	ap, ret, ok := t.ep.Getaddrinfo(t.server, t.port, false)
-	if !ok {
-		return ret
-	}
-	ctx := context.Background()
-	var m msgs
-	o := epOptions
-	o.Setup = func(c *rdmacm.Conn) error { return t.setup(c, &m) }
-	l, c := t.ep.Serve(ctx, ap, &o)
-	if l == nil {
-		return -1
-	}
-	defer l.Close()
-	defer m.close()
-	if c == nil {
-		return -1
-	}
-	defer c.Close()
-	if !t.recvComp(ctx, c) || !t.postSend(c, &m) || !t.sendComp(ctx, c) {
-		return -1
-	}
-	return 0
+	return run("rdma_server", prog, args, stdout, stderr, "0.0.0.0", true)
 }
 
 // MainClient is rdma_client's main.
 func MainClient(prog string, args []string, stdout, stderr io.Writer) int {
-	t, rc := parse("rdma_client", prog, args, stdout, stderr, "127.0.0.1")
+	return run("rdma_client", prog, args, stdout, stderr, "127.0.0.1", false)
+}
+
+func run(name, prog string, args []string, stdout, stderr io.Writer, defServer string, server bool) int {
+	t, rc := parse(name, prog, args, stdout, stderr, defServer)
 	if t == nil {
 		return rc
 	}
-	return t.ep.Run(t.name, t.runClient)
+	return t.ep.Run(t.name, func() int { return t.run(server) })
 }
 
-func (t *tool) runClient() int {
+// run is the body of rdma_server (server) or rdma_client: the connection, then the server's receive, send and
+// send completion or the client's send, send completion and receive.
+func (t *tool) run(server bool) int {
 	ap, ret, ok := t.ep.Getaddrinfo(t.server, t.port, false)
 	if !ok {
 		return ret
@@ -155,13 +132,23 @@ func (t *tool) runClient() int {
 	var m msgs
 	o := epOptions
 	o.Setup = func(c *rdmacm.Conn) error { return t.setup(c, &m) }
-	c := t.ep.Dial(ctx, ap, &o)
+	var c *rdmacm.Conn
+	if server {
+		var closeListener func()
+		c, closeListener = t.ep.Serve(ctx, ap, &o)
+		defer closeListener()
+	} else {
+		c = t.ep.Dial(ctx, ap, &o)
+	}
 	defer m.close()
 	if c == nil {
 		return -1
 	}
 	defer c.Close()
-	if !t.postSend(c, &m) || !t.sendComp(ctx, c) || !t.recvComp(ctx, c) {
+	if server && (!t.recvComp(ctx, c) || !t.postSend(c, &m) || !t.sendComp(ctx, c)) {
+		return -1
+	}
+	if !server && (!t.postSend(c, &m) || !t.sendComp(ctx, c) || !t.recvComp(ctx, c)) {
 		return -1
 	}
 	return 0

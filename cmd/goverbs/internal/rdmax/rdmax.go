@@ -154,11 +154,8 @@ func (t *tool) runServer(ctx context.Context) int {
 		}
 		return t.ep.PostRecv(c, m.mr.SGE(0, 16))
 	}
-	l, c := t.ep.Serve(ctx, ap, &o)
-	if l == nil {
-		return -1
-	}
-	defer l.Close()
+	c, closeListener := t.ep.Serve(ctx, ap, &o)
+	defer closeListener()
 	defer m.close()
 	if c == nil {
 		return -1
