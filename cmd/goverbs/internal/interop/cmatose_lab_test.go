@@ -32,26 +32,9 @@ func pairTool(t *testing.T, tool ppTool, port int, sArgs, cArgs []string, goServ
 func pairToolWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppTool, port int, sArgs, cArgs []string,
 	goServer bool, sOut, cOut string) {
 	t.Helper()
-	serve, connect := cRun, goPP
-	sName, cName := "C server", "Go client"
-	if goServer {
-		serve, connect = goPP, cRun
-		sName, cName = "Go server", "C client"
-	}
-	done := make(chan ppResult, 1)
-	go func() { done <- serve(tool, sArgs) }()
-	if err := interop.WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
-		t.Fatalf("%s: %v", sName, err)
-	}
-	c := connectPastListen(t, func() ppResult { return connect(tool, cArgs) }, done)
-	var s ppResult
-	select {
-	case s = <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s did not exit after the client (%+v)", sName, c)
-	}
-	if c.rc != 0 || s.rc != 0 || c.out != cOut || s.out != sOut {
-		t.Fatalf("%s: rc %d\n%s%s\n%s: rc %d\n%s%s", cName, c.rc, c.out, c.err, sName, s.rc, s.out, s.err)
+	s, c, sName, cName := cmPair(t, cRun, tool, port, sArgs, cArgs, goServer, true, 60*time.Second)
+	if c.out != cOut || s.out != sOut {
+		fatalPair(t, s, c, sName, cName)
 	}
 }
 

@@ -151,12 +151,7 @@ func runC(cmd *exec.Cmd) ppResult {
 func pairPP(t *testing.T, tool ppTool, port int, args []string, goServer bool, want []*regexp.Regexp) {
 	t.Helper()
 	clientArgs := append(append([]string{}, args...), "127.0.0.1")
-	serve, connect := cPP, goPP
-	sName, cName := "C server", "Go client"
-	if goServer {
-		serve, connect = goPP, cPP
-		sName, cName = "Go server", "C client"
-	}
+	serve, connect, sName, cName := sides(cPP, goServer)
 	done := make(chan ppResult, 1)
 	go func() { done <- serve(tool, args) }()
 	if err := interop.WaitListening(port, 60*time.Second); err != nil {
@@ -165,7 +160,7 @@ func pairPP(t *testing.T, tool ppTool, port int, args []string, goServer bool, w
 	c := connect(tool, clientArgs)
 	s := <-done
 	if c.rc != 0 || s.rc != 0 {
-		t.Fatalf("%s: rc %d\n%s%s\n%s: rc %d\n%s%s", cName, c.rc, c.out, c.err, sName, s.rc, s.out, s.err)
+		fatalPair(t, s, c, sName, cName)
 	}
 	checkPPOutput(t, cName, c.out, want)
 	checkPPOutput(t, sName, s.out, want)

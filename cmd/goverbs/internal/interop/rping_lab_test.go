@@ -50,27 +50,7 @@ func pairRpingWith(t *testing.T, cRun func(ppTool, []string) ppResult, port int,
 	t.Helper()
 	sArgs := append([]string{"-s", "-a", labIP, "-p", interop.Itoa(port), "-v"}, extra...)
 	cArgs := append([]string{"-c", "-a", labIP, "-p", interop.Itoa(port), "-C", interop.Itoa(count), "-v"}, extra...)
-	serve, connect := cRun, goPP
-	sName, cName := "C server", "Go client"
-	if goServer {
-		serve, connect = goPP, cRun
-		sName, cName = "Go server", "C client"
-	}
-	done := make(chan ppResult, 1)
-	go func() { done <- serve(rpingTool, sArgs) }()
-	if err := interop.WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
-		t.Fatalf("%s: %v", sName, err)
-	}
-	c := connectPastListen(t, func() ppResult { return connect(rpingTool, cArgs) }, done)
-	var s ppResult
-	select {
-	case s = <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s did not exit after the client (%+v)", sName, c)
-	}
-	if c.rc != 0 || s.rc != 0 {
-		t.Fatalf("%s: rc %d\n%s%s\n%s: rc %d\n%s%s", cName, c.rc, c.out, c.err, sName, s.rc, s.out, s.err)
-	}
+	s, c, sName, cName := cmPair(t, cRun, rpingTool, port, sArgs, cArgs, goServer, true, 60*time.Second)
 	if want := rpingLines("ping data: ", count, size); c.out != want {
 		t.Errorf("%s stdout:\n%s\nwant:\n%s", cName, c.out, want)
 	}

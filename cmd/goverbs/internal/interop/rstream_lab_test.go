@@ -35,8 +35,7 @@ var keepaliveLine = regexp.MustCompile(`^(Keepalive: ON|  time: \d+)$`)
 // stderr and print the header, the keepalive lines of -k, and the same custom row (up to the timings).
 func pairStream(t *testing.T, tool ppTool, port int, extra []string, goServer bool) {
 	t.Helper()
-	pairStreamWith(t, func(tool ppTool, args []string) ppResult { return cPPTimeout(tool, args, 3*time.Minute) },
-		tool, port, extra, goServer)
+	pairStreamWith(t, cPP, tool, port, extra, goServer)
 }
 
 // pairStreamWith is pairStream with cRun running rdma-core's side (cPPIn: another release's).
@@ -44,28 +43,8 @@ func pairStreamWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppT
 	t.Helper()
 	sArgs := append([]string{"-b", labIP, "-p", interop.Itoa(port)}, extra...)
 	cArgs := append([]string{"-s", labIP, "-p", interop.Itoa(port)}, extra...)
-	serve, connect := cRun, goPP
-	sName, cName := "C server", "Go client"
-	if goServer {
-		serve, connect = goPP, cRun
-		sName, cName = "Go server", "C client"
-	}
 	keepalive := slices.Contains(extra, "-k")
-	done := make(chan ppResult, 1)
-	go func() { done <- serve(tool, sArgs) }()
-	if err := interop.WaitCMListening(labtest.Device(), uint16(port), 60*time.Second); err != nil {
-		t.Fatalf("%s: %v", sName, err)
-	}
-	c := connect(tool, cArgs)
-	var s ppResult
-	select {
-	case s = <-done:
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("%s did not exit after the client (%+v)", sName, c)
-	}
-	if c.rc != 0 || s.rc != 0 {
-		t.Fatalf("%s: rc %d\n%s%s\n%s: rc %d\n%s%s", cName, c.rc, c.out, c.err, sName, s.rc, s.out, s.err)
-	}
+	s, c, sName, cName := cmPair(t, cRun, tool, port, sArgs, cArgs, goServer, false, 3*time.Minute)
 	var rows []string
 	for _, r := range []struct {
 		name   string
@@ -103,36 +82,24 @@ func pairStreamWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppT
 
 func TestLabRstreamInterop(t *testing.T) {
 	labtest.Require(t)
-	port := interop.Port(700)
-	for _, extra := range [][]string{
+	streamMatrix(t, 700, [][]string{
 		{"-S", "1000", "-C", "50"},
 		{"-S", "64", "-C", "500", "-T", "b"},
 		{"-S", "65536", "-C", "20", "-I", "2", "-B", "131072"},
 		{"-S", "1000000", "-C", "3", "-i", "0"},
-	} {
-		for _, goServer := range []bool{false, true} {
-			port++
-			name := strings.Join(extra, "") + map[bool]string{false: "_Cserver", true: "_Goserver"}[goServer]
-			t.Run(name, func(t *testing.T) { pairRstream(t, port, extra, goServer) })
-		}
-	}
+	}, pairRstream)
 }
 
 // TestLabRstreamKeepaliveInterop: rstream -k 1 (keepalive probes every second on both sides, runs of a few
 // seconds so that probes cross while data flows) between goverbs and rdma-core, both ways.
 func TestLabRstreamKeepaliveInterop(t *testing.T) {
 	labtest.Require(t)
-	port := interop.Port(720)
-	for _, extra := range [][]string{
+	streamMatrix(t, 720, [][]string{
 		{"-k", "1", "-S", "1000000", "-C", "15", "-T", "v"},
 		{"-k", "2", "-S", "64", "-C", "2000", "-I", "2"},
-	} {
-		for _, goServer := range []bool{false, true} {
-			port++
-			name := strings.Join(extra, "") + map[bool]string{false: "_Cserver", true: "_Goserver"}[goServer]
-			t.Run(name, func(t *testing.T) { pairStream(t, rstreamTool, port, extra, goServer) })
-		}
-	}
+	}, func(t *testing.T, port int, extra []string, goServer bool) {
+		pairStream(t, rstreamTool, port, extra, goServer)
+	})
 }
 
 var riostreamTool = ppTool{"riostream", rstream.MainRiostream}
@@ -142,18 +109,26 @@ var riostreamTool = ppTool{"riostream", rstream.MainRiostream}
 // receiver polling the last byte; with -T v both check the pattern of every answer.
 func TestLabRiostreamInterop(t *testing.T) {
 	labtest.Require(t)
-	port := interop.Port(740)
-	for _, extra := range [][]string{
+	streamMatrix(t, 740, [][]string{
 		{"-S", "4096", "-C", "10"},
 		{"-S", "1000", "-C", "50", "-T", "v"},
 		{"-S", "64", "-C", "100", "-I", "20", "-T", "v"},
 		{"-S", "65536", "-C", "20", "-I", "3", "-B", "131072", "-T", "v"},
 		{"-S", "1000000", "-C", "3", "-i", "0", "-T", "v"},
-	} {
+	}, func(t *testing.T, port int, extra []string, goServer bool) {
+		pairStream(t, riostreamTool, port, extra, goServer)
+	})
+}
+
+// streamMatrix runs pair for each extra, a C and a Go server each, on ports after portBase (interop.Port), in
+// subtests named by the options and the server's side.
+func streamMatrix(t *testing.T, portBase int, extras [][]string, pair func(t *testing.T, port int, extra []string, goServer bool)) {
+	port := interop.Port(portBase)
+	for _, extra := range extras {
 		for _, goServer := range []bool{false, true} {
 			port++
 			name := strings.Join(extra, "") + map[bool]string{false: "_Cserver", true: "_Goserver"}[goServer]
-			t.Run(name, func(t *testing.T) { pairStream(t, riostreamTool, port, extra, goServer) })
+			t.Run(name, func(t *testing.T) { pair(t, port, extra, goServer) })
 		}
 	}
 }
