@@ -3,7 +3,6 @@ package interop_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
@@ -61,16 +60,7 @@ func runMckey(ctx context.Context, bin string, args []string, w *joinWatch) <-ch
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Stdout, cmd.Stderr = w, &e
 		err := cmd.Run()
-		rc := 0
-		var ee *exec.ExitError
-		switch {
-		case errors.As(err, &ee):
-			rc = ee.ExitCode()
-		case err != nil:
-			rc = -1
-			e.WriteString(err.Error())
-		}
-		res <- ppResult{rc, w.String(), e.String()}
+		res <- exitResult(w.String(), e.String(), err)
 	}()
 	return res
 }

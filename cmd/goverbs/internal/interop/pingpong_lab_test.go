@@ -135,15 +135,20 @@ func runC(cmd *exec.Cmd) ppResult {
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
-	rc := 0
+	return exitResult(o.String(), e.String(), err)
+}
+
+// exitResult is a finished command's result: its exit status, or -1 with the error that kept it from running
+// after its stderr.
+func exitResult(out, errOut string, err error) ppResult {
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
-		rc = ee.ExitCode()
+		return ppResult{ee.ExitCode(), out, errOut}
 	case err != nil:
-		return ppResult{-1, o.String(), e.String() + err.Error()}
+		return ppResult{-1, out, errOut + err.Error()}
 	}
-	return ppResult{rc, o.String(), e.String()}
+	return ppResult{0, out, errOut}
 }
 
 // pairPP runs a server and a client of tool on port with args, one side goverbs' and the other rdma-core's,

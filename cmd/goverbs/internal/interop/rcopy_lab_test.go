@@ -1,7 +1,6 @@
 package interop_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -119,17 +118,7 @@ func runRcopy(argv ...string) ppResult {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Args[0] = filepath.Base(argv[0]) // as a shell runs it: the usage text shows argv[0]
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return ppResult{ee.ExitCode(), o.String(), e.String()}
-	case err != nil:
-		return ppResult{-1, o.String(), e.String() + err.Error()}
-	}
-	return ppResult{0, o.String(), e.String()}
+	return runC(cmd)
 }
 
 var rcopyPerf = regexp.MustCompile(`^opening\.\.\.transferring\.\.\.closing\.\.\.done\n(\d+) bytes in \d+\.\d\d seconds = (\d+\.\d\d|inf) Gb/sec\n$`)

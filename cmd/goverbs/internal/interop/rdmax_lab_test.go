@@ -3,7 +3,6 @@ package interop_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"github.com/goverbs/goverbs/test/interop"
 	"os/exec"
@@ -106,14 +105,7 @@ func cPPTimeout(tool ppTool, args []string, d time.Duration) ppResult {
 	if ctx.Err() != nil {
 		return ppResult{-1, o.String(), e.String() + fmt.Sprintf("(still running after %v, killed)", d)}
 	}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return ppResult{ee.ExitCode(), o.String(), e.String()}
-	case err != nil:
-		return ppResult{-1, o.String(), e.String() + err.Error()}
-	}
-	return ppResult{0, o.String(), e.String()}
+	return exitResult(o.String(), e.String(), err)
 }
 
 // TestLabRdmaXServerXRCWaits: on rxe the C rdma_xserver -c x neither fails nor exits, it waits for a request

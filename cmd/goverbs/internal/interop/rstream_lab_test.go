@@ -18,14 +18,6 @@ const rstreamHeader = "name      bytes   xfers   iters   total       time     Gb
 
 var rstreamRow = regexp.MustCompile(`^custom    (\S+ *){4} +\d+\.\d\ds +\d+\.\d\d +\d+\.\d\d$`)
 
-// pairRstream runs an rstream server and client, one goverbs' (in-process) and one rdma-core's, with -T v (the
-// receivers check every byte), and checks both exit 0 and print the header and the same custom row (up to the
-// timings).
-func pairRstream(t *testing.T, port int, extra []string, goServer bool) {
-	t.Helper()
-	pairStream(t, rstreamTool, port, append([]string{"-T", "v"}, extra...), goServer)
-}
-
 // keepaliveLine is what rstream -k prints each time it sets the option (client: once; server: on the
 // listening socket, then on the accepted one).
 var keepaliveLine = regexp.MustCompile(`^(Keepalive: ON|  time: \d+)$`)
@@ -80,25 +72,25 @@ func pairStreamWith(t *testing.T, cRun func(ppTool, []string) ppResult, tool ppT
 	t.Logf("%s %v:\n%s%s %v:\n%s", cName, cArgs, c.out, sName, sArgs, s.out)
 }
 
+// TestLabRstreamInterop: rstream between goverbs and rdma-core, both ways, with -T v (the receivers check every
+// byte).
 func TestLabRstreamInterop(t *testing.T) {
 	labtest.Require(t)
-	streamMatrix(t, 700, [][]string{
+	streamMatrix(t, rstreamTool, 700, []string{"-T", "v"}, [][]string{
 		{"-S", "1000", "-C", "50"},
 		{"-S", "64", "-C", "500", "-T", "b"},
 		{"-S", "65536", "-C", "20", "-I", "2", "-B", "131072"},
 		{"-S", "1000000", "-C", "3", "-i", "0"},
-	}, pairRstream)
+	})
 }
 
 // TestLabRstreamKeepaliveInterop: rstream -k 1 (keepalive probes every second on both sides, runs of a few
 // seconds so that probes cross while data flows) between goverbs and rdma-core, both ways.
 func TestLabRstreamKeepaliveInterop(t *testing.T) {
 	labtest.Require(t)
-	streamMatrix(t, 720, [][]string{
+	streamMatrix(t, rstreamTool, 720, nil, [][]string{
 		{"-k", "1", "-S", "1000000", "-C", "15", "-T", "v"},
 		{"-k", "2", "-S", "64", "-C", "2000", "-I", "2"},
-	}, func(t *testing.T, port int, extra []string, goServer bool) {
-		pairStream(t, rstreamTool, port, extra, goServer)
 	})
 }
 
@@ -109,26 +101,24 @@ var riostreamTool = ppTool{"riostream", rstream.MainRiostream}
 // receiver polling the last byte; with -T v both check the pattern of every answer.
 func TestLabRiostreamInterop(t *testing.T) {
 	labtest.Require(t)
-	streamMatrix(t, 740, [][]string{
+	streamMatrix(t, riostreamTool, 740, nil, [][]string{
 		{"-S", "4096", "-C", "10"},
 		{"-S", "1000", "-C", "50", "-T", "v"},
 		{"-S", "64", "-C", "100", "-I", "20", "-T", "v"},
 		{"-S", "65536", "-C", "20", "-I", "3", "-B", "131072", "-T", "v"},
 		{"-S", "1000000", "-C", "3", "-i", "0", "-T", "v"},
-	}, func(t *testing.T, port int, extra []string, goServer bool) {
-		pairStream(t, riostreamTool, port, extra, goServer)
 	})
 }
 
-// streamMatrix runs pair for each extra, a C and a Go server each, on ports after portBase (interop.Port), in
-// subtests named by the options and the server's side.
-func streamMatrix(t *testing.T, portBase int, extras [][]string, pair func(t *testing.T, port int, extra []string, goServer bool)) {
+// streamMatrix runs pairStream of tool with opts and each extra, a C and a Go server each, on ports after
+// portBase (interop.Port), in subtests named by extra and the server's side.
+func streamMatrix(t *testing.T, tool ppTool, portBase int, opts []string, extras [][]string) {
 	port := interop.Port(portBase)
 	for _, extra := range extras {
 		for _, goServer := range []bool{false, true} {
 			port++
 			name := strings.Join(extra, "") + map[bool]string{false: "_Cserver", true: "_Goserver"}[goServer]
-			t.Run(name, func(t *testing.T) { pair(t, port, extra, goServer) })
+			t.Run(name, func(t *testing.T) { pairStream(t, tool, port, append(slices.Clone(opts), extra...), goServer) })
 		}
 	}
 }
