@@ -30,10 +30,7 @@ type test struct {
 func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	t := &test{Test: cmcommon.Test{Stdout: stdout, Stderr: stderr, Prog: prog, Name: "cmatose", Connections: 1,
 		MessageSize: 100, MessageCount: 10, Port: "7471", PS: rdmacm.PortSpaceTCP}}
-	if !t.Options(args, "s:b:f:P:c:C:S:t:p:a:m", t.opt) {
-		return 1
-	}
-	return t.Run(uverbs.QPTypeRC, t.runClient, t.runServer)
+	return t.Main(args, "s:b:f:P:c:C:S:t:p:a:m", t.opt, uverbs.QPTypeRC, t.runClient, t.runServer)
 }
 
 // opt is one of the options cmatose does not share with udaddy.

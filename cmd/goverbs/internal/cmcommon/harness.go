@@ -124,10 +124,10 @@ func (t *Test) Opt(o getopt.Option) (known, ok bool) {
 	return true, true
 }
 
-// Options reads args with getopt's optstring: each option Opt knows, and every other one handed to other,
+// options reads args with getopt's optstring: each option Opt knows, and every other one handed to other,
 // which prints the usage and returns false for one the tool does not know either. false ends the run with
 // status 1.
-func (t *Test) Options(args []string, optstring string, other func(getopt.Option) bool) bool {
+func (t *Test) options(args []string, optstring string, other func(getopt.Option) bool) bool {
 	p := getopt.New(t.Prog, args, optstring, nil, t.Stderr, false)
 	for o := range p.All() {
 		if known, ok := t.Opt(o); !ok {
@@ -150,9 +150,14 @@ func (t *Test) PortSpaceOpt(arg, alt string, altPS rdmacm.PortSpace, def string)
 	}
 }
 
-// Run is the end of main in cmatose and udaddy, after the options: -S 0 sends no messages, Open (with an id of
-// type qpt per connection on the client), runClient with -s or else runServer, and Finish.
-func (t *Test) Run(qpt uverbs.QPType, runClient, runServer func() int) int {
+// Main is main of cmatose and udaddy: the options (those Opt knows, then other for the tool's own; getopt's
+// optstring), -S 0 sending no messages, Open (with an id of type qpt per connection on the client), runClient
+// with -s or else runServer, and Finish. It returns the exit status.
+func (t *Test) Main(args []string, optstring string, other func(getopt.Option) bool, qpt uverbs.QPType,
+	runClient, runServer func() int) int {
+	if !t.options(args, optstring, other) {
+		return 1
+	}
 	if t.MessageSize == 0 {
 		t.MessageCount = 0
 	}

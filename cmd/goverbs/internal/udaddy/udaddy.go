@@ -25,10 +25,7 @@ type test struct {
 func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	t := &test{Test: cmcommon.Test{Stdout: stdout, Stderr: stderr, Prog: prog, Name: "udaddy", Connections: 1,
 		MessageSize: 100, MessageCount: 10, Port: "7174", PS: rdmacm.PortSpaceUDP}}
-	if !t.Options(args, "s:b:c:C:S:t:p:P:f:", t.opt) {
-		return 1
-	}
-	return t.Run(uverbs.QPTypeUD, t.runClient, t.runServer)
+	return t.Main(args, "s:b:c:C:S:t:p:P:f:", t.opt, uverbs.QPTypeUD, t.runClient, t.runServer)
 }
 
 // opt is one of the options udaddy does not share with cmatose.
