@@ -65,18 +65,22 @@ func IoctlRaw(fd int, hdr unsafe.Pointer) error {
 func Write(fd int, buf unsafe.Pointer, n int) error {
 	for {
 		r, _, e := unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(buf), uintptr(n))
-		if e == unix.EINTR {
-			continue
+		if e != unix.EINTR {
+			runtime.KeepAlive(buf)
+			return written(r, e, n)
 		}
-		runtime.KeepAlive(buf)
-		if e != 0 {
-			return e
-		}
-		if int(r) != n {
-			return unix.EIO
-		}
-		return nil
 	}
+}
+
+// written is a write command's result: the kernel answers a successful command by returning its length.
+func written(r uintptr, e syscall.Errno, n int) error {
+	if e != 0 {
+		return e
+	}
+	if int(r) != n {
+		return unix.EIO
+	}
+	return nil
 }
 
 // WriteRaw is Write for commands the kernel completes without sleeping, such as rxe's send doorbell (the
@@ -87,16 +91,9 @@ func Write(fd int, buf unsafe.Pointer, n int) error {
 func WriteRaw(fd int, buf unsafe.Pointer, n int) error {
 	for {
 		r, _, e := syscall.RawSyscall6(unix.SYS_WRITE, uintptr(fd), uintptr(buf), uintptr(n), 0, 0, 0)
-		if e == unix.EINTR {
-			continue
+		if e != unix.EINTR {
+			runtime.KeepAlive(buf)
+			return written(r, e, n)
 		}
-		runtime.KeepAlive(buf)
-		if e != 0 {
-			return e
-		}
-		if int(r) != n {
-			return unix.EIO
-		}
-		return nil
 	}
 }
