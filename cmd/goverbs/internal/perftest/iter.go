@@ -66,6 +66,14 @@ func (d *duration) reset() {
 	d.sampleEnd.Store(0)
 }
 
+// begin resets d for a run and, for a -D run, starts its timers; d.stop must follow.
+func (d *duration) begin(p *Params, dur bool) {
+	d.reset()
+	if dur {
+		d.start(p)
+	}
+}
+
 func (d *duration) stop() {
 	for _, t := range d.timers {
 		t.Stop()
@@ -87,6 +95,13 @@ func progress(ctx context.Context, w io.Writer, count *atomic.Uint64) {
 			last = n
 		}
 	}
+}
+
+// sampled records a -D run's sample window as its first post and last completion and returns the
+// completions counted in it: the iterations to report.
+func (s *session) sampled() uint64 {
+	s.tposted[0], s.tcompleted[0] = s.dur.sampleBeg.Load(), s.dur.sampleEnd.Load()
+	return s.dur.iters.Load()
 }
 
 func (s *session) waitEvent() error {
@@ -116,13 +131,10 @@ func (s *session) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) 
 	nq := p.NumQPs
 	cqMod := uint64(p.CQMod)
 	iters := p.Iters
-	d := &s.dur
-	d.reset()
 	dur := p.TestType == byDuration
-	if dur {
-		d.start(p)
-		defer d.stop()
-	}
+	d := &s.dur
+	d.begin(p, dur)
+	defer d.stop()
 	totIters := iters * uint64(nq)
 	var totS, totC uint64
 	if !dur && p.NoPeak {
@@ -177,8 +189,7 @@ func (s *session) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) 
 		s.tcompleted[0] = now()
 	}
 	if dur {
-		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
-		return d.iters.Load(), nil
+		return s.sampled(), nil
 	}
 	return iters, nil
 }
@@ -263,8 +274,7 @@ func (s *session) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, e
 		}
 	}
 	if dur {
-		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
-		return d.iters.Load(), nil
+		return s.sampled(), nil
 	}
 	s.tcompleted[0] = now()
 	return iters, nil
@@ -287,11 +297,8 @@ func (s *session) runLatWrite(stderr io.Writer) (uint64, error) {
 	iters := p.Iters
 	dur := p.TestType == byDuration
 	d := &s.dur
-	d.reset()
-	if dur {
-		d.start(p)
-		defer d.stop()
-	}
+	d.begin(p, dur)
+	defer d.stop()
 	var scnt, ccnt, rcnt uint64
 	wcs := s.wc[:1]
 	y := newYielder(s.rate)
@@ -304,9 +311,7 @@ func (s *session) runLatWrite(stderr io.Writer) (uint64, error) {
 		}
 		if scnt < iters || dur {
 			if p.LatencyGap > 0 {
-				end := now() + int64(float64(p.LatencyGap)*s.rate)
-				for now() < end {
-				}
+				spinGap(p.LatencyGap, s.rate)
 			}
 			if !dur {
 				s.tposted[scnt] = now()
@@ -343,8 +348,7 @@ func (s *session) runLatWrite(stderr io.Writer) (uint64, error) {
 		}
 	}
 	if dur {
-		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
-		return d.iters.Load(), nil
+		return s.sampled(), nil
 	}
 	return iters, nil
 }
@@ -358,19 +362,14 @@ func (s *session) runLat(stderr io.Writer) (uint64, error) {
 	iters := p.Iters
 	dur := p.TestType == byDuration
 	d := &s.dur
-	d.reset()
-	if dur {
-		d.start(p)
-		defer d.stop()
-	}
+	d.begin(p, dur)
+	defer d.stop()
 	var scnt uint64
 	wcs := s.wc[:1]
 	y := newYielder(s.rate)
 	for scnt < iters || (dur && d.state.Load() != stEnd) {
 		if p.LatencyGap > 0 {
-			end := now() + int64(float64(p.LatencyGap)*s.rate)
-			for now() < end {
-			}
+			spinGap(p.LatencyGap, s.rate)
 		}
 		if !dur {
 			s.tposted[scnt] = now()
@@ -411,8 +410,7 @@ func (s *session) runLat(stderr io.Writer) (uint64, error) {
 		}
 	}
 	if dur {
-		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
-		return d.iters.Load(), nil
+		return s.sampled(), nil
 	}
 	return iters, nil
 }
@@ -486,9 +484,7 @@ func (s *session) runLatSend(stderr io.Writer) (uint64, error) {
 		}
 		if scnt < iters || (dur && d.state.Load() != stEnd) {
 			if p.LatencyGap > 0 {
-				end := now() + int64(float64(p.LatencyGap)*s.rate)
-				for now() < end {
-				}
+				spinGap(p.LatencyGap, s.rate)
 			}
 			if !dur {
 				s.tposted[scnt] = now()
@@ -535,8 +531,7 @@ func (s *session) runLatSend(stderr io.Writer) (uint64, error) {
 		}
 	}
 	if dur {
-		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
-		return d.iters.Load(), nil
+		return s.sampled(), nil
 	}
 	return iters, nil
 }
@@ -573,6 +568,14 @@ func (s *session) warmUp(stderr io.Writer) error {
 		w.Flags = saved
 	}
 	return nil
+}
+
+// spinGap is --latency_gap's wait before a post: it spins for gap microseconds (rate ticks each). The
+// measured loops test p.LatencyGap > 0 themselves, so without the option they make no call.
+func spinGap(gap int, rate float64) {
+	end := now() + int64(float64(gap)*rate)
+	for now() < end {
+	}
 }
 
 // atomicLoad8 reads the byte at b through an atomic load of its aligned 32-bit word, so the polling loop sees
@@ -765,8 +768,7 @@ func (s *session) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) 
 		s.tcompleted[0] = now()
 	}
 	if dur {
-		s.tposted[0], s.tcompleted[0] = d.sampleBeg.Load(), d.sampleEnd.Load()
-		return d.iters.Load(), nil
+		return s.sampled(), nil
 	}
 	return iters, nil
 }

@@ -213,6 +213,11 @@ func printBWHeader(w io.Writer, p *Params) {
 	if p.Output != outFull {
 		return
 	}
+	writeBWHeader(w, p)
+}
+
+// writeBWHeader is printBWHeader's text, in every output format (--report-both prints it as it is).
+func writeBWHeader(w io.Writer, p *Params) {
 	io.WriteString(w, resultLine)
 	if p.ReportGbits {
 		io.WriteString(w, resultFmtG)

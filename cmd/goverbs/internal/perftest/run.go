@@ -435,6 +435,22 @@ func (r *runner) closeConn() bool {
 	return true
 }
 
+// closeAndEnd is the end of a test: closeConn, then the closing RESULT_LINE. It returns the exit status.
+func (r *runner) closeAndEnd() int {
+	if !r.closeConn() {
+		return r.errf("Failed to close connection between server and client\n")
+	}
+	r.endLine()
+	return 0
+}
+
+// endLine writes the RESULT_LINE that closes the report (only in the full output).
+func (r *runner) endLine() {
+	if r.p.Output == outFull {
+		io.WriteString(r.stdout, resultLine)
+	}
+}
+
 // exchangeAndConnect runs the common middle of every test: key exchange, connect, the printed addresses.
 // extraFirst adds the lat tests' leading handshake; afterConnect the send tests' barrier after connect.
 func (r *runner) exchangeAndConnect(extraFirst, afterConnect bool) bool {
@@ -526,13 +542,7 @@ func (r *runner) printBoth(mine, rem *BWReport) {
 	head := func(title string) {
 		io.WriteString(out, resultLine)
 		io.WriteString(out, title)
-		io.WriteString(out, resultLine)
-		if p.ReportGbits {
-			io.WriteString(out, resultFmtG)
-		} else {
-			io.WriteString(out, resultFmt)
-		}
-		io.WriteString(out, "\n")
+		writeBWHeader(out, p)
 	}
 	local, remote := "\n Local results: \n", "\n Remote results: \n"
 	if p.Verb == VerbAtomic {
@@ -608,21 +618,13 @@ func (r *runner) rdmaBW() int {
 		}
 		r.printFullBW(&rem)
 		if p.Verb == VerbAtomic {
-			if p.Output == outFull {
-				io.WriteString(out, resultLine)
-			}
+			r.endLine()
 			if !r.closeConn() {
 				return r.errf("Failed to close connection between server and client\n")
 			}
 			return 0
 		}
-		if !r.closeConn() {
-			return r.errf("Failed to close connection between server and client\n")
-		}
-		if p.Output == outFull {
-			io.WriteString(out, resultLine)
-		}
-		return 0
+		return r.closeAndEnd()
 	}
 	if !r.armEvents() {
 		return 1
@@ -665,9 +667,7 @@ func (r *runner) rdmaBW() int {
 			r.printBoth(&rep, &rem)
 		}
 	}
-	if p.Output == outFull {
-		io.WriteString(out, resultLine)
-	}
+	r.endLine()
 	if !p.Duplex {
 		if !r.handshake(0) {
 			return 1
@@ -747,9 +747,7 @@ func (r *runner) sendBW() int {
 	if p.ReportBoth && p.Duplex && !all {
 		r.printBoth(&rep, &rem)
 	}
-	if p.Output == outFull {
-		io.WriteString(out, resultLine)
-	}
+	r.endLine()
 	if !r.closeConn() {
 		fmt.Fprintf(r.stderr, " Failed to close connection between server and client\n")
 		fmt.Fprintf(r.stderr, " Trying to close this side resources\n")
@@ -801,13 +799,7 @@ func (r *runner) rdmaLat() int {
 	}
 	passive := p.Verb != VerbWrite && p.Server
 	if passive {
-		if !r.closeConn() {
-			return r.errf("Failed to close connection between server and client\n")
-		}
-		if p.Output == outFull {
-			io.WriteString(out, resultLine)
-		}
-		return 0
+		return r.closeAndEnd()
 	}
 	if !r.armEvents() {
 		return 1
@@ -834,18 +826,10 @@ func (r *runner) rdmaLat() int {
 		r.printLat(n)
 	}
 	if p.Verb == VerbWrite {
-		if p.Output == outFull {
-			io.WriteString(out, resultLine)
-		}
+		r.endLine()
 		return 0
 	}
-	if !r.closeConn() {
-		return r.errf("Failed to close connection between server and client\n")
-	}
-	if p.Output == outFull {
-		io.WriteString(out, resultLine)
-	}
-	return 0
+	return r.closeAndEnd()
 }
 
 // sendLat is send_lat.c.
@@ -871,9 +855,7 @@ func (r *runner) sendLat() int {
 		}
 		r.printLat(n)
 	}
-	if p.Output == outFull {
-		io.WriteString(out, resultLine)
-	}
+	r.endLine()
 	if !r.closeConn() {
 		return r.errf(" Failed to close connection between server and client\n")
 	}
