@@ -191,6 +191,20 @@ func (t *tool) printComm(r *netlinkrdma.ResBase, comm string, ok bool) {
 	t.p.str(printAny, "comm", "comm %s ", comm)
 }
 
+// printOwner prints a resource's pid (when the kernel sent one) and its comm.
+func (t *tool) printOwner(r *netlinkrdma.ResBase, comm string, ok bool) {
+	t.resU32("pid", r.PID, r.Present.Has(abi.RDMA_NLDEV_ATTR_RES_PID))
+	t.printComm(r, comm, ok)
+}
+
+// endResLine ends a resource line as most of them end: the owner, the driver's attributes (-dd), the newline.
+func (t *tool) endResLine(r *netlinkrdma.ResBase, comm string, ok bool) int {
+	t.printOwner(r, comm, ok)
+	t.printDriverTable(r)
+	t.p.newline()
+	return 0
+}
+
 func (t *tool) printDev(r *netlinkrdma.ResBase) {
 	t.p.int(printAny, "ifindex", "", int64(int32(r.DevIndex)))
 	t.p.str(printAny, "ifname", "dev %s ", r.DevName)
@@ -370,11 +384,7 @@ func (t *tool) qpLine(q *netlinkrdma.QP) int {
 		p.str(printAny, "path-mig-state", "path-mig-state %s ", q.PathMigState.String())
 	}
 	t.resU32("pdn", q.PDN, has(abi.RDMA_NLDEV_ATTR_RES_PDN))
-	t.resU32("pid", q.PID, has(abi.RDMA_NLDEV_ATTR_RES_PID))
-	t.printComm(&q.ResBase, comm, ok)
-	t.printDriverTable(&q.ResBase)
-	p.newline()
-	return 0
+	return t.endResLine(&q.ResBase, comm, ok)
 }
 
 func (t *tool) cqFunc() resFunc {
@@ -416,11 +426,7 @@ func (t *tool) cqLine(q *netlinkrdma.CQ) int {
 		p.onOff(printAny, "adaptive-moderation", "adaptive-moderation %s ", *q.AdaptiveModeration)
 	}
 	t.resU32("ctxn", q.CTXN, has(abi.RDMA_NLDEV_ATTR_RES_CTXN))
-	t.resU32("pid", q.PID, has(abi.RDMA_NLDEV_ATTR_RES_PID))
-	t.printComm(&q.ResBase, comm, ok)
-	t.printDriverTable(&q.ResBase)
-	p.newline()
-	return 0
+	return t.endResLine(&q.ResBase, comm, ok)
 }
 
 func (t *tool) mrFunc() resFunc {
@@ -457,8 +463,7 @@ func (t *tool) mrLine(m *netlinkrdma.MR) int {
 	t.printKey("iova", m.IOVA, has(abi.RDMA_NLDEV_ATTR_RES_IOVA))
 	t.resU64("mrlen", m.Length, has(abi.RDMA_NLDEV_ATTR_RES_MRLEN))
 	t.resU32("pdn", m.PDN, has(abi.RDMA_NLDEV_ATTR_RES_PDN))
-	t.resU32("pid", m.PID, has(abi.RDMA_NLDEV_ATTR_RES_PID))
-	t.printComm(&m.ResBase, comm, ok)
+	t.printOwner(&m.ResBase, comm, ok)
 	t.printDriverTable(&m.ResBase)
 	t.printRawData(&m.ResBase)
 	p.newline()
@@ -495,11 +500,7 @@ func (t *tool) pdLine(d *netlinkrdma.PD) int {
 	t.resU64("users", d.Users, has(abi.RDMA_NLDEV_ATTR_RES_USECNT))
 	t.printKey("unsafe_global_rkey", uint64(d.UnsafeGlobalRKey), has(abi.RDMA_NLDEV_ATTR_RES_UNSAFE_GLOBAL_RKEY))
 	t.resU32("ctxn", d.CTXN, has(abi.RDMA_NLDEV_ATTR_RES_CTXN))
-	t.resU32("pid", d.PID, has(abi.RDMA_NLDEV_ATTR_RES_PID))
-	t.printComm(&d.ResBase, comm, ok)
-	t.printDriverTable(&d.ResBase)
-	p.newline()
-	return 0
+	return t.endResLine(&d.ResBase, comm, ok)
 }
 
 func (t *tool) ctxFunc() resFunc {
@@ -522,11 +523,7 @@ func (t *tool) ctxLine(x *netlinkrdma.Context) int {
 	p.openObject("")
 	t.printDev(&x.ResBase)
 	t.resU32("ctxn", x.CTXN, has(abi.RDMA_NLDEV_ATTR_RES_CTXN))
-	t.resU32("pid", x.PID, has(abi.RDMA_NLDEV_ATTR_RES_PID))
-	t.printComm(&x.ResBase, comm, ok)
-	t.printDriverTable(&x.ResBase)
-	p.newline()
-	return 0
+	return t.endResLine(&x.ResBase, comm, ok)
 }
 
 func (t *tool) srqFunc() resFunc {
@@ -644,11 +641,7 @@ func (t *tool) srqLine(s *netlinkrdma.SRQ) int {
 	}
 	t.resU32("pdn", s.PDN, has(abi.RDMA_NLDEV_ATTR_RES_PDN))
 	t.resU32("cqn", s.CQN, has(abi.RDMA_NLDEV_ATTR_RES_CQN))
-	t.resU32("pid", s.PID, has(abi.RDMA_NLDEV_ATTR_RES_PID))
-	t.printComm(&s.ResBase, comm, ok)
-	t.printDriverTable(&s.ResBase)
-	p.newline()
-	return 0
+	return t.endResLine(&s.ResBase, comm, ok)
 }
 
 func (t *tool) cmIDFunc() resFunc {
@@ -711,8 +704,7 @@ func (t *tool) cmIDLine(m *netlinkrdma.CMID) int {
 	}
 	p.str(printAny, "state", "state %s ", m.State.String())
 	p.str(printAny, "ps", "ps %s ", psName(m.PortSpace))
-	t.resU32("pid", m.PID, has(abi.RDMA_NLDEV_ATTR_RES_PID))
-	t.printComm(&m.ResBase, comm, ok)
+	t.printOwner(&m.ResBase, comm, ok)
 	for _, a := range []struct {
 		key     string
 		present bool

@@ -328,37 +328,61 @@ func strtolPrefix(s string) int32 {
 }
 
 func (t *tool) statQPBind() int {
-	link := func() int {
-		return t.execLink(func() int {
-			if t.noArg() {
-				t.statHelp()
-				return -int(unix.EINVAL)
-			}
-			if ret := t.buildFilters(statFilters); ret != 0 {
+	return t.statQPCounterCmd(func() int {
+		lqpn, ret := t.statArg("lqpn")
+		if ret != 0 {
+			return ret
+		}
+		var cntn *uint32
+		if !t.noArg() {
+			c, ret := t.statArg("cntn")
+			if ret != 0 {
 				return ret
 			}
+			cntn = &c
+		}
+		if err := t.be.BindQPCounter(t.devIdx, t.portIdx, lqpn, cntn); err != nil {
+			return t.nlError(err)
+		}
+		return 0
+	})
+}
+
+func (t *tool) statQPUnbind() int {
+	return t.statQPCounterCmd(func() int {
+		cntn, ret := t.statArg("cntn")
+		if ret != 0 {
+			return ret
+		}
+		unbind := func(lqpn uint32) int {
+			if err := t.be.UnbindQPCounter(t.devIdx, t.portIdx, cntn, lqpn); err != nil {
+				return t.nlError(err)
+			}
+			return 0
+		}
+		if !t.noArg() {
 			lqpn, ret := t.statArg("lqpn")
 			if ret != 0 {
 				return ret
 			}
-			var cntn *uint32
-			if !t.noArg() {
-				c, ret := t.statArg("cntn")
-				if ret != 0 {
-					return ret
-				}
-				cntn = &c
+			return unbind(lqpn)
+		}
+		// iproute2 reports no message when the counter lookup fails.
+		c, err := t.be.QPCounter(t.devIdx, t.portIdx, cntn)
+		if err != nil {
+			return -1
+		}
+		for _, q := range c.LQPNs {
+			if unbind(q) != 0 {
+				return -1
 			}
-			if err := t.be.BindQPCounter(t.devIdx, t.portIdx, lqpn, cntn); err != nil {
-				return t.nlError(err)
-			}
-			return 0
-		}, true)
-	}
-	return t.execCmd([]command{{"", t.statHelp}, {"link", link}, {"help", t.statHelp}}, "parameter")
+		}
+		return 0
+	})
 }
 
-func (t *tool) statQPUnbind() int {
+// statQPCounterCmd is the frame of "stat qp bind" and "stat qp unbind": the link, its filters, then op.
+func (t *tool) statQPCounterCmd(op func() int) int {
 	link := func() int {
 		return t.execLink(func() int {
 			if t.noArg() {
@@ -368,34 +392,7 @@ func (t *tool) statQPUnbind() int {
 			if ret := t.buildFilters(statFilters); ret != 0 {
 				return ret
 			}
-			cntn, ret := t.statArg("cntn")
-			if ret != 0 {
-				return ret
-			}
-			unbind := func(lqpn uint32) int {
-				if err := t.be.UnbindQPCounter(t.devIdx, t.portIdx, cntn, lqpn); err != nil {
-					return t.nlError(err)
-				}
-				return 0
-			}
-			if !t.noArg() {
-				lqpn, ret := t.statArg("lqpn")
-				if ret != 0 {
-					return ret
-				}
-				return unbind(lqpn)
-			}
-			// iproute2 reports no message when the counter lookup fails.
-			c, err := t.be.QPCounter(t.devIdx, t.portIdx, cntn)
-			if err != nil {
-				return -1
-			}
-			for _, q := range c.LQPNs {
-				if unbind(q) != 0 {
-					return -1
-				}
-			}
-			return 0
+			return op()
 		}, true)
 	}
 	return t.execCmd([]command{{"", t.statHelp}, {"link", link}, {"help", t.statHelp}}, "parameter")
