@@ -120,6 +120,29 @@ func report(w io.Writer, elapsed time.Duration, size, iters int) {
 	fmt.Fprintf(w, "%d iters in %.2f seconds = %.2f usec/iter\n", iters, float64(usec)/1000000., float64(usec)/float64(iters))
 }
 
+// printDest prints a "local address" or "remote address" line; sep stands before " GID" (ud_pingpong's local
+// line has a colon there, the others a comma).
+func printDest(w io.Writer, label string, d *dest, sep string) {
+	fmt.Fprintf(w, "  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x%s GID %s\n", label, d.lid, d.qpn, d.psn, sep, cstd.InetNtop6(d.gid))
+}
+
+// finish is the end of rc, uc, ud and srq_pingpong's main after the loop: the report, the client's -c check of
+// payload, the acknowledgement of the CQ's numEvents events, pp_close_ctx's steps and the buffer's release. It
+// returns the exit status.
+func finish(o *options, stdout, stderr io.Writer, elapsed time.Duration, numEvents int, cq *uverbs.CQ,
+	payload []byte, steps []closeStep, buf *uverbs.Buffer) int {
+	report(stdout, elapsed, o.size, o.iters)
+	if o.server == "" && o.validate {
+		checkPages(stdout, payload, os.Getpagesize())
+	}
+	cq.AckEvents(numEvents)
+	if !closeAll(stderr, steps) {
+		return 1
+	}
+	buf.Close()
+	return 0
+}
+
 // markPages and checkPages are the tools' -c (validate) steps: the client stores i / page_size % sizeof(char),
 // which is always 0, in the first byte of every page of the payload; the server reports pages where that byte
 // differs after the run.

@@ -75,8 +75,21 @@ var (
 	loODP     = getopt.LongOption{Name: "odp", HasArg: getopt.NoArgument, Val: 'o'}
 )
 
-// usageHead prints the lines every pingpong usage text starts with.
-func usageHead(w io.Writer, prog string) {
+// Usage lines shared by the tools' usage texts.
+const (
+	useSize    = "  -s, --size=<size>      size of message to exchange (default 4096)\n"
+	useMTU     = "  -m, --mtu=<size>       path MTU (default 1024)\n"
+	useRxDepth = "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n"
+	useIters   = "  -n, --iters=<iters>    number of exchanges (default 1000)\n"
+	useSL      = "  -l, --sl=<sl>          service level value\n"
+	useEvents  = "  -e, --events           sleep on CQ events (default poll)\n"
+	useGIDIdx  = "  -g, --gid-idx=<gid index> local port gid index\n"
+	useChk     = "  -c, --chk              validate received buffer\n"
+	useODP     = "  -o, --odp\t\t    use on demand paging\n"
+)
+
+// usageText prints a pingpong usage text: the lines every one starts with, then the tool's option lines.
+func usageText(w io.Writer, prog string, lines ...string) {
 	fmt.Fprintf(w, "Usage:\n")
 	fmt.Fprintf(w, "  %s            start a server and wait for connection\n", prog)
 	fmt.Fprintf(w, "  %s <host>     connect to server at <host>\n", prog)
@@ -85,6 +98,21 @@ func usageHead(w io.Writer, prog string) {
 	fmt.Fprintf(w, "  -p, --port=<port>      listen on/connect to port <port> (default 18515)\n")
 	fmt.Fprintf(w, "  -d, --ib-dev=<dev>     use IB device <dev> (default first device found)\n")
 	fmt.Fprintf(w, "  -i, --ib-port=<port>   use port <port> of IB device (default 1)\n")
+	for _, l := range lines {
+		io.WriteString(w, l)
+	}
+}
+
+// strtol32 and strtoul32 read an option's argument as the C tools do: strtol or strtoul (base 0), kept to
+// a C int or unsigned int.
+func strtol32(s string) int32 {
+	v, _, _ := cstd.Strtol(s, 0)
+	return int32(v)
+}
+
+func strtoul32(s string) uint32 {
+	v, _, _ := cstd.Strtoul(s, 0)
+	return uint32(v)
 }
 
 // parseOptions parses args as the tool's main() does. ok is false when the tool must exit with status (the
@@ -102,11 +130,9 @@ func parseOptions(spec *toolSpec, prog string, args []string, stdout, stderr io.
 		case 'p':
 			// port is an unsigned int; ud_pingpong reads it with strtol, the others with strtoul.
 			if spec.kind == kindUD {
-				v, _, _ := cstd.Strtol(opt.Arg, 0)
-				o.port = uint64(uint32(v))
+				o.port = uint64(uint32(strtol32(opt.Arg)))
 			} else {
-				v, _, _ := cstd.Strtoul(opt.Arg, 0)
-				o.port = uint64(uint32(v))
+				o.port = uint64(strtoul32(opt.Arg))
 			}
 			if o.port > 65535 {
 				return usage()
@@ -114,40 +140,33 @@ func parseOptions(spec *toolSpec, prog string, args []string, stdout, stderr io.
 		case 'd':
 			o.devName = opt.Arg
 		case 'i':
-			v, _, _ := cstd.Strtol(opt.Arg, 0)
-			o.ibPort = int(int32(v))
+			o.ibPort = int(strtol32(opt.Arg))
 			if o.ibPort < 1 {
 				return usage()
 			}
 		case 's':
-			v, _, _ := cstd.Strtoul(opt.Arg, 0)
-			o.size = int(uint32(v))
-			if spec.kind == kindSRQ && uint32(v) < 1 {
+			v := strtoul32(opt.Arg)
+			o.size = int(v)
+			if spec.kind == kindSRQ && v < 1 {
 				return usage()
 			}
 		case 'm':
-			v, _, _ := cstd.Strtol(opt.Arg, 0)
-			o.mtu = uverbs.MTUFromBytes(int(int32(v)))
+			o.mtu = uverbs.MTUFromBytes(int(strtol32(opt.Arg)))
 			if o.mtu == 0 {
 				return usage()
 			}
 		case 'q':
-			v, _, _ := cstd.Strtoul(opt.Arg, 0)
-			o.numQP = int(uint32(v))
+			o.numQP = int(strtoul32(opt.Arg))
 		case 'r':
-			v, _, _ := cstd.Strtoul(opt.Arg, 0)
-			o.rxDepth = int(uint32(v))
+			o.rxDepth = int(strtoul32(opt.Arg))
 		case 'n':
-			v, _, _ := cstd.Strtoul(opt.Arg, 0)
-			o.iters = int(uint32(v))
+			o.iters = int(strtoul32(opt.Arg))
 		case 'l':
-			v, _, _ := cstd.Strtol(opt.Arg, 0)
-			o.sl = int(int32(v))
+			o.sl = int(strtol32(opt.Arg))
 		case 'e':
 			o.events = true
 		case 'g':
-			v, _, _ := cstd.Strtol(opt.Arg, 0)
-			o.gidx = int(int32(v))
+			o.gidx = int(strtol32(opt.Arg))
 		case 'o':
 			o.odp = true
 		case 'P':

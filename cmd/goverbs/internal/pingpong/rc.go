@@ -39,23 +39,17 @@ var rcSpec = toolSpec{
 }
 
 func rcUsage(w io.Writer, prog string) {
-	usageHead(w, prog)
-	fmt.Fprintf(w, "  -s, --size=<size>      size of message to exchange (default 4096)\n")
-	fmt.Fprintf(w, "  -m, --mtu=<size>       path MTU (default 1024)\n")
-	fmt.Fprintf(w, "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n")
-	fmt.Fprintf(w, "  -n, --iters=<iters>    number of exchanges (default 1000)\n")
-	fmt.Fprintf(w, "  -l, --sl=<sl>          service level value\n")
-	fmt.Fprintf(w, "  -e, --events           sleep on CQ events (default poll)\n")
-	fmt.Fprintf(w, "  -g, --gid-idx=<gid index> local port gid index\n")
-	fmt.Fprintf(w, "  -o, --odp\t\t    use on demand paging\n")
-	fmt.Fprintf(w, "  -O, --iodp\t\t    use implicit on demand paging\n")
-	fmt.Fprintf(w, "  -P, --prefetch\t    prefetch an ODP MR\n")
-	fmt.Fprintf(w, "  -t, --ts\t            get CQE with timestamp\n")
-	fmt.Fprintf(w, "  -c, --chk\t            validate received buffer\n")
-	fmt.Fprintf(w, "  -j, --dm\t            use device memory\n")
-	fmt.Fprintf(w, "  -N, --new_send            use new post send WR API\n")
-	fmt.Fprintf(w, "  -U, --allow-cc-unprotected  allow allocation of unprotected/shared\n"+
-		"                            memory on CoCo guests\n")
+	usageText(w, prog,
+		useSize, useMTU, useRxDepth, useIters, useSL, useEvents, useGIDIdx, useODP,
+		"  -O, --iodp\t\t    use implicit on demand paging\n",
+		"  -P, --prefetch\t    prefetch an ODP MR\n",
+		"  -t, --ts\t            get CQE with timestamp\n",
+		"  -c, --chk\t            validate received buffer\n",
+		"  -j, --dm\t            use device memory\n",
+		"  -N, --new_send            use new post send WR API\n",
+		"  -U, --allow-cc-unprotected  allow allocation of unprotected/shared\n"+
+			"                            memory on CoCo guests\n",
+	)
 }
 
 // MainRC runs ibv_rc_pingpong with args (without the program name) and returns its exit status.

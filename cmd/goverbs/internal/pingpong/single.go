@@ -1,7 +1,6 @@
 package pingpong
 
 import (
-	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibvtext"
 
 	"errors"
@@ -304,7 +303,7 @@ func runSingle(k kind, o *options, stdout, stderr io.Writer) int {
 	if k == kindUD {
 		sep = ":" // ud_pingpong's local line has a colon before the GID
 	}
-	fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x%s GID %s\n", my.lid, my.qpn, my.psn, sep, cstd.InetNtop6(my.gid))
+	printDest(stdout, "local address: ", &my, sep)
 
 	var rem *dest
 	if o.server != "" {
@@ -315,7 +314,7 @@ func runSingle(k kind, o *options, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	fmt.Fprintf(stdout, "  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", rem.lid, rem.qpn, rem.psn, cstd.InetNtop6(rem.gid))
+	printDest(stdout, "remote address:", rem, ",")
 	if o.server != "" {
 		if err := c.connect(o, my.psn, rem); err != nil {
 			fmt.Fprintf(stderr, "%v\n", err)
@@ -348,11 +347,6 @@ func runSingle(k kind, o *options, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	report(stdout, elapsed, o.size, o.iters)
-	if o.server == "" && o.validate {
-		checkPages(stdout, c.payload(), pageSize)
-	}
-	c.cq.AckEvents(numEvents)
 	steps := []closeStep{{c.qp.Close, "Couldn't destroy QP"}, {c.cq.Close, "Couldn't destroy CQ"},
 		{c.mr.Close, "Couldn't deregister MR"}}
 	if k == kindUD {
@@ -360,11 +354,7 @@ func runSingle(k kind, o *options, stdout, stderr io.Writer) int {
 	}
 	steps = append(steps, closeStep{c.pd.Close, "Couldn't deallocate PD"},
 		closeStep{c.channel.Close, "Couldn't destroy completion channel"}, closeStep{c.ctx.Close, "Couldn't release context"})
-	if !closeAll(stderr, steps) {
-		return 1
-	}
-	c.buf.Close()
-	return 0
+	return finish(o, stdout, stderr, elapsed, numEvents, c.cq, c.payload(), steps, c.buf)
 }
 
 // parseWC handles one completion (rc_pingpong's parse_single_wc, inline in uc and ud_pingpong): count it,

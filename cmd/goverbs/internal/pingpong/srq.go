@@ -1,7 +1,6 @@
 package pingpong
 
 import (
-	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibvtext"
 
 	"fmt"
@@ -28,17 +27,13 @@ var srqSpec = toolSpec{
 }
 
 func srqUsage(w io.Writer, prog string) {
-	usageHead(w, prog)
-	fmt.Fprintf(w, "  -s, --size=<size>      size of message to exchange (default 4096)\n")
-	fmt.Fprintf(w, "  -m, --mtu=<size>       path MTU (default 1024)\n")
-	fmt.Fprintf(w, "  -q, --num-qp=<num>     number of QPs to use (default 16)\n")
-	fmt.Fprintf(w, "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n")
-	fmt.Fprintf(w, "  -n, --iters=<iters>    number of exchanges per QP(default 1000)\n")
-	fmt.Fprintf(w, "  -l, --sl=<sl>          service level value\n")
-	fmt.Fprintf(w, "  -e, --events           sleep on CQ events (default poll)\n")
-	fmt.Fprintf(w, "  -g, --gid-idx=<gid index> local port gid index\n")
-	fmt.Fprintf(w, "  -o, --odp\t\t    use on demand paging\n")
-	fmt.Fprintf(w, "  -c, --chk              validate received buffer\n")
+	usageText(w, prog,
+		useSize, useMTU,
+		"  -q, --num-qp=<num>     number of QPs to use (default 16)\n",
+		useRxDepth,
+		"  -n, --iters=<iters>    number of exchanges per QP(default 1000)\n",
+		useSL, useEvents, useGIDIdx, useODP, useChk,
+	)
 }
 
 // MainSRQ runs ibv_srq_pingpong with args (without the program name) and returns its exit status.
@@ -238,7 +233,7 @@ func runSRQ(o *options, stdout, stderr io.Writer) int {
 				return 1
 			}
 		}
-		fmt.Fprintf(stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", my[i].lid, my[i].qpn, my[i].psn, cstd.InetNtop6(my[i].gid))
+		printDest(stdout, "local address: ", &my[i], ",")
 	}
 
 	var rem []dest
@@ -251,7 +246,7 @@ func runSRQ(o *options, stdout, stderr io.Writer) int {
 		return 1
 	}
 	for i := range c.qps {
-		fmt.Fprintf(stdout, "  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", rem[i].lid, rem[i].qpn, rem[i].psn, cstd.InetNtop6(rem[i].gid))
+		printDest(stdout, "remote address:", &rem[i], ",")
 	}
 	if o.server != "" {
 		if err := c.connect(o, my, rem); err != nil {
@@ -281,11 +276,6 @@ func runSRQ(o *options, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	report(stdout, elapsed, o.size, o.iters)
-	if o.server == "" && o.validate {
-		checkPages(stdout, c.buf.Bytes(), pageSize)
-	}
-	c.cq.AckEvents(numEvents)
 	var steps []closeStep
 	for i, qp := range c.qps {
 		steps = append(steps, closeStep{qp.Close, fmt.Sprintf("Couldn't destroy QP[%d]", i)})
@@ -293,11 +283,7 @@ func runSRQ(o *options, stdout, stderr io.Writer) int {
 	steps = append(steps, closeStep{c.srq.Close, "Couldn't destroy SRQ"}, closeStep{c.cq.Close, "Couldn't destroy CQ"},
 		closeStep{c.mr.Close, "Couldn't deregister MR"}, closeStep{c.pd.Close, "Couldn't deallocate PD"},
 		closeStep{c.channel.Close, "Couldn't destroy completion channel"}, closeStep{c.ctx.Close, "Couldn't release context"})
-	if !closeAll(stderr, steps) {
-		return 1
-	}
-	c.buf.Close()
-	return 0
+	return finish(o, stdout, stderr, elapsed, numEvents, c.cq, c.buf.Bytes(), steps, c.buf)
 }
 
 // parseWC handles one completion of srq_pingpong's loop: find its QP, count it, replenish the SRQ once no

@@ -1,7 +1,6 @@
 package pingpong
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
@@ -17,15 +16,9 @@ var ucSpec = toolSpec{
 }
 
 func ucUsage(w io.Writer, prog string) {
-	usageHead(w, prog)
-	fmt.Fprintf(w, "  -s, --size=<size>      size of message to exchange (default 4096)\n")
-	fmt.Fprintf(w, "  -m, --mtu=<size>       path MTU (default 1024)\n")
-	fmt.Fprintf(w, "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n")
-	fmt.Fprintf(w, "  -n, --iters=<iters>    number of exchanges (default 1000)\n")
-	fmt.Fprintf(w, "  -l, --sl=<sl>          service level value\n")
-	fmt.Fprintf(w, "  -e, --events           sleep on CQ events (default poll)\n")
-	fmt.Fprintf(w, "  -g, --gid-idx=<gid index> local port gid index\n")
-	fmt.Fprintf(w, "  -c, --chk              validate received buffer\n")
+	usageText(w, prog,
+		useSize, useMTU, useRxDepth, useIters, useSL, useEvents, useGIDIdx, useChk,
+	)
 }
 
 // MainUC runs ibv_uc_pingpong with args (without the program name) and returns its exit status.

@@ -1,7 +1,6 @@
 package pingpong
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
@@ -18,14 +17,12 @@ var udSpec = toolSpec{
 }
 
 func udUsage(w io.Writer, prog string) {
-	usageHead(w, prog)
-	fmt.Fprintf(w, "  -s, --size=<size>      size of message to exchange (default 2048)\n")
-	fmt.Fprintf(w, "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n")
-	fmt.Fprintf(w, "  -n, --iters=<iters>    number of exchanges (default 1000)\n")
-	fmt.Fprintf(w, "  -l, --sl=<SL>          send messages with service level <SL> (default 0)\n")
-	fmt.Fprintf(w, "  -e, --events           sleep on CQ events (default poll)\n")
-	fmt.Fprintf(w, "  -g, --gid-idx=<gid index> local port gid index\n")
-	fmt.Fprintf(w, "  -c, --chk              validate received buffer\n")
+	usageText(w, prog,
+		"  -s, --size=<size>      size of message to exchange (default 2048)\n",
+		useRxDepth, useIters,
+		"  -l, --sl=<SL>          send messages with service level <SL> (default 0)\n",
+		useEvents, useGIDIdx, useChk,
+	)
 }
 
 // MainUD runs ibv_ud_pingpong with args (without the program name) and returns its exit status.

@@ -26,15 +26,12 @@ var xsrqLongOpts = []getopt.LongOption{loPort, loIBDev, loIBPort, loSize, loMTU,
 	loSL, loEvents, loODP, loGIDIdx}
 
 func xsrqUsage(w io.Writer, prog string) {
-	usageHead(w, prog)
-	fmt.Fprintf(w, "  -s, --size=<size>      size of message to exchange (default 4096)\n")
-	fmt.Fprintf(w, "  -m, --mtu=<size>       path MTU (default 1024)\n")
-	fmt.Fprintf(w, "  -c, --clients=<n>      number of clients (on server only, default 1)\n")
-	fmt.Fprintf(w, "  -n, --num_tests=<n>    number of tests per client (default 5)\n")
-	fmt.Fprintf(w, "  -l, --sl=<sl>          service level value\n")
-	fmt.Fprintf(w, "  -e, --events           sleep on CQ events (default poll)\n")
-	fmt.Fprintf(w, "  -o, --odp\t\t    use on demand paging\n")
-	fmt.Fprintf(w, "  -g, --gid-idx=<gid index> local port gid index\n")
+	usageText(w, prog,
+		useSize, useMTU,
+		"  -c, --clients=<n>      number of clients (on server only, default 1)\n",
+		"  -n, --num_tests=<n>    number of tests per client (default 5)\n",
+		useSL, useEvents, useODP, useGIDIdx,
+	)
 }
 
 // xsrqOptions are ibv_xsrq_pingpong's settings (its globals ctx.* and main's locals); all are C ints.
@@ -55,15 +52,11 @@ type xsrqOptions struct {
 
 func parseXSRQ(prog string, args []string, stdout, stderr io.Writer) (*xsrqOptions, bool) {
 	o := &xsrqOptions{port: 18515, ibPort: 1, size: 4096, mtu: uverbs.MTU1024, numClients: 1, numTests: 5, gidx: -1}
-	strtoi := func(s string) int32 {
-		v, _, _ := cstd.Strtol(s, 0)
-		return int32(v)
-	}
 	p := getopt.New(prog, args, "p:d:i:s:m:n:l:eog:c:", xsrqLongOpts, stderr, os.Getenv("POSIXLY_CORRECT") != "")
 	for opt := range p.All() {
 		switch opt.Val {
 		case 'p':
-			o.port = strtoi(opt.Arg)
+			o.port = strtol32(opt.Arg)
 			if o.port < 0 || o.port > 65535 {
 				xsrqUsage(stdout, prog)
 				return nil, false
@@ -71,27 +64,27 @@ func parseXSRQ(prog string, args []string, stdout, stderr io.Writer) (*xsrqOptio
 		case 'd':
 			o.devName = opt.Arg
 		case 'i':
-			o.ibPort = strtoi(opt.Arg)
+			o.ibPort = strtol32(opt.Arg)
 			if o.ibPort < 0 {
 				xsrqUsage(stdout, prog)
 				return nil, false
 			}
 		case 's':
-			o.size = strtoi(opt.Arg)
+			o.size = strtol32(opt.Arg)
 		case 'm':
-			o.mtu = uverbs.MTUFromBytes(int(strtoi(opt.Arg)))
+			o.mtu = uverbs.MTUFromBytes(int(strtol32(opt.Arg)))
 			if o.mtu == 0 {
 				xsrqUsage(stdout, prog)
 				return nil, false
 			}
 		case 'c':
-			o.numClients = strtoi(opt.Arg)
+			o.numClients = strtol32(opt.Arg)
 		case 'n':
-			o.numTests = strtoi(opt.Arg)
+			o.numTests = strtol32(opt.Arg)
 		case 'l':
-			o.sl = strtoi(opt.Arg)
+			o.sl = strtol32(opt.Arg)
 		case 'g':
-			o.gidx = strtoi(opt.Arg)
+			o.gidx = strtol32(opt.Arg)
 		case 'e':
 			o.events = true
 		case 'o':
