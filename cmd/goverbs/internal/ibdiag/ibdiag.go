@@ -1,6 +1,7 @@
 // Package ibdiag is what infiniband-diags' tools share (ibdiag_common.c of
 // rdma-core 65): the option table and the usage text ibdiag_show_usage
-// prints from it, with pretty_print's wrapping. ibstat and perfquery use it.
+// prints from it, with pretty_print's wrapping, the common options, IBEXIT and the exit() calls that end a
+// run. ibstat and perfquery use it.
 package ibdiag
 
 import (
@@ -24,6 +25,63 @@ type Opt struct {
 
 // DefaultConfig is the configuration file the common --config option names.
 const DefaultConfig = "/etc/infiniband-diags/ibdiag.conf"
+
+// commonOpts is ibdiag_common.c's table of the options every tool has unless it excludes them, in its order.
+// Direct (-D) and show_keys (-K), which every clone excludes, are left out.
+var commonOpts = []Opt{
+	{Name: "config", Letter: 'z', HasArg: true, ArgTmpl: "<config>", Desc: "use config file, default: " + DefaultConfig},
+	{Name: "Ca", Letter: 'C', HasArg: true, ArgTmpl: "<ca>", Desc: "Ca name to use"},
+	{Name: "Port", Letter: 'P', HasArg: true, ArgTmpl: "<port>", Desc: "Ca port number to use"},
+	{Name: "Lid", Letter: 'L', Desc: "use LID address argument"},
+	{Name: "Guid", Letter: 'G', Desc: "use GUID address argument"},
+	{Name: "timeout", Letter: 't', HasArg: true, ArgTmpl: "<ms>", Desc: "timeout in ms"},
+	{Name: "sm_port", Letter: 's', HasArg: true, ArgTmpl: "<lid>", Desc: "SM port lid"},
+	{Name: "m_key", Letter: 'y', HasArg: true, ArgTmpl: "<key>", Desc: "M_Key to use in request"},
+	{Name: "pkey-idx", Letter: 'Y', HasArg: true, ArgTmpl: "<idx>", Desc: "P_Key table index for outgoing SA/GMP MADs (default 0)"},
+	{Name: "errors", Letter: 'e', Desc: "show send and receive errors"},
+	{Name: "verbose", Letter: 'v', Desc: "increase verbosity level"},
+	{Name: "debug", Letter: 'd', Desc: "raise debug level"},
+	{Name: "help", Letter: 'h', Desc: "help message"},
+	{Name: "version", Letter: 'V', Desc: "show version"},
+}
+
+// WithCommon is a tool's option table as ibdiag_process_opts builds it: the tool's own options, then the
+// common ones whose letters are not in exclude (the tool's exclude_common_str; it must name D and K).
+func WithCommon(own []Opt, exclude string) []Opt {
+	opts := append([]Opt(nil), own...)
+	for _, o := range commonOpts {
+		if strings.IndexByte(exclude, o.Letter) < 0 {
+			opts = append(opts, o)
+		}
+	}
+	return opts
+}
+
+// Exit is the status of one of the C tool's exit() calls: a tool panics with it to unwind to its Run, which
+// defers Recover.
+type Exit int
+
+// Recover, deferred by a tool's Run, stores the status of an Exit panic in *status; any other panic goes on.
+func Recover(status *int) {
+	if r := recover(); r != nil {
+		e, ok := r.(Exit)
+		if !ok {
+			panic(r)
+		}
+		*status = int(e)
+	}
+}
+
+// Exitf is IBEXIT from fn: "PROG: iberror: failed: MSG" on w (with debug > 0 the pid and fn too), then
+// exit(-1).
+func Exitf(w io.Writer, prog string, pid, debug int, fn, format string, args ...any) {
+	if debug > 0 {
+		fmt.Fprintf(w, "%s: iberror: [pid %d] %s: failed: %s\n", prog, pid, fn, fmt.Sprintf(format, args...))
+	} else {
+		fmt.Fprintf(w, "%s: iberror: failed: %s\n", prog, fmt.Sprintf(format, args...))
+	}
+	panic(Exit(255))
+}
 
 // Usage is a tool's usage text: "Usage: PROG [options] Args", the options,
 // then "PROG Example" lines.
@@ -61,6 +119,12 @@ func (u Usage) Write(w io.Writer, prog string) {
 	}
 	b.WriteString("\n")
 	io.WriteString(w, b.String())
+}
+
+// Exit writes the usage text to w and exits 2, as ibdiag_show_usage does.
+func (u Usage) Exit(w io.Writer, prog string) {
+	u.Write(w, prog)
+	panic(Exit(2))
 }
 
 // PrettyPrint wraps str to width columns, continuing lines at column

@@ -54,9 +54,6 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	return Command{Prog: prog}.Run(args, stdout, stderr)
 }
 
-// exit is how the C tool's exit() calls unwind Run.
-type exit int
-
 // Run runs the command with args (without the program name), writing to
 // stdout and stderr, and returns the exit status the C tool would have.
 func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
@@ -76,15 +73,7 @@ func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
 	if c.Posix != nil {
 		posix = *c.Posix
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			e, ok := r.(exit)
-			if !ok {
-				panic(r)
-			}
-			status = int(e)
-		}
-	}()
+	defer ibdiag.Recover(&status)
 	if c.Verbs == nil {
 		if c.FS == sysfs.Host {
 			c.Verbs = &UverbsVerbs{Stderr: stderr}
@@ -114,25 +103,17 @@ func (s *state) readConfig(path string) {
 	}
 }
 
-func (s *state) usage() {
-	usage.Write(s.stderr, s.cmd.Prog)
-	panic(exit(2))
-}
+func (s *state) usage() { usage.Exit(s.stderr, s.cmd.Prog) }
 
 // panicf is libibmad's IBPANIC from main: message, strerror(errno), exit -1.
 func (s *state) panicf(format string, args ...any) {
 	fmt.Fprintf(s.stderr, "ibpanic: [%d] main: %s: %s\n", s.cmd.Pid, fmt.Sprintf(format, args...), cstd.Strerror(s.u.Errno))
-	panic(exit(255))
+	panic(ibdiag.Exit(255))
 }
 
 // exitf is infiniband-diags' IBEXIT from fn: a message on stdout, exit -1.
 func (s *state) exitf(fn, format string, args ...any) {
-	if s.debug > 0 {
-		fmt.Fprintf(s.stdout, "%s: iberror: [pid %d] %s: failed: %s\n", s.cmd.Prog, s.cmd.Pid, fn, fmt.Sprintf(format, args...))
-	} else {
-		fmt.Fprintf(s.stdout, "%s: iberror: failed: %s\n", s.cmd.Prog, fmt.Sprintf(format, args...))
-	}
-	panic(exit(255))
+	ibdiag.Exitf(s.stdout, s.cmd.Prog, s.cmd.Pid, s.debug, fn, format, args...)
 }
 
 // debugf is infiniband-diags' DEBUG from fn: with -d, a line on stdout.

@@ -45,11 +45,9 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 	return Command{Prog: prog}.Run(args, stdout, stderr)
 }
 
-type exit int
-
 // opts is perfquery's table followed by the common options it does not
 // exclude ("DK"), in ibdiag_process_opts' order.
-var opts = []ibdiag.Opt{
+var opts = ibdiag.WithCommon([]ibdiag.Opt{
 	{Name: "extended", Letter: 'x', Desc: "show extended port counters"},
 	{Name: "xmtsl", Letter: 'X', Desc: "show Xmt SL port counters"},
 	{Name: "rcvsl", Letter: 'S', Desc: "show Rcv SL port counters"},
@@ -73,21 +71,7 @@ var opts = []ibdiag.Opt{
 	{Name: "loop_ports", Letter: 'l', Desc: "iterate through each port"},
 	{Name: "reset_after_read", Letter: 'r', Desc: "reset counters after read"},
 	{Name: "Reset_only", Letter: 'R', Desc: "only reset counters"},
-	{Name: "config", Letter: 'z', HasArg: true, ArgTmpl: "<config>", Desc: "use config file, default: " + ibdiag.DefaultConfig},
-	{Name: "Ca", Letter: 'C', HasArg: true, ArgTmpl: "<ca>", Desc: "Ca name to use"},
-	{Name: "Port", Letter: 'P', HasArg: true, ArgTmpl: "<port>", Desc: "Ca port number to use"},
-	{Name: "Lid", Letter: 'L', Desc: "use LID address argument"},
-	{Name: "Guid", Letter: 'G', Desc: "use GUID address argument"},
-	{Name: "timeout", Letter: 't', HasArg: true, ArgTmpl: "<ms>", Desc: "timeout in ms"},
-	{Name: "sm_port", Letter: 's', HasArg: true, ArgTmpl: "<lid>", Desc: "SM port lid"},
-	{Name: "m_key", Letter: 'y', HasArg: true, ArgTmpl: "<key>", Desc: "M_Key to use in request"},
-	{Name: "pkey-idx", Letter: 'Y', HasArg: true, ArgTmpl: "<idx>", Desc: "P_Key table index for outgoing SA/GMP MADs (default 0)"},
-	{Name: "errors", Letter: 'e', Desc: "show send and receive errors"},
-	{Name: "verbose", Letter: 'v', Desc: "increase verbosity level"},
-	{Name: "debug", Letter: 'd', Desc: "raise debug level"},
-	{Name: "help", Letter: 'h', Desc: "help message"},
-	{Name: "version", Letter: 'V', Desc: "show version"},
-}
+}, "DK")
 
 // usage is perfquery's usage text (ibdiag_show_usage).
 var usage = ibdiag.Usage{Args: usageArgs, Opts: opts, Examples: usageExamples}
@@ -157,15 +141,7 @@ func (c Command) Run(args []string, stdout, stderr io.Writer) (status int) {
 	if c.Posix != nil {
 		posix = *c.Posix
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			e, ok := r.(exit)
-			if !ok {
-				panic(r)
-			}
-			status = int(e)
-		}
-	}()
+	defer ibdiag.Recover(&status)
 	s := &state{cmd: c, stdout: stdout, stderr: stderr, u: &lib{Lib: &libumad.Lib{FS: c.FS, Stderr: stderr, PID: c.Pid}}}
 	s.readConfig(c.Config)
 	return s.main(args, posix)
@@ -200,19 +176,11 @@ func (s *state) readConfig(path string) {
 	}
 }
 
-func (s *state) usage() {
-	usage.Write(s.stderr, s.cmd.Prog)
-	panic(exit(2))
-}
+func (s *state) usage() { usage.Exit(s.stderr, s.cmd.Prog) }
 
 // exitf is IBEXIT: a message on stdout, exit -1.
 func (s *state) exitf(fn, format string, args ...any) {
-	if s.debug > 0 {
-		fmt.Fprintf(s.stdout, "%s: iberror: [pid %d] %s: failed: %s\n", s.cmd.Prog, s.cmd.Pid, fn, fmt.Sprintf(format, args...))
-	} else {
-		fmt.Fprintf(s.stdout, "%s: iberror: failed: %s\n", s.cmd.Prog, fmt.Sprintf(format, args...))
-	}
-	panic(exit(255))
+	ibdiag.Exitf(s.stdout, s.cmd.Prog, s.cmd.Pid, s.debug, fn, format, args...)
 }
 
 func (s *state) warn(fn, format string, args ...any) {
