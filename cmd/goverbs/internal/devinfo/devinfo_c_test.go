@@ -1,8 +1,8 @@
 package devinfo
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -315,10 +315,10 @@ func TestCRenderedModels(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var out, errb bytes.Buffer
 			src := modelSource{SysfsSource: SysfsSource{FS: sysfs.Under(tree)}, m: m, qerr: c.qerr}
-			st := Command{Source: src, Posix: new(bool)}.Run(args, &out, &errb)
-			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+			golden.CheckRun(t, file, func(stdout, stderr io.Writer) int {
+				return Command{Source: src, Posix: new(bool)}.Run(args, stdout, stderr)
+			})
 		})
 	}
 }

@@ -1,9 +1,8 @@
 package devinfo
 
 import (
-	"bytes"
 	"flag"
-	"path/filepath"
+	"io"
 	"strings"
 	"testing"
 
@@ -62,24 +61,15 @@ var sysfsCases = []struct {
 	{"verbs_edge", "-d rxe_nodev"},
 }
 
-func caseName(tree, args string) string { return golden.CaseName(tree, args) }
-
 func TestSysfsGolden(t *testing.T) {
 	golden.RequireC(t, *update, "ibv_devinfo")
+	g := golden.Trees{Dir: trees, Prog: "ibv_devinfo", Update: *update,
+		Run: func(dir string, args []string, stdout, stderr io.Writer) int {
+			cmd := Command{Source: SysfsSource{FS: sysfs.Under(dir), Stderr: stderr}, Posix: new(bool)}
+			return cmd.Run(args, stdout, stderr)
+		}}
 	for _, c := range sysfsCases {
-		name := caseName(c.tree, c.args)
-		t.Run(name, func(t *testing.T) {
-			args := strings.Fields(c.args)
-			dir := filepath.Join(trees, c.tree)
-			file := filepath.Join("testdata", "golden", name+".golden")
-			if *update {
-				golden.Regenerate(t, dir, "ibv_devinfo", args, file, nil)
-			}
-			var out, errb bytes.Buffer
-			cmd := Command{Source: SysfsSource{FS: sysfs.Under(dir), Stderr: &errb}, Posix: new(bool)}
-			st := cmd.Run(args, &out, &errb)
-			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
-		})
+		g.Case(t, c.tree, c.args)
 	}
 }
 

@@ -1,7 +1,7 @@
 package devinfo
 
 import (
-	"bytes"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,9 +79,9 @@ func TestLabCapture(t *testing.T) {
 		"devinfo_-i_0": "-i 0", "devinfo_nonroot": "", "devinfo_nonroot_-l": "-l",
 	} {
 		t.Run(name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			st := Command{Source: src, Posix: new(bool)}.Run(strings.Fields(args), &out, &errb)
-			golden.Check(t, filepath.Join(lab, "golden", name+".golden"), golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+			golden.CheckRun(t, filepath.Join(lab, "golden", name+".golden"), func(stdout, stderr io.Writer) int {
+				return Command{Source: src, Posix: new(bool)}.Run(strings.Fields(args), stdout, stderr)
+			})
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -373,6 +374,44 @@ func Regenerate(t *testing.T, dir, prog string, args []string, file string, fix 
 	if err := Write(file, r); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// CheckRun runs run with fresh stdout and stderr buffers and compares what it wrote and returned with the golden
+// file path (Check).
+func CheckRun(t *testing.T, path string, run func(stdout, stderr io.Writer) int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	st := run(&out, &errb)
+	Check(t, path, Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+}
+
+// Trees is a tool's golden test over fake sysfs trees: each case runs the Go tool on one tree and compares its
+// result with testdata/golden/NAME.golden, which -update first rewrites from the C tool run on the same tree.
+type Trees struct {
+	Dir    string                                                        // the folder of the trees
+	Prog   string                                                        // the C tool
+	Update bool                                                          // -update: Regenerate first
+	Fix    func(*Result)                                                 // Regenerate's fix, or nil
+	Name   func(tree, args string) string                                // a case's name; CaseName when nil
+	Run    func(dir string, args []string, stdout, stderr io.Writer) int // the Go tool on the tree dir
+}
+
+// Case runs the case (tree, args split at blanks) as a subtest of t.
+func (g Trees) Case(t *testing.T, tree, args string) {
+	t.Helper()
+	name := CaseName(tree, args)
+	if g.Name != nil {
+		name = g.Name(tree, args)
+	}
+	t.Run(name, func(t *testing.T) {
+		argv := strings.Fields(args)
+		dir := filepath.Join(g.Dir, tree)
+		file := filepath.Join("testdata", "golden", name+".golden")
+		if g.Update {
+			Regenerate(t, dir, g.Prog, argv, file, g.Fix)
+		}
+		CheckRun(t, file, func(stdout, stderr io.Writer) int { return g.Run(dir, argv, stdout, stderr) })
+	})
 }
 
 // NormalizeStdoutPid is a Regenerate fix: NormalizePid on stdout (infiniband-diags' IBEXIT and DEBUG lines).

@@ -3,6 +3,7 @@ package ibstat
 import (
 	"bytes"
 	"flag"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,24 +96,20 @@ var cases = []struct {
 	{"empty", "rxe0"},
 }
 
-func caseName(tree, args string) string { return golden.CaseName(tree, args) }
-
 func TestGolden(t *testing.T) {
 	golden.RequireC(t, *update, "ibstat")
+	g := golden.Trees{Dir: trees, Prog: "ibstat", Update: *update, Fix: golden.NormalizeStdoutPid,
+		Run: func(dir string, args []string, stdout, stderr io.Writer) int {
+			return ibstat(sysfs.Under(dir), args, stdout, stderr)
+		}}
 	for _, c := range cases {
-		name := caseName(c.tree, c.args)
-		t.Run(name, func(t *testing.T) {
-			args := strings.Fields(c.args)
-			file := filepath.Join("testdata", "golden", name+".golden")
-			if *update {
-				golden.Regenerate(t, filepath.Join(trees, c.tree), "ibstat", args, file, golden.NormalizeStdoutPid)
-			}
-			var out, errb bytes.Buffer
-			cmd := Command{FS: sysfs.Under(filepath.Join(trees, c.tree)), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool)}
-			st := cmd.Run(args, &out, &errb)
-			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
-		})
+		g.Case(t, c.tree, c.args)
 	}
+}
+
+// ibstat runs the tool on the tree fs as the golden tests do.
+func ibstat(fs sysfs.FS, args []string, stdout, stderr io.Writer) int {
+	return Command{FS: fs, Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool)}.Run(args, stdout, stderr)
 }
 
 func TestWritePort(t *testing.T) {
@@ -134,10 +131,9 @@ func TestLabCapture(t *testing.T) {
 		"ibstat_rxe0_2": "rxe0 2", "ibstat_foo": "foo", "ibstat_-dd_rxe0_2": "-dd rxe0 2", "ibstat_nonroot": "",
 	} {
 		t.Run(name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			cmd := Command{FS: sysfs.Under(filepath.Join(lab, "tree")), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool)}
-			st := cmd.Run(strings.Fields(args), &out, &errb)
-			golden.Check(t, filepath.Join(lab, "golden", name+".golden"), golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+			golden.CheckRun(t, filepath.Join(lab, "golden", name+".golden"), func(stdout, stderr io.Writer) int {
+				return ibstat(sysfs.Under(filepath.Join(lab, "tree")), strings.Fields(args), stdout, stderr)
+			})
 		})
 	}
 }

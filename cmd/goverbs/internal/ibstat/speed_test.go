@@ -1,8 +1,8 @@
 package ibstat
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,10 +108,10 @@ func TestCEffectiveSpeed(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var out, errb bytes.Buffer
-			cmd := Command{FS: sysfs.Under(tree), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool), Verbs: c.verbs}
-			st := cmd.Run(args, &out, &errb)
-			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+			golden.CheckRun(t, file, func(stdout, stderr io.Writer) int {
+				cmd := Command{FS: sysfs.Under(tree), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool), Verbs: c.verbs}
+				return cmd.Run(args, stdout, stderr)
+			})
 		})
 	}
 }

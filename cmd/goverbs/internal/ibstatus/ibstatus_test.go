@@ -1,10 +1,8 @@
 package ibstatus
 
 import (
-	"bytes"
 	"flag"
-	"path/filepath"
-	"strings"
+	"io"
 	"testing"
 
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
@@ -40,17 +38,11 @@ func caseName(tree, args string) string { return golden.CaseName(tree, args, ":"
 // where the tree is /sys/class) on the same fake trees.
 func TestGolden(t *testing.T) {
 	golden.RequireC(t, *update, "ibstatus")
+	g := golden.Trees{Dir: trees, Prog: "ibstatus", Update: *update, Name: caseName,
+		Run: func(dir string, args []string, stdout, stderr io.Writer) int {
+			return Command{FS: sysfs.Under(dir)}.Run("ibstatus", args, stdout, stderr)
+		}}
 	for _, c := range cases {
-		name := caseName(c.tree, c.args)
-		t.Run(name, func(t *testing.T) {
-			args := strings.Fields(c.args)
-			file := filepath.Join("testdata", "golden", name+".golden")
-			if *update {
-				golden.Regenerate(t, filepath.Join(trees, c.tree), "ibstatus", args, file, nil)
-			}
-			var out, errb bytes.Buffer
-			st := Command{FS: sysfs.Under(filepath.Join(trees, c.tree))}.Run("ibstatus", args, &out, &errb)
-			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
-		})
+		g.Case(t, c.tree, c.args)
 	}
 }

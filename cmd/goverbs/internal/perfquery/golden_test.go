@@ -1,9 +1,8 @@
 package perfquery
 
 import (
-	"bytes"
 	"flag"
-	"path/filepath"
+	"io"
 	"strings"
 	"testing"
 
@@ -68,28 +67,22 @@ var goldenCases = []struct{ tree, args string }{
 	{"empty", "-d -d"},
 }
 
+// goldenName is a case's name: the tree, then the arguments with '_' for blanks and '%' for slashes.
 func goldenName(tree, args string) string {
-	n := tree
-	if args != "" {
-		n += "_" + strings.NewReplacer(" ", "_", "/", "%").Replace(args)
+	if args == "" {
+		return tree
 	}
-	return filepath.Join("testdata", "golden", n+".golden")
+	return tree + "_" + strings.NewReplacer(" ", "_", "/", "%").Replace(args)
 }
 
 func TestGolden(t *testing.T) {
 	golden.RequireC(t, *update, "perfquery")
+	g := golden.Trees{Dir: "testdata", Prog: "perfquery", Update: *update, Fix: golden.NormalizeStdoutPid, Name: goldenName,
+		Run: func(dir string, args []string, stdout, stderr io.Writer) int {
+			cmd := Command{FS: sysfs.Under(dir), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool)}
+			return cmd.Run(args, stdout, stderr)
+		}}
 	for _, c := range goldenCases {
-		file := goldenName(c.tree, c.args)
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".golden"), func(t *testing.T) {
-			args := strings.Fields(c.args)
-			tree := filepath.Join("testdata", c.tree)
-			if *update {
-				golden.Regenerate(t, tree, "perfquery", args, file, golden.NormalizeStdoutPid)
-			}
-			var out, errb bytes.Buffer
-			cmd := Command{FS: sysfs.Under(tree), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool)}
-			st := cmd.Run(args, &out, &errb)
-			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
-		})
+		g.Case(t, c.tree, c.args)
 	}
 }

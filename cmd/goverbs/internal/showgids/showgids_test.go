@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,9 +121,9 @@ func TestGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var out, errb bytes.Buffer
-			st := Command{Class: filepath.Join(tree, "sys", "class"), Script: goldenScript}.Run(c.args, &out, &errb)
-			golden.Check(t, file, golden.Result{Stdout: out.String(), Stderr: errb.String(), Status: st})
+			golden.CheckRun(t, file, func(stdout, stderr io.Writer) int {
+				return Command{Class: filepath.Join(tree, "sys", "class"), Script: goldenScript}.Run(c.args, stdout, stderr)
+			})
 		})
 	}
 }
