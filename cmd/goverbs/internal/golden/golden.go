@@ -256,19 +256,29 @@ func (r Run) C(prog string, args ...string) (Result, error) {
 	shArgs := []string{"-m", "--propagation", "private", "sh", "-c", runScript, "sh", root, tree, tmp, how, strconv.Itoa(len(r.Env))}
 	cmd := exec.Command("unshare", append(append(shArgs, r.Env...), argv...)...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SYSFS_PATH=" + sysfsPath}
+	res, err := Exec(cmd)
+	if err == nil && res.Status == 125 {
+		err = errors.New("exit status 125")
+	}
+	if err != nil {
+		return res, fmt.Errorf("run %s (%s) in a mount namespace: %v: %s", prog, Reference, err, res.Stderr)
+	}
+	res.Stderr = NormalizePid(res.Stderr)
+	return res, nil
+}
+
+// Exec runs cmd with its Stdout and Stderr set to buffers and returns what it wrote and its exit status (-1 when
+// a signal ended it); err is set when it did not run to an exit.
+func Exec(cmd *exec.Cmd) (Result, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	res := Result{Stdout: out.String(), Stderr: NormalizePid(errb.String())}
+	err := cmd.Run()
+	r := Result{Stdout: out.String(), Stderr: errb.String()}
 	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ee.ExitCode() != 125:
-		res.Status = ee.ExitCode()
-	default:
-		return res, fmt.Errorf("run %s (%s) in a mount namespace: %v: %s", prog, Reference, err, errb.String())
+	if errors.As(err, &ee) {
+		r.Status, err = ee.ExitCode(), nil
 	}
-	return res, nil
+	return r, err
 }
 
 // isScript reports whether the file at path starts with "#!".

@@ -2,7 +2,6 @@ package labdiff
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -50,18 +49,11 @@ func runC(t *testing.T, prog string, args []string) golden.Result {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
 	}
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := golden.Result{Stdout: golden.NormalizePid(out.String()), Stderr: golden.NormalizePid(errb.String())}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.Status = ee.ExitCode()
-	default:
+	r, err := golden.Exec(cmd)
+	if err != nil {
 		t.Fatalf("run %s: %v", prog, err)
 	}
+	r.Stdout, r.Stderr = golden.NormalizePid(r.Stdout), golden.NormalizePid(r.Stderr)
 	return r
 }
 

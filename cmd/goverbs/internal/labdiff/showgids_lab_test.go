@@ -2,7 +2,6 @@ package labdiff
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -87,16 +86,8 @@ func TestLabShowGids(t *testing.T) {
 			cmd := exec.Command("bash", append([]string{"show_gids"}, args...)...)
 			cmd.Dir = filepath.Dir(script)
 			cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-			var so, se bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &so, &se
-			err = cmd.Run()
-			ref := golden.Result{Stdout: so.String(), Stderr: se.String()}
-			var ee *exec.ExitError
-			switch {
-			case err == nil:
-			case errors.As(err, &ee):
-				ref.Status = ee.ExitCode()
-			default:
+			ref, err := golden.Exec(cmd)
+			if err != nil {
 				t.Fatalf("bash show_gids: %v", err)
 			}
 			if got != ref {

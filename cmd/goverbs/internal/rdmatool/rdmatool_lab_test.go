@@ -3,7 +3,6 @@ package rdmatool
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/golden"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -74,18 +74,12 @@ func (tl rdmaBin) runIn(t *testing.T, stdin string, args ...string) toolResult {
 	if tl.cred != nil {
 		cmd.Dir = "/" // the working directory may be one the unprivileged user cannot enter
 	}
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
 	cmd.Stdin = strings.NewReader(stdin)
-	err := cmd.Run()
-	var ee *exec.ExitError
-	code := 0
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
+	r, err := golden.Exec(cmd)
+	if err != nil {
 		t.Fatalf("run %s %v: %v", tl.path, args, err)
 	}
-	return toolResult{o.String(), e.String(), code}
+	return toolResult{r.Stdout, r.Stderr, r.Status}
 }
 
 func oursTool(t *testing.T) rdmaBin {

@@ -1,7 +1,6 @@
 package showgids
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -83,17 +82,12 @@ func runScript(t *testing.T, tree string, args []string) golden.Result {
 	const sh = `mount --bind "$1/sys/class" /sys/class || exit 125; cd "$2" || exit 125; shift 2; exec bash "$@"`
 	cmd := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", sh, "sh", abs, dir, goldenScript}, args...)...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	r := golden.Result{Stdout: out.String(), Stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ee.ExitCode() != 125:
-		r.Status = ee.ExitCode()
-	default:
-		t.Fatalf("run show_gids in a mount namespace: %v: %s", err, errb.String())
+	r, err := golden.Exec(cmd)
+	if err == nil && r.Status == 125 {
+		err = errors.New("exit status 125")
+	}
+	if err != nil {
+		t.Fatalf("run show_gids in a mount namespace: %v: %s", err, r.Stderr)
 	}
 	return r
 }
