@@ -3,13 +3,16 @@
 package benchlab
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"time"
 
+	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/lab"
 	"golang.org/x/sys/unix"
 )
@@ -48,6 +51,39 @@ func Host(name, pkg string, cfg lab.Config, args ...string) int {
 		return 1
 	}
 	return code
+}
+
+// Pair runs one server/client pair in the lab: it starts server, waits until it listens on port (an rdma_cm
+// listener on rxe0 with cm, else a TCP one), runs client to its end and waits for the server. It returns the
+// client's output (stdout and stderr) and how long the client ran; on failure, the error quotes both sides'
+// output. The pair has 10 minutes.
+func Pair(server, client []string, port int, cm bool) (out []byte, took time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var sout bytes.Buffer
+	srv := exec.CommandContext(ctx, server[0], server[1:]...)
+	srv.Stdout, srv.Stderr = &sout, &sout
+	if err := srv.Start(); err != nil {
+		return nil, 0, err
+	}
+	if cm {
+		err = interop.WaitCMListening("rxe0", uint16(port), time.Minute)
+	} else {
+		err = interop.WaitListening(port, time.Minute)
+	}
+	if err != nil {
+		srv.Process.Kill()
+		srv.Wait()
+		return nil, 0, fmt.Errorf("server %q: %v\n%s", server, err, sout.Bytes())
+	}
+	start := time.Now()
+	out, cerr := exec.CommandContext(ctx, client[0], client[1:]...).CombinedOutput()
+	took = time.Since(start)
+	werr := srv.Wait()
+	if cerr != nil || werr != nil {
+		return nil, 0, fmt.Errorf("client %q: %v, server: %v\nclient:\n%s\nserver:\n%s", client, cerr, werr, out, sout.Bytes())
+	}
+	return out, took, nil
 }
 
 // Median is the median of v (0 for none); v is not changed.

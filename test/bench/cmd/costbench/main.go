@@ -20,20 +20,16 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/goverbs/goverbs/test/bench/benchlab"
-	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/lab"
 )
 
@@ -218,38 +214,6 @@ func rstreamCost(out []byte, _ int) (float64, error) {
 	return strconv.ParseFloat(string(m[1]), 64)
 }
 
-// pair runs the server, waits for it to listen, runs the client and returns the client's output and how
-// long the client process ran on the guest clock.
-func pair(c costCase, server, client []string, port int) ([]byte, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	var sout bytes.Buffer
-	srv := exec.CommandContext(ctx, server[0], server[1:]...)
-	srv.Stdout, srv.Stderr = &sout, &sout
-	if err := srv.Start(); err != nil {
-		return nil, 0, err
-	}
-	var err error
-	if c.cm {
-		err = interop.WaitCMListening("rxe0", uint16(port), time.Minute)
-	} else {
-		err = interop.WaitListening(port, time.Minute)
-	}
-	if err != nil {
-		srv.Process.Kill()
-		srv.Wait()
-		return nil, 0, fmt.Errorf("server %q: %v\n%s", server, err, sout.Bytes())
-	}
-	start := time.Now()
-	out, cerr := exec.CommandContext(ctx, client[0], client[1:]...).CombinedOutput()
-	took := time.Since(start)
-	werr := srv.Wait()
-	if cerr != nil || werr != nil {
-		return nil, 0, fmt.Errorf("client %q: %v, server: %v\nclient:\n%s\nserver:\n%s", client, cerr, werr, out, sout.Bytes())
-	}
-	return out, took, nil
-}
-
 // one measures case c once for one implementation.
 func one(c costCase, bin string, goSide bool, iters int, port *int) (float64, error) {
 	argv := func(args []string) []string {
@@ -260,7 +224,7 @@ func one(c costCase, bin string, goSide bool, iters int, port *int) (float64, er
 	}
 	if !c.perIters {
 		*port++
-		out, _, err := pair(c, argv(c.server(*port)), argv(c.client(*port)), *port)
+		out, _, err := benchlab.Pair(argv(c.server(*port)), argv(c.client(*port)), *port, c.cm)
 		if err != nil {
 			return 0, err
 		}
@@ -275,7 +239,7 @@ func one(c costCase, bin string, goSide bool, iters int, port *int) (float64, er
 	for i, n := range []int{iters, 2 * iters} {
 		*port++
 		cnt := []string{"-C", strconv.Itoa(n)}
-		_, t, err := pair(c, argv(append(c.server(*port), cnt...)), argv(append(c.client(*port), cnt...)), *port)
+		_, t, err := benchlab.Pair(argv(append(c.server(*port), cnt...)), argv(append(c.client(*port), cnt...)), *port, c.cm)
 		if err != nil {
 			return 0, err
 		}

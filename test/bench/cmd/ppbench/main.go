@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -20,7 +19,6 @@ import (
 	"time"
 
 	"github.com/goverbs/goverbs/test/bench/benchlab"
-	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/lab"
 )
 
@@ -44,20 +42,9 @@ var usecRE = regexp.MustCompile(`iters in [0-9.]+ seconds = ([0-9.]+) usec/iter`
 
 // pair runs one server/client pair and returns the client's usec/iter.
 func pair(server, client []string, port int) (float64, error) {
-	srv := exec.Command(server[0], server[1:]...)
-	if err := srv.Start(); err != nil {
-		return 0, err
-	}
-	if err := interop.WaitListening(port, 60*time.Second); err != nil {
-		srv.Process.Kill()
-		return 0, err
-	}
-	out, err := exec.Command(client[0], client[1:]...).CombinedOutput()
-	if werr := srv.Wait(); err == nil && werr != nil {
-		err = werr
-	}
+	out, _, err := benchlab.Pair(server, client, port, false)
 	if err != nil {
-		return 0, fmt.Errorf("%v: %s", err, out)
+		return 0, err
 	}
 	m := usecRE.FindSubmatch(out)
 	if m == nil {

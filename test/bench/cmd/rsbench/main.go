@@ -14,18 +14,15 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/goverbs/goverbs/test/bench/benchlab"
-	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/lab"
 )
 
@@ -105,29 +102,9 @@ func run(bin string, k pairKind, port int) ([]row, error) {
 	}
 	sargs := append(append(tool(k.goServer), "-b", benchlab.LabIP), opts...)
 	cargs := append(append(tool(k.goCli), "-s", benchlab.LabIP), opts...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	var sout bytes.Buffer
-	srv := exec.CommandContext(ctx, sargs[0], sargs[1:]...)
-	srv.Stdout, srv.Stderr = &sout, &sout
-	if err := srv.Start(); err != nil {
-		return nil, err
-	}
-	var err error
-	if k.tcp {
-		err = interop.WaitListening(port, time.Minute)
-	} else {
-		err = interop.WaitCMListening("rxe0", uint16(port), time.Minute)
-	}
+	out, _, err := benchlab.Pair(sargs, cargs, port, !k.tcp)
 	if err != nil {
-		srv.Process.Kill()
-		srv.Wait()
-		return nil, fmt.Errorf("server %v: %v\n%s", sargs, err, sout.String())
-	}
-	out, cerr := exec.CommandContext(ctx, cargs[0], cargs[1:]...).CombinedOutput()
-	werr := srv.Wait()
-	if cerr != nil || werr != nil {
-		return nil, fmt.Errorf("client %v: %v, server: %v\nclient:\n%s\nserver:\n%s", cargs, cerr, werr, out, sout.String())
+		return nil, err
 	}
 	rows := parseRows(out)
 	if len(rows) == 0 {
