@@ -5,6 +5,7 @@ package benchlab
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,15 @@ import (
 
 // LabIP is rxe0's netdev address in the lab (rdma_cm needs it; 127.0.0.1 has no RDMA device).
 const LabIP = "10.233.0.1"
+
+// Parse declares the flags Host runs a command in the lab with, -inner and -bin, parses the command line
+// (flag.CommandLine) and returns them: whether to run the measurements here, and the goverbs binary to run.
+func Parse() (inner bool, bin string) {
+	in := flag.Bool("inner", false, "run the measurements here (inside the lab)")
+	b := flag.String("bin", "", "goverbs binary (inner mode)")
+	flag.Parse()
+	return *in, *b
+}
 
 // Host builds goverbs (static, cgo-free) and the benchmark command pkg into .lab/NAME of the working
 // directory, then runs the command in the lab as "-inner -bin GOVERBS args..." with cfg (its Workdir is set

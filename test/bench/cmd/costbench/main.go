@@ -37,16 +37,14 @@ func main() {
 	reps := flag.Int("reps", 3, "repetitions of each pair (C and Go alternate)")
 	iters := flag.Int("iters", 1000, "messages per run (ping-pong iterations, perftest -n, rstream iterations)")
 	runRE := flag.String("run", "", "only the cases whose name matches this regular expression")
-	inner := flag.Bool("inner", false, "run the measurements here (inside the lab)")
-	bin := flag.String("bin", "", "goverbs binary (inner mode)")
-	flag.Parse()
+	inner, bin := benchlab.Parse()
 	re, err := regexp.Compile(*runRE)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "costbench: -run:", err)
 		os.Exit(2)
 	}
-	if *inner {
-		os.Exit(measure(*bin, *reps, *iters, re))
+	if inner {
+		os.Exit(measure(bin, *reps, *iters, re))
 	}
 	os.Exit(benchlab.Host("costbench", "./test/bench/cmd/costbench", lab.Config{ICount: true, Timeout: 40 * time.Minute},
 		"-reps", strconv.Itoa(*reps), "-iters", strconv.Itoa(*iters), "-run", *runRE))

@@ -28,11 +28,9 @@ func main() {
 	sizes := flag.String("sizes", "1,4096", "message sizes (-s)")
 	events := flag.Bool("e", false, "wait for completions with events (-e) instead of busy polling")
 	cpus := flag.Int("cpus", 2, "lab VM vCPUs (busy-polling pairs need two)")
-	inner := flag.Bool("inner", false, "run the measurements here (inside the lab)")
-	bin := flag.String("bin", "", "goverbs binary (inner mode)")
-	flag.Parse()
-	if *inner {
-		os.Exit(measure(*bin, *reps, *iters, *sizes, *events))
+	inner, bin := benchlab.Parse()
+	if inner {
+		os.Exit(measure(bin, *reps, *iters, *sizes, *events))
 	}
 	os.Exit(benchlab.Host("ppbench", "./test/bench/cmd/ppbench", lab.Config{Timeout: 30 * time.Minute, CPUs: *cpus},
 		"-reps", strconv.Itoa(*reps), "-iters", strconv.Itoa(*iters), "-sizes", *sizes, "-e="+strconv.FormatBool(*events)))

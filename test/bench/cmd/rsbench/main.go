@@ -29,11 +29,9 @@ import (
 func main() {
 	reps := flag.Int("reps", 3, "repetitions of each pair")
 	cpus := flag.Int("cpus", 2, "lab VM vCPUs")
-	inner := flag.Bool("inner", false, "run the measurements here (inside the lab)")
-	bin := flag.String("bin", "", "goverbs binary (inner mode)")
-	flag.Parse()
-	if *inner {
-		os.Exit(measure(*bin, *reps))
+	inner, bin := benchlab.Parse()
+	if inner {
+		os.Exit(measure(bin, *reps))
 	}
 	os.Exit(benchlab.Host("rsbench", "./test/bench/cmd/rsbench", lab.Config{Timeout: 40 * time.Minute, CPUs: *cpus},
 		"-reps", strconv.Itoa(*reps)))
