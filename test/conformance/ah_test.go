@@ -72,21 +72,7 @@ func TestNegCreateAHBadPort(t *testing.T) {
 // attribute for it).
 func TestNegCreateAHEmptySGIDIndex(t *testing.T) {
 	e := newEnv(t)
-	tbl, err := e.ctx.QueryGIDTable()
-	require.NoError(t, err)
-	used := map[int]bool{}
-	for _, g := range tbl {
-		if g.Port == e.pnum {
-			used[g.Index] = true
-		}
-	}
-	idx := -1
-	for i := 0; i < min(e.port.GIDTblLen, 256); i++ {
-		if !used[i] {
-			idx = i
-			break
-		}
-	}
+	idx := e.emptyGIDIndex(min(e.port.GIDTblLen, 256))
 	if idx < 0 {
 		t.Skip("no empty GID index below 256")
 	}

@@ -94,6 +94,24 @@ func (e *env) pickGID() uverbs.GIDEntry {
 	return *first
 }
 
+// emptyGIDIndex is the first index below limit of the test port's GID table with no entry, or -1.
+func (e *env) emptyGIDIndex(limit int) int {
+	tbl, err := e.ctx.QueryGIDTable()
+	require.NoError(e.t, err)
+	used := map[int]bool{}
+	for _, g := range tbl {
+		if g.Port == e.pnum {
+			used[g.Index] = true
+		}
+	}
+	for i := 0; i < limit; i++ {
+		if !used[i] {
+			return i
+		}
+	}
+	return -1
+}
+
 // requireActive skips traffic tests when the port cannot carry traffic, as rdma-core's RDMATestCase does.
 func (e *env) requireActive() {
 	e.t.Helper()
@@ -433,21 +451,22 @@ func awaitFill(t *testing.T, b []byte, i int) {
 	checkFill(t, b, i)
 }
 
-func filled(b []byte, i int) bool {
+// fillMismatch is the first k where b[k] is not fill's byte(i+k), or -1.
+func fillMismatch(b []byte, i int) int {
 	for k := range b {
 		if b[k] != byte(i+k) {
-			return false
+			return k
 		}
 	}
-	return true
+	return -1
 }
+
+func filled(b []byte, i int) bool { return fillMismatch(b, i) < 0 }
 
 func checkFill(t *testing.T, b []byte, i int) {
 	t.Helper()
-	for k := range b {
-		if b[k] != byte(i+k) {
-			t.Fatalf("message %d byte %d: got %#x want %#x", i, k, b[k], byte(i+k))
-		}
+	if k := fillMismatch(b, i); k >= 0 {
+		t.Fatalf("message %d byte %d: got %#x want %#x", i, k, b[k], byte(i+k))
 	}
 }
 

@@ -323,9 +323,7 @@ func TestNegCloseParentWithChildren(t *testing.T) {
 		buf := e.buffer(4096)
 		mr, err := pd.RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
 		require.NoError(t, err)
-		requireErrno(t, pd.Close(), unix.EBUSY)
-		require.NoError(t, mr.Close())
-		require.NoError(t, pd.Close())
+		requireBusyUntil(t, pd, mr)
 	})
 	t.Run("PD with QP", func(t *testing.T) {
 		pd, err := e.ctx.AllocPD()
@@ -333,9 +331,7 @@ func TestNegCloseParentWithChildren(t *testing.T) {
 		cq := e.cq(16)
 		qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
 		require.NoError(t, err)
-		requireErrno(t, pd.Close(), unix.EBUSY)
-		require.NoError(t, qp.Close())
-		require.NoError(t, pd.Close())
+		requireBusyUntil(t, pd, qp)
 	})
 	t.Run("CQ with QP", func(t *testing.T) {
 		pd := e.pd()
@@ -343,27 +339,21 @@ func TestNegCloseParentWithChildren(t *testing.T) {
 		require.NoError(t, err)
 		qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
 		require.NoError(t, err)
-		requireErrno(t, cq.Close(), unix.EBUSY)
-		require.NoError(t, qp.Close())
-		require.NoError(t, cq.Close())
+		requireBusyUntil(t, cq, qp)
 	})
 	t.Run("context with PD", func(t *testing.T) {
 		ctx, err := uverbs.Open(labtest.Device())
 		require.NoError(t, err)
 		pd, err := ctx.AllocPD()
 		require.NoError(t, err)
-		requireErrno(t, ctx.Close(), unix.EBUSY)
-		require.NoError(t, pd.Close())
-		require.NoError(t, ctx.Close())
+		requireBusyUntil(t, ctx, pd)
 	})
 	t.Run("completion channel with CQ", func(t *testing.T) {
 		ch, err := e.ctx.CreateCompChannel(nil)
 		require.NoError(t, err)
 		cq, err := e.ctx.CreateCQ(uverbs.CQAttr{CQE: 4, Channel: ch})
 		require.NoError(t, err)
-		requireErrno(t, ch.Close(), unix.EBUSY)
-		require.NoError(t, cq.Close())
-		require.NoError(t, ch.Close())
+		requireBusyUntil(t, ch, cq)
 	})
 	t.Run("SRQ with QP", func(t *testing.T) {
 		pd := e.pd()
@@ -373,10 +363,16 @@ func TestNegCloseParentWithChildren(t *testing.T) {
 		require.NoError(t, err)
 		qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, SRQ: srq, Cap: uverbs.QPCap{MaxSendWR: 1, MaxSendSGE: 1}})
 		require.NoError(t, err)
-		requireErrno(t, srq.Close(), unix.EBUSY)
-		require.NoError(t, qp.Close())
-		require.NoError(t, srq.Close())
+		requireBusyUntil(t, srq, qp)
 	})
+}
+
+// requireBusyUntil checks that parent refuses to close with EBUSY while child lives, and closes once child has.
+func requireBusyUntil(t *testing.T, parent, child interface{ Close() error }) {
+	t.Helper()
+	requireErrno(t, parent.Close(), unix.EBUSY)
+	require.NoError(t, child.Close())
+	require.NoError(t, parent.Close())
 }
 
 // Negative: use after close. A closed context refuses new objects with ErrClosed; objects of a closed PD are
