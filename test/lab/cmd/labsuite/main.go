@@ -133,19 +133,13 @@ func run(args []string) int {
 		}
 	}
 	self := filepath.Join(work, "labsuite")
-	build := exec.Command("go", "build", "-trimpath", "-o", self, "./test/lab/cmd/labsuite")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := goBuild(self, "./test/lab/cmd/labsuite"); err != nil {
 		fmt.Fprintln(os.Stderr, "labsuite: build itself:", err)
 		return 1
 	}
 	// The tools under test, as a binary: interop tests run it under the C tools' names (multi-call).
 	bin := filepath.Join(work, "goverbs")
-	gb := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/goverbs")
-	gb.Env = append(os.Environ(), "CGO_ENABLED=0")
-	gb.Stdout, gb.Stderr = os.Stderr, os.Stderr
-	if err := gb.Run(); err != nil {
+	if err := goBuild(bin, "./cmd/goverbs"); err != nil {
 		fmt.Fprintln(os.Stderr, "labsuite: build cmd/goverbs:", err)
 		return 1
 	}
@@ -260,6 +254,14 @@ func run(args []string) int {
 	}
 	printSummary(os.Stdout, results, summaryNote{wall: time.Since(labStart), jobs: workers, groups: groupNames(groups), split: len(groups) > 1})
 	return code
+}
+
+// goBuild builds the package pkg (cgo-free, -trimpath) into out, the go tool's output on stderr.
+func goBuild(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
 }
 
 // scaleTimeouts multiplies the default bounds by -count: each run of a package's tests takes as long as the
