@@ -125,44 +125,9 @@ func printTestInfo(w io.Writer, p *Params, ti *testInfo) {
 		return
 	}
 	io.WriteString(w, resultLine)
-	fmt.Fprintf(w, "                    %s\n", testTitle(p, " "))
-	if p.UseEvent {
-		fmt.Fprintf(w, " Test with events. Using %s_comp%d\n", ti.DevName, p.EQNum)
+	for _, l := range testInfoLines(p, ti) {
+		io.WriteString(w, l.text)
 	}
-	fmt.Fprintf(w, " Dual-port       : %s\t\tDevice         : %s\n", "OFF", ti.DevName)
-	fmt.Fprintf(w, " Number of qps   : %d\t\tTransport type : %s\n", p.NumQPs, ti.Transport)
-	fmt.Fprintf(w, " Connection type : %s\t\tUsing SRQ      : %s\n", connStr[p.Conn], "OFF")
-	// Debian builds 6.24 with the thread domain API (--no_lock) and mlx5's out-of-order receive WRs (DDP).
-	fmt.Fprintf(w, " PCIe relax order: %s\t\tLock-free      : %s\n", onOff(ti.RelaxOrder), "OFF")
-	if ti.ROWarning && ti.RelaxOrder {
-		fmt.Fprintf(w, " WARNING: CPU is not PCIe relaxed ordering compliant.\n")
-		fmt.Fprintf(w, " WARNING: You should disable PCIe RO with `--disable_pcie_relaxed` for both server and client.\n")
-	}
-	fmt.Fprintf(w, " ibv_wr* API     : %s\t\tUsing DDP      : %s\n", onOff(!ti.OldPost), "OFF")
-	if !p.Server || p.Duplex {
-		fmt.Fprintf(w, " TX depth        : %d\n", p.TxDepth)
-	}
-	if p.PostList > 1 {
-		fmt.Fprintf(w, " Post List       : %d\n", p.PostList)
-	}
-	if p.Verb == VerbSend && (p.Server || p.Duplex) {
-		fmt.Fprintf(w, " RX depth        : %d\n", p.RxDepth)
-	}
-	if p.Kind == KindBW {
-		fmt.Fprintf(w, " CQ Moderation   : %d\n", p.CQMod)
-	}
-	fmt.Fprintf(w, " Mtu             : %d[B]\n", mtuBytes(p.CurrMTU))
-	fmt.Fprintf(w, " Link type       : %s\n", ti.LinkLayer)
-	if p.GIDIndex != -1 {
-		fmt.Fprintf(w, " GID index       : %d\n", p.GIDIndex)
-	}
-	if p.Verb != VerbRead && p.Verb != VerbAtomic {
-		fmt.Fprintf(w, " Max inline data : %d[B]\n", p.InlineSize)
-	} else {
-		fmt.Fprintf(w, " Outstand reads  : %d\n", p.OutReads)
-	}
-	fmt.Fprintf(w, " rdma_cm QPs\t : %s\n", onOff(p.WorkRDMACM))
-	fmt.Fprintf(w, " Data ex. method : %s", exchangeMethod(p))
 	if p.WorkRDMACM && p.Server {
 		io.WriteString(w, "\n")
 		io.WriteString(w, resultLine)
@@ -171,6 +136,65 @@ func printTestInfo(w io.Writer, p *Params, ti *testInfo) {
 	}
 	io.WriteString(w, "\n")
 	io.WriteString(w, resultLine)
+}
+
+// infoLine is one fact of the test's description as ctx_print_test_info prints it (text) and as the
+// --out_json file's "test_info" has it (json); either is empty where only the other format has the fact.
+type infoLine struct{ text, json string }
+
+// testInfoLines is the test's description in both formats, in their order; the last line ("Data ex. method")
+// has no line end in either.
+func testInfoLines(p *Params, ti *testInfo) []infoLine {
+	var ls []infoLine
+	add := func(text, json string) { ls = append(ls, infoLine{text, json}) }
+	add(fmt.Sprintf("                    %s\n", testTitle(p, " ")), fmt.Sprintf("\"test\": \"%s\",\n", testTitle(p, "_")))
+	if p.UseEvent {
+		add(fmt.Sprintf(" Test with events. Using %s_comp%d\n", ti.DevName, p.EQNum),
+			fmt.Sprintf("\"Test with events\": \"Using_%s_comp%d\",\n", ti.DevName, p.EQNum))
+	}
+	add(fmt.Sprintf(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", ti.DevName),
+		fmt.Sprintf("\"Dual_port\": \"%s\",\n\"Device\": \"%s\",\n", "OFF", ti.DevName))
+	add(fmt.Sprintf(" Number of qps   : %d\t\tTransport type : %s\n", p.NumQPs, ti.Transport),
+		fmt.Sprintf("\"Number_of_qps\": %d,\n\"Transport_type\": \"%s\",\n", p.NumQPs, ti.Transport))
+	add(fmt.Sprintf(" Connection type : %s\t\tUsing SRQ      : %s\n", connStr[p.Conn], "OFF"),
+		fmt.Sprintf("\"Connection_type\": \"%s\",\n\"Using_SRQ\": \"%s\",\n", connStr[p.Conn], "OFF"))
+	// Debian builds 6.24 with the thread domain API (--no_lock) and mlx5's out-of-order receive WRs (DDP).
+	add(fmt.Sprintf(" PCIe relax order: %s\t\tLock-free      : %s\n", onOff(ti.RelaxOrder), "OFF"),
+		fmt.Sprintf("\"PCIe_relax_order\": \"%s\",\n", onOff(ti.RelaxOrder)))
+	if ti.ROWarning && ti.RelaxOrder {
+		add(" WARNING: CPU is not PCIe relaxed ordering compliant.\n"+
+			" WARNING: You should disable PCIe RO with `--disable_pcie_relaxed` for both server and client.\n",
+			"\"WARNING1\": \"CPU is not PCIe relaxed ordering compliant\",\n"+
+				"\"WARNING2\": \"You should disable PCIe RO with --disable_pcie_relaxed for both server and client\",\n")
+	}
+	add(fmt.Sprintf(" ibv_wr* API     : %s\t\tUsing DDP      : %s\n", onOff(!ti.OldPost), "OFF"),
+		fmt.Sprintf("\"ibv_wr_API\": \"%s\",\n", onOff(!ti.OldPost)))
+	if !p.Server || p.Duplex {
+		add(fmt.Sprintf(" TX depth        : %d\n", p.TxDepth), fmt.Sprintf("\"TX_depth\": %d,\n", p.TxDepth))
+	}
+	if p.PostList > 1 {
+		add(fmt.Sprintf(" Post List       : %d\n", p.PostList), fmt.Sprintf("\"Post_List\": %d,\n", p.PostList))
+	}
+	if p.Verb == VerbSend && (p.Server || p.Duplex) {
+		add(fmt.Sprintf(" RX depth        : %d\n", p.RxDepth), fmt.Sprintf("\"RX_depth\": %d,\n", p.RxDepth))
+	}
+	if p.Kind == KindBW {
+		add(fmt.Sprintf(" CQ Moderation   : %d\n", p.CQMod), fmt.Sprintf("\"CQ_Moderation\": %d,\n", p.CQMod))
+	}
+	add(fmt.Sprintf(" Mtu             : %d[B]\n", mtuBytes(p.CurrMTU)), fmt.Sprintf("\"Mtu\": %d,\n", mtuBytes(p.CurrMTU)))
+	add(fmt.Sprintf(" Link type       : %s\n", ti.LinkLayer), fmt.Sprintf("\"Link_type\": \"%s\",\n", ti.LinkLayer))
+	if p.GIDIndex != -1 {
+		add(fmt.Sprintf(" GID index       : %d\n", p.GIDIndex), fmt.Sprintf("\"GID_index\": %d,\n", p.GIDIndex))
+	}
+	if p.Verb != VerbRead && p.Verb != VerbAtomic {
+		add(fmt.Sprintf(" Max inline data : %d[B]\n", p.InlineSize), fmt.Sprintf("\"Max_inline_data\": %d,\n", p.InlineSize))
+	} else {
+		add(fmt.Sprintf(" Outstand reads  : %d\n", p.OutReads), fmt.Sprintf("\"Outstand_reads\": %d,\n", p.OutReads))
+	}
+	add(fmt.Sprintf(" rdma_cm QPs\t : %s\n", onOff(p.WorkRDMACM)), fmt.Sprintf("\"rdma_cm_QPs\": \"%s\",\n", onOff(p.WorkRDMACM)))
+	add("", fmt.Sprintf("\"Use_ROCm_memory\": \"%s\",\n", "OFF"))
+	add(fmt.Sprintf(" Data ex. method : %s", exchangeMethod(p)), fmt.Sprintf("\"Data_ex_method\": \"%s\"", exchangeMethod(p)))
+	return ls
 }
 
 func onOff(b bool) string {
@@ -282,44 +306,9 @@ func bwJSON(p *Params, ti *testInfo, r *BWReport) string {
 
 func writeTestInfoJSON(b *strings.Builder, p *Params, ti *testInfo) {
 	b.WriteString("\"test_info\": {\n")
-	fmt.Fprintf(b, "\"test\": \"%s\",\n", testTitle(p, "_"))
-	if p.UseEvent {
-		fmt.Fprintf(b, "\"Test with events\": \"Using_%s_comp%d\",\n", ti.DevName, p.EQNum)
+	for _, l := range testInfoLines(p, ti) {
+		b.WriteString(l.json)
 	}
-	fmt.Fprintf(b, "\"Dual_port\": \"%s\",\n\"Device\": \"%s\",\n", "OFF", ti.DevName)
-	fmt.Fprintf(b, "\"Number_of_qps\": %d,\n\"Transport_type\": \"%s\",\n", p.NumQPs, ti.Transport)
-	fmt.Fprintf(b, "\"Connection_type\": \"%s\",\n\"Using_SRQ\": \"%s\",\n", connStr[p.Conn], "OFF")
-	fmt.Fprintf(b, "\"PCIe_relax_order\": \"%s\",\n", onOff(ti.RelaxOrder))
-	if ti.ROWarning && ti.RelaxOrder {
-		b.WriteString("\"WARNING1\": \"CPU is not PCIe relaxed ordering compliant\",\n")
-		b.WriteString("\"WARNING2\": \"You should disable PCIe RO with --disable_pcie_relaxed for both server and client\",\n")
-	}
-	fmt.Fprintf(b, "\"ibv_wr_API\": \"%s\",\n", onOff(!ti.OldPost))
-	if !p.Server || p.Duplex {
-		fmt.Fprintf(b, "\"TX_depth\": %d,\n", p.TxDepth)
-	}
-	if p.PostList > 1 {
-		fmt.Fprintf(b, "\"Post_List\": %d,\n", p.PostList)
-	}
-	if p.Verb == VerbSend && (p.Server || p.Duplex) {
-		fmt.Fprintf(b, "\"RX_depth\": %d,\n", p.RxDepth)
-	}
-	if p.Kind == KindBW {
-		fmt.Fprintf(b, "\"CQ_Moderation\": %d,\n", p.CQMod)
-	}
-	fmt.Fprintf(b, "\"Mtu\": %d,\n", mtuBytes(p.CurrMTU))
-	fmt.Fprintf(b, "\"Link_type\": \"%s\",\n", ti.LinkLayer)
-	if p.GIDIndex != -1 {
-		fmt.Fprintf(b, "\"GID_index\": %d,\n", p.GIDIndex)
-	}
-	if p.Verb != VerbRead && p.Verb != VerbAtomic {
-		fmt.Fprintf(b, "\"Max_inline_data\": %d,\n", p.InlineSize)
-	} else {
-		fmt.Fprintf(b, "\"Outstand_reads\": %d,\n", p.OutReads)
-	}
-	fmt.Fprintf(b, "\"rdma_cm_QPs\": \"%s\",\n", onOff(p.WorkRDMACM))
-	fmt.Fprintf(b, "\"Use_ROCm_memory\": \"%s\",\n", "OFF")
-	fmt.Fprintf(b, "\"Data_ex_method\": \"%s\"", exchangeMethod(p))
 	b.WriteString("\n},\n")
 }
 
