@@ -285,9 +285,7 @@ func formatBWLine(p *Params, r *BWReport) string {
 // bwJSON is the --out_json file for a bandwidth result (6.24's JSON, keys and strings quoted).
 func bwJSON(p *Params, ti *testInfo, r *BWReport) string {
 	var b strings.Builder
-	b.WriteString("{\n")
-	writeTestInfoJSON(&b, p, ti)
-	b.WriteString("\"results\": {\n")
+	writeJSONHead(&b, p, ti)
 	switch {
 	case p.Output == outBW:
 		fmt.Fprintf(&b, "\"bw_avg\": %f,\n", r.BWAvg)
@@ -304,12 +302,14 @@ func bwJSON(p *Params, ti *testInfo, r *BWReport) string {
 	return b.String()
 }
 
-func writeTestInfoJSON(b *strings.Builder, p *Params, ti *testInfo) {
-	b.WriteString("\"test_info\": {\n")
+// writeJSONHead starts an --out_json file: the opening brace, the test_info object and the opening of the
+// results object, which the caller writes and closes.
+func writeJSONHead(b *strings.Builder, p *Params, ti *testInfo) {
+	b.WriteString("{\n\"test_info\": {\n")
 	for _, l := range testInfoLines(p, ti) {
 		b.WriteString(l.json)
 	}
-	b.WriteString("\n},\n")
+	b.WriteString("\n},\n\"results\": {\n")
 }
 
 // LatResult is the summary of a latency run (print_report_lat's numbers, in the report's units).
@@ -338,9 +338,7 @@ func formatLatLine(p *Params, r *LatResult) string {
 
 func latJSON(p *Params, ti *testInfo, r *LatResult) string {
 	var b strings.Builder
-	b.WriteString("{\n")
-	writeTestInfoJSON(&b, p, ti)
-	b.WriteString("\"results\": {\n")
+	writeJSONHead(&b, p, ti)
 	if p.Output == outLat {
 		fmt.Fprintf(&b, "\"avg_lat\": %f\n", r.Avg)
 	} else {
@@ -362,9 +360,7 @@ func formatLatDurLine(p *Params, size, iters uint64, lat, tps float64) string {
 
 func latDurJSON(p *Params, ti *testInfo, size, iters uint64, lat, tps float64) string {
 	var b strings.Builder
-	b.WriteString("{\n")
-	writeTestInfoJSON(&b, p, ti)
-	b.WriteString("\"results\": {\n")
+	writeJSONHead(&b, p, ti)
 	if p.Output == outLat {
 		fmt.Fprintf(&b, "\"t_avg\": %f\n", lat)
 	} else {
