@@ -134,6 +134,19 @@ func (t *tool) parse(name string, args []string, withDevice bool) ([]string, err
 	return fs.Args(), nil
 }
 
+// parseN is parse for a command without the device options that takes exactly n operands; usage is the
+// message when it gets another number.
+func (t *tool) parseN(name string, args []string, n int, usage string) ([]string, error) {
+	rest, err := t.parse(name, args, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) != n {
+		return nil, usagef("%s", usage)
+	}
+	return rest, nil
+}
+
 func (t *tool) run(args []string) (int, error) {
 	rest, err := t.parse("cgroup", args, false)
 	if err != nil {
@@ -332,12 +345,9 @@ func (t *tool) set(args []string) error {
 }
 
 func (t *tool) unset(args []string) error {
-	rest, err := t.parse("unset", args, false)
+	rest, err := t.parseN("unset", args, 2, "unset needs CGROUP DEV")
 	if err != nil {
 		return err
-	}
-	if len(rest) != 2 {
-		return usagef("unset needs CGROUP DEV")
 	}
 	c, err := t.open(rest[0])
 	if err != nil {
@@ -347,12 +357,9 @@ func (t *tool) unset(args []string) error {
 }
 
 func (t *tool) create(args []string) error {
-	rest, err := t.parse("create", args, false)
+	rest, err := t.parseN("create", args, 1, "create needs CGROUP")
 	if err != nil {
 		return err
-	}
-	if len(rest) != 1 {
-		return usagef("create needs CGROUP")
 	}
 	h, err := t.hierarchy()
 	if err != nil {
@@ -367,12 +374,9 @@ func (t *tool) create(args []string) error {
 }
 
 func (t *tool) delete(args []string) error {
-	rest, err := t.parse("delete", args, false)
+	rest, err := t.parseN("delete", args, 1, "delete needs CGROUP")
 	if err != nil {
 		return err
-	}
-	if len(rest) != 1 {
-		return usagef("delete needs CGROUP")
 	}
 	c, err := t.open(rest[0])
 	if err != nil {
@@ -382,12 +386,8 @@ func (t *tool) delete(args []string) error {
 }
 
 func (t *tool) where(args []string) error {
-	rest, err := t.parse("where", args, false)
-	if err != nil {
+	if _, err := t.parseN("where", args, 0, "where takes no arguments"); err != nil {
 		return err
-	}
-	if len(rest) != 0 {
-		return usagef("where takes no arguments")
 	}
 	c, err := t.open("")
 	if err != nil {
