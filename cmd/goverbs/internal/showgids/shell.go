@@ -219,6 +219,32 @@ func (t *tester) term() bool {
 	return v
 }
 
+// cEscapes are the one-letter backslash escapes of control characters that echo -e reads and $'...' quoting
+// writes.
+var cEscapes = [...]struct{ letter, char byte }{
+	{'a', '\a'}, {'b', '\b'}, {'f', '\f'}, {'n', '\n'}, {'r', '\r'}, {'t', '\t'}, {'v', '\v'},
+}
+
+// escapeChar is the control character the escape \letter stands for, or 0.
+func escapeChar(letter byte) byte {
+	for _, e := range cEscapes {
+		if e.letter == letter {
+			return e.char
+		}
+	}
+	return 0
+}
+
+// escapeLetter is the letter of c's one-letter escape, or 0.
+func escapeLetter(c byte) byte {
+	for _, e := range cEscapes {
+		if e.char == c {
+			return e.letter
+		}
+	}
+	return 0
+}
+
 // QuoteAlways quotes s as GNU tools quote file names in messages with
 // quotearg's shell-escape-always style (ls's "cannot access '...'"), in the
 // C locale: '...' normally, "..." when s has a single quote and nothing a
@@ -236,20 +262,8 @@ func QuoteAlways(s string) string {
 		switch {
 		case c == 0:
 			esc, escaped = '0', true
-		case c == '\a':
-			esc, escaped = 'a', true
-		case c == '\b':
-			esc, escaped = 'b', true
-		case c == '\f':
-			esc, escaped = 'f', true
-		case c == '\n':
-			esc, escaped = 'n', true
-		case c == '\r':
-			esc, escaped = 'r', true
-		case c == '\t':
-			esc, escaped = 't', true
-		case c == '\v':
-			esc, escaped = 'v', true
+		case escapeLetter(c) != 0:
+			esc, escaped = escapeLetter(c), true
 		case c == '\'':
 			single, cCompat = true, true
 			b.WriteString(`'\''`)

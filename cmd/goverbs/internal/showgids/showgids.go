@@ -383,37 +383,24 @@ func appendEscapes(out []byte, w string) ([]byte, bool) {
 			continue
 		}
 		i++
-		switch e := w[i]; e {
-		case 'a':
-			out = append(out, '\a')
-		case 'b':
-			out = append(out, '\b')
+		e := w[i]
+		if ch := escapeChar(e); ch != 0 {
+			out = append(out, ch)
+			continue
+		}
+		switch e {
 		case 'c':
 			return out, true
 		case 'e', 'E':
 			out = append(out, 0x1b)
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'v':
-			out = append(out, '\v')
 		case '\\':
 			out = append(out, '\\')
-		case '0':
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			// \0nnn (up to three more digits) or \nnn (up to two more).
 			v, n := 0, 0
-			for n < 3 && i+1 < len(w) && w[i+1] >= '0' && w[i+1] <= '7' {
-				v = v*8 + int(w[i+1]-'0')
-				i++
-				n++
+			if e != '0' {
+				v, n = int(e-'0'), 1
 			}
-			out = append(out, byte(v))
-		case '1', '2', '3', '4', '5', '6', '7':
-			v, n := int(e-'0'), 1
 			for n < 3 && i+1 < len(w) && w[i+1] >= '0' && w[i+1] <= '7' {
 				v = v*8 + int(w[i+1]-'0')
 				i++
