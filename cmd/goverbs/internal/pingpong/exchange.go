@@ -3,6 +3,7 @@ package pingpong
 import (
 	"fmt"
 	"io"
+	"net"
 
 	"golang.org/x/sys/unix"
 
@@ -86,18 +87,29 @@ func srqClientExchange(server string, port int, my []dest, stderr io.Writer) ([]
 			return nil, false
 		}
 	}
-	rem := make([]dest, len(my))
-	msg := make([]byte, msgSize)
-	for i := range rem {
-		if n, err := readFull(conn, msg); err != nil {
-			fmt.Fprintf(stderr, "client read: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.ECONNRESET)))
-			fmt.Fprintf(stderr, "%d/%d: Couldn't read remote address [%d]\n", n, msgSize, i)
-			return rem, true
-		}
-		rem[i] = decodeDest(msg)
+	rem, ok := readRecords(conn, len(my), "client", stderr)
+	if !ok {
+		return rem, true
 	}
 	if _, err := conn.Write([]byte(doneMsg)); err != nil {
 		fmt.Fprintf(stderr, "client write: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.EPIPE)))
+	}
+	return rem, true
+}
+
+// readRecords reads srq_pingpong's n records from conn, each read until complete; side ("client" or "server")
+// names the reader in the messages of a failed read. On a failure ok is false and rem has the records read so
+// far, the rest zero.
+func readRecords(conn net.Conn, n int, side string, stderr io.Writer) (rem []dest, ok bool) {
+	rem = make([]dest, n)
+	msg := make([]byte, msgSize)
+	for i := range rem {
+		if got, err := readFull(conn, msg); err != nil {
+			fmt.Fprintf(stderr, "%s read: %s\n", side, cstd.Strerror(cstd.ErrnoOf(err, unix.ECONNRESET)))
+			fmt.Fprintf(stderr, "%d/%d: Couldn't read remote address [%d]\n", got, msgSize, i)
+			return rem, false
+		}
+		rem[i] = decodeDest(msg)
 	}
 	return rem, true
 }
@@ -111,15 +123,9 @@ func srqServerExchange(port int, my []dest, connect func(rem []dest) error, stde
 		return nil, false
 	}
 	defer conn.Close()
-	rem := make([]dest, len(my))
-	msg := make([]byte, msgSize)
-	for i := range rem {
-		if n, err := readFull(conn, msg); err != nil {
-			fmt.Fprintf(stderr, "server read: %s\n", cstd.Strerror(cstd.ErrnoOf(err, unix.ECONNRESET)))
-			fmt.Fprintf(stderr, "%d/%d: Couldn't read remote address [%d]\n", n, msgSize, i)
-			return rem, true
-		}
-		rem[i] = decodeDest(msg)
+	rem, ok := readRecords(conn, len(my), "server", stderr)
+	if !ok {
+		return rem, true
 	}
 	if err := connect(rem); err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
@@ -132,7 +138,7 @@ func srqServerExchange(port int, my []dest, connect func(rem []dest) error, stde
 			return nil, false
 		}
 	}
-	n, err := conn.Read(msg)
+	n, err := conn.Read(make([]byte, msgSize))
 	if err != nil || n != len(doneMsg) {
 		// rdma-core reports this with perror("client write"); a short read leaves errno at 0.
 		errno := unix.Errno(0)

@@ -78,24 +78,33 @@ func TestSingleExchange(t *testing.T) {
 	}
 }
 
+// srqServerResult is what srqServerExchange returned, the records it connected with and what it printed.
+type srqServerResult struct {
+	rem       []dest
+	ok        bool
+	connected []dest
+	stderr    string
+}
+
+// goSRQServer runs srqServerExchange on port with the records my in a goroutine; its connect step returns
+// connectErr.
+func goSRQServer(port int, my []dest, connectErr error) <-chan srqServerResult {
+	done := make(chan srqServerResult, 1)
+	go func() {
+		var e bytes.Buffer
+		var connected []dest
+		rem, ok := srqServerExchange(port, my, func(r []dest) error { connected = append([]dest{}, r...); return connectErr }, &e)
+		done <- srqServerResult{rem, ok, connected, e.String()}
+	}()
+	return done
+}
+
 // A client that writes its records in odd pieces and reads the answer the same way: the srq server must
 // gather whole records, connect with all of them, and answer with all of its own.
 func TestSRQServerExchange(t *testing.T) {
 	port := freePort(t)
 	srv, cli := records(srqMaxQP, 0), records(srqMaxQP, 0x40)
-	type result struct {
-		rem       []dest
-		ok        bool
-		connected []dest
-		stderr    string
-	}
-	done := make(chan result, 1)
-	go func() {
-		var e bytes.Buffer
-		var connected []dest
-		rem, ok := srqServerExchange(port, srv, func(r []dest) error { connected = append([]dest{}, r...); return nil }, &e)
-		done <- result{rem, ok, connected, e.String()}
-	}()
+	done := goSRQServer(port, srv, nil)
 	conn := dialRetry(t, port)
 	var out []byte
 	for _, d := range cli {
@@ -168,16 +177,7 @@ func TestSRQClientExchangeShortAnswer(t *testing.T) {
 // A client that never says "done": the srq server fails as rdma-core's does.
 func TestSRQServerExchangeNoDone(t *testing.T) {
 	port := freePort(t)
-	type result struct {
-		ok     bool
-		stderr string
-	}
-	done := make(chan result, 1)
-	go func() {
-		var e bytes.Buffer
-		_, ok := srqServerExchange(port, records(srqMaxQP, 0), func([]dest) error { return nil }, &e)
-		done <- result{ok, e.String()}
-	}()
+	done := goSRQServer(port, records(srqMaxQP, 0), nil)
 	conn := dialRetry(t, port)
 	for _, d := range records(srqMaxQP, 1) {
 		conn.Write(d.encode())
@@ -193,16 +193,7 @@ func TestSRQServerExchangeNoDone(t *testing.T) {
 // The srq server reports the connect step's failure and gives up.
 func TestSRQServerExchangeConnectFails(t *testing.T) {
 	port := freePort(t)
-	type result struct {
-		ok     bool
-		stderr string
-	}
-	done := make(chan result, 1)
-	go func() {
-		var e bytes.Buffer
-		_, ok := srqServerExchange(port, records(srqMaxQP, 0), func([]dest) error { return errors.New("Failed to modify QP[0] to RTR") }, &e)
-		done <- result{ok, e.String()}
-	}()
+	done := goSRQServer(port, records(srqMaxQP, 0), errors.New("Failed to modify QP[0] to RTR"))
 	conn := dialRetry(t, port)
 	defer conn.Close()
 	for _, d := range records(srqMaxQP, 1) {
