@@ -230,15 +230,12 @@ func (t *tool) statQPMode() int {
 }
 
 func (t *tool) statQPSet() int {
-	link := func() int {
-		return t.execLink(func() int {
-			if t.portIdx == 0 {
-				return 0
-			}
-			return t.execCmd([]command{{"", t.statQPModeOne}, {"auto", t.statQPSetAuto}}, "parameter")
-		}, false)
-	}
-	return t.execCmd([]command{{"", t.statHelp}, {"link", link}, {"help", t.statHelp}}, "parameter")
+	return t.statLinkCmd(false, func() int {
+		if t.portIdx == 0 {
+			return 0
+		}
+		return t.execCmd([]command{{"", t.statQPModeOne}, {"auto", t.statQPSetAuto}}, "parameter")
+	})
 }
 
 func (t *tool) statQPSetAuto() int {
@@ -381,21 +378,25 @@ func (t *tool) statQPUnbind() int {
 	})
 }
 
+// statLinkCmd runs a statistic command whose argument is "link [DEV/PORT_INDEX]": op for the link (execLink,
+// strict as it takes it); nothing or "help" prints the usage.
+func (t *tool) statLinkCmd(strict bool, op func() int) int {
+	link := func() int { return t.execLink(op, strict) }
+	return t.execCmd([]command{{"", t.statHelp}, {"link", link}, {"help", t.statHelp}}, "parameter")
+}
+
 // statQPCounterCmd is the frame of "stat qp bind" and "stat qp unbind": the link, its filters, then op.
 func (t *tool) statQPCounterCmd(op func() int) int {
-	link := func() int {
-		return t.execLink(func() int {
-			if t.noArg() {
-				t.statHelp()
-				return -int(unix.EINVAL)
-			}
-			if ret := t.buildFilters(statFilters); ret != 0 {
-				return ret
-			}
-			return op()
-		}, true)
-	}
-	return t.execCmd([]command{{"", t.statHelp}, {"link", link}, {"help", t.statHelp}}, "parameter")
+	return t.statLinkCmd(true, func() int {
+		if t.noArg() {
+			t.statHelp()
+			return -int(unix.EINVAL)
+		}
+		if ret := t.buildFilters(statFilters); ret != 0 {
+			return ret
+		}
+		return op()
+	})
 }
 
 func (t *tool) statModeLink(supported bool) func() int {
@@ -472,29 +473,26 @@ func (t *tool) optionalCountersArg(allowEmpty bool) (string, int) {
 }
 
 func (t *tool) statSet() int {
-	link := func() int {
-		return t.execLink(func() int {
-			if t.portIdx == 0 {
-				return 0
-			}
-			s, err := t.be.CounterStatus(t.devIdx, t.portIdx)
-			if err != nil {
-				return t.nlError(err)
-			}
-			if ret, err := t.statSetCounters(s); err != nil {
-				// iproute2 sends the set request from inside its receive
-				// callback: the failure is reported by both receive loops.
-				t.nlError(err)
-				return t.nlError(err)
-			} else if ret != 0 {
-				// The callback's own failures are reported with perror
-				// and whatever errno holds (see tool.errno).
-				return t.nlError(t.errno)
-			}
+	return t.statLinkCmd(true, func() int {
+		if t.portIdx == 0 {
 			return 0
-		}, true)
-	}
-	return t.execCmd([]command{{"", t.statHelp}, {"link", link}, {"help", t.statHelp}}, "parameter")
+		}
+		s, err := t.be.CounterStatus(t.devIdx, t.portIdx)
+		if err != nil {
+			return t.nlError(err)
+		}
+		if ret, err := t.statSetCounters(s); err != nil {
+			// iproute2 sends the set request from inside its receive
+			// callback: the failure is reported by both receive loops.
+			t.nlError(err)
+			return t.nlError(err)
+		} else if ret != 0 {
+			// The callback's own failures are reported with perror
+			// and whatever errno holds (see tool.errno).
+			return t.nlError(t.errno)
+		}
+		return 0
+	})
 }
 
 // statSetCounters enables the optional counters named by the arguments.
@@ -533,22 +531,19 @@ func (t *tool) statSetCounters(s netlinkrdma.PortStats) (int, error) {
 }
 
 func (t *tool) statUnset() int {
-	link := func() int {
-		return t.execLink(func() int {
-			if t.noArg() {
-				t.statHelp()
-				return -int(unix.EINVAL)
-			}
-			if _, ret := t.optionalCountersArg(true); ret != 0 {
-				return ret
-			}
-			if err := t.be.SetOptionalCounters(t.devIdx, t.portIdx, nil); err != nil {
-				return t.nlError(err)
-			}
-			return 0
-		}, true)
-	}
-	return t.execCmd([]command{{"", t.statHelp}, {"link", link}, {"help", t.statHelp}}, "parameter")
+	return t.statLinkCmd(true, func() int {
+		if t.noArg() {
+			t.statHelp()
+			return -int(unix.EINVAL)
+		}
+		if _, ret := t.optionalCountersArg(true); ret != 0 {
+			return ret
+		}
+		if err := t.be.SetOptionalCounters(t.devIdx, t.portIdx, nil); err != nil {
+			return t.nlError(err)
+		}
+		return 0
+	})
 }
 
 func (t *tool) statMR() int {
