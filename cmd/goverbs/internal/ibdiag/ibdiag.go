@@ -7,8 +7,10 @@ package ibdiag
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
+	"github.com/goverbs/goverbs/cmd/goverbs/internal/cstd"
 	"github.com/goverbs/goverbs/cmd/goverbs/internal/getopt"
 )
 
@@ -55,6 +57,24 @@ func WithCommon(own []Opt, exclude string) []Opt {
 		}
 	}
 	return opts
+}
+
+// Version is the infiniband-diags release the clones report (-V).
+const Version = "65.0"
+
+// WriteVersion is the common option -V: "PROG BUILD VERSION: 65.0" on w.
+func WriteVersion(w io.Writer, prog string) {
+	fmt.Fprintf(w, "%s BUILD VERSION: %s\n", prog, Version)
+}
+
+// PKeyIndex checks the argument of the common option -Y (--pkey-idx) as process_opt does: an integer in
+// [0, 65535]. msg is IBEXIT's message when it is not one.
+func PKeyIndex(arg string) (idx int, msg string) {
+	v, end, erange := cstd.Strtol(arg, 0)
+	if erange || end == 0 || end != len(arg) || v < 0 || v > math.MaxUint16 {
+		return 0, fmt.Sprintf("Invalid P_Key index \"%s\".  Requires an integer in the range [0, %d].", arg, math.MaxUint16)
+	}
+	return int(v), ""
 }
 
 // Exit is the status of one of the C tool's exit() calls: a tool panics with it to unwind to its Run, which

@@ -11,7 +11,6 @@ package ibstat
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -24,7 +23,7 @@ import (
 )
 
 // Version is the infiniband-diags version ibstat -V reports.
-const Version = "65.0"
+const Version = ibdiag.Version
 
 // Command is one configured ibstat. The zero value reads the real system.
 type Command struct {
@@ -139,14 +138,13 @@ func (s *state) main(args []string, posix bool) int {
 			s.readConfig(o.Arg)
 		case 'Y':
 			// The P_Key index of outgoing MADs: validated, unused by ibstat.
-			v, end, erange := cstd.Strtol(o.Arg, 0)
-			if erange || end == 0 || end != len(o.Arg) || v < 0 || v > math.MaxUint16 {
-				s.exitf("process_opt", "Invalid P_Key index \"%s\".  Requires an integer in the range [0, %d].", o.Arg, math.MaxUint16)
+			if _, msg := ibdiag.PKeyIndex(o.Arg); msg != "" {
+				s.exitf("process_opt", "%s", msg)
 			}
 		case 'h':
 			s.usage()
 		case 'V':
-			fmt.Fprintf(s.stderr, "%s BUILD VERSION: %s\n", s.cmd.Prog, Version)
+			ibdiag.WriteVersion(s.stderr, s.cmd.Prog)
 			return 0
 		case 'v':
 			// ibverbose: ibstat prints nothing more.

@@ -27,7 +27,7 @@ import (
 )
 
 // Version is the infiniband-diags version -V reports.
-const Version = "65.0"
+const Version = ibdiag.Version
 
 // Command is one configured perfquery. The zero value runs on the real
 // system.
@@ -224,7 +224,7 @@ func (s *state) main(args []string, posix bool) int {
 		case 'h':
 			s.usage()
 		case 'V':
-			fmt.Fprintf(s.stderr, "%s BUILD VERSION: %s\n", s.cmd.Prog, Version)
+			ibdiag.WriteVersion(s.stderr, s.cmd.Prog)
 			return 0
 		case 'e':
 		case 'v':
@@ -260,11 +260,11 @@ func (s *state) main(args []string, posix bool) int {
 				s.exitf("process_opt", "Bad M_Key")
 			}
 		case 'Y':
-			v, end, erange := cstd.Strtol(o.Arg, 0)
-			if erange || end == 0 || end != len(o.Arg) || v < 0 || v > math.MaxUint16 {
-				s.exitf("process_opt", "Invalid P_Key index \"%s\".  Requires an integer in the range [0, %d].", o.Arg, math.MaxUint16)
+			v, msg := ibdiag.PKeyIndex(o.Arg)
+			if msg != "" {
+				s.exitf("process_opt", "%s", msg)
 			}
-			s.pkeyIdx = int(v)
+			s.pkeyIdx = v
 		default:
 			s.usage()
 		}
