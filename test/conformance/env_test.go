@@ -470,87 +470,90 @@ func checkFill(t *testing.T, b []byte, i int) {
 	}
 }
 
+// eachWay runs pyverbs' traffic rounds: iters of them, each a message from client to server, then one from
+// server to client; step gets the round and the sending and receiving player.
+func eachWay(client, server *player, step func(i int, s, r *player)) {
+	for i := 0; i < iters; i++ {
+		step(i, client, server)
+		step(i, server, client)
+	}
+}
+
 // traffic is pyverbs' u.traffic: iters messages client->server then server->client, each received, polled and
 // checked. op is WRSend or WRSendWithImm (or WRRDMAWriteWithImm, which consumes a receive).
 func traffic(t *testing.T, client, server *player, op uverbs.WROpcode) {
 	t.Helper()
-	for i := 0; i < iters; i++ {
-		for _, dir := range [2][2]*player{{client, server}, {server, client}} {
-			s, r := dir[0], dir[1]
-			n := s.o.msgSize
-			r.postRecv(uint64(i))
-			fill(s.buf.Bytes()[s.sendOff():s.sendOff()+n], i)
-			wr := s.sendWR(op, n)
-			if op == uverbs.WRSendWithImm || op == uverbs.WRRDMAWriteWithImm {
-				wr.Imm = uint32(0x1000 + i)
-			}
-			if op == uverbs.WRRDMAWriteWithImm {
-				wr.RemoteAddr, wr.RKey = r.mr.Addr()+uint64(r.recvOff()), r.remoteKey()
-			}
-			s.post(wr)
-			swc := pollOne(t, s.cq)
-			rwc := pollOne(t, r.cq)
-			requireSuccess(t, swc, rwc)
-			require.Equal(t, uint64(i), rwc.WRID)
-			require.Equal(t, wr.WRID, swc.WRID)
-			require.Equal(t, r.qp.QPN(), rwc.QPNum)
-			require.Equal(t, s.qp.QPN(), swc.QPNum)
-			switch op {
-			case uverbs.WRRDMAWriteWithImm:
-				require.Equal(t, uverbs.WCRecvRDMAWithImm, rwc.Opcode)
-			default:
-				require.Equal(t, uverbs.WCRecv, rwc.Opcode)
-				want := uint32(n)
-				if r.o.qpType == uverbs.QPTypeUD {
-					want += grhSize
-				}
-				require.Equal(t, want, rwc.ByteLen)
-			}
-			if op != uverbs.WRSend {
-				require.NotZero(t, rwc.Flags&uverbs.WCWithImm, "completion %+v lacks immediate data", rwc)
-				require.Equal(t, uint32(0x1000+i), rwc.Imm)
-			}
-			got := r.buf.Bytes()[r.recvOff():]
-			if r.o.qpType == uverbs.QPTypeUD {
-				require.NotZero(t, rwc.Flags&uverbs.WCWithGRH, "UD receive without GRH: %+v", rwc)
-				require.Equal(t, s.qp.QPN(), rwc.SrcQP)
-				got = got[grhSize:]
-			}
-			checkFill(t, got[:n], i)
+	eachWay(client, server, func(i int, s, r *player) {
+		n := s.o.msgSize
+		r.postRecv(uint64(i))
+		fill(s.buf.Bytes()[s.sendOff():s.sendOff()+n], i)
+		wr := s.sendWR(op, n)
+		if op == uverbs.WRSendWithImm || op == uverbs.WRRDMAWriteWithImm {
+			wr.Imm = uint32(0x1000 + i)
 		}
-	}
+		if op == uverbs.WRRDMAWriteWithImm {
+			wr.RemoteAddr, wr.RKey = r.mr.Addr()+uint64(r.recvOff()), r.remoteKey()
+		}
+		s.post(wr)
+		swc := pollOne(t, s.cq)
+		rwc := pollOne(t, r.cq)
+		requireSuccess(t, swc, rwc)
+		require.Equal(t, uint64(i), rwc.WRID)
+		require.Equal(t, wr.WRID, swc.WRID)
+		require.Equal(t, r.qp.QPN(), rwc.QPNum)
+		require.Equal(t, s.qp.QPN(), swc.QPNum)
+		switch op {
+		case uverbs.WRRDMAWriteWithImm:
+			require.Equal(t, uverbs.WCRecvRDMAWithImm, rwc.Opcode)
+		default:
+			require.Equal(t, uverbs.WCRecv, rwc.Opcode)
+			want := uint32(n)
+			if r.o.qpType == uverbs.QPTypeUD {
+				want += grhSize
+			}
+			require.Equal(t, want, rwc.ByteLen)
+		}
+		if op != uverbs.WRSend {
+			require.NotZero(t, rwc.Flags&uverbs.WCWithImm, "completion %+v lacks immediate data", rwc)
+			require.Equal(t, uint32(0x1000+i), rwc.Imm)
+		}
+		got := r.buf.Bytes()[r.recvOff():]
+		if r.o.qpType == uverbs.QPTypeUD {
+			require.NotZero(t, rwc.Flags&uverbs.WCWithGRH, "UD receive without GRH: %+v", rwc)
+			require.Equal(t, s.qp.QPN(), rwc.SrcQP)
+			got = got[grhSize:]
+		}
+		checkFill(t, got[:n], i)
+	})
 }
 
 // rdmaTraffic is pyverbs' u.rdma_traffic for RDMA WRITE and READ: iters operations each way on the peer's
 // receive area, each polled and the data checked at the destination.
 func rdmaTraffic(t *testing.T, client, server *player, op uverbs.WROpcode) {
 	t.Helper()
-	for i := 0; i < iters; i++ {
-		for _, dir := range [2][2]*player{{client, server}, {server, client}} {
-			s, r := dir[0], dir[1]
-			n := s.o.msgSize
-			wr := s.sendWR(op, n)
-			wr.RemoteAddr, wr.RKey = r.mr.Addr()+uint64(r.recvOff()), r.remoteKey()
-			if op == uverbs.WRRDMARead {
-				fill(r.buf.Bytes()[r.recvOff():r.recvOff()+n], i)
-			} else {
-				fill(s.buf.Bytes()[s.sendOff():s.sendOff()+n], i)
-			}
-			s.post(wr)
-			requireSuccess(t, pollOne(t, s.cq))
-			switch {
-			case op == uverbs.WRRDMARead:
-				checkFill(t, s.buf.Bytes()[s.sendOff():s.sendOff()+n], i)
-			case s.o.qpType == uverbs.QPTypeUC:
-				// UC has no acknowledgements: the requester's completion says the message left, not that the
-				// responder placed it (rxe on 6.5+ runs the responder from a workqueue that can lag). Wait for
-				// the bytes, bounded.
-				awaitFill(t, r.buf.Bytes()[r.recvOff():r.recvOff()+n], i)
-			default:
-				checkFill(t, r.buf.Bytes()[r.recvOff():r.recvOff()+n], i)
-			}
+	eachWay(client, server, func(i int, s, r *player) {
+		n := s.o.msgSize
+		wr := s.sendWR(op, n)
+		wr.RemoteAddr, wr.RKey = r.mr.Addr()+uint64(r.recvOff()), r.remoteKey()
+		if op == uverbs.WRRDMARead {
+			fill(r.buf.Bytes()[r.recvOff():r.recvOff()+n], i)
+		} else {
+			fill(s.buf.Bytes()[s.sendOff():s.sendOff()+n], i)
 		}
-	}
+		s.post(wr)
+		requireSuccess(t, pollOne(t, s.cq))
+		switch {
+		case op == uverbs.WRRDMARead:
+			checkFill(t, s.buf.Bytes()[s.sendOff():s.sendOff()+n], i)
+		case s.o.qpType == uverbs.QPTypeUC:
+			// UC has no acknowledgements: the requester's completion says the message left, not that the
+			// responder placed it (rxe on 6.5+ runs the responder from a workqueue that can lag). Wait for
+			// the bytes, bounded.
+			awaitFill(t, r.buf.Bytes()[r.recvOff():r.recvOff()+n], i)
+		default:
+			checkFill(t, r.buf.Bytes()[r.recvOff():r.recvOff()+n], i)
+		}
+	})
 }
 
 // rdmaWriteOnce posts one RDMA WRITE of n bytes from s to r (rkey, raddr) and returns its completion.

@@ -131,26 +131,23 @@ func TestCQEvents(t *testing.T) {
 					cq.AckEvents(n)
 				}
 			})
-			for i := 0; i < iters; i++ {
-				for _, dir := range [2][2]*player{{client, server}, {server, client}} {
-					s, r := dir[0], dir[1]
-					require.NoError(t, s.cq.ReqNotify(false))
-					require.NoError(t, r.cq.ReqNotify(false))
-					r.postRecv(uint64(i))
-					s.post(s.sendWR(uverbs.WRSend, s.o.msgSize))
-					want := map[*uverbs.CQ]bool{s.cq: true, r.cq: true}
-					for len(want) > 0 {
-						ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-						cq, err := ch.GetEvent(ctx)
-						cancel()
-						require.NoError(t, err)
-						require.True(t, want[cq], "event for an unexpected CQ")
-						delete(want, cq)
-						events[cq]++
-					}
-					requireSuccess(t, pollOne(t, s.cq), pollOne(t, r.cq))
+			eachWay(client, server, func(i int, s, r *player) {
+				require.NoError(t, s.cq.ReqNotify(false))
+				require.NoError(t, r.cq.ReqNotify(false))
+				r.postRecv(uint64(i))
+				s.post(s.sendWR(uverbs.WRSend, s.o.msgSize))
+				want := map[*uverbs.CQ]bool{s.cq: true, r.cq: true}
+				for len(want) > 0 {
+					ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+					cq, err := ch.GetEvent(ctx)
+					cancel()
+					require.NoError(t, err)
+					require.True(t, want[cq], "event for an unexpected CQ")
+					delete(want, cq)
+					events[cq]++
 				}
-			}
+				requireSuccess(t, pollOne(t, s.cq), pollOne(t, r.cq))
+			})
 			for _, n := range events {
 				require.Equal(t, 2*iters, n)
 			}

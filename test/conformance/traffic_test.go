@@ -77,35 +77,32 @@ func TestTrafficInline(t *testing.T) {
 // way, checking the value returned and the value left in memory.
 func atomicTraffic(t *testing.T, client, server *player, op uverbs.WROpcode) {
 	t.Helper()
-	for i := 0; i < iters; i++ {
-		for _, dir := range [2][2]*player{{client, server}, {server, client}} {
-			s, r := dir[0], dir[1]
-			target := r.buf.Bytes()[r.recvOff() : r.recvOff()+8]
-			old := uint64(0x1000 + i)
-			binary.NativeEndian.PutUint64(target, old)
-			wr := s.sendWR(op, 8)
-			wr.RemoteAddr, wr.RKey = r.mr.Addr()+uint64(r.recvOff()), r.remoteKey()
-			want := old + 5
-			if op == uverbs.WRAtomicCmpAndSwp {
-				wr.CompareAdd, wr.Swap = old, 0xabcdef00+uint64(i)
-				want = wr.Swap
-			} else {
-				wr.CompareAdd = 5
-			}
+	eachWay(client, server, func(i int, s, r *player) {
+		target := r.buf.Bytes()[r.recvOff() : r.recvOff()+8]
+		old := uint64(0x1000 + i)
+		binary.NativeEndian.PutUint64(target, old)
+		wr := s.sendWR(op, 8)
+		wr.RemoteAddr, wr.RKey = r.mr.Addr()+uint64(r.recvOff()), r.remoteKey()
+		want := old + 5
+		if op == uverbs.WRAtomicCmpAndSwp {
+			wr.CompareAdd, wr.Swap = old, 0xabcdef00+uint64(i)
+			want = wr.Swap
+		} else {
+			wr.CompareAdd = 5
+		}
+		s.post(wr)
+		requireSuccess(t, pollOne(t, s.cq))
+		require.Equal(t, old, binary.NativeEndian.Uint64(s.buf.Bytes()[s.sendOff():]), "value returned")
+		require.Equal(t, want, binary.NativeEndian.Uint64(target), "value in memory")
+		if op == uverbs.WRAtomicCmpAndSwp {
+			// A compare that does not match leaves memory alone and still returns the old value.
+			wr.CompareAdd, wr.Swap = 1, 2
 			s.post(wr)
 			requireSuccess(t, pollOne(t, s.cq))
-			require.Equal(t, old, binary.NativeEndian.Uint64(s.buf.Bytes()[s.sendOff():]), "value returned")
-			require.Equal(t, want, binary.NativeEndian.Uint64(target), "value in memory")
-			if op == uverbs.WRAtomicCmpAndSwp {
-				// A compare that does not match leaves memory alone and still returns the old value.
-				wr.CompareAdd, wr.Swap = 1, 2
-				s.post(wr)
-				requireSuccess(t, pollOne(t, s.cq))
-				require.Equal(t, want, binary.NativeEndian.Uint64(s.buf.Bytes()[s.sendOff():]))
-				require.Equal(t, want, binary.NativeEndian.Uint64(target))
-			}
+			require.Equal(t, want, binary.NativeEndian.Uint64(s.buf.Bytes()[s.sendOff():]))
+			require.Equal(t, want, binary.NativeEndian.Uint64(target))
 		}
-	}
+	})
 }
 
 func (e *env) requireAtomics() {
