@@ -3,8 +3,6 @@ package devinfo
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -287,19 +285,7 @@ func TestCRenderedModels(t *testing.T) {
 	tree := filepath.Join(trees, "mlx5")
 	var shim string
 	if *update {
-		if why := golden.CAvailable("ibv_devinfo"); why != "" {
-			t.Fatalf("-update: %s", why)
-		}
-		inc, err := golden.CHeaders()
-		if err != nil {
-			t.Fatalf("-update: %v", err)
-		}
-		shim = filepath.Join(t.TempDir(), "fakeverbs.so")
-		cc := exec.Command("cc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-I", inc,
-			"-Wl,--version-script=testdata/fakeverbs/fakeverbs.map", "-o", shim, "testdata/fakeverbs/fakeverbs.c")
-		if out, err := cc.CombinedOutput(); err != nil {
-			t.Fatalf("build fakeverbs: %v\n%s", err, out)
-		}
+		shim = golden.BuildFakeverbs(t, "ibv_devinfo", "testdata/fakeverbs")
 	}
 	for _, c := range cCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -307,7 +293,7 @@ func TestCRenderedModels(t *testing.T) {
 			file := filepath.Join("testdata", "golden", "c_"+c.name+".golden")
 			args := strings.Fields(c.args)
 			if *update {
-				r, err := runFakeverbs(t, shim, tree, spec(m, c.qerr), "ibv_devinfo", args...)
+				r, err := golden.RunFakeverbs(t, shim, tree, spec(m, c.qerr), "ibv_devinfo", args...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -321,23 +307,4 @@ func TestCRenderedModels(t *testing.T) {
 			})
 		})
 	}
-}
-
-// runFakeverbs runs the Reference C tool prog against tree with the
-// fakeverbs library shim answering from specText; the shim and the spec are
-// visible as /tmp/fakeverbs.so and /tmp/spec in the Reference root.
-func runFakeverbs(t *testing.T, shim, tree, specText, prog string, args ...string) (golden.Result, error) {
-	t.Helper()
-	tmp := t.TempDir()
-	b, err := os.ReadFile(shim)
-	if err != nil {
-		return golden.Result{}, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "fakeverbs.so"), b, 0o755); err != nil {
-		return golden.Result{}, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "spec"), []byte(specText), 0o644); err != nil {
-		return golden.Result{}, err
-	}
-	return golden.Run{Tree: tree, Tmp: tmp, Env: []string{"LD_PRELOAD=/tmp/fakeverbs.so", "FAKEVERBS_SPEC=/tmp/spec"}}.C(prog, args...)
 }

@@ -424,5 +424,44 @@ func (g Trees) Case(t *testing.T, tree, args string) {
 	})
 }
 
+// BuildFakeverbs is the first step of -update for the goldens of a C tool (prog) that must see a device: it
+// compiles the fakeverbs LD_PRELOAD shim (fakeverbs.c and its version script fakeverbs.map in dir) against the
+// Reference headers into a temporary directory of t and returns its path. It fails t when that cannot be done.
+func BuildFakeverbs(t *testing.T, prog, dir string) string {
+	t.Helper()
+	if why := CAvailable(prog); why != "" {
+		t.Fatalf("-update: %s", why)
+	}
+	inc, err := CHeaders()
+	if err != nil {
+		t.Fatalf("-update: %v", err)
+	}
+	shim := filepath.Join(t.TempDir(), "fakeverbs.so")
+	cc := exec.Command("cc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-I", inc,
+		"-Wl,--version-script="+filepath.Join(dir, "fakeverbs.map"), "-o", shim, filepath.Join(dir, "fakeverbs.c"))
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("build fakeverbs: %v\n%s", err, out)
+	}
+	return shim
+}
+
+// RunFakeverbs runs the Reference C tool prog against tree with the fakeverbs shim (BuildFakeverbs) answering
+// from spec; the shim and the spec are visible as /tmp/fakeverbs.so and /tmp/spec in the Reference root.
+func RunFakeverbs(t *testing.T, shim, tree, spec, prog string, args ...string) (Result, error) {
+	t.Helper()
+	tmp := t.TempDir()
+	b, err := os.ReadFile(shim)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "fakeverbs.so"), b, 0o755); err != nil {
+		return Result{}, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "spec"), []byte(spec), 0o644); err != nil {
+		return Result{}, err
+	}
+	return Run{Tree: tree, Tmp: tmp, Env: []string{"LD_PRELOAD=/tmp/fakeverbs.so", "FAKEVERBS_SPEC=/tmp/spec"}}.C(prog, args...)
+}
+
 // NormalizeStdoutPid is a Regenerate fix: NormalizePid on stdout (infiniband-diags' IBEXIT and DEBUG lines).
 func NormalizeStdoutPid(r *Result) { r.Stdout = NormalizePid(r.Stdout) }

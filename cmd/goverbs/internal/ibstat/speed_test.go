@@ -3,8 +3,6 @@ package ibstat
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,38 +67,14 @@ func TestCEffectiveSpeed(t *testing.T) {
 	tree := filepath.Join(trees, "mlx5")
 	var shim string
 	if *update {
-		if why := golden.CAvailable("ibstat"); why != "" {
-			t.Fatalf("-update: %s", why)
-		}
-		inc, err := golden.CHeaders()
-		if err != nil {
-			t.Fatalf("-update: %v", err)
-		}
-		src := "../devinfo/testdata/fakeverbs/"
-		shim = filepath.Join(t.TempDir(), "fakeverbs.so")
-		cc := exec.Command("cc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-I", inc,
-			"-Wl,--version-script="+src+"fakeverbs.map", "-o", shim, src+"fakeverbs.c")
-		if out, err := cc.CombinedOutput(); err != nil {
-			t.Fatalf("build fakeverbs: %v\n%s", err, out)
-		}
+		shim = golden.BuildFakeverbs(t, "ibstat", "../devinfo/testdata/fakeverbs")
 	}
 	for _, c := range speedCases {
 		t.Run(c.name, func(t *testing.T) {
 			args := strings.Fields(c.args)
 			file := filepath.Join("testdata", "golden", "c_"+c.name+".golden")
 			if *update {
-				tmp := t.TempDir()
-				b, err := os.ReadFile(shim)
-				if err == nil {
-					err = os.WriteFile(filepath.Join(tmp, "fakeverbs.so"), b, 0o755)
-				}
-				if err == nil {
-					err = os.WriteFile(filepath.Join(tmp, "spec"), []byte(c.verbs.spec()), 0o644)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				r, err := golden.Run{Tree: tree, Tmp: tmp, Env: []string{"LD_PRELOAD=/tmp/fakeverbs.so", "FAKEVERBS_SPEC=/tmp/spec"}}.C("ibstat", args...)
+				r, err := golden.RunFakeverbs(t, shim, tree, c.verbs.spec(), "ibstat", args...)
 				if err != nil {
 					t.Fatal(err)
 				}
