@@ -293,13 +293,7 @@ func TestCRenderedModels(t *testing.T) {
 			file := filepath.Join("testdata", "golden", "c_"+c.name+".golden")
 			args := strings.Fields(c.args)
 			if *update {
-				r, err := golden.RunFakeverbs(t, shim, tree, spec(m, c.qerr), "ibv_devinfo", args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := golden.Write(file, r); err != nil {
-					t.Fatal(err)
-				}
+				golden.RegenerateFakeverbs(t, shim, spec(m, c.qerr), tree, "ibv_devinfo", args, file)
 			}
 			src := modelSource{SysfsSource: SysfsSource{FS: sysfs.Under(tree)}, m: m, qerr: c.qerr}
 			golden.CheckRun(t, file, func(stdout, stderr io.Writer) int {

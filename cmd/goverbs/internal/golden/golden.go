@@ -445,22 +445,29 @@ func BuildFakeverbs(t *testing.T, prog, dir string) string {
 	return shim
 }
 
-// RunFakeverbs runs the Reference C tool prog against tree with the fakeverbs shim (BuildFakeverbs) answering
-// from spec; the shim and the spec are visible as /tmp/fakeverbs.so and /tmp/spec in the Reference root.
-func RunFakeverbs(t *testing.T, shim, tree, spec, prog string, args ...string) (Result, error) {
+// RegenerateFakeverbs is Regenerate with the fakeverbs shim (BuildFakeverbs) answering from spec: it runs the
+// C tool prog on the tree dir with the shim and the spec visible as /tmp/fakeverbs.so and /tmp/spec in the
+// Reference root, and writes its result to file.
+func RegenerateFakeverbs(t *testing.T, shim, spec, dir, prog string, args []string, file string) {
 	t.Helper()
 	tmp := t.TempDir()
 	b, err := os.ReadFile(shim)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(tmp, "fakeverbs.so"), b, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(tmp, "spec"), []byte(spec), 0o644)
+	}
 	if err != nil {
-		return Result{}, err
+		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "fakeverbs.so"), b, 0o755); err != nil {
-		return Result{}, err
+	r, err := Run{Tree: dir, Tmp: tmp, Env: []string{"LD_PRELOAD=/tmp/fakeverbs.so", "FAKEVERBS_SPEC=/tmp/spec"}}.C(prog, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "spec"), []byte(spec), 0o644); err != nil {
-		return Result{}, err
+	if err := Write(file, r); err != nil {
+		t.Fatal(err)
 	}
-	return Run{Tree: tree, Tmp: tmp, Env: []string{"LD_PRELOAD=/tmp/fakeverbs.so", "FAKEVERBS_SPEC=/tmp/spec"}}.C(prog, args...)
 }
 
 // NormalizeStdoutPid is a Regenerate fix: NormalizePid on stdout (infiniband-diags' IBEXIT and DEBUG lines).

@@ -74,13 +74,7 @@ func TestCEffectiveSpeed(t *testing.T) {
 			args := strings.Fields(c.args)
 			file := filepath.Join("testdata", "golden", "c_"+c.name+".golden")
 			if *update {
-				r, err := golden.RunFakeverbs(t, shim, tree, c.verbs.spec(), "ibstat", args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := golden.Write(file, r); err != nil {
-					t.Fatal(err)
-				}
+				golden.RegenerateFakeverbs(t, shim, c.verbs.spec(), tree, "ibstat", args, file)
 			}
 			golden.CheckRun(t, file, func(stdout, stderr io.Writer) int {
 				cmd := Command{FS: sysfs.Under(tree), Config: "testdata/ibdiag.conf", Pid: golden.Pid, Posix: new(bool), Verbs: c.verbs}
