@@ -113,16 +113,26 @@ func (s *session) waitEvent() error {
 	return cq.ReqNotify(false)
 }
 
-func compErrSend(stderr io.Writer, wc *uverbs.WC, scnt, ccnt uint64) {
+// compErrSend prints perftest's report of a failed send completion and returns the error that ends the run.
+func compErrSend(stderr io.Writer, wc *uverbs.WC, scnt, ccnt uint64) error {
 	fmt.Fprintf(stderr, " Completion with error at client\n")
 	fmt.Fprintf(stderr, " Failed status %d: wr_id %d syndrom 0x%x\n", wc.Status, wc.WRID, wc.VendorErr)
 	fmt.Fprintf(stderr, "scnt=%d, ccnt=%d\n", scnt, ccnt)
+	return fmt.Errorf("send completion status %d", wc.Status)
 }
 
-func compErrRecv(stderr io.Writer, wc *uverbs.WC, rcnt uint64) {
+// compErrRecv prints perftest's report of a failed receive completion and returns the error that ends the run.
+func compErrRecv(stderr io.Writer, wc *uverbs.WC, rcnt uint64) error {
 	fmt.Fprintf(stderr, " Completion with error at server\n")
 	fmt.Fprintf(stderr, " Failed status %d: wr_id %d\n", wc.Status, wc.WRID)
 	fmt.Fprintf(stderr, " rcnt=%d\n", rcnt)
+	return fmt.Errorf("receive completion status %d", wc.Status)
+}
+
+// pollFailed prints perftest's message for a failed CQ poll and returns err.
+func pollFailed(stderr io.Writer, err error) error {
+	fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
+	return err
 }
 
 // runBW is run_iter_bw (the sender of a bandwidth test). It returns the iterations to report.
@@ -158,14 +168,12 @@ func (s *session) runBW(stderr io.Writer, count *atomic.Uint64) (uint64, error) 
 			}
 			ne, perr := s.sendCQ.Poll(wc)
 			if perr != nil {
-				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-				return 0, perr
+				return 0, pollFailed(stderr, perr)
 			}
 			for i := 0; i < ne; i++ {
 				id := int(wc[i].WRID)
 				if wc[i].Status != uverbs.WCSuccess {
-					compErrSend(stderr, &wc[i], totS, totC)
-					return 0, fmt.Errorf("send completion status %d", wc[i].Status)
+					return 0, compErrSend(stderr, &wc[i], totS, totC)
 				}
 				s.ccnt[id] += cqMod
 				totC += cqMod
@@ -228,8 +236,7 @@ func (s *session) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, e
 			}
 			ne, perr := s.recvCQ.Poll(wc)
 			if perr != nil {
-				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-				return 0, perr
+				return 0, pollFailed(stderr, perr)
 			}
 			if ne == 0 {
 				break
@@ -245,8 +252,7 @@ func (s *session) runBWServer(stderr io.Writer, count *atomic.Uint64) (uint64, e
 			for i := 0; i < ne; i++ {
 				id := int(wc[i].WRID)
 				if wc[i].Status != uverbs.WCSuccess {
-					compErrRecv(stderr, &wc[i], rcntQP[id])
-					return 0, fmt.Errorf("receive completion status %d", wc[i].Status)
+					return 0, compErrRecv(stderr, &wc[i], rcntQP[id])
 				}
 				rcntQP[id]++
 				rcnt++
@@ -332,14 +338,12 @@ func (s *session) runLatWrite(stderr io.Writer) (uint64, error) {
 				var perr error
 				ne, perr = s.sendCQ.Poll(wcs)
 				if perr != nil {
-					fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-					return 0, perr
+					return 0, pollFailed(stderr, perr)
 				}
 				y.spin()
 			}
 			if wcs[0].Status != uverbs.WCSuccess {
-				compErrSend(stderr, &wcs[0], scnt, ccnt)
-				return 0, fmt.Errorf("send completion status %d", wcs[0].Status)
+				return 0, compErrSend(stderr, &wcs[0], scnt, ccnt)
 			}
 			ccnt++
 			if dur && d.state.Load() == stSample {
@@ -392,13 +396,11 @@ func (s *session) runLat(stderr io.Writer) (uint64, error) {
 			y.spin()
 			ne, perr := s.sendCQ.Poll(wcs)
 			if perr != nil {
-				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-				return 0, perr
+				return 0, pollFailed(stderr, perr)
 			}
 			if ne > 0 {
 				if wcs[0].Status != uverbs.WCSuccess {
-					compErrSend(stderr, &wcs[0], scnt, scnt)
-					return 0, fmt.Errorf("send completion status %d", wcs[0].Status)
+					return 0, compErrSend(stderr, &wcs[0], scnt, scnt)
 				}
 				if dur && d.state.Load() == stSample {
 					d.iters.Add(1)
@@ -448,8 +450,7 @@ func (s *session) runLatSend(stderr io.Writer) (uint64, error) {
 				y.spin()
 				ne, perr := s.recvCQ.Poll(wcs)
 				if perr != nil {
-					fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-					return 0, perr
+					return 0, pollFailed(stderr, perr)
 				}
 				if dur && d.state.Load() == stEnd {
 					break
@@ -462,8 +463,7 @@ func (s *session) runLatSend(stderr io.Writer) (uint64, error) {
 						first = false
 					}
 					if wcs[0].Status != uverbs.WCSuccess {
-						compErrRecv(stderr, &wcs[0], rcnt)
-						return 0, fmt.Errorf("receive completion status %d", wcs[0].Status)
+						return 0, compErrRecv(stderr, &wcs[0], rcnt)
 					}
 					rcnt++
 					if dur && d.state.Load() == stSample {
@@ -514,16 +514,14 @@ func (s *session) runLatSend(stderr io.Writer) (uint64, error) {
 					var perr error
 					ne, perr = s.sendCQ.Poll(swc)
 					if perr != nil {
-						fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-						return 0, perr
+						return 0, pollFailed(stderr, perr)
 					}
 					if p.UseEvent || ne != 0 {
 						break
 					}
 				}
 				if ne > 0 && swc[0].Status != uverbs.WCSuccess {
-					compErrSend(stderr, &swc[0], scnt, scnt)
-					return 0, fmt.Errorf("send completion status %d", swc[0].Status)
+					return 0, compErrSend(stderr, &swc[0], scnt, scnt)
 				}
 				poll = false
 				w.Flags &^= uverbs.SendSignaled
@@ -554,8 +552,7 @@ func (s *session) warmUp(stderr io.Writer) error {
 		for got < n {
 			ne, perr := s.sendCQ.Poll(s.wc)
 			if perr != nil {
-				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-				return perr
+				return pollFailed(stderr, perr)
 			}
 			for k := 0; k < ne; k++ {
 				if s.wc[k].Status != uverbs.WCSuccess {
@@ -603,14 +600,12 @@ func (s *session) runForever(stderr io.Writer, count *atomic.Uint64, server bool
 			y.spin()
 			ne, perr := s.recvCQ.Poll(wc)
 			if perr != nil {
-				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-				return perr
+				return pollFailed(stderr, perr)
 			}
 			for i := 0; i < ne; i++ {
 				id := int(wc[i].WRID)
 				if wc[i].Status != uverbs.WCSuccess {
-					compErrRecv(stderr, &wc[i], count.Load())
-					return fmt.Errorf("receive completion status %d", wc[i].Status)
+					return compErrRecv(stderr, &wc[i], count.Load())
 				}
 				count.Add(1)
 				if _, err := s.qps[id].PostRecv(s.rwr[id : id+1]); err != nil {
@@ -643,13 +638,11 @@ func (s *session) runForever(stderr io.Writer, count *atomic.Uint64, server bool
 		if totC < totS {
 			ne, perr := s.sendCQ.Poll(wc)
 			if perr != nil {
-				fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-				return perr
+				return pollFailed(stderr, perr)
 			}
 			for i := 0; i < ne; i++ {
 				if wc[i].Status != uverbs.WCSuccess {
-					compErrSend(stderr, &wc[i], totS, totC)
-					return fmt.Errorf("send completion status %d", wc[i].Status)
+					return compErrSend(stderr, &wc[i], totS, totC)
 				}
 				s.ccnt[int(wc[i].WRID)] += cqMod
 				totC += cqMod
@@ -702,8 +695,7 @@ func (s *session) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) 
 		}
 		ne, perr := s.recvCQ.Poll(wc)
 		if perr != nil {
-			fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-			return 0, perr
+			return 0, pollFailed(stderr, perr)
 		}
 		if ne > 0 && beforeFirstRx {
 			beforeFirstRx = false
@@ -714,8 +706,7 @@ func (s *session) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) 
 		for i := 0; i < ne; i++ {
 			id := int(wc[i].WRID)
 			if wc[i].Status != uverbs.WCSuccess {
-				compErrRecv(stderr, &wc[i], totR)
-				return 0, fmt.Errorf("receive completion status %d", wc[i].Status)
+				return 0, compErrRecv(stderr, &wc[i], totR)
 			}
 			rcntQP[id]++
 			totR++
@@ -739,13 +730,11 @@ func (s *session) runBi(stderr io.Writer, count *atomic.Uint64) (uint64, error) 
 		}
 		ne, perr = s.sendCQ.Poll(wc)
 		if perr != nil {
-			fmt.Fprintf(stderr, "poll CQ failed %d\n", -1)
-			return 0, perr
+			return 0, pollFailed(stderr, perr)
 		}
 		for i := 0; i < ne; i++ {
 			if wc[i].Status != uverbs.WCSuccess {
-				compErrSend(stderr, &wc[i], totS, totC)
-				return 0, fmt.Errorf("send completion status %d", wc[i].Status)
+				return 0, compErrSend(stderr, &wc[i], totS, totC)
 			}
 			totC += cqMod
 			s.ccnt[int(wc[i].WRID)] += cqMod
