@@ -189,8 +189,7 @@ func (t *tool) execDev(cb func() int) int {
 // execRequireDev is execDev for commands that need a device name.
 func (t *tool) execRequireDev(cb func() int) int {
 	if t.noArg() {
-		t.errf("Please provide device name.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Please provide device name.\n")
 	}
 	return t.execDev(cb)
 }
@@ -217,12 +216,10 @@ func (t *tool) buildFilters(valid []filterSpec) int {
 		return 0
 	}
 	if len(t.args) == 1 {
-		t.errf("No filter data was supplied to filter option %s\n", t.arg())
-		return -int(unix.EINVAL)
+		return t.einvalf("No filter data was supplied to filter option %s\n", t.arg())
 	}
 	if len(t.args)%2 != 0 {
-		t.errf("There is filter option without data\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("There is filter option without data\n")
 	}
 	for i := 0; i < len(t.args); i += 2 {
 		key, value := t.args[i], t.args[i+1]
@@ -234,12 +231,10 @@ func (t *tool) buildFilters(valid []filterSpec) int {
 			}
 		}
 		if spec == nil {
-			t.errf("Unsupported filter option: %s\n", key)
-			return -int(unix.EINVAL)
+			return t.einvalf("Unsupported filter option: %s\n", key)
 		}
 		if spec.isNumber && !onlyChars(value, filterNumberChars) {
-			t.errf("%s filter accepts \"%s\" characters only\n", key, filterNumberChars)
-			return -int(unix.EINVAL)
+			return t.einvalf("%s filter accepts \"%s\" characters only\n", key, filterNumberChars)
 		}
 		f := filter{key: key, value: strings.ToLower(value)}
 		if spec.isDoit {
@@ -356,8 +351,7 @@ func (t *tool) setArgToDevname() int {
 		if t.argMatch("dev") || t.argMatch("link") {
 			t.argInc()
 			if t.noArg() {
-				t.errf("No device name was supplied\n")
-				return -int(unix.EINVAL)
+				return t.einvalf("No device name was supplied\n")
 			}
 			return 0
 		}

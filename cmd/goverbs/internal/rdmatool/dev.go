@@ -105,27 +105,21 @@ func printCaps(p *printer, names []string) {
 // devAdd is "dev add NAME type TYPE parent PARENT".
 func (t *tool) devAdd() int {
 	if t.noArg() {
-		t.errf("Please provide a device name to add.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Please provide a device name to add.\n")
 	}
 	name := t.arg()
 	t.argInc()
 	return t.execCmd([]command{{"", t.devHelp}, {"type", func() int {
 		if t.noArg() {
-			t.errf("Please provide a device type name.\n")
-			return -int(unix.EINVAL)
+			return t.einvalf("Please provide a device type name.\n")
 		}
 		if !strings.EqualFold(t.arg(), "smi") {
-			t.errf("Invalid device type %s\n", t.arg())
-			return -int(unix.EINVAL)
+			return t.einvalf("Invalid device type %s\n", t.arg())
 		}
 		t.argInc()
 		return t.execCmd([]command{{"", t.devHelp}, {"parent", func() int {
 			return t.execRequireDev(func() int {
-				if err := t.be.AddSubDevice(t.devIdx, name, netlinkrdma.DeviceTypeSMI); err != nil {
-					return t.nlError(err)
-				}
-				return 0
+				return t.nlResult(t.be.AddSubDevice(t.devIdx, name, netlinkrdma.DeviceTypeSMI))
 			})
 		}}}, "parameter")
 	}}}, "parameter")
@@ -135,13 +129,9 @@ func (t *tool) devAdd() int {
 func (t *tool) devDel() int {
 	return t.execRequireDev(func() int {
 		if !t.noArg() {
-			t.errf("Unknown parameter %s\n", t.arg())
-			return -int(unix.EINVAL)
+			return t.einvalf("Unknown parameter %s\n", t.arg())
 		}
-		if err := t.be.DeleteSubDevice(t.devIdx); err != nil {
-			return t.nlError(err)
-		}
-		return 0
+		return t.nlResult(t.be.DeleteSubDevice(t.devIdx))
 	})
 }
 
@@ -158,39 +148,27 @@ func (t *tool) devSet() int {
 
 func (t *tool) devSetName() int {
 	if t.noArg() {
-		t.errf("Please provide device new name.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Please provide device new name.\n")
 	}
-	if err := t.be.SetDeviceName(t.devIdx, t.arg()); err != nil {
-		return t.nlError(err)
-	}
-	return 0
+	return t.nlResult(t.be.SetDeviceName(t.devIdx, t.arg()))
 }
 
 func (t *tool) devSetNetNS() int {
 	if t.noArg() {
-		t.errf("Please provide device name.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Please provide device name.\n")
 	}
 	f, err := t.openNetNS(t.arg())
 	if err != nil {
-		t.errf("Cannot open network namespace \"%s\": %s\n", t.arg(), errText(err))
-		return -int(unix.EINVAL)
+		return t.einvalf("Cannot open network namespace \"%s\": %s\n", t.arg(), errText(err))
 	}
 	defer f.Close()
-	if err := t.be.SetDeviceNetNS(t.devIdx, int(f.Fd())); err != nil {
-		return t.nlError(err)
-	}
-	return 0
+	return t.nlResult(t.be.SetDeviceNetNS(t.devIdx, int(f.Fd())))
 }
 
 func (t *tool) devSetDIM() int {
 	set := func(on bool) func() int {
 		return func() int {
-			if err := t.be.SetAdaptiveModeration(t.devIdx, on); err != nil {
-				return t.nlError(err)
-			}
-			return 0
+			return t.nlResult(t.be.SetAdaptiveModeration(t.devIdx, on))
 		}
 	}
 	return t.execCmd([]command{{"", t.devHelp}, {"on", set(true)}, {"off", set(false)}}, "parameter")
@@ -274,8 +252,7 @@ func printPort(p *printer, pt netlinkrdma.Port, details bool) {
 
 func (t *tool) linkAdd() int {
 	if t.noArg() {
-		t.errf("Please provide a link name to add.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Please provide a link name to add.\n")
 	}
 	t.linkName = t.arg()
 	t.argInc()
@@ -284,8 +261,7 @@ func (t *tool) linkAdd() int {
 
 func (t *tool) linkAddType() int {
 	if t.noArg() {
-		t.errf("Please provide a link type name.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Please provide a link type name.\n")
 	}
 	t.linkType = t.arg()
 	t.argInc()
@@ -294,25 +270,17 @@ func (t *tool) linkAddType() int {
 
 func (t *tool) linkAddNetdev() int {
 	if t.noArg() {
-		t.errf("Please provide a net device name.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Please provide a net device name.\n")
 	}
-	if err := t.be.LinkAdd(t.linkName, t.linkType, t.arg()); err != nil {
-		return t.nlError(err)
-	}
-	return 0
+	return t.nlResult(t.be.LinkAdd(t.linkName, t.linkType, t.arg()))
 }
 
 func (t *tool) linkDel() int {
 	return t.execRequireDev(func() int {
 		if !t.noArg() {
-			t.errf("Unknown parameter %s\n", t.arg())
-			return -int(unix.EINVAL)
+			return t.einvalf("Unknown parameter %s\n", t.arg())
 		}
-		if err := t.be.LinkDelIndex(t.devIdx); err != nil {
-			return t.nlError(err)
-		}
-		return 0
+		return t.nlResult(t.be.LinkDelIndex(t.devIdx))
 	})
 }
 
@@ -383,33 +351,25 @@ func (t *tool) sysSet() int {
 func (t *tool) sysSetNetNS() int {
 	a := t.arg()
 	if t.noArg() || (a != "shared" && a != "exclusive") {
-		t.errf("valid options are: { shared | exclusive }\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("valid options are: { shared | exclusive }\n")
 	}
 	mode := netlinkrdma.NetNSExclusive
 	if strings.EqualFold(a, "shared") {
 		mode = netlinkrdma.NetNSShared
 	}
-	if err := t.be.SetNetNSMode(mode); err != nil {
-		return t.nlError(err)
-	}
-	return 0
+	return t.nlResult(t.be.SetNetNSMode(mode))
 }
 
 // sysSetPrivilegedQKey is "system set privileged-qkey on|off".
 func (t *tool) sysSetPrivilegedQKey() int {
 	if t.noArg() {
-		t.errf("valid options are: { on | off }\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("valid options are: { on | off }\n")
 	}
 	on, ok := t.parseOnOff("privileged-qkey", t.arg())
 	if !ok {
 		return -int(unix.EINVAL)
 	}
-	if err := t.be.SetPrivilegedQKey(on); err != nil {
-		return t.nlError(err)
-	}
-	return 0
+	return t.nlResult(t.be.SetPrivilegedQKey(on))
 }
 
 // parseOnOff is iproute2's parse_on_off: exactly "on" or "off", otherwise

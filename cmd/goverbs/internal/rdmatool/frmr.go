@@ -109,28 +109,21 @@ func getU32(s string, base int) (uint32, bool) {
 
 func (t *tool) frmrPoolsAging() int {
 	if t.noArg() {
-		t.errf("Please provide aging period value.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Please provide aging period value.\n")
 	}
 	period, ok := getU32(t.arg(), 10)
 	if !ok {
-		t.errf("Invalid aging period value: %s\n", t.arg())
-		return -int(unix.EINVAL)
+		return t.einvalf("Invalid aging period value: %s\n", t.arg())
 	}
 	if period == 0 {
-		t.errf("Setting the aging period to zero is not supported.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Setting the aging period to zero is not supported.\n")
 	}
-	if err := t.be.SetFRMRPoolAging(t.devIdx, period); err != nil {
-		return t.nlError(err)
-	}
-	return 0
+	return t.nlResult(t.be.SetFRMRPoolAging(t.devIdx, period))
 }
 
 func (t *tool) frmrPoolsPinned() int {
 	if t.noArg() {
-		t.errf("Please provide pool key and pinned value.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Please provide pool key and pinned value.\n")
 	}
 	keyStr := t.arg()
 	t.argInc()
@@ -139,18 +132,13 @@ func (t *tool) frmrPoolsPinned() int {
 		return -int(unix.EINVAL)
 	}
 	if t.noArg() {
-		t.errf("Please provide pinned value.\n")
-		return -int(unix.EINVAL)
+		return t.einvalf("Please provide pinned value.\n")
 	}
 	pinned, ok := getU32(t.arg(), 10)
 	if !ok {
-		t.errf("Invalid pinned value: %s\n", t.arg())
-		return -int(unix.EINVAL)
+		return t.einvalf("Invalid pinned value: %s\n", t.arg())
 	}
-	if err := t.be.SetFRMRPoolPinned(t.devIdx, key, pinned); err != nil {
-		return t.nlError(err)
-	}
-	return 0
+	return t.nlResult(t.be.SetFRMRPoolPinned(t.devIdx, key, pinned))
 }
 
 // decodePoolKey parses "VENDOR_KEY:NUM_DMA_BLOCKS:ACCESS_FLAGS:ATS" (hex

@@ -154,6 +154,12 @@ type tool struct {
 func (t *tool) errf(format string, a ...any) { fmt.Fprintf(t.stderr, format, a...) }
 func (t *tool) outf(format string, a ...any) { fmt.Fprintf(t.stdout, format, a...) }
 
+// einvalf prints a message on stderr and returns -EINVAL, the status of a refused argument.
+func (t *tool) einvalf(format string, a ...any) int {
+	t.errf(format, a...)
+	return -int(unix.EINVAL)
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: %s [ OPTIONS ] OBJECT { COMMAND | help }\n"+
 		"       %s [ -f[orce] ] -b[atch] filename\n"+
@@ -363,6 +369,14 @@ func (t *tool) init() int {
 
 // nlError reports a failed netlink exchange as iproute2's perror("error")
 // does, and returns the failure code.
+// nlResult is the status of a netlink request that returned err: 0, or nlError's.
+func (t *tool) nlResult(err error) int {
+	if err != nil {
+		return t.nlError(err)
+	}
+	return 0
+}
+
 func (t *tool) nlError(err error) int {
 	// libnetlink's nl_dump_ext_ack prints the kernel's message even when
 	// errors are suppressed.

@@ -251,10 +251,7 @@ func (t *tool) statQPSetAuto() int {
 			}
 			opts = &netlinkrdma.QPCounterAutoOptions{OptionalCounters: &on}
 		}
-		if err := t.be.SetQPCounterAuto(t.devIdx, t.portIdx, mask, opts); err != nil {
-			return t.nlError(err)
-		}
-		return 0
+		return t.nlResult(t.be.SetQPCounterAuto(t.devIdx, t.portIdx, mask, opts))
 	}
 	if strcmpx(t.arg(), "off") {
 		t.argInc()
@@ -288,8 +285,7 @@ func (t *tool) statQPSetAuto() int {
 		t.argInc()
 		return set(mask)
 	}
-	t.errf("Unknown parameter '%s'.\n", t.arg())
-	return -int(unix.EINVAL)
+	return t.einvalf("Unknown parameter '%s'.\n", t.arg())
 }
 
 // statArg consumes "NAME VALUE" and returns VALUE (stat_get_arg).
@@ -338,10 +334,7 @@ func (t *tool) statQPBind() int {
 			}
 			cntn = &c
 		}
-		if err := t.be.BindQPCounter(t.devIdx, t.portIdx, lqpn, cntn); err != nil {
-			return t.nlError(err)
-		}
-		return 0
+		return t.nlResult(t.be.BindQPCounter(t.devIdx, t.portIdx, lqpn, cntn))
 	})
 }
 
@@ -352,10 +345,7 @@ func (t *tool) statQPUnbind() int {
 			return ret
 		}
 		unbind := func(lqpn uint32) int {
-			if err := t.be.UnbindQPCounter(t.devIdx, t.portIdx, cntn, lqpn); err != nil {
-				return t.nlError(err)
-			}
-			return 0
+			return t.nlResult(t.be.UnbindQPCounter(t.devIdx, t.portIdx, cntn, lqpn))
 		}
 		if !t.noArg() {
 			lqpn, ret := t.statArg("lqpn")
@@ -539,10 +529,7 @@ func (t *tool) statUnset() int {
 		if _, ret := t.optionalCountersArg(true); ret != 0 {
 			return ret
 		}
-		if err := t.be.SetOptionalCounters(t.devIdx, t.portIdx, nil); err != nil {
-			return t.nlError(err)
-		}
-		return 0
+		return t.nlResult(t.be.SetOptionalCounters(t.devIdx, t.portIdx, nil))
 	})
 }
 
