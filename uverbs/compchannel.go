@@ -156,12 +156,14 @@ func (c *Context) CreateCompChannel(opts *CompChannelOptions) (*CompChannel, err
 			return fail(fmt.Errorf("eventfd: %w", err))
 		}
 		ch.wfd = wfd
-		if err := ch.initEpoll(); err != nil {
-			return fail(err)
-		}
 		if f, ok := c.prov.(provider.InitRecvFlusher); ok && o.Wait == WaitRead && f.FlushesInitRecv() {
 			ch.kicker = &kicker{ch: ch}
 			ch.kick = ch.kicker.kick
+		} else if err := ch.initEpoll(); err != nil {
+			// A WaitRead channel makes its epoll set at its first epoll wait (waitKernel): while the channel's
+			// fd is in an epoll set, every event also runs epoll's wake-up callback in the kernel, which the
+			// tools' read(2) waits would pay for on every event.
+			return fail(err)
 		}
 	} else {
 		ch.f = os.NewFile(uintptr(ch.fd), "uverbs-comp-channel")
@@ -181,20 +183,7 @@ func (ch *CompChannel) FD() int { return ch.fd }
 // cq.AckEvents before the CQ can be closed. Calls on one channel wait one after another.
 func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	ch.rmu.Lock()
-	var err error
-	switch {
-	case ch.kick != nil && ch.deadline.Load() == 0 && ctx.Done() == nil:
-		// WaitRead's one read(2), the tools' per-event wait: tested here, not in waitKernel, so that it costs
-		// no call of that larger function (docs/perf.md counts this path's instructions).
-		var done bool
-		if done, err = ch.waitRead(); !done {
-			err = ch.waitKernel(ctx)
-		}
-	case ch.kernel:
-		err = ch.waitKernel(ctx)
-	default:
-		err = ch.waitPoller(ctx)
-	}
+	err := ch.wait(ctx)
 	var cq *CQ
 	if err == nil {
 		cq, err = ch.deliver()
@@ -203,6 +192,22 @@ func (ch *CompChannel) GetEvent(ctx context.Context) (*CQ, error) {
 	}
 	ch.rmu.Unlock() // no defer: this is the path of every event
 	return cq, err
+}
+
+// wait reads one event record into ch.buf. WaitRead's one read(2), the tools' per-event wait, is chosen here,
+// not in waitKernel, so that it costs no call of that larger function (docs/perf.md counts this path's
+// instructions). ch.rmu is held.
+func (ch *CompChannel) wait(ctx context.Context) error {
+	if ch.kick != nil && ch.deadline.Load() == 0 && ctx.Done() == nil {
+		if done, err := ch.waitRead(); done {
+			return err
+		}
+		return ch.waitKernel(ctx)
+	}
+	if ch.kernel {
+		return ch.waitKernel(ctx)
+	}
+	return ch.waitPoller(ctx)
 }
 
 // SetDeadline sets the time after which GetEvent — a waiting one included — fails with an error matching
@@ -365,12 +370,13 @@ func (ch *CompChannel) initEpoll() error {
 	if err != nil {
 		return fmt.Errorf("epoll_create1: %w", err)
 	}
-	ch.epfd = epfd
 	for i, fd := range []int{ch.fd, ch.wfd} {
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}); err != nil {
+			unix.Close(epfd)
 			return fmt.Errorf("epoll_ctl: %w", err)
 		}
 	}
+	ch.epfd = epfd
 	return nil
 }
 
@@ -379,6 +385,11 @@ func (ch *CompChannel) initEpoll() error {
 func (ch *CompChannel) waitKernel(ctx context.Context) error {
 	if ch.checkOpen() != nil { // Close may have closed the fds already (the fd's mode is changed below)
 		return ErrClosed
+	}
+	if ch.epfd < 0 { // a WaitRead channel's first epoll wait; Close closes it under rmu, as here
+		if err := ch.initEpoll(); err != nil {
+			return err
+		}
 	}
 	if ch.fdBlocking {
 		if err := unix.SetNonblock(ch.fd, true); err != nil {
@@ -595,7 +606,10 @@ func (ch *CompChannel) Close() error {
 				closeErr = ch.kicker.close(ch.kickEvents)
 			}
 			ch.ctx.dropObject()
-			closeErr = errors.Join(closeErr, unix.Close(ch.epfd), unix.Close(ch.fd), unix.Close(ch.wfd))
+			if ch.epfd >= 0 {
+				closeErr = errors.Join(closeErr, unix.Close(ch.epfd))
+			}
+			closeErr = errors.Join(closeErr, unix.Close(ch.fd), unix.Close(ch.wfd))
 			ch.rmu.Unlock()
 		} else {
 			ch.ctx.dropObject()
