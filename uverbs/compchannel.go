@@ -38,7 +38,7 @@ type CompChannel struct {
 
 	f    *os.File // the fd registered with Go's poller (WaitPoller)
 	wfd  int      // the eventfd that wakes a kernel waiter (-1 otherwise)
-	epfd int      // an epoll set holding fd and wfd, registered once, for a kernel waiter (-1 otherwise)
+	epfd int      // epoll set of fd and wfd for a kernel waiter (-1 otherwise; WaitRead: until its first epoll wait)
 
 	rmu sync.Mutex // one waiter at a time; it owns buf, evs and pts
 	buf [8]byte
