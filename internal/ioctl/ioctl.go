@@ -27,14 +27,10 @@ const rdmaVerbsIoctl = 0xc0181b01
 func Ioctl(fd int, hdr unsafe.Pointer) error {
 	for {
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), rdmaVerbsIoctl, uintptr(hdr))
-		if e == unix.EINTR {
-			continue
+		if e != unix.EINTR {
+			runtime.KeepAlive(hdr)
+			return errnoErr(e)
 		}
-		runtime.KeepAlive(hdr)
-		if e != 0 {
-			return e
-		}
-		return nil
 	}
 }
 
@@ -48,14 +44,10 @@ func Ioctl(fd int, hdr unsafe.Pointer) error {
 func IoctlRaw(fd int, hdr unsafe.Pointer) error {
 	for {
 		_, _, e := syscall.RawSyscall6(unix.SYS_IOCTL, uintptr(fd), rdmaVerbsIoctl, uintptr(hdr), 0, 0, 0)
-		if e == unix.EINTR {
-			continue
+		if e != unix.EINTR {
+			runtime.KeepAlive(hdr)
+			return errnoErr(e)
 		}
-		runtime.KeepAlive(hdr)
-		if e != 0 {
-			return e
-		}
-		return nil
 	}
 }
 
@@ -72,15 +64,20 @@ func Write(fd int, buf unsafe.Pointer, n int) error {
 	}
 }
 
-// written is a write command's result: the kernel answers a successful command by returning its length.
-func written(r uintptr, e syscall.Errno, n int) error {
+// errnoErr is a system call's error: nil for errno 0 (an Errno in an error interface does not allocate).
+func errnoErr(e syscall.Errno) error {
 	if e != 0 {
 		return e
 	}
-	if int(r) != n {
+	return nil
+}
+
+// written is a write command's result: the kernel answers a successful command by returning its length.
+func written(r uintptr, e syscall.Errno, n int) error {
+	if e == 0 && int(r) != n {
 		return unix.EIO
 	}
-	return nil
+	return errnoErr(e)
 }
 
 // WriteRaw is Write for commands the kernel completes without sleeping, such as rxe's send doorbell (the

@@ -45,66 +45,42 @@ func TestIoctlAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestWrite checks Write and WriteRaw on a pipe: the bytes arrive, no allocation per call, EBADF on fd -1.
 func TestWrite(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	buf := new([32]byte)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
-	if err := Write(int(w.Fd()), unsafe.Pointer(buf), len(buf)); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, 32)
-	if _, err := r.Read(got); err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(buf[:]) {
-		t.Fatalf("pipe got %x", got)
-	}
-	if n := testing.AllocsPerRun(100, func() {
-		_ = Write(int(w.Fd()), unsafe.Pointer(buf), len(buf))
-		r.Read(got)
-	}); n != 0 {
-		t.Fatalf("Write allocates %v times per call, want 0", n)
-	}
-	if err := Write(-1, unsafe.Pointer(buf), len(buf)); !errors.Is(err, unix.EBADF) {
-		t.Fatalf("write to fd -1: want EBADF, got %v", err)
-	}
-}
-
-func TestWriteRaw(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	buf := new([32]byte)
-	for i := range buf {
-		buf[i] = byte(100 + i)
-	}
-	if err := WriteRaw(int(w.Fd()), unsafe.Pointer(buf), len(buf)); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, 32)
-	if _, err := r.Read(got); err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(buf[:]) {
-		t.Fatalf("pipe got %x", got)
-	}
-	if n := testing.AllocsPerRun(100, func() {
-		_ = WriteRaw(int(w.Fd()), unsafe.Pointer(buf), len(buf))
-		r.Read(got)
-	}); n != 0 {
-		t.Fatalf("WriteRaw allocates %v times per call, want 0", n)
-	}
-	if err := WriteRaw(-1, unsafe.Pointer(buf), len(buf)); !errors.Is(err, unix.EBADF) {
-		t.Fatalf("write to fd -1: want EBADF, got %v", err)
+	for _, tc := range []struct {
+		name  string
+		write func(fd int, buf unsafe.Pointer, n int) error
+	}{{"Write", Write}, {"WriteRaw", WriteRaw}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			defer w.Close()
+			buf := new([32]byte)
+			for i := range buf {
+				buf[i] = byte(i)
+			}
+			if err := tc.write(int(w.Fd()), unsafe.Pointer(buf), len(buf)); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, 32)
+			if _, err := r.Read(got); err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(buf[:]) {
+				t.Fatalf("pipe got %x", got)
+			}
+			if n := testing.AllocsPerRun(100, func() {
+				_ = tc.write(int(w.Fd()), unsafe.Pointer(buf), len(buf))
+				r.Read(got)
+			}); n != 0 {
+				t.Fatalf("%s allocates %v times per call, want 0", tc.name, n)
+			}
+			if err := tc.write(-1, unsafe.Pointer(buf), len(buf)); !errors.Is(err, unix.EBADF) {
+				t.Fatalf("write to fd -1: want EBADF, got %v", err)
+			}
+		})
 	}
 }
