@@ -307,29 +307,23 @@ func (c *Cgroup) notEnabled(err error) error {
 
 // Limits returns rdma.max: one [Limit] per registered RDMA device, [Max]
 // where no limit is set.
-func (c *Cgroup) Limits() ([]Limit, error) {
-	data, err := c.readController(MaxFile)
-	if err != nil {
-		return nil, err
-	}
-	l, err := ParseLimits(data)
-	if err != nil {
-		return nil, &Error{Op: "read " + MaxFile + " of", Cgroup: c.path, Err: err}
-	}
-	return l, nil
-}
+func (c *Cgroup) Limits() ([]Limit, error) { return readParsed(c, MaxFile, ParseLimits) }
 
 // Usage returns rdma.current: one [Usage] per registered RDMA device.
-func (c *Cgroup) Usage() ([]Usage, error) {
-	data, err := c.readController(CurrentFile)
+func (c *Cgroup) Usage() ([]Usage, error) { return readParsed(c, CurrentFile, ParseUsage) }
+
+// readParsed reads a controller file (readController) and parses it; a
+// parse failure is an *Error of reading file.
+func readParsed[T any](c *Cgroup, file string, parse func([]byte) ([]T, error)) ([]T, error) {
+	data, err := c.readController(file)
 	if err != nil {
 		return nil, err
 	}
-	u, err := ParseUsage(data)
+	v, err := parse(data)
 	if err != nil {
-		return nil, &Error{Op: "read " + CurrentFile + " of", Cgroup: c.path, Err: err}
+		return nil, &Error{Op: "read " + file + " of", Cgroup: c.path, Err: err}
 	}
-	return u, nil
+	return v, nil
 }
 
 // DeviceLimit returns the limits of one device. A device that rdma.max does
