@@ -66,32 +66,30 @@ func TestPortCountersGolden(t *testing.T) {
 		PortXmitDiscards: 0x0b0c, PortXmitConstraintErrors: 0x0d, PortRcvConstraintErrors: 0x0e, CounterSelect2: 0x0f,
 		LocalLinkIntegrityErrors: 0xa, ExcessiveBufferOverrunErrors: 0xb, QP1Dropped: 0x1112, VL15Dropped: 0x1314,
 		PortXmitData: 0x15161718, PortRcvData: 0x191a1b1c, PortXmitPkts: 0x1d1e1f20, PortRcvPkts: 0x21222324, PortXmitWait: 0x25262728}
-	m := make([]byte, MADSize)
-	c.Put(m)
-	want := unhex(t, `00 01 ffff 0102 03 04 0506 0708 090a 0b0c 0d 0e 0f ab 1112 1314
+	checkAttrGolden(t, c, c.Put, ParsePortCounters, `00 01 ffff 0102 03 04 0506 0708 090a 0b0c 0d 0e 0f ab 1112 1314
 		15161718 191a1b1c 1d1e1f20 21222324 25262728`)
-	if got := m[PMADataOffset : PMADataOffset+44]; !bytes.Equal(got, want) {
-		t.Fatalf("PortCounters.Put:\n got %x\nwant %x", got, want)
-	}
-	back, err := ParsePortCounters(m)
-	if err != nil || back != c {
-		t.Fatalf("round trip: %+v, %v", back, err)
-	}
 }
 
 func TestPortCountersExtendedGolden(t *testing.T) {
 	c := PortCountersExtended{PortSelect: 1, CounterSelect: 0xff00, CounterSelect2: 0x01020304,
 		PortXmitData: 0x1112131415161718, PortRcvData: 2, PortXmitPkts: 3, PortRcvPkts: 4,
 		PortUnicastXmitPkts: 5, PortUnicastRcvPkts: 6, PortMulticastXmitPkts: 7, PortMulticastRcvPkts: 0x8000000000000008}
+	checkAttrGolden(t, c, c.Put, ParsePortCountersExtended, `00 01 ff00 01020304 1112131415161718 0000000000000002
+		0000000000000003 0000000000000004 0000000000000005 0000000000000006 0000000000000007 8000000000000008`)
+}
+
+// checkAttrGolden puts v into a MAD, checks its attribute area against the
+// golden bytes want (hex, as long as the attribute) and parses v back.
+func checkAttrGolden[T comparable](t *testing.T, v T, put func([]byte), parse func([]byte) (T, error), want string) {
+	t.Helper()
 	m := make([]byte, MADSize)
-	c.Put(m)
-	want := unhex(t, `00 01 ff00 01020304 1112131415161718 0000000000000002 0000000000000003 0000000000000004
-		0000000000000005 0000000000000006 0000000000000007 8000000000000008`)
-	if got := m[PMADataOffset : PMADataOffset+72]; !bytes.Equal(got, want) {
-		t.Fatalf("PortCountersExtended.Put:\n got %x\nwant %x", got, want)
+	put(m)
+	w := unhex(t, want)
+	if got := m[PMADataOffset : PMADataOffset+len(w)]; !bytes.Equal(got, w) {
+		t.Fatalf("%T.Put:\n got %x\nwant %x", v, got, w)
 	}
-	back, err := ParsePortCountersExtended(m)
-	if err != nil || back != c {
+	back, err := parse(m)
+	if err != nil || back != v {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
 }
