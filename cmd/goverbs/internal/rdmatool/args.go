@@ -194,6 +194,17 @@ func (t *tool) execRequireDev(cb func() int) int {
 	return t.execDev(cb)
 }
 
+// execDelete runs del on the device named by the last argument ("dev
+// delete NAME", "link delete NAME"); more arguments are an error.
+func (t *tool) execDelete(del func(devIndex uint32) error) int {
+	return t.execRequireDev(func() int {
+		if !t.noArg() {
+			return t.einvalf("Unknown parameter %s\n", t.arg())
+		}
+		return t.nlResult(del(t.devIdx))
+	})
+}
+
 // filterSpec is one filter a command accepts.
 type filterSpec struct {
 	name     string

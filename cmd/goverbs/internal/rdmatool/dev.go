@@ -126,14 +126,7 @@ func (t *tool) devAdd() int {
 }
 
 // devDel is "dev delete NAME".
-func (t *tool) devDel() int {
-	return t.execRequireDev(func() int {
-		if !t.noArg() {
-			return t.einvalf("Unknown parameter %s\n", t.arg())
-		}
-		return t.nlResult(t.be.DeleteSubDevice(t.devIdx))
-	})
-}
+func (t *tool) devDel() int { return t.execDelete(t.be.DeleteSubDevice) }
 
 func (t *tool) devSet() int {
 	return t.execRequireDev(func() int {
@@ -275,14 +268,8 @@ func (t *tool) linkAddNetdev() int {
 	return t.nlResult(t.be.LinkAdd(t.linkName, t.linkType, t.arg()))
 }
 
-func (t *tool) linkDel() int {
-	return t.execRequireDev(func() int {
-		if !t.noArg() {
-			return t.einvalf("Unknown parameter %s\n", t.arg())
-		}
-		return t.nlResult(t.be.LinkDelIndex(t.devIdx))
-	})
-}
+// linkDel is "link delete NAME".
+func (t *tool) linkDel() int { return t.execDelete(t.be.LinkDelIndex) }
 
 func (t *tool) sysHelp() int {
 	t.outf("Usage: %s system show [ netns ]\n", progName)
