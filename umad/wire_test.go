@@ -186,26 +186,27 @@ func FuzzParseMAD(f *testing.F) {
 			}
 		}
 		if c, err := ParsePortCounters(b); err == nil {
-			m := make([]byte, MADSize)
-			c.Put(m)
-			want := append([]byte(nil), b[PMADataOffset:PMADataOffset+44]...)
-			want[0] = 0
-			if !bytes.Equal(m[PMADataOffset:PMADataOffset+44], want) {
-				t.Fatalf("PortCounters re-encode differs")
-			}
+			checkReencode(t, "PortCounters", b, 44, c.Put)
 		}
 		if c, err := ParsePortCountersExtended(b); err == nil {
-			m := make([]byte, MADSize)
-			c.Put(m)
-			want := append([]byte(nil), b[PMADataOffset:PMADataOffset+72]...)
-			want[0] = 0
-			if !bytes.Equal(m[PMADataOffset:PMADataOffset+72], want) {
-				t.Fatalf("PortCountersExtended re-encode differs")
-			}
+			checkReencode(t, "PortCountersExtended", b, 72, c.Put)
 		}
 		if c, err := ParsePMAClassPortInfo(b); err == nil && c.RespTime > 31 {
 			t.Fatalf("RespTime %d", c.RespTime)
 		}
 		_, _ = parsePacket(b)
 	})
+}
+
+// checkReencode checks that put, given an attribute parsed from the MAD b,
+// writes b's attribute area (n bytes) again, but for the reserved byte 0.
+func checkReencode(t *testing.T, name string, b []byte, n int, put func([]byte)) {
+	t.Helper()
+	m := make([]byte, MADSize)
+	put(m)
+	want := append([]byte(nil), b[PMADataOffset:PMADataOffset+n]...)
+	want[0] = 0
+	if !bytes.Equal(m[PMADataOffset:PMADataOffset+n], want) {
+		t.Fatalf("%s re-encode differs", name)
+	}
 }
