@@ -4,6 +4,8 @@ package main
 // which Go files, which constant names each contributes, and how C unions are
 // exposed. Everything else (values, layouts, sizes) comes from the C compiler.
 
+import "slices"
+
 // headerSpec describes one uAPI header under <include>/rdma.
 type headerSpec struct {
 	// name is the header's file name, e.g. "ib_user_verbs.h". The Go output
@@ -65,62 +67,72 @@ type unionMember struct {
 	doc    string // completes "X returns a pointer to ..."
 }
 
-var unions = []unionMember{
-	// struct ib_uverbs_attr (rdma_user_ioctl_cmds.h)
-	{parent: "ib_uverbs_attr", field: "AttrData", method: "EnumData", member: "attr_data.enum_data",
-		doc: "the attr_data union as enum_data (ENUM_IN attributes: elem_id selects the enum element)"},
-	{parent: "ib_uverbs_attr", field: "Data", method: "DataS64", member: "data_s64", goType: "int64",
-		doc: "the anonymous data union as data_s64 (the signed view used for FD_IN and FD_OUT)"},
-
-	// struct ib_uverbs_wc and struct ib_uverbs_send_wr (ib_user_verbs.h)
-	{parent: "ib_uverbs_wc", field: "Ex", method: "ImmData", member: "ex.imm_data", goType: "uint32",
-		doc: "the ex union as imm_data (big-endian immediate data)"},
-	{parent: "ib_uverbs_wc", field: "Ex", method: "InvalidateRkey", member: "ex.invalidate_rkey", goType: "uint32",
-		doc: "the ex union as invalidate_rkey"},
-	{parent: "ib_uverbs_send_wr", field: "Ex", method: "ImmData", member: "ex.imm_data", goType: "uint32",
-		doc: "the ex union as imm_data (big-endian immediate data)"},
-	{parent: "ib_uverbs_send_wr", field: "Ex", method: "InvalidateRkey", member: "ex.invalidate_rkey", goType: "uint32",
-		doc: "the ex union as invalidate_rkey"},
-	{parent: "ib_uverbs_send_wr", field: "Wr", method: "Rdma", member: "wr.rdma",
-		doc: "the wr union as rdma (RDMA_WRITE[_WITH_IMM], RDMA_READ)"},
-	{parent: "ib_uverbs_send_wr", field: "Wr", method: "Atomic", member: "wr.atomic",
-		doc: "the wr union as atomic (ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD)"},
-	{parent: "ib_uverbs_send_wr", field: "Wr", method: "Ud", member: "wr.ud",
-		doc: "the wr union as ud (UD sends)"},
-
-	// mlx5-abi.h
-	{parent: "mlx5_ib_create_qp", field: "SqBufAddr", method: "AccessKey", member: "access_key", goType: "uint64",
-		doc: "the anonymous {sq_buf_addr, access_key} union as access_key (DCI streams / DCT access key)"},
-
-	// rdma_user_cm.h: the event's param union is conn for connected ids, ud
-	// for UD ids (the union is only 4-byte aligned, at offset 20).
-	{parent: "rdma_ucm_event_resp", field: "Param", method: "Conn", member: "param.conn", goType: "RdmaUcmConnParam",
-		doc: "the param union as conn (events of RC ids: connection parameters and private data)"},
-	{parent: "rdma_ucm_event_resp", field: "Param", method: "Ud", member: "param.ud", goType: "RdmaUcmUdParam",
-		doc: "the param union as ud (events of UD ids and multicast events: QPN, QKey, address handle)"},
-
-	// rdma_user_rxe.h
-	{parent: "rxe_send_wr", field: "Ex", method: "ImmData", member: "ex.imm_data", goType: "uint32",
-		doc: "the ex union as imm_data (big-endian immediate data)"},
-	{parent: "rxe_send_wr", field: "Ex", method: "InvalidateRkey", member: "ex.invalidate_rkey", goType: "uint32",
-		doc: "the ex union as invalidate_rkey"},
-	{parent: "rxe_send_wr", field: "Wr", method: "Rdma", member: "wr.rdma",
-		doc: "the wr union as rdma (RDMA_WRITE[_WITH_IMM], RDMA_READ)"},
-	{parent: "rxe_send_wr", field: "Wr", method: "Atomic", member: "wr.atomic",
-		doc: "the wr union as atomic (ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD)"},
-	{parent: "rxe_send_wr", field: "Wr", method: "Ud", member: "wr.ud",
-		doc: "the wr union as ud (UD sends: remote QPN/QKey, ah_num and the legacy inline AV)"},
-	{parent: "rxe_send_wr", field: "Wr", method: "Mw", member: "wr.mw",
-		doc: "the wr union as mw (BIND_MW)"},
-	{parent: "rxe_av", field: "SgidAddr", method: "SgidAddrIn6", member: "sgid_addr._sockaddr_in6", goType: "unix.RawSockaddrInet6",
-		doc: "the sgid_addr union as struct sockaddr_in6 (the union's full 28 bytes; use Family to tell IPv4 from IPv6)"},
-	{parent: "rxe_av", field: "DgidAddr", method: "DgidAddrIn6", member: "dgid_addr._sockaddr_in6", goType: "unix.RawSockaddrInet6",
-		doc: "the dgid_addr union as struct sockaddr_in6 (the union's full 28 bytes; use Family to tell IPv4 from IPv6)"},
-	{parent: "rxe_av", field: "SgidAddr", method: "SgidAddrIn", member: "sgid_addr._sockaddr_in", goType: "unix.RawSockaddrInet4",
-		doc: "the sgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4)"},
-	{parent: "rxe_av", field: "DgidAddr", method: "DgidAddrIn", member: "dgid_addr._sockaddr_in", goType: "unix.RawSockaddrInet4",
-		doc: "the dgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4)"},
+// exUnion is the ex union {imm_data, invalidate_rkey} that the kernel's and
+// rxe's work requests and completions share.
+func exUnion(parent string) []unionMember {
+	return []unionMember{
+		{parent: parent, field: "Ex", method: "ImmData", member: "ex.imm_data", goType: "uint32",
+			doc: "the ex union as imm_data (big-endian immediate data)"},
+		{parent: parent, field: "Ex", method: "InvalidateRkey", member: "ex.invalidate_rkey", goType: "uint32",
+			doc: "the ex union as invalidate_rkey"},
+	}
 }
+
+// wrUnion is the wr union's rdma and atomic members, the same in the kernel's
+// and rxe's send work requests (their ud members differ).
+func wrUnion(parent string) []unionMember {
+	return []unionMember{
+		{parent: parent, field: "Wr", method: "Rdma", member: "wr.rdma",
+			doc: "the wr union as rdma (RDMA_WRITE[_WITH_IMM], RDMA_READ)"},
+		{parent: parent, field: "Wr", method: "Atomic", member: "wr.atomic",
+			doc: "the wr union as atomic (ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD)"},
+	}
+}
+
+var unions = slices.Concat(
+	[]unionMember{
+		// struct ib_uverbs_attr (rdma_user_ioctl_cmds.h)
+		{parent: "ib_uverbs_attr", field: "AttrData", method: "EnumData", member: "attr_data.enum_data",
+			doc: "the attr_data union as enum_data (ENUM_IN attributes: elem_id selects the enum element)"},
+		{parent: "ib_uverbs_attr", field: "Data", method: "DataS64", member: "data_s64", goType: "int64",
+			doc: "the anonymous data union as data_s64 (the signed view used for FD_IN and FD_OUT)"},
+	},
+	// struct ib_uverbs_wc and struct ib_uverbs_send_wr (ib_user_verbs.h)
+	exUnion("ib_uverbs_wc"),
+	exUnion("ib_uverbs_send_wr"),
+	wrUnion("ib_uverbs_send_wr"),
+	[]unionMember{
+		{parent: "ib_uverbs_send_wr", field: "Wr", method: "Ud", member: "wr.ud",
+			doc: "the wr union as ud (UD sends)"},
+
+		// mlx5-abi.h
+		{parent: "mlx5_ib_create_qp", field: "SqBufAddr", method: "AccessKey", member: "access_key", goType: "uint64",
+			doc: "the anonymous {sq_buf_addr, access_key} union as access_key (DCI streams / DCT access key)"},
+
+		// rdma_user_cm.h: the event's param union is conn for connected ids, ud
+		// for UD ids (the union is only 4-byte aligned, at offset 20).
+		{parent: "rdma_ucm_event_resp", field: "Param", method: "Conn", member: "param.conn", goType: "RdmaUcmConnParam",
+			doc: "the param union as conn (events of RC ids: connection parameters and private data)"},
+		{parent: "rdma_ucm_event_resp", field: "Param", method: "Ud", member: "param.ud", goType: "RdmaUcmUdParam",
+			doc: "the param union as ud (events of UD ids and multicast events: QPN, QKey, address handle)"},
+	},
+	// rdma_user_rxe.h
+	exUnion("rxe_send_wr"),
+	wrUnion("rxe_send_wr"),
+	[]unionMember{
+		{parent: "rxe_send_wr", field: "Wr", method: "Ud", member: "wr.ud",
+			doc: "the wr union as ud (UD sends: remote QPN/QKey, ah_num and the legacy inline AV)"},
+		{parent: "rxe_send_wr", field: "Wr", method: "Mw", member: "wr.mw",
+			doc: "the wr union as mw (BIND_MW)"},
+		{parent: "rxe_av", field: "SgidAddr", method: "SgidAddrIn6", member: "sgid_addr._sockaddr_in6", goType: "unix.RawSockaddrInet6",
+			doc: "the sgid_addr union as struct sockaddr_in6 (the union's full 28 bytes; use Family to tell IPv4 from IPv6)"},
+		{parent: "rxe_av", field: "DgidAddr", method: "DgidAddrIn6", member: "dgid_addr._sockaddr_in6", goType: "unix.RawSockaddrInet6",
+			doc: "the dgid_addr union as struct sockaddr_in6 (the union's full 28 bytes; use Family to tell IPv4 from IPv6)"},
+		{parent: "rxe_av", field: "SgidAddr", method: "SgidAddrIn", member: "sgid_addr._sockaddr_in", goType: "unix.RawSockaddrInet4",
+			doc: "the sgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4)"},
+		{parent: "rxe_av", field: "DgidAddr", method: "DgidAddrIn", member: "dgid_addr._sockaddr_in", goType: "unix.RawSockaddrInet4",
+			doc: "the dgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4)"},
+	})
 
 // foreignTypes maps C struct tags that are not declared by any generated
 // header to the Go type used for them. The layouts are the same on every

@@ -108,29 +108,14 @@ func scanHeader(text string) (*cHeader, error) {
 		h.consts = append(h.consts, f.c)
 	}
 
-	depth := 0
-	for i := 0; i < len(text); i++ {
-		switch text[i] {
-		case '{':
-			depth++
-			continue
-		case '}':
-			depth--
-			continue
-		}
-		if depth != 0 || (i > 0 && isIdentByte(text[i-1])) {
-			continue
-		}
-		if !strings.HasPrefix(text[i:], "struct") && !strings.HasPrefix(text[i:], "union") {
-			continue // cheap test first: the regexp would cost O(len(text)) per byte
-		}
+	err := eachTopLevel(text, []string{"struct", "union"}, func(i int) (int, error) {
 		m := recordRe.FindStringSubmatch(text[i:])
 		if m == nil {
-			continue
+			return i + 1, nil
 		}
 		body, err := braceBody(text[i+len(m[0])-1:])
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", m[1], m[2], err)
+			return 0, fmt.Errorf("%s %s: %w", m[1], m[2], err)
 		}
 		r := cRecord{kind: m[1], tag: m[2]}
 		for _, f := range flexRe.FindAllStringSubmatch(body, -1) {
@@ -144,9 +129,44 @@ func scanHeader(text string) (*cHeader, error) {
 		r.members = memberNames(body[1 : len(body)-1])
 		r.body = body[1 : len(body)-1]
 		h.records = append(h.records, r)
-		i += len(m[0]) - 2 // continue at the opening brace
+		return i + len(m[0]) - 1, nil // continue at the opening brace
+	})
+	if err != nil {
+		return nil, err
 	}
 	return h, nil
+}
+
+// eachTopLevel calls at(i) for each offset i of s outside braces, and not
+// inside an identifier, at which s continues with one of words; at returns
+// the offset at which the scan goes on (i+1: the next byte). The prefix test
+// is the cheap one: the callers' regexps would cost O(len(s)) per byte.
+func eachTopLevel(s string, words []string, at func(i int) (int, error)) error {
+	depth := 0
+	for i := 0; i < len(s); {
+		switch s[i] {
+		case '{':
+			depth++
+			i++
+			continue
+		case '}':
+			depth--
+			i++
+			continue
+		}
+		if depth != 0 || (i > 0 && isIdentByte(s[i-1])) || !slices.ContainsFunc(words, func(w string) bool {
+			return strings.HasPrefix(s[i:], w)
+		}) {
+			i++
+			continue
+		}
+		next, err := at(i)
+		if err != nil {
+			return err
+		}
+		i = next
+	}
+	return nil
 }
 
 func isIdentByte(b byte) bool {
@@ -178,29 +198,14 @@ var (
 // scanUnions finds the unions declared directly in a struct body.
 func scanUnions(body string) []cUnion {
 	var out []cUnion
-	depth := 0
-	for i := 0; i < len(body); i++ {
-		switch body[i] {
-		case '{':
-			depth++
-			continue
-		case '}':
-			depth--
-			continue
-		}
-		if depth != 0 || (i > 0 && isIdentByte(body[i-1])) {
-			continue
-		}
-		if !strings.HasPrefix(body[i:], "union") {
-			continue
-		}
+	_ = eachTopLevel(body, []string{"union"}, func(i int) (int, error) {
 		m := unionRe.FindString(body[i:])
 		if m == "" {
-			continue
+			return i + 1, nil
 		}
 		ub, err := braceBody(body[i+len(m)-1:])
 		if err != nil {
-			return out
+			return 0, err // stop: the unions found so far stand
 		}
 		u := cUnion{first: firstMember(ub[1 : len(ub)-1])}
 		rest := body[i+len(m)-1+len(ub):]
@@ -214,15 +219,32 @@ func scanUnions(body string) []cUnion {
 			}
 		}
 		out = append(out, u)
-		i += len(m) - 1 + len(ub) - 1
-	}
+		return i + len(m) - 1 + len(ub), nil // continue after the union's body
+	})
 	return out
 }
 
 // firstMember returns the declarator name of the first member in a
 // struct/union body.
 func firstMember(body string) string {
-	depth := 0
+	decls := topLevelDecls(body)
+	if len(decls) == 0 {
+		return ""
+	}
+	if m := macroDeclRe.FindStringSubmatch(decls[0]); m != nil {
+		return m[1]
+	}
+	if m := declNameRe.FindStringSubmatch(decls[0]); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// topLevelDecls splits a struct or union body at its semicolons outside
+// nested braces and returns the declarations, trimmed, leaving out empty ones.
+func topLevelDecls(body string) []string {
+	var decls []string
+	depth, start := 0, 0
 	for k := 0; k < len(body); k++ {
 		switch body[k] {
 		case '{':
@@ -230,18 +252,16 @@ func firstMember(body string) string {
 		case '}':
 			depth--
 		case ';':
-			if depth == 0 {
-				if m := macroDeclRe.FindStringSubmatch(strings.TrimSpace(body[:k])); m != nil {
-					return m[1]
-				}
-				if m := declNameRe.FindStringSubmatch(body[:k]); m != nil {
-					return m[1]
-				}
-				return ""
+			if depth != 0 {
+				continue
 			}
+			if decl := strings.TrimSpace(body[start:k]); decl != "" {
+				decls = append(decls, decl)
+			}
+			start = k + 1
 		}
 	}
-	return ""
+	return decls
 }
 
 // memberNames returns the declarator names of the direct members of a
@@ -280,63 +300,44 @@ func nestedMembers(body, path string) ([]string, error) {
 // body (else "") and its kind ("struct" or "union", else ""), and whether
 // the member's C type is big-endian (__be16, __be32, __be64).
 func members(body string) (names, inners, kinds []string, be []bool) {
-	depth, start := 0, 0
-	for k := 0; k < len(body); k++ {
-		switch body[k] {
-		case '{':
-			depth++
-		case '}':
-			depth--
-		case ';':
-			if depth != 0 {
+	add := func(name, inner, kind string, isBE bool) {
+		names = append(names, name)
+		inners = append(inners, inner)
+		kinds = append(kinds, kind)
+		be = append(be, isBE)
+	}
+	for _, decl := range topLevelDecls(body) {
+		// A member declared by a macro, e.g. RDMA_UAPI_PTR(void *, val_ptr)
+		// or __DECLARE_FLEX_ARRAY(__u8, data): the name is the last argument.
+		if m := macroDeclRe.FindStringSubmatch(decl); m != nil {
+			add(m[1], "", "", false)
+			continue
+		}
+		inner, kind := "", ""
+		isBE := strings.HasPrefix(decl, "__be")
+		if open := strings.IndexByte(decl, '{'); open >= 0 {
+			b, err := braceBody(decl[open:])
+			if err != nil {
 				continue
 			}
-			decl := strings.TrimSpace(body[start:k])
-			start = k + 1
-			if decl == "" {
+			inner = b[1 : len(b)-1]
+			kind = strings.Fields(decl)[0]
+			rest := strings.TrimSpace(decl[open+len(b):])
+			if rest == "" {
+				add(firstMember(inner), "", "", false)
 				continue
 			}
-			// A member declared by a macro, e.g. RDMA_UAPI_PTR(void *, val_ptr)
-			// or __DECLARE_FLEX_ARRAY(__u8, data): the name is the last argument.
-			if m := macroDeclRe.FindStringSubmatch(decl); m != nil {
-				names = append(names, m[1])
-				inners = append(inners, "")
-				kinds = append(kinds, "")
-				be = append(be, false)
-				continue
+			decl = "x " + rest
+		}
+		for i, d := range strings.Split(decl, ",") {
+			if c := strings.IndexByte(d, ':'); c >= 0 {
+				d = d[:c] // bit-field width
 			}
-			inner, kind := "", ""
-			isBE := strings.HasPrefix(decl, "__be")
-			if open := strings.IndexByte(decl, '{'); open >= 0 {
-				b, err := braceBody(decl[open:])
-				if err != nil {
-					continue
-				}
-				inner = b[1 : len(b)-1]
-				kind = strings.Fields(decl)[0]
-				rest := strings.TrimSpace(decl[open+len(b):])
-				if rest == "" {
-					names = append(names, firstMember(inner))
-					inners = append(inners, "")
-					kinds = append(kinds, "")
-					be = append(be, false)
-					continue
-				}
-				decl = "x " + rest
+			if i > 0 {
+				d = "x " + d
 			}
-			for i, d := range strings.Split(decl, ",") {
-				if c := strings.IndexByte(d, ':'); c >= 0 {
-					d = d[:c] // bit-field width
-				}
-				if i > 0 {
-					d = "x " + d
-				}
-				if m := declNameRe.FindStringSubmatch(strings.TrimSpace(d)); m != nil {
-					names = append(names, m[1])
-					inners = append(inners, inner)
-					kinds = append(kinds, kind)
-					be = append(be, isBE)
-				}
+			if m := declNameRe.FindStringSubmatch(strings.TrimSpace(d)); m != nil {
+				add(m[1], inner, kind, isBE)
 			}
 		}
 	}

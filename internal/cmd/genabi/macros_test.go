@@ -17,35 +17,8 @@ import (
 // after including a header, and whose name matches that header's
 // allow-list, must be a generated constant (of this or another header).
 func TestScannerFindsEveryMacro(t *testing.T) {
-	if os.Getenv("GOVERBS_SKIP_REGEN") == "1" {
-		t.Skip("GOVERBS_SKIP_REGEN=1")
-	}
-	requireGenerationTools(t)
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "gcc"
-	}
-	generated := map[string]bool{}
-	for _, spec := range headers {
-		text, err := os.ReadFile(filepath.Join("/usr/include/rdma", spec.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := scanHeader(string(text))
-		if err != nil {
-			t.Fatalf("%s: %v", spec.name, err)
-		}
-		consts, err := selectConsts(spec, h)
-		if err != nil {
-			t.Fatalf("%s: %v", spec.name, err)
-		}
-		for _, c := range consts {
-			generated[c.name] = true
-		}
-		for name := range spec.skip {
-			generated[name] = true // deliberately left out, with a reason
-		}
-	}
+	cc := requireGenerationTools(t)
+	generated, _ := scanInstalledHeaders(t)
 	macro := regexp.MustCompile(`^#define ([A-Za-z_]\w*) (.+)$`)
 	for _, spec := range headers {
 		cmd := exec.Command(cc, "-E", "-dM", "-x", "c", "-")
@@ -74,39 +47,14 @@ func TestScannerFindsEveryMacro(t *testing.T) {
 // generated constant or deliberately skipped, and every named struct and
 // union declared there must have a generated type.
 func TestScannerFindsEveryEnumeratorAndStruct(t *testing.T) {
-	if os.Getenv("GOVERBS_SKIP_REGEN") == "1" {
-		t.Skip("GOVERBS_SKIP_REGEN=1")
-	}
-	requireGenerationTools(t)
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "gcc"
-	}
-	known := map[string]bool{}
+	cc := requireGenerationTools(t)
+	known, scans := scanInstalledHeaders(t)
 	records := map[string]bool{} // "struct tag" / "union tag"
 	var src strings.Builder
 	src.WriteString("#include <linux/netlink.h>\n")
-	for _, spec := range headers {
+	for i, spec := range headers {
 		fmt.Fprintf(&src, "#include <rdma/%s>\n", spec.name)
-		text, err := os.ReadFile(filepath.Join("/usr/include/rdma", spec.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := scanHeader(string(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		consts, err := selectConsts(spec, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range consts {
-			known[c.name] = true
-		}
-		for name := range spec.skip {
-			known[name] = true
-		}
-		for _, rec := range h.records {
+		for _, rec := range scans[i].records {
 			records[rec.kind+" "+rec.tag] = true
 		}
 	}
@@ -186,4 +134,35 @@ func TestScannerFindsEveryEnumeratorAndStruct(t *testing.T) {
 	if seen < 500 {
 		t.Errorf("only %d enumerators found in the debug info; the cross-check is not working", seen)
 	}
+}
+
+// scanInstalledHeaders scans each header of the table as installed under
+// /usr/include/rdma and returns the names that are generated constants or
+// deliberately left out (with a reason), and each header's scan, in table
+// order.
+func scanInstalledHeaders(t *testing.T) (generated map[string]bool, scans []*cHeader) {
+	t.Helper()
+	generated = map[string]bool{}
+	for _, spec := range headers {
+		text, err := os.ReadFile(filepath.Join("/usr/include/rdma", spec.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := scanHeader(string(text))
+		if err != nil {
+			t.Fatalf("%s: %v", spec.name, err)
+		}
+		consts, err := selectConsts(spec, h)
+		if err != nil {
+			t.Fatalf("%s: %v", spec.name, err)
+		}
+		for _, c := range consts {
+			generated[c.name] = true
+		}
+		for name := range spec.skip {
+			generated[name] = true
+		}
+		scans = append(scans, h)
+	}
+	return generated, scans
 }
