@@ -24,10 +24,7 @@ type connPair struct {
 func newConnPair(t *testing.T, port uint16) *connPair {
 	t.Helper()
 	ctx := testCtx(t)
-	l, err := rdmacm.Listen(labAddr(port), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustListen(t, labAddr(port), nil)
 	t.Cleanup(func() { l.Close() })
 	p := &connPair{}
 	sbuf, cbuf := make([]byte, 4096), make([]byte, 4096)
@@ -45,6 +42,7 @@ func newConnPair(t *testing.T, port uint16) *connPair {
 		}})
 		accepted <- err
 	}()
+	var err error
 	p.client, err = rdmacm.Dial(ctx, labAddr(port), &rdmacm.Options{Setup: func(c *rdmacm.Conn) error {
 		var err error
 		p.cmr, err = c.PD().RegMR(cbuf, uverbs.AccessLocalWrite)

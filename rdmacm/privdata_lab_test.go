@@ -84,10 +84,7 @@ func TestLabAcceptPrivateDataCPeer(t *testing.T) {
 	labtest.Require(t)
 	bin := labtest.BuildCPeer(t, "cmpriv", "rdmacm")
 	const port = 20131
-	l, err := rdmacm.Listen(labAddr(port), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustListen(t, labAddr(port), nil)
 	defer l.Close()
 	const text = "registered in Setup, described in ACCEPT"
 	sent, done := readableServer(t, l, text, nil)
@@ -124,10 +121,7 @@ func TestLabAcceptPrivateDataGo(t *testing.T) {
 	labtest.Require(t)
 	ctx := testCtx(t)
 	const port = 20132
-	l, err := rdmacm.Listen(labAddr(port), &rdmacm.Options{Cap: uverbs.QPCap{MaxSendWR: 8, MaxRecvWR: 24, MaxSendSGE: 1, MaxRecvSGE: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustListen(t, labAddr(port), &rdmacm.Options{Cap: uverbs.QPCap{MaxSendWR: 8, MaxRecvWR: 24, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	defer l.Close()
 	const text = "read me through the ACCEPT's private data"
 	sent, done := readableServer(t, l, text, func(c *rdmacm.Conn) error {

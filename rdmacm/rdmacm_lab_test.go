@@ -32,6 +32,16 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// mustListen listens on addr or fails the test.
+func mustListen(t *testing.T, addr netip.AddrPort, o *rdmacm.Options) *rdmacm.Listener {
+	t.Helper()
+	l, err := rdmacm.Listen(addr, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // waitWC polls cq until one completion arrives (bounded).
 func waitWC(t *testing.T, cq *uverbs.CQ) uverbs.WC {
 	t.Helper()
@@ -57,10 +67,7 @@ func waitWC(t *testing.T, cq *uverbs.CQ) uverbs.WC {
 func TestLabRCConnectSend(t *testing.T) {
 	labtest.Require(t)
 	ctx := testCtx(t)
-	l, err := rdmacm.Listen(labAddr(20101), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustListen(t, labAddr(20101), nil)
 	defer l.Close()
 
 	type result struct {
@@ -139,10 +146,7 @@ func TestLabRCConnectSend(t *testing.T) {
 func TestLabReject(t *testing.T) {
 	labtest.Require(t)
 	ctx := testCtx(t)
-	l, err := rdmacm.Listen(labAddr(20102), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustListen(t, labAddr(20102), nil)
 	defer l.Close()
 	go func() {
 		req, err := l.Accept(ctx)
@@ -153,7 +157,7 @@ func TestLabReject(t *testing.T) {
 			req.Reject([]byte("go away"))
 		}
 	}()
-	_, err = rdmacm.Dial(ctx, labAddr(20102), nil)
+	_, err := rdmacm.Dial(ctx, labAddr(20102), nil)
 	var ee *rdmacm.EventError
 	if !errors.Is(err, unix.ECONNREFUSED) || !errors.As(err, &ee) {
 		t.Fatalf("dial: %v, want ECONNREFUSED", err)
@@ -176,10 +180,7 @@ func TestLabUDResolve(t *testing.T) {
 	labtest.Require(t)
 	ctx := testCtx(t)
 	o := &rdmacm.Options{PortSpace: rdmacm.PortSpaceUDP}
-	l, err := rdmacm.Listen(labAddr(20104), o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustListen(t, labAddr(20104), o)
 	defer l.Close()
 	srv := make(chan *rdmacm.Conn, 1)
 	go func() {
@@ -259,10 +260,7 @@ func TestLabConnectLoopLeaksNothing(t *testing.T) {
 	if testing.Short() {
 		n = 10
 	}
-	l, err := rdmacm.Listen(labAddr(20105), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustListen(t, labAddr(20105), nil)
 	// Warm up once so that lazily created process state (netlink sockets,
 	// runtime poller fds) is not counted as a leak.
 	loopOnce := func(i int) error {
@@ -501,10 +499,7 @@ func TestLabIPv6(t *testing.T) {
 	waitDAD(t, ifi.Name)
 	ctx := testCtx(t)
 	addr := netip.AddrPortFrom(a6, 20108)
-	l, err := rdmacm.Listen(addr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustListen(t, addr, nil)
 	defer l.Close()
 	errc := make(chan error, 1)
 	go func() {
