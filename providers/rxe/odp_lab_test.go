@@ -240,27 +240,30 @@ func TestLabODP(t *testing.T) {
 		}
 	})
 
-	t.Run("Write", func(t *testing.T) {
-		src := bytes.Repeat([]byte("ODPW"), odpMsg/4)
-		copy(page(loc, pgWrite), src)
-		untouched("write", page(rem, pgWrite))
-		postOne(t, p, uverbs.SendWR{WRID: 20, Opcode: uverbs.WRRDMAWrite, SGL: []uverbs.SGE{locMR.SGE(pgWrite*pg, odpMsg)},
-			RemoteAddr: remMR.Addr() + uint64(pgWrite*pg), RKey: remMR.RKey()}, uverbs.WCRDMAWrite)
-		if !bytes.Equal(page(rem, pgWrite)[:odpMsg], src) {
-			t.Errorf("the written page does not hold the source: %x...", page(rem, pgWrite)[:16])
-		}
-	})
-
-	t.Run("Read", func(t *testing.T) {
-		src := bytes.Repeat([]byte("ODPR"), odpMsg/4)
-		copy(page(rem, pgRead), src)
-		untouched("read", page(loc, pgRead))
-		postOne(t, p, uverbs.SendWR{WRID: 30, Opcode: uverbs.WRRDMARead, SGL: []uverbs.SGE{locMR.SGE(pgRead*pg, odpMsg)},
-			RemoteAddr: remMR.Addr() + uint64(pgRead*pg), RKey: remMR.RKey()}, uverbs.WCRDMARead)
-		if !bytes.Equal(page(loc, pgRead)[:odpMsg], src) {
-			t.Errorf("the page read into does not hold the remote data: %x...", page(loc, pgRead)[:16])
-		}
-	})
+	// An RDMA write moves a local page into the remote buffer, a read a remote page into the local one; the target
+	// page was never touched.
+	for _, tc := range []struct {
+		name, fill string
+		pgNo       int
+		wrid       uint64
+		op         uverbs.WROpcode
+		wc         uverbs.WCOpcode
+		src, dst   []byte
+	}{
+		{"Write", "ODPW", pgWrite, 20, uverbs.WRRDMAWrite, uverbs.WCRDMAWrite, loc, rem},
+		{"Read", "ODPR", pgRead, 30, uverbs.WRRDMARead, uverbs.WCRDMARead, rem, loc},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := bytes.Repeat([]byte(tc.fill), odpMsg/4)
+			copy(page(tc.src, tc.pgNo), src)
+			untouched(tc.name, page(tc.dst, tc.pgNo))
+			postOne(t, p, uverbs.SendWR{WRID: tc.wrid, Opcode: tc.op, SGL: []uverbs.SGE{locMR.SGE(tc.pgNo*pg, odpMsg)},
+				RemoteAddr: remMR.Addr() + uint64(tc.pgNo*pg), RKey: remMR.RKey()}, tc.wc)
+			if !bytes.Equal(page(tc.dst, tc.pgNo)[:odpMsg], src) {
+				t.Errorf("%s: the target page does not hold the source: %x...", tc.name, page(tc.dst, tc.pgNo)[:16])
+			}
+		})
+	}
 
 	t.Run("Atomics", func(t *testing.T) {
 		untouched("atomic target", page(rem, pgAtomic))
