@@ -106,6 +106,17 @@ func within(t *testing.T, done <-chan error, what string) error {
 	}
 }
 
+// waitAllocsNothing checks that end (an event, a Wake) and the wait it ends allocate nothing.
+func waitAllocsNothing(t *testing.T, ch *CompChannel, what string, end func()) {
+	t.Helper()
+	if a := testing.AllocsPerRun(100, func() {
+		end()
+		ch.testWait(context.Background())
+	}); a != 0 {
+		t.Errorf("%s: %v allocations", what, a)
+	}
+}
+
 // An event ends a wait, before it or during it.
 func TestCompChannelEvent(t *testing.T) {
 	bothModes(t, func(t *testing.T, mode waitMode) {
@@ -126,12 +137,7 @@ func TestCompChannelEvent(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("an event did not end a wait in 30 s")
 		}
-		if a := testing.AllocsPerRun(100, func() {
-			post(1)
-			ch.testWait(context.Background())
-		}); a != 0 {
-			t.Errorf("a wait with context.Background: %v allocations", a)
-		}
+		waitAllocsNothing(t, ch, "an event and a wait with context.Background", func() { post(1) })
 	})
 }
 
@@ -165,12 +171,7 @@ func TestCompChannelWake(t *testing.T) {
 		if n, err := ch.testWait(context.Background()); err != nil || n != 3 {
 			t.Fatalf("event after a Wake: %d, %v", n, err)
 		}
-		if a := testing.AllocsPerRun(100, func() {
-			ch.Wake()
-			ch.testWait(context.Background())
-		}); a != 0 {
-			t.Errorf("Wake and wait: %v allocations", a)
-		}
+		waitAllocsNothing(t, ch, "Wake and wait", func() { ch.Wake() })
 	})
 }
 
