@@ -12,9 +12,7 @@ import (
 // polling, and the preallocated errors of a full queue.
 func TestDataPathAllocations(t *testing.T) {
 	k := newFakeKernel(t)
-	f := k.newQP(verbs.QPTypeRC, testCap, false)
-	f.withNullDoorbell(t)
-	f.StateChanged(verbs.QPStateRTS)
+	f := k.rtsQP(testCap)
 	c := k.newCQ(63)
 	s, skq := k.newSRQ(15, 2)
 
@@ -95,9 +93,7 @@ func BenchmarkPostSend(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			k := newFakeKernel(b)
-			f := k.newQP(verbs.QPTypeRC, verbs.QPCap{MaxSendWR: 256, MaxRecvWR: 1, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInlineData: 64}, false)
-			f.withNullDoorbell(b)
-			f.StateChanged(verbs.QPStateRTS)
+			f := k.rtsQP(verbs.QPCap{MaxSendWR: 256, MaxRecvWR: 1, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInlineData: 64})
 			_, buf := userBuffer(b, "", 64)
 			sgl := []verbs.SGE{{Addr: buf, Length: 64, LKey: 1}}
 			wrs := make([]verbs.SendWR, bc.batch)

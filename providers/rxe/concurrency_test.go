@@ -17,9 +17,7 @@ import (
 func TestConcurrentPostSend(t *testing.T) {
 	const posters, perPoster, batch = 4, 2000, 5
 	k := newFakeKernel(t)
-	f := k.newQP(verbs.QPTypeRC, verbs.QPCap{MaxSendWR: 32, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}, false)
-	f.withNullDoorbell(t)
-	f.StateChanged(verbs.QPStateRTS)
+	f := k.rtsQP(verbs.QPCap{MaxSendWR: 32, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1})
 
 	var wg sync.WaitGroup
 	for p := 0; p < posters; p++ {
@@ -128,9 +126,7 @@ func TestConcurrentPoll(t *testing.T) {
 // cleanly.
 func TestConcurrentDestroy(t *testing.T) {
 	k := newFakeKernel(t)
-	f := k.newQP(verbs.QPTypeRC, testCap, false)
-	f.withNullDoorbell(t)
-	f.StateChanged(verbs.QPStateRTS)
+	f := k.rtsQP(testCap)
 	c := k.newCQ(7)
 	var wg sync.WaitGroup
 	wg.Add(3)

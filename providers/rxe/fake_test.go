@@ -166,6 +166,15 @@ func (k *fakeKernel) newQP(typ verbs.QPType, c verbs.QPCap, hasSRQ bool) *fakeQP
 	return f
 }
 
+// rtsQP is an RC QP in RTS (without an SRQ) that rings its doorbell into /dev/null: a send queue to post on.
+func (k *fakeKernel) rtsQP(c verbs.QPCap) *fakeQP {
+	k.t.Helper()
+	f := k.newQP(verbs.QPTypeRC, c, false)
+	f.withNullDoorbell(k.t)
+	f.StateChanged(verbs.QPStateRTS)
+	return f
+}
+
 // withPipeDoorbell makes the QP ring its doorbell into a pipe the test reads.
 func (f *fakeQP) withPipeDoorbell(t testing.TB) {
 	r, w, err := os.Pipe()
