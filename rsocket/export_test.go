@@ -19,12 +19,11 @@ func locked[T any](nc net.Conn, fn func(c *Conn) T) T {
 
 // DebugState describes a Conn's bookkeeping (tests only).
 func DebugState(nc net.Conn) string {
-	c := nc.(*Conn)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return fmt.Sprintf("head %d tail %d unread %d rseqNo %d rseqComp %d ctrl %d/%d conn %v r %v w %v err %v",
-		c.rx.head, c.rx.tail, c.rx.unread, c.rx.rseqNo, c.rx.rseqComp, c.rx.ctrlSeqno, c.rx.ctrlMaxSeqno,
-		c.connected, c.readable, c.writable, c.err)
+	return locked(nc, func(c *Conn) string {
+		return fmt.Sprintf("head %d tail %d unread %d rseqNo %d rseqComp %d ctrl %d/%d conn %v r %v w %v err %v",
+			c.rx.head, c.rx.tail, c.rx.unread, c.rx.rseqNo, c.rx.rseqComp, c.rx.ctrlSeqno, c.rx.ctrlMaxSeqno,
+			c.connected, c.readable, c.writable, c.err)
+	})
 }
 
 // DebugErr is a Conn's sticky error (tests only).
@@ -35,12 +34,12 @@ func DebugErr(nc net.Conn) error {
 // DebugProcess polls c's CQ as a Read or Write does, without reading or
 // writing (tests only): completions are processed only in calls (see Conn.arm).
 func DebugProcess(nc net.Conn) {
-	c := nc.(*Conn)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.closed && !c.tearing {
-		c.process()
-	}
+	locked(nc, func(c *Conn) any {
+		if !c.closed && !c.tearing {
+			c.process()
+		}
+		return nil
+	})
 }
 
 // DebugKeepAlives is how many keepalive probes c posted (tests only).
@@ -52,24 +51,20 @@ func DebugKeepAlives(nc net.Conn) int {
 // the error state (it drops whatever arrives, acknowledges nothing) and it
 // sends nothing, not even the CM's DREQ, until Close (tests only).
 func DebugVanish(nc net.Conn) {
-	c := nc.(*Conn)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.fail(errVanished)
+	locked(nc, func(c *Conn) any { c.fail(errVanished); return nil })
 }
 
 var errVanished = errors.New("test: vanished")
 
 // DebugQPAttr is the QP's state, local ACK timeout and retry counts (tests only).
 func DebugQPAttr(nc net.Conn) string {
-	c := nc.(*Conn)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a, err := c.qp.Query(uverbs.QPAttrState | uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry)
-	if err != nil {
-		return err.Error()
-	}
-	return fmt.Sprintf("state %v timeout %d retry %d rnr_retry %d", a.State, a.Timeout, a.RetryCnt, a.RNRRetry)
+	return locked(nc, func(c *Conn) string {
+		a, err := c.qp.Query(uverbs.QPAttrState | uverbs.QPAttrTimeout | uverbs.QPAttrRetryCnt | uverbs.QPAttrRNRRetry)
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("state %v timeout %d retry %d rnr_retry %d", a.State, a.Timeout, a.RetryCnt, a.RNRRetry)
+	})
 }
 
 // DebugProbe posts one keepalive probe now, whether or not keepalive is on,

@@ -62,17 +62,24 @@ func TestLabNettest(t *testing.T) {
 	}
 }
 
+// pipe is a connected pair (dialer first), stopped when the test ends.
+func pipe(t *testing.T) (c1, c2 net.Conn) {
+	t.Helper()
+	c1, c2, stop, err := makePipe(false)()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return c1, c2
+}
+
 // TestLabConnSemantics checks what nettest does not: half-close with CloseWrite, the errors a closed or
 // half-closed connection returns, io.EOF after the peer's Close, and Close waking a Read and a Write that
 // have no deadline.
 func TestLabConnSemantics(t *testing.T) {
 	labtest.Require(t)
 	t.Run("CloseWrite", func(t *testing.T) {
-		c, s, stop, err := makePipe(false)()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop()
+		c, s := pipe(t)
 		if _, err := c.Write([]byte("hello")); err != nil {
 			t.Fatal(err)
 		}
@@ -104,11 +111,7 @@ func TestLabConnSemantics(t *testing.T) {
 		}
 	})
 	t.Run("PeerClose", func(t *testing.T) {
-		c, s, stop, err := makePipe(false)()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop()
+		c, s := pipe(t)
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -141,11 +144,7 @@ func TestLabConnSemantics(t *testing.T) {
 		}
 	})
 	t.Run("CloseWakes", func(t *testing.T) {
-		c, _, stop, err := makePipe(false)()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop()
+		c, _ := pipe(t)
 		errs := make(chan error, 2)
 		go func() {
 			_, err := c.Read(make([]byte, 8))
@@ -176,13 +175,9 @@ func TestLabConnSemantics(t *testing.T) {
 		}
 	})
 	t.Run("Deadline", func(t *testing.T) {
-		c, _, stop, err := makePipe(false)()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop()
+		c, _ := pipe(t)
 		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-		_, err = c.Read(make([]byte, 8))
+		_, err := c.Read(make([]byte, 8))
 		var ne net.Error
 		if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
 			t.Errorf("Read past its deadline: %v, want os.ErrDeadlineExceeded (a net.Error with Timeout)", err)

@@ -436,17 +436,7 @@ func TestLabRstreamInterop(t *testing.T) {
 						t.Errorf("close: %v", err)
 					}
 				}
-				waitErr := make(chan error, 1)
-				go func() { waitErr <- cmd.Wait() }()
-				select {
-				case err := <-waitErr:
-					if err != nil {
-						t.Errorf("rstream: %v\n%s", err, out.String())
-					}
-				case <-time.After(60 * time.Second):
-					cmd.Process.Kill()
-					t.Errorf("rstream did not exit\n%s", out.String())
-				}
+				waitExit(t, cmd, "rstream", &out, 60*time.Second)
 				if goErr != nil {
 					t.Errorf("Go side: %v", goErr)
 				}
@@ -746,4 +736,21 @@ func acceptOne(ln net.Listener) <-chan acceptResult {
 		ch <- acceptResult{c, err}
 	}()
 	return ch
+}
+
+// waitExit waits up to limit for cmd to exit and reports an exit with an error or, killing cmd, one that does not
+// come; either with cmd's output out.
+func waitExit(t *testing.T, cmd *exec.Cmd, what string, out fmt.Stringer, limit time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("%s: %v\n%s", what, err, out.String())
+		}
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		t.Errorf("%s did not exit\n%s", what, out.String())
+	}
 }

@@ -349,17 +349,7 @@ func memlockServer(t *testing.T, port int) {
 	}
 	defer func() {
 		stdin.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("child server: %v\n%s", err, out.String())
-			}
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("child server did not exit\n%s", out.String())
-		}
+		waitExit(t, cmd, "child server", &out, 30*time.Second)
 	}()
 	waitLine := func(s string) {
 		t.Helper()
