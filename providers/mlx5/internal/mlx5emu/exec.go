@@ -456,12 +456,7 @@ func (d *Device) takeRecv(dst *qp) (*recvWQE, bool) {
 		if s == nil {
 			return nil, false
 		}
-		posted := uint16(loadBE32(s.cfg.DBR[0:]))
-		if posted == s.counter {
-			return nil, false
-		}
-		if int(uint16(posted-s.counter)) > s.cfg.WQECnt {
-			d.protoErr("SRQ %#x: doorbell record %#x is more than a ring ahead of %#x", s.srqn, posted, s.counter)
+		if !d.recvPosted(s.cfg.DBR, s.counter, s.cfg.WQECnt, "SRQ", s.srqn) {
 			return nil, false
 		}
 		size := 1 << s.cfg.WQEShift
@@ -481,12 +476,7 @@ func (d *Device) takeRecv(dst *qp) (*recvWQE, bool) {
 	if dst.cfg.RQWQECnt == 0 {
 		return nil, false
 	}
-	pi := uint16(loadBE32(dst.cfg.DBR[0:]))
-	if pi == dst.rqCI {
-		return nil, false
-	}
-	if int(uint16(pi-dst.rqCI)) > dst.cfg.RQWQECnt {
-		d.protoErr("QP %#x: RQ doorbell record %#x is more than a ring ahead of %#x", dst.qpn, pi, dst.rqCI)
+	if !d.recvPosted(dst.cfg.DBR, dst.rqCI, dst.cfg.RQWQECnt, "QP", dst.qpn) {
 		return nil, false
 	}
 	size := 1 << dst.cfg.RQWQEShift
@@ -495,6 +485,22 @@ func (d *Device) takeRecv(dst *qp) (*recvWQE, bool) {
 	dst.rqCI++
 	dst.stats.RecvsConsumed++
 	return r, true
+}
+
+// recvPosted reports whether the receive counter in the doorbell record dbr
+// is ahead of the consumer counter ci of a ring of n WQEs, the receive queue
+// of kind ("QP", "SRQ") number num; a counter more than a ring ahead is a
+// protocol error.
+func (d *Device) recvPosted(dbr []byte, ci uint16, n int, kind string, num uint32) bool {
+	posted := uint16(loadBE32(dbr[0:]))
+	if posted == ci {
+		return false
+	}
+	if int(uint16(posted-ci)) > n {
+		d.protoErr("%s %#x: receive doorbell record %#x is more than a ring ahead of %#x", kind, num, posted, ci)
+		return false
+	}
+	return true
 }
 
 // parseRecvSegs reads receive data segments up to the end of the WQE or the

@@ -109,8 +109,8 @@ func (d *Device) RegisterMR(buf []byte, access Access, pdn uint32) (lkey, rkey u
 func (d *Device) DeregisterMR(key uint32) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.mrs[key]; !ok {
-		return fmt.Errorf("mlx5emu: deregister MR %#x: %w", key, unix.EINVAL)
+	if _, err := object(d.mrs, "deregister", "MR", key); err != nil {
+		return err
 	}
 	delete(d.mrs, key)
 	return nil
@@ -168,9 +168,9 @@ type CQStats struct {
 func (d *Device) CQStats(cqn uint32) (CQStats, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	c, ok := d.cqs[cqn]
-	if !ok {
-		return CQStats{}, fmt.Errorf("mlx5emu: CQ %#x stats: %w", cqn, unix.EINVAL)
+	c, err := object(d.cqs, "stats of", "CQ", cqn)
+	if err != nil {
+		return CQStats{}, err
 	}
 	return c.stats, nil
 }
@@ -210,12 +210,22 @@ func (d *Device) DestroyCQ(cqn uint32) error {
 	return destroyShared(d.cqs, "CQ", cqn, func(c *cq) int { return c.refs })
 }
 
+// object returns object n of kind ("CQ", "QP") in objs, or, when there is
+// none, EINVAL for the operation op ("destroy", "query"); d.mu held.
+func object[T any](objs map[uint32]*T, op, kind string, n uint32) (*T, error) {
+	o, ok := objs[n]
+	if !ok {
+		return nil, fmt.Errorf("mlx5emu: %s %s %#x: %w", op, kind, n, unix.EINVAL)
+	}
+	return o, nil
+}
+
 // destroyShared removes object n of kind ("CQ", "SRQ") from objs, unless
 // QPs still use it (refs); d.mu held.
 func destroyShared[T any](objs map[uint32]*T, kind string, n uint32, refs func(*T) int) error {
-	o, ok := objs[n]
-	if !ok {
-		return fmt.Errorf("mlx5emu: destroy %s %#x: %w", kind, n, unix.EINVAL)
+	o, err := object(objs, "destroy", kind, n)
+	if err != nil {
+		return err
 	}
 	if r := refs(o); r > 0 {
 		return fmt.Errorf("mlx5emu: destroy %s %#x: in use by %d QPs: %w", kind, n, r, unix.EBUSY)
@@ -427,9 +437,9 @@ func (d *Device) CreateQP(cfg QPConfig) (uint32, error) {
 func (d *Device) DestroyQP(qpn uint32) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	q, ok := d.qps[qpn]
-	if !ok {
-		return fmt.Errorf("mlx5emu: destroy QP %#x: %w", qpn, unix.EINVAL)
+	q, err := object(d.qps, "destroy", "QP", qpn)
+	if err != nil {
+		return err
 	}
 	d.cqs[q.cfg.SendCQN].refs--
 	d.cqs[q.cfg.RecvCQN].refs--
@@ -464,9 +474,9 @@ type QPAttr struct {
 func (d *Device) ModifyQP(qpn uint32, attr QPAttr) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	q, ok := d.qps[qpn]
-	if !ok {
-		return fmt.Errorf("mlx5emu: modify QP %#x: %w", qpn, unix.EINVAL)
+	q, err := object(d.qps, "modify", "QP", qpn)
+	if err != nil {
+		return err
 	}
 	from, to := q.state, attr.State
 	valid := false
@@ -516,9 +526,9 @@ func (d *Device) ModifyQP(qpn uint32, attr QPAttr) error {
 func (d *Device) QPState(qpn uint32) (QPState, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	q, ok := d.qps[qpn]
-	if !ok {
-		return 0, fmt.Errorf("mlx5emu: query QP %#x: %w", qpn, unix.EINVAL)
+	q, err := object(d.qps, "query", "QP", qpn)
+	if err != nil {
+		return 0, err
 	}
 	return q.state, nil
 }
@@ -527,9 +537,9 @@ func (d *Device) QPState(qpn uint32) (QPState, error) {
 func (d *Device) QPStats(qpn uint32) (QPStats, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	q, ok := d.qps[qpn]
-	if !ok {
-		return QPStats{}, fmt.Errorf("mlx5emu: QP %#x stats: %w", qpn, unix.EINVAL)
+	q, err := object(d.qps, "stats of", "QP", qpn)
+	if err != nil {
+		return QPStats{}, err
 	}
 	return q.stats, nil
 }
