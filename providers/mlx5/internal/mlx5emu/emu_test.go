@@ -291,19 +291,25 @@ func TestUD(t *testing.T) {
 	noErrors(t, d)
 }
 
-func TestSRQ(t *testing.T) {
-	d := newDev(t, Options{})
-	const cnt, shift = 8, 6 // next seg + 3 data segs
-	srqBuf := pageMem(t, cnt<<shift)
-	srqDBR := pageMem(t, 64)[:8]
-	// Free list 0 -> 1 -> ... -> 7, as the driver builds it.
+// newSRQ creates an SRQ (PD 1, user index uidx) of cnt WQEs of 1<<shift bytes in a buffer buf whose free list
+// links WQE i to i+1, as the driver builds it, with its doorbell record dbr.
+func newSRQ(t *testing.T, d *Device, cnt, shift int, uidx uint32) (srqn uint32, buf, dbr []byte) {
+	t.Helper()
+	buf, dbr = pageMem(t, cnt<<shift), pageMem(t, 64)[:8]
 	for i := 0; i < cnt; i++ {
-		binary.BigEndian.PutUint16(srqBuf[i<<shift+2:], uint16(i+1))
+		binary.BigEndian.PutUint16(buf[i<<shift+2:], uint16(i+1))
 	}
-	srqn, err := d.CreateSRQ(SRQConfig{PDN: 1, Buf: srqBuf, WQECnt: cnt, WQEShift: shift, DBR: srqDBR, UIDX: 9})
+	srqn, err := d.CreateSRQ(SRQConfig{PDN: 1, Buf: buf, WQECnt: cnt, WQEShift: shift, DBR: dbr, UIDX: uidx})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srqn, buf, dbr
+}
+
+func TestSRQ(t *testing.T) {
+	d := newDev(t, Options{})
+	const cnt, shift = 8, 6 // next seg + 3 data segs
+	srqn, srqBuf, srqDBR := newSRQ(t, d, cnt, shift, 9)
 	p := newPair(t, d, RC, 0, qpOpts{srqn: srqn})
 	head, tail, counter := uint16(0), uint16(cnt-1), uint32(0)
 	postSRQ := func(off uint64) uint16 {
@@ -369,15 +375,7 @@ func equalU16(a, b []uint16) bool {
 
 func TestCQEVersionZeroSRQN(t *testing.T) {
 	d := newDev(t, Options{CQEVersionZero: true})
-	srqBuf := pageMem(t, 4<<6)
-	srqDBR := pageMem(t, 64)[:8]
-	for i := 0; i < 4; i++ {
-		binary.BigEndian.PutUint16(srqBuf[i<<6+2:], uint16(i+1))
-	}
-	srqn, err := d.CreateSRQ(SRQConfig{PDN: 1, Buf: srqBuf, WQECnt: 4, WQEShift: 6, DBR: srqDBR})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srqn, srqBuf, srqDBR := newSRQ(t, d, 4, 6, 0)
 	p := newPair(t, d, RC, 0, qpOpts{srqn: srqn})
 	copy(srqBuf[16:], dataSeg(16, p.dstMR.key, p.dstMR.addr))
 	copy(srqBuf[32:], dataSeg(0, 0x100, 0))
@@ -1034,14 +1032,7 @@ func TestUC(t *testing.T) {
 
 func TestSRQEmptyIsRNR(t *testing.T) {
 	d := newDev(t, Options{})
-	buf, dbr := pageMem(t, 4<<6), pageMem(t, 64)[:8]
-	for i := 0; i < 4; i++ {
-		binary.BigEndian.PutUint16(buf[i<<6+2:], uint16(i+1))
-	}
-	srqn, err := d.CreateSRQ(SRQConfig{PDN: 1, Buf: buf, WQECnt: 4, WQEShift: 6, DBR: dbr})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srqn, _, _ := newSRQ(t, d, 4, 6, 0) // nothing posted
 	p := newPair(t, d, RC, 1, qpOpts{srqn: srqn})
 	p.a.post(tOpSend, tCQUpdate, 0, inlineSeg([]byte("x")))
 	d.Process() // first attempt: RNR, one retry left
