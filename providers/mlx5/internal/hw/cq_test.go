@@ -100,16 +100,24 @@ func TestCQUnknownQP(t *testing.T) {
 	}
 }
 
-// TestCQInterleavedQPs checks Poll's last-QP cache: requester CQEs of two QPs alternate in one CQ (every switch
-// goes through the lookup, every repeat through the inline path), each retires its own QP's WQEs, and a CQE for a
-// QP detached since the cache was filled is a poll error, not a completion of a stale queue.
-func TestCQInterleavedQPs(t *testing.T) {
-	e := newCQEnv(t)
+// secondQP attaches to e's CQ a second RC QP (QPN and user index one past the first's) with a send queue like
+// the first's.
+func (e *cqEnv) secondQP(t *testing.T) (*QP, *testSQ) {
+	t.Helper()
 	other := newTestSQSized(t, QPTypeRC, 256, false, 8, 1, 0)
 	qp2 := &QP{QPN: gQPN + 1, UserIndex: gUIdx + 1, SQ: other.sq}
 	if err := e.cq.Attach(qp2); err != nil {
 		t.Fatal(err)
 	}
+	return qp2, other
+}
+
+// TestCQInterleavedQPs checks Poll's last-QP cache: requester CQEs of two QPs alternate in one CQ (every switch
+// goes through the lookup, every repeat through the inline path), each retires its own QP's WQEs, and a CQE for a
+// QP detached since the cache was filled is a poll error, not a completion of a stale queue.
+func TestCQInterleavedQPs(t *testing.T) {
+	e := newCQEnv(t)
+	qp2, other := e.secondQP(t)
 	for i := range 4 {
 		for k, sq := range []*SendQueue{e.sq.sq, other.sq} {
 			if _, st := sq.PostSend([]SendWR{{WRID: uint64(i + 10*k), Opcode: verbs.WRSend,
@@ -158,11 +166,7 @@ func TestCQInterleavedQPs(t *testing.T) {
 // and the device's next CQE still polls.
 func TestCQClean(t *testing.T) {
 	e := newCQEnv(t)
-	other := newTestSQSized(t, QPTypeRC, 256, false, 8, 1, 0)
-	qp2 := &QP{QPN: gQPN + 1, UserIndex: gUIdx + 1, SQ: other.sq}
-	if err := e.cq.Attach(qp2); err != nil {
-		t.Fatal(err)
-	}
+	qp2, other := e.secondQP(t)
 	post := func(sq *SendQueue, id uint64) {
 		t.Helper()
 		if _, st := sq.PostSend([]SendWR{{WRID: id, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []SGE{gS1}}}); st != provider.OK {
