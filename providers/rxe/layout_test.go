@@ -12,13 +12,15 @@ import (
 // Poll copies struct ib_uverbs_wc into verbs.WC and posting copies verbs.SGE into struct rxe_sge as
 // blocks: their layouts must agree field by field.
 func TestLayouts(t *testing.T) {
-	var w verbs.WC
-	var a abi.IbUverbsWc
-	wc := []struct {
+	// A field of ours (offset got, size gsz) against the ABI's (offset off, size asz).
+	type field struct {
 		name     string
 		got, off uintptr
 		gsz, asz uintptr
-	}{
+	}
+	var w verbs.WC
+	var a abi.IbUverbsWc
+	wc := []field{
 		{"wr_id", unsafe.Offsetof(w.WRID), unsafe.Offsetof(a.WrId), unsafe.Sizeof(w.WRID), unsafe.Sizeof(a.WrId)},
 		{"status", unsafe.Offsetof(w.Status), unsafe.Offsetof(a.Status), unsafe.Sizeof(w.Status), unsafe.Sizeof(a.Status)},
 		{"opcode", unsafe.Offsetof(w.Opcode), unsafe.Offsetof(a.Opcode), unsafe.Sizeof(w.Opcode), unsafe.Sizeof(a.Opcode)},
@@ -37,11 +39,7 @@ func TestLayouts(t *testing.T) {
 	}
 	var s verbs.SGE
 	var r abi.RxeSge
-	sge := []struct {
-		name     string
-		got, off uintptr
-		gsz, asz uintptr
-	}{
+	sge := []field{
 		{"addr", unsafe.Offsetof(s.Addr), unsafe.Offsetof(r.Addr), unsafe.Sizeof(s.Addr), unsafe.Sizeof(r.Addr)},
 		{"length", unsafe.Offsetof(s.Length), unsafe.Offsetof(r.Length), unsafe.Sizeof(s.Length), unsafe.Sizeof(r.Length)},
 		{"lkey", unsafe.Offsetof(s.LKey), unsafe.Offsetof(r.Lkey), unsafe.Sizeof(s.LKey), unsafe.Sizeof(r.Lkey)},
