@@ -42,6 +42,33 @@ func mustListen(t *testing.T, addr netip.AddrPort, o *rdmacm.Options) *rdmacm.Li
 	return l
 }
 
+// serveOne accepts one connection request on l in a goroutine, once check (when not nil) approves it, waits for
+// the client's DISCONNECT and closes the connection; the channel carries the first error, or nil.
+func serveOne(ctx context.Context, l *rdmacm.Listener, check func(*rdmacm.Request) error) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		req, err := l.Accept(ctx)
+		if err != nil {
+			errc <- err
+			return
+		}
+		if check != nil {
+			if err := check(req); err != nil {
+				errc <- err
+				return
+			}
+		}
+		c, err := req.Accept(ctx, nil)
+		if err != nil {
+			errc <- err
+			return
+		}
+		_, err = c.WaitEvent(ctx) // the client's DISCONNECT
+		errc <- errors.Join(err, c.Close())
+	}()
+	return errc
+}
+
 // waitWC polls cq until one completion arrives (bounded).
 func waitWC(t *testing.T, cq *uverbs.CQ) uverbs.WC {
 	t.Helper()
@@ -264,21 +291,7 @@ func TestLabConnectLoopLeaksNothing(t *testing.T) {
 	// Warm up once so that lazily created process state (netlink sockets,
 	// runtime poller fds) is not counted as a leak.
 	loopOnce := func(i int) error {
-		errc := make(chan error, 1)
-		go func() {
-			req, err := l.Accept(ctx)
-			if err != nil {
-				errc <- err
-				return
-			}
-			c, err := req.Accept(ctx, nil)
-			if err != nil {
-				errc <- err
-				return
-			}
-			_, err = c.WaitEvent(ctx) // the client's DISCONNECT
-			errc <- errors.Join(err, c.Close())
-		}()
+		errc := serveOne(ctx, l, nil)
 		c, err := rdmacm.Dial(ctx, labAddr(20105), nil)
 		if err != nil {
 			return fmt.Errorf("dial %d: %w", i, err)
@@ -501,25 +514,12 @@ func TestLabIPv6(t *testing.T) {
 	addr := netip.AddrPortFrom(a6, 20108)
 	l := mustListen(t, addr, nil)
 	defer l.Close()
-	errc := make(chan error, 1)
-	go func() {
-		req, err := l.Accept(ctx)
-		if err != nil {
-			errc <- err
-			return
-		}
+	errc := serveOne(ctx, l, func(req *rdmacm.Request) error {
 		if !req.Remote.Addr().Is6() {
-			errc <- fmt.Errorf("request from %v", req.Remote)
-			return
+			return fmt.Errorf("request from %v", req.Remote)
 		}
-		c, err := req.Accept(ctx, nil)
-		if err != nil {
-			errc <- err
-			return
-		}
-		_, err = c.WaitEvent(ctx)
-		errc <- errors.Join(err, c.Close())
-	}()
+		return nil
+	})
 	c, err := rdmacm.Dial(ctx, addr, nil)
 	if err != nil {
 		t.Fatal(err)
