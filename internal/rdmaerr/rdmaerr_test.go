@@ -18,27 +18,28 @@ import (
 
 // Every package's not-supported value is the one sentinel, and each matches errors.ErrUnsupported.
 func TestOneNotSupportedSentinel(t *testing.T) {
-	for name, err := range map[string]error{
-		"rdmaerr":     rdmaerr.ErrNotSupported,
-		"uverbs":      uverbs.ErrNotSupported,
-		"netlinkrdma": netlinkrdma.ErrNotSupported,
-		"mlx5":        mlx5.ErrNotSupported,
-	} {
-		if !errors.Is(err, errors.ErrUnsupported) {
-			t.Errorf("%s.ErrNotSupported does not match errors.ErrUnsupported", name)
-		}
-		if !errors.Is(err, rdmaerr.ErrNotSupported) {
-			t.Errorf("%s.ErrNotSupported is not goverbs' sentinel", name)
-		}
-	}
+	matchAll(t, map[string]error{
+		"rdmaerr.ErrNotSupported":     rdmaerr.ErrNotSupported,
+		"uverbs.ErrNotSupported":      uverbs.ErrNotSupported,
+		"netlinkrdma.ErrNotSupported": netlinkrdma.ErrNotSupported,
+		"mlx5.ErrNotSupported":        mlx5.ErrNotSupported,
+	}, errors.ErrUnsupported, rdmaerr.ErrNotSupported)
 	// Kernel answers wrapped by each package's error type match all three.
 	for _, errno := range []unix.Errno{unix.EOPNOTSUPP, unix.EPROTONOSUPPORT} {
-		for name, err := range map[string]error{
-			"uverbs":      &uverbs.Error{Op: "create QP", Device: "rxe0", Err: fmt.Errorf("x: %w", errno)},
-			"netlinkrdma": &netlinkrdma.OpError{Op: "get", Object: "rxe0", Err: errno},
-		} {
-			if !errors.Is(err, errors.ErrUnsupported) || !errors.Is(err, rdmaerr.ErrNotSupported) || !errors.Is(err, errno) {
-				t.Errorf("%s error with %v: not matched", name, errno)
+		matchAll(t, map[string]error{
+			"uverbs.Error":      &uverbs.Error{Op: "create QP", Device: "rxe0", Err: fmt.Errorf("x: %w", errno)},
+			"netlinkrdma.Error": &netlinkrdma.OpError{Op: "get", Object: "rxe0", Err: errno},
+		}, errors.ErrUnsupported, rdmaerr.ErrNotSupported, errno)
+	}
+}
+
+// matchAll checks that each of errs (by name) matches every one of targets.
+func matchAll(t *testing.T, errs map[string]error, targets ...error) {
+	t.Helper()
+	for name, err := range errs {
+		for _, target := range targets {
+			if !errors.Is(err, target) {
+				t.Errorf("%s: %v does not match %v", name, err, target)
 			}
 		}
 	}
@@ -47,7 +48,7 @@ func TestOneNotSupportedSentinel(t *testing.T) {
 // Every package's use-after-close value is the one sentinel, and it matches net.ErrClosed (and os.ErrClosed),
 // so that code written for net.Conn reads it; rsocket reports net.ErrClosed itself, as net.Conn does.
 func TestOneClosedSentinel(t *testing.T) {
-	for name, err := range map[string]error{
+	matchAll(t, map[string]error{
 		"rdmaerr":     rdmaerr.ErrClosed,
 		"uverbs":      uverbs.ErrClosed,
 		"rdmacm":      rdmacm.ErrClosed,
@@ -56,14 +57,7 @@ func TestOneClosedSentinel(t *testing.T) {
 		"umad.Error":  &umad.Error{Op: "recv", Device: "umad0", Kind: umad.ErrClosed},
 		"uverbs.Error": &uverbs.Error{Op: "post send", Device: "rxe0",
 			Err: fmt.Errorf("queue destroyed: %w", uverbs.ErrClosed)},
-	} {
-		if !errors.Is(err, net.ErrClosed) || !errors.Is(err, os.ErrClosed) {
-			t.Errorf("%s: %v does not match net.ErrClosed and os.ErrClosed", name, err)
-		}
-		if !errors.Is(err, rdmaerr.ErrClosed) {
-			t.Errorf("%s: %v is not goverbs' closed sentinel", name, err)
-		}
-	}
+	}, net.ErrClosed, os.ErrClosed, rdmaerr.ErrClosed)
 	if errors.Is(net.ErrClosed, rdmaerr.ErrClosed) || errors.Is(rdmaerr.ErrClosed, rdmaerr.ErrNoDevice) {
 		t.Error("ErrClosed matches too much")
 	}
@@ -74,10 +68,8 @@ func TestOneNoDeviceSentinel(t *testing.T) {
 	if uverbs.ErrNoDevice != rdmaerr.ErrNoDevice || umad.ErrNoDevice != rdmaerr.ErrNoDevice {
 		t.Error("uverbs.ErrNoDevice, umad.ErrNoDevice and rdmaerr.ErrNoDevice differ")
 	}
-	abiErr := &umad.Error{Op: "open", Device: "rxe0:1", Kind: umad.ErrABI}
-	if !errors.Is(abiErr, umad.ErrABI) || !errors.Is(abiErr, uverbs.ErrNotSupported) || !errors.Is(abiErr, errors.ErrUnsupported) {
-		t.Errorf("%v: want umad.ErrABI, ErrNotSupported and errors.ErrUnsupported", abiErr)
-	}
+	matchAll(t, map[string]error{"umad ABI mismatch": &umad.Error{Op: "open", Device: "rxe0:1", Kind: umad.ErrABI}},
+		umad.ErrABI, uverbs.ErrNotSupported, errors.ErrUnsupported)
 	if errors.Is(rdmaerr.ErrNotSupported, umad.ErrABI) {
 		t.Error("every not-supported error matches umad.ErrABI")
 	}
