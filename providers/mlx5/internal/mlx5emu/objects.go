@@ -166,13 +166,7 @@ type CQStats struct {
 
 // CQStats returns the counters of a CQ.
 func (d *Device) CQStats(cqn uint32) (CQStats, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	c, err := object(d.cqs, "stats of", "CQ", cqn)
-	if err != nil {
-		return CQStats{}, err
-	}
-	return c.stats, nil
+	return read(d, d.cqs, "stats of", "CQ", cqn, func(c *cq) CQStats { return c.stats })
 }
 
 // CreateCQ registers a completion queue as CREATE_CQ would: buf holds ncqe
@@ -218,6 +212,19 @@ func object[T any](objs map[uint32]*T, op, kind string, n uint32) (*T, error) {
 		return nil, fmt.Errorf("mlx5emu: %s %s %#x: %w", op, kind, n, unix.EINVAL)
 	}
 	return o, nil
+}
+
+// read returns get of object n of kind in objs, read with d.mu held, or
+// object's error (op names the query). The maps are made once, by New.
+func read[T, R any](d *Device, objs map[uint32]*T, op, kind string, n uint32, get func(*T) R) (R, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o, err := object(objs, op, kind, n)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return get(o), nil
 }
 
 // destroyShared removes object n of kind ("CQ", "SRQ") from objs, unless
@@ -524,24 +531,12 @@ func (d *Device) ModifyQP(qpn uint32, attr QPAttr) error {
 // QPState returns the current state of a QP (the emulator moves a QP to
 // ERROR by itself after an error completion).
 func (d *Device) QPState(qpn uint32) (QPState, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	q, err := object(d.qps, "query", "QP", qpn)
-	if err != nil {
-		return 0, err
-	}
-	return q.state, nil
+	return read(d, d.qps, "query", "QP", qpn, func(q *qp) QPState { return q.state })
 }
 
 // QPStats returns the counters of a QP.
 func (d *Device) QPStats(qpn uint32) (QPStats, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	q, err := object(d.qps, "stats of", "QP", qpn)
-	if err != nil {
-		return QPStats{}, err
-	}
-	return q.stats, nil
+	return read(d, d.qps, "stats of", "QP", qpn, func(q *qp) QPStats { return q.stats })
 }
 
 func log2(n int) int { return bits.Len(uint(n)) - 1 }
