@@ -145,33 +145,20 @@ func TestLabConnSemantics(t *testing.T) {
 	})
 	t.Run("CloseWakes", func(t *testing.T) {
 		c, _ := pipe(t)
-		errs := make(chan error, 2)
-		go func() {
+		read := func() error {
 			_, err := c.Read(make([]byte, 8))
-			errs <- err
-		}()
-		go func() { // the peer never reads: Write blocks once its receive buffer is full
+			return err
+		}
+		write := func() error { // the peer never reads: Write blocks once its receive buffer is full
 			b := make([]byte, 64<<10)
 			for {
 				if _, err := c.Write(b); err != nil {
-					errs <- err
-					return
+					return err
 				}
 			}
-		}()
-		time.Sleep(200 * time.Millisecond) // let both block; were Close first, they would still get net.ErrClosed
-		if err := c.Close(); err != nil {
-			t.Errorf("Close: %v", err)
 		}
-		for range 2 {
-			select {
-			case err := <-errs:
-				if !errors.Is(err, net.ErrClosed) {
-					t.Errorf("blocked call woken by Close: %v, want net.ErrClosed", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Close did not wake a blocked Read or Write")
-			}
+		if err := closeWakes(t, c, 200*time.Millisecond, read, write); err != nil {
+			t.Errorf("Close: %v", err)
 		}
 	})
 	t.Run("Deadline", func(t *testing.T) {

@@ -195,21 +195,10 @@ func TestLabDeadlineClose(t *testing.T) {
 	}
 	c.SetReadDeadline(time.Time{})
 	// Close wakes a blocked Read with net.ErrClosed.
-	errc := make(chan error, 1)
-	go func() {
+	closeWakes(t, c, 100*time.Millisecond, func() error {
 		_, err := c.Read(make([]byte, 10))
-		errc <- err
-	}()
-	time.Sleep(100 * time.Millisecond) // let Read block (no condition to observe from outside)
-	c.Close()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Errorf("blocked read after Close: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close did not wake Read")
-	}
+		return err
+	})
 	// The peer sees an orderly EOF.
 	s.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := s.Read(make([]byte, 10)); err != io.EOF {
@@ -753,4 +742,28 @@ func waitExit(t *testing.T, cmd *exec.Cmd, what string, out fmt.Stringer, limit 
 		cmd.Process.Kill()
 		t.Errorf("%s did not exit\n%s", what, out.String())
 	}
+}
+
+// closeWakes runs each of calls (each blocks on c until it fails) in a goroutine, gives them settle to block
+// (there is no condition to observe from outside; were Close first, they would still get net.ErrClosed),
+// closes c and requires every call to end with net.ErrClosed within 10 s. It returns Close's error.
+func closeWakes(t *testing.T, c net.Conn, settle time.Duration, calls ...func() error) error {
+	t.Helper()
+	errs := make(chan error, len(calls))
+	for _, call := range calls {
+		go func() { errs <- call() }()
+	}
+	time.Sleep(settle)
+	closeErr := c.Close()
+	for range calls {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Errorf("blocked call woken by Close: %v, want net.ErrClosed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not wake a blocked call")
+		}
+	}
+	return closeErr
 }
