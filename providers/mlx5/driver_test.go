@@ -133,16 +133,7 @@ func newGlue(t testing.TB, bfRegSize int) *glue {
 // newGlueWith is newGlue with rings and doorbell records on the Go heap when heap is set (see emuSys).
 func newGlueWith(t testing.TB, bfRegSize int, heap bool) *glue {
 	t.Helper()
-	dev, err := mlx5emu.New(mlx5emu.Options{BFRegSize: bfRegSize, RequireDoorbell: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, e := range dev.Errors() {
-			t.Errorf("emulated device: %v", e)
-		}
-		dev.Close()
-	})
+	dev := mlx5emu.NewForTest(t, mlx5emu.Options{BFRegSize: bfRegSize, RequireDoorbell: true})
 	var sent abi.Mlx5IbAllocUcontextReqV2
 	objs := newFakeObjects(t)
 	ctx, err := allocContext(&provider.Device{Name: "mlx5_0", DriverID: 1, ABI: 1, PageSize: 4096, Objects: objs.hook},

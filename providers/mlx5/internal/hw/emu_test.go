@@ -32,16 +32,7 @@ type emuHost struct {
 
 func newEmuHost(t *testing.T, opts mlx5emu.Options) *emuHost {
 	t.Helper()
-	dev, err := mlx5emu.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, e := range dev.Errors() {
-			t.Errorf("emulated device: %v", e)
-		}
-		dev.Close()
-	})
+	dev := mlx5emu.NewForTest(t, opts)
 	uar, err := mmio.RegFromBytes(dev.UAR())
 	if err != nil {
 		t.Fatal(err)
