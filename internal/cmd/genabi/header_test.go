@@ -168,26 +168,18 @@ func TestSelectConsts(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
+	checkMapping(t, "camel", camel, [][2]string{
 		{"ib_uverbs_ioctl_hdr", "IbUverbsIoctlHdr"},
 		{"object_id", "ObjectId"},
 		{"mlx5_ib_create_qp", "Mlx5IbCreateQp"},
 		{"mminfo", "Mminfo"},
 		{"_sockaddr_in6", "SockaddrIn6"},
 		{"rxe_send_wr__x", "RxeSendWrX"},
-	} {
-		if got := camel(tc.in); got != tc.want {
-			t.Errorf("camel(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	for _, tc := range []struct{ in, want string }{
+	})
+	checkMapping(t, "outputName", outputName, [][2]string{
 		{"ib_user_verbs.h", "zib_user_verbs_linux.go"},
 		{"mlx5-abi.h", "zmlx5_abi_linux.go"},
-	} {
-		if got := outputName(tc.in); got != tc.want {
-			t.Errorf("outputName(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
+	})
 }
 
 func TestFieldRules(t *testing.T) {
@@ -213,17 +205,13 @@ func TestFieldRules(t *testing.T) {
 			t.Errorf("fieldName(%q, [%q]) = %q, %v; want %q (error %v)", tc.godefs, tc.c, got, err, tc.want, tc.wantErr)
 		}
 	}
-	for _, tc := range []struct{ in, want string }{
+	checkMapping(t, "fieldType", fieldType, [][2]string{
 		{"[64]int8", "[64]byte"},
 		{"[2][3]int8", "[2][3]byte"},
 		{"_Ctype_struct_rxe_send_wr", "RxeSendWr"},
 		{"[4]_Ctype_struct_ib_uverbs_sge", "[4]IbUverbsSge"},
 		{"uint32", "uint32"},
-	} {
-		if got := fieldType(tc.in); got != tc.want {
-			t.Errorf("fieldType(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
+	})
 }
 
 // FuzzScanHeader checks that the header scanner never panics and that every
@@ -249,4 +237,14 @@ func FuzzScanHeader(f *testing.F) {
 			anonStructMembers(r.body, "")
 		}
 	})
+}
+
+// checkMapping checks that f (named name) maps each case's first string to its second.
+func checkMapping(t *testing.T, name string, f func(string) string, cases [][2]string) {
+	t.Helper()
+	for _, c := range cases {
+		if got := f(c[0]); got != c[1] {
+			t.Errorf("%s(%q) = %q, want %q", name, c[0], got, c[1])
+		}
+	}
 }
