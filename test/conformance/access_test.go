@@ -103,7 +103,7 @@ func TestNegRemoteAccessBothEnds(t *testing.T) {
 			server.postRecv(0x7e)
 
 			requireStatus(t, uverbs.WCRemAccessErr, rdmaWriteOnce(t, client, rkey, raddr, client.o.msgSize))
-			requireQPState(t, client, uverbs.QPStateErr)
+			require.Equal(t, uverbs.QPStateErr, labtest.WaitQPErr(t, client.qp), "requester QP %#x", client.qp.QPN())
 			rwc := pollOne(t, server.cq)
 			require.Equal(t, uint64(0x7e), rwc.WRID, "responder completion %+v", rwc)
 			requireStatus(t, uverbs.WCWRFlushErr, rwc)

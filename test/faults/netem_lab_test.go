@@ -313,17 +313,14 @@ func TestLabPartition(t *testing.T) {
 	if !errors.Is(err, uverbs.WCRetryExcErr) {
 		t.Fatalf("send into a partition completed with %v, want %v", err, uverbs.WCRetryExcErr)
 	}
-	attr, qerr := qa.Query(uverbs.QPAttrState)
-	if qerr != nil {
-		t.Fatal(qerr)
-	}
-	if attr.State != uverbs.QPStateErr {
-		t.Errorf("after RETRY_EXC_ERR the QP is %v, want %v", attr.State, uverbs.QPStateErr)
+	state := labtest.WaitQPErr(t, qa)
+	if state != uverbs.QPStateErr {
+		t.Errorf("after RETRY_EXC_ERR the QP is %v, want %v", state, uverbs.QPStateErr)
 	}
 	if m, err := b.cq.Poll(wcs); err != nil || m != 0 {
 		t.Errorf("the partitioned peer saw %d completions (%v)", m, err)
 	}
-	t.Logf("partition: the send failed with %q after %v (timeout 10, retry 2); QP %v", err, took.Round(time.Millisecond), attr.State)
+	t.Logf("partition: the send failed with %q after %v (timeout 10, retry 2); QP %v", err, took.Round(time.Millisecond), state)
 
 	heal()
 	qa2, qb2 := rcPair(t, a, b, 4, nil)
