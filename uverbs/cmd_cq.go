@@ -15,15 +15,20 @@ type cqCreated struct {
 	cqe     int
 }
 
-// cmdCreateCQ issues CQ_CREATE for req (the provider's sizing of attr) with the provider's driver data.
-func (c *Context) cmdCreateCQ(attr *CQAttr, req provider.CQParams, uhwIn, uhwOut []byte) (cqCreated, error) {
+// cmdCreateCQ issues CQ_CREATE for req (the provider's sizing of the caller's attributes) on channel (nil for
+// none), with the kernel's CQ flags (IB_UVERBS_CQ_FLAGS_*; sent only when not 0, as libibverbs does) and the
+// provider's driver data.
+func (c *Context) cmdCreateCQ(channel *CompChannel, kflags uint32, req provider.CQParams, uhwIn, uhwOut []byte) (cqCreated, error) {
 	respCQE := new(uint32)
 	cmd := c.newCmd(abi.UVERBS_OBJECT_CQ, abi.UVERBS_METHOD_CQ_CREATE)
 	h := cmd.NewObject(abi.UVERBS_ATTR_CREATE_CQ_HANDLE)
 	cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_CQE, uint32(req.CQE))
 	cmd.U64In(abi.UVERBS_ATTR_CREATE_CQ_USER_HANDLE, req.Handle)
-	if attr.Channel != nil {
-		cmd.FD(abi.UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, attr.Channel.fd)
+	if channel != nil {
+		cmd.FD(abi.UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, channel.fd)
+	}
+	if kflags != 0 {
+		cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_FLAGS, kflags)
 	}
 	cmd.U32In(abi.UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, req.CompVector)
 	cmd.PtrOut(abi.UVERBS_ATTR_CREATE_CQ_RESP_CQE, ptr(respCQE), 4)
@@ -53,4 +58,10 @@ func (c *Context) cmdResizeCQ(handle uint32, cqe int, uhwIn, uhwOut []byte) (int
 		return 0, err
 	}
 	return int(out.Cqe), nil
+}
+
+// cmdModifyCQ issues the extended MODIFY_CQ command with moderation (IB_CQ_MODERATE, its only attribute).
+func (c *Context) cmdModifyCQ(handle uint32, m CQModeration) error {
+	in := &abi.IbUverbsExModifyCq{CqHandle: handle, AttrMask: 1, Attr: abi.IbUverbsCqModeration{CqCount: m.Count, CqPeriod: m.Period}}
+	return c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_EX_CMD_MODIFY_CQ | abi.IB_USER_VERBS_CMD_FLAG_EXTENDED, CoreIn: rawcmd.Bytes(in)})
 }

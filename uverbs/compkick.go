@@ -41,7 +41,7 @@ func (k *kicker) kick() error {
 		if err != nil {
 			return err
 		}
-		cq, err := c.createCQ(CQAttr{CQE: len(k.wc), Channel: k.ch})
+		cq, err := c.createCQ(CQAttr{CQE: len(k.wc), Channel: k.ch}, 0)
 		if err != nil {
 			pd.Close()
 			return err

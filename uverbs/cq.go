@@ -24,6 +24,7 @@ type CQ struct {
 	evCond    *sync.Cond
 	eventsAck atomic.Uint32
 	ackWaiter atomic.Bool
+	ex        *cqCursor // CreateCQEx's: the extended poll's state; nil for CreateCQ's
 	life
 }
 
@@ -47,12 +48,12 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 		}
 		defer attr.Channel.exit()
 	}
-	return c.createCQ(attr)
+	return c.createCQ(attr, 0)
 }
 
 // createCQ is CreateCQ once attr.Channel, if any, is known to stay open: its caller entered it, or it is the
-// channel's own kicker, made while the channel closes.
-func (c *Context) createCQ(attr CQAttr) (*CQ, error) {
+// channel's own kicker, made while the channel closes. kflags are the kernel's CQ flags (IB_UVERBS_CQ_FLAGS_*).
+func (c *Context) createCQ(attr CQAttr, kflags uint32) (*CQ, error) {
 	if err := c.addObject(); err != nil {
 		return nil, wrap("create CQ", c.dev.Name, err)
 	}
@@ -63,7 +64,7 @@ func (c *Context) createCQ(attr CQAttr) (*CQ, error) {
 	var made cqCreated
 	prov, res, err := c.prov.CreateCQ(p, func(req provider.CQParams, uhwIn, uhwOut []byte) (provider.CQResult, error) {
 		var err error
-		made, err = c.cmdCreateCQ(&attr, req, uhwIn, uhwOut)
+		made, err = c.cmdCreateCQ(attr.Channel, kflags, req, uhwIn, uhwOut)
 		return provider.CQResult{CQE: made.cqe, Handle: made.handle}, err
 	})
 	if err != nil {

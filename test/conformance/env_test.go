@@ -169,6 +169,7 @@ type playerOpts struct {
 	srq      bool
 	zero     bool // zero-length messages (pyverbs' *_zero_size tests)
 	noRNR    bool // rnr_retry 0: the first RNR NAK fails the send
+	cqEx     bool // an extended CQ (CreateCQEx with the standard fields), polled with StartPoll … EndPoll
 }
 
 func (o *playerOpts) defaults() {
@@ -226,7 +227,13 @@ func (e *env) newPlayer(o playerOpts) *player {
 	o.defaults()
 	p := &player{e: e, o: o}
 	p.pd = e.pd()
-	cq, err := e.ctx.CreateCQ(uverbs.CQAttr{CQE: o.cqDepth, Channel: o.channel})
+	var cq *uverbs.CQ
+	var err error
+	if o.cqEx {
+		cq, err = e.ctx.CreateCQEx(uverbs.CQExAttr{CQE: o.cqDepth, Channel: o.channel, WCFlags: uverbs.WCStandardFlags})
+	} else {
+		cq, err = e.ctx.CreateCQ(uverbs.CQAttr{CQE: o.cqDepth, Channel: o.channel})
+	}
 	require.NoError(e.t, err)
 	p.cq = cleanup(e.t, cq)
 	p.buf = e.buffer(2*o.msgSize + grhSize + 64)
@@ -376,7 +383,13 @@ func poll(t *testing.T, cq *uverbs.CQ, n int) []uverbs.WC {
 	got := 0
 	deadline := time.Now().Add(hangGuard)
 	for got < n {
-		k, err := cq.Poll(wcs[got:])
+		var k int
+		var err error
+		if cq.Extended() {
+			k, err = pollEx(cq, wcs[got:])
+		} else {
+			k, err = cq.Poll(wcs[got:])
+		}
 		require.NoError(t, err, "poll CQ")
 		got += k
 		if got < n {
@@ -387,6 +400,25 @@ func poll(t *testing.T, cq *uverbs.CQ, n int) []uverbs.WC {
 		}
 	}
 	return wcs
+}
+
+// pollEx is Poll through an extended CQ's StartPoll, NextPoll and EndPoll: up to len(wcs) completions.
+func pollEx(cq *uverbs.CQ, wcs []uverbs.WC) (int, error) {
+	wc, err := cq.StartPoll()
+	if wc == nil {
+		return 0, err
+	}
+	n := 0
+	for ; wc != nil; n++ {
+		wcs[n] = *wc
+		if n+1 == len(wcs) {
+			n++
+			break
+		}
+		wc, err = cq.NextPoll()
+	}
+	cq.EndPoll()
+	return n, err
 }
 
 // pollOne waits for one completion.
