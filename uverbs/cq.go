@@ -2,6 +2,8 @@ package uverbs
 
 import (
 	"fmt"
+
+	"github.com/goverbs/goverbs/abi"
 	"sync"
 	"sync/atomic"
 
@@ -73,7 +75,11 @@ func (c *Context) createCQ(attr CQAttr, kflags uint32) (*CQ, error) {
 		}
 		c.handles.del(cq.uhandle)
 		c.dropObject()
-		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "create CQ (cqe %d, vector %d)", attr.CQE, attr.CompVector)
+		flags := ""
+		if kflags&abi.IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN != 0 {
+			flags = ", IGNORE_OVERRUN"
+		}
+		return nil, wrapf(c.dev.Name, limitErr(c.dev.Name, "hca_object", err), "create CQ (cqe %d, vector %d%s)", attr.CQE, attr.CompVector, flags)
 	}
 	cq.handle, cq.cqe, cq.prov = res.Handle, res.CQE, prov
 	if attr.Channel != nil {

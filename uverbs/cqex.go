@@ -137,9 +137,11 @@ func (cq *CQ) WCFlags() WCExFlags {
 // completion, or nil when the CQ is empty, in which case no poll is in progress and EndPoll is not needed.
 // After a completion, NextPoll returns the following ones, and EndPoll ends the poll: every path that got a
 // completion from StartPoll calls EndPoll. The WC returned is the CQ's own and valid until the next
-// NextPoll or EndPoll; it allocates nothing. Until EndPoll, other goroutines' StartPoll waits (unless the CQ is
-// CQSingleThreaded). The error is Poll's: ErrClosed, or EIO for a completion the provider cannot match; a CQ
-// made by CreateCQ, or a poll already in progress, is EINVAL.
+// NextPoll or EndPoll; it allocates nothing. A poll in progress holds the CQ's poll lock, so another
+// goroutine's StartPoll waits for its EndPoll, and a goroutine that calls StartPoll again before its own
+// EndPoll waits forever, as ibv_start_poll spins; a CQSingleThreaded CQ has no lock and answers that second
+// StartPoll with EINVAL. The error is otherwise Poll's: ErrClosed, or EIO for a completion the provider cannot
+// match; a CQ made by CreateCQ is EINVAL.
 func (cq *CQ) StartPoll() (*WC, error) {
 	x := cq.ex
 	if x == nil {

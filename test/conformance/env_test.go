@@ -167,9 +167,10 @@ type playerOpts struct {
 	cap      uverbs.QPCap
 	channel  *uverbs.CompChannel
 	srq      bool
-	zero     bool // zero-length messages (pyverbs' *_zero_size tests)
-	noRNR    bool // rnr_retry 0: the first RNR NAK fails the send
-	cqEx     bool // an extended CQ (CreateCQEx with the standard fields), polled with StartPoll … EndPoll
+	zero     bool                 // zero-length messages (pyverbs' *_zero_size tests)
+	noRNR    bool                 // rnr_retry 0: the first RNR NAK fails the send
+	cqEx     bool                 // an extended CQ (CreateCQEx with the standard fields), polled with StartPoll … EndPoll
+	cqFlags  uverbs.CQCreateFlags // its creation flags
 }
 
 func (o *playerOpts) defaults() {
@@ -230,7 +231,7 @@ func (e *env) newPlayer(o playerOpts) *player {
 	var cq *uverbs.CQ
 	var err error
 	if o.cqEx {
-		cq, err = e.ctx.CreateCQEx(uverbs.CQExAttr{CQE: o.cqDepth, Channel: o.channel, WCFlags: uverbs.WCStandardFlags})
+		cq, err = e.ctx.CreateCQEx(uverbs.CQExAttr{CQE: o.cqDepth, Channel: o.channel, WCFlags: uverbs.WCStandardFlags, Flags: o.cqFlags})
 	} else {
 		cq, err = e.ctx.CreateCQ(uverbs.CQAttr{CQE: o.cqDepth, Channel: o.channel})
 	}
