@@ -52,10 +52,10 @@
 //	test_cq.CQTest.test_resize_cq                                        TestResizeCQ
 //	test_cq_events.CqEventsTestCase.test_cq_events_rc                    TestCQEvents/RC
 //	test_cq_events.CqEventsTestCase.test_cq_events_ud                    TestCQEvents/UD
-//	test_cqex.CQEXAPITest.test_create_cq_ex                              TestCreateCQ (1)
-//	test_cqex.CQEXAPITest.test_create_cq_ex_bad_flow                     TestNegCreateCQTooLarge, TestNegCreateCQBadCompVector (1)
-//	test_cqex.CqExTestCase.test_rc_traffic_cq_ex                         TestTraffic/RC/send (1)
-//	test_cqex.CqExTestCase.test_ud_traffic_cq_ex                         TestTraffic/UD/send (1)
+//	test_cqex.CQEXAPITest.test_create_cq_ex                              TestCreateCQEx (1)
+//	test_cqex.CQEXAPITest.test_create_cq_ex_bad_flow                     TestNegCreateCQExBadFlow (1)
+//	test_cqex.CqExTestCase.test_rc_traffic_cq_ex                         TestCQExTraffic/RC/* (1)
+//	test_cqex.CqExTestCase.test_ud_traffic_cq_ex                         TestCQExTraffic/UD/* (1)
 //	test_device.DeviceTest.test_dev_list                                 TestDeviceListAndOpen
 //	test_device.DeviceTest.test_open_dev                                 TestDeviceListAndOpen
 //	test_device.DeviceTest.test_phys_port_cnt_ex                         TestQueryDevice
@@ -123,8 +123,10 @@
 //	test_relaxed_ordering.RoTestCase.test_ro_rc_traffic                  TestTraffic/RC/relaxed_ordering
 //	test_relaxed_ordering.RoTestCase.test_ro_ud_traffic                  TestTraffic/UD/relaxed_ordering
 //
-// Notes: (1) goverbs has one CQ type; the extended-CQ cases are covered by the plain CQ tests, whose traffic
-// checks every field IBV_WC_STANDARD_FLAGS reads (wr_id, status, opcode, byte_len, qp_num, src_qp, imm, flags).
+// Notes: (1) goverbs has one CQ type; CreateCQEx makes it with the extended attributes, and StartPoll, NextPoll
+// and EndPoll read it as ibv_start_poll … ibv_end_poll do. The traffic checks every field IBV_WC_STANDARD_FLAGS
+// reads (wr_id, status, opcode, byte_len, qp_num, src_qp, imm, flags); TestCQExPollContract and
+// TestCQExConcurrentPollers check the poll calls themselves, TestCQModerate ibv_modify_cq.
 // (2) ibv_is_fork_initialized answers IBV_FORK_UNNEEDED from the kernel's copy-on-fork report over netlink; the
 // Go test asserts that report. (3) ibv_create_qp_ex and ibv_create_qp reach the same kernel QP_CREATE method,
 // which goverbs always uses; the _ex cases use pyverbs' random capacities. (4) ibv_query_qp_data_in_order is a
