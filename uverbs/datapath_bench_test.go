@@ -11,15 +11,16 @@ import (
 // adds to every post and poll: the open/closed check (life.go) and the status-to-error step.
 type nopCQ struct{}
 
-func (nopCQ) Poll(wc []verbs.WC) (int, provider.Status)          { return 0, provider.OK }
-func (nopCQ) Arm(bool) error                                     { return nil }
-func (nopCQ) EventReceived()                                     {}
-func (nopCQ) Resize(int, provider.Create[int, int]) (int, error) { return 0, nil }
-func (nopCQ) Destroyed()                                         {}
-func (nopQP) PostSend(wrs []verbs.SendWR) (int, provider.Status) { return len(wrs), provider.OK }
-func (nopQP) PostRecv(wrs []verbs.RecvWR) (int, provider.Status) { return len(wrs), provider.OK }
-func (nopQP) StateChanged(verbs.QPState)                         {}
-func (nopQP) Destroyed()                                         {}
+func (nopCQ) Poll(wc []verbs.WC) (int, provider.Status)             { return 0, provider.OK }
+func (nopCQ) Arm(bool) error                                        { return nil }
+func (nopCQ) EventReceived()                                        {}
+func (nopCQ) Resize(int, provider.Create[int, int]) (int, error)    { return 0, nil }
+func (nopCQ) Destroyed()                                            {}
+func (nopQP) PostSend(wrs []verbs.SendWR) (int, provider.Status)    { return len(wrs), provider.OK }
+func (nopQP) PostSendAll(wrs []verbs.SendWR) (int, provider.Status) { return len(wrs), provider.OK }
+func (nopQP) PostRecv(wrs []verbs.RecvWR) (int, provider.Status)    { return len(wrs), provider.OK }
+func (nopQP) StateChanged(verbs.QPState)                            {}
+func (nopQP) Destroyed()                                            {}
 
 type nopQP struct{}
 

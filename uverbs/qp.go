@@ -2,6 +2,7 @@ package uverbs
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/enumstr"
@@ -21,6 +22,10 @@ type QPInitAttr struct {
 	Cap  QPCap
 	// SigAll makes every send request generate a completion, whatever its SendSignaled flag.
 	SigAll bool
+	// SendOps are the operations the QP's work-request builder (StartWR) may post
+	// (ibv_qp_init_attr_ex.send_ops_flags); 0 for a QP posted with PostSend only. A provider refuses
+	// operations it does not build for the QP's type with ErrNotSupported, as its libibverbs counterpart does.
+	SendOps SendOps
 }
 
 // QP is a queue pair.
@@ -34,6 +39,9 @@ type QP struct {
 	cap     QPCap
 	prov    provider.QP
 	state   QPState
+	sendOps SendOps
+	wrbOnce sync.Once
+	wrb     *WRBuilder // StartWR's, made at the first one
 	life
 
 	// The local half of a connection (Endpoint), guarded by mu.
@@ -50,10 +58,13 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	if err := pd.checkCreateQP(&attr); err != nil {
 		return nil, wrap(op, c.dev.Name, err)
 	}
+	if err := c.checkSendOps(attr.Type, attr.SendOps); err != nil {
+		return nil, wrap(op, c.dev.Name, err)
+	}
 	if err := c.addObject(); err != nil {
 		return nil, wrap(op, c.dev.Name, err)
 	}
-	qp := &QP{pd: pd, ctx: c, typ: attr.Type}
+	qp := &QP{pd: pd, ctx: c, typ: attr.Type, sendOps: attr.SendOps}
 	qp.uhandle = c.handles.add(qp)
 	p := provider.QPParams{Type: attr.Type, Cap: attr.Cap, SigAll: attr.SigAll, HasSRQ: attr.SRQ != nil,
 		Handle: qp.uhandle, SendCQ: attr.SendCQ.provOrNil(), RecvCQ: attr.RecvCQ.provOrNil()}

@@ -145,3 +145,30 @@ type RecvWR struct {
 	WRID uint64 // returned in the completion
 	SGL  []SGE  // where the incoming message is written
 }
+
+// SendOps are the operations a QP's work-request builder may post (enum ibv_qp_create_send_ops_flags,
+// IBV_QP_EX_WITH_*), given at creation in uverbs.QPInitAttr.SendOps.
+type SendOps uint64
+
+// Send operations.
+const (
+	SendOpRDMAWrite         SendOps = 1 << 0
+	SendOpRDMAWriteWithImm  SendOps = 1 << 1
+	SendOpSend              SendOps = 1 << 2
+	SendOpSendWithImm       SendOps = 1 << 3
+	SendOpRDMARead          SendOps = 1 << 4
+	SendOpAtomicCmpAndSwp   SendOps = 1 << 5
+	SendOpAtomicFetchAndAdd SendOps = 1 << 6
+	SendOpLocalInv          SendOps = 1 << 7
+	SendOpBindMW            SendOps = 1 << 8
+	SendOpSendWithInv       SendOps = 1 << 9
+	SendOpTSO               SendOps = 1 << 10
+	SendOpFlush             SendOps = 1 << 11
+	SendOpAtomicWrite       SendOps = 1 << 12
+)
+
+var sendOpNames = [...]string{"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ",
+	"ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "LOCAL_INV", "BIND_MW", "SEND_WITH_INV", "TSO", "FLUSH",
+	"ATOMIC_WRITE"}
+
+func (o SendOps) String() string { return enumstr.Flags(sendOpNames[:], uint64(o)) }

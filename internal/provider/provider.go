@@ -96,6 +96,13 @@ type InitRecvFlusher interface {
 	FlushesInitRecv() bool
 }
 
+// SendOpsSupporter is implemented by a Context whose provider builds extended-QP work requests: SendOps is the
+// set of operations its QPs of type t may be created for, as the provider's libibverbs counterpart accepts them
+// (less any its PostSend refuses). Without it, a QP created with send operations is refused as not supported.
+type SendOpsSupporter interface {
+	SendOps(t verbs.QPType) verbs.SendOps
+}
+
 // PD is a provider's protection-domain state (may be empty).
 type PD interface {
 	// PDN is the provider's protection domain number where the driver reports one (mlx5), else 0.
@@ -159,6 +166,10 @@ type QP interface {
 	// PostSend posts wrs in order and rings the doorbell once. It returns how many were posted and OK, or why
 	// it stopped at wrs[n].
 	PostSend(wrs []verbs.SendWR) (n int, st Status)
+	// PostSendAll posts wrs as PostSend does, or none of them: when wrs[bad] cannot be posted, the ring and the
+	// doorbell are left as they were and it returns bad and why (the extended QP's Complete, which posts a
+	// built chain whole, as ibv_wr_complete does).
+	PostSendAll(wrs []verbs.SendWR) (bad int, st Status)
 	// PostRecv posts receive requests (not for QPs on an SRQ).
 	PostRecv(wrs []verbs.RecvWR) (n int, st Status)
 	// StateChanged is called after the kernel accepted a transition to state (mlx5 resets its rings on RESET;

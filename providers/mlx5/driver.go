@@ -193,6 +193,31 @@ func (c *mctx) freePage(p *uarPage) error {
 // Caps returns what the context reported (BlueFlame availability, CQE version, limits).
 func (c *mctx) Caps() hw.Caps { return c.caps }
 
+// mlx5's extended-QP operations per QP type: rdma-core's MLX5_SUPPORTED_SEND_OPS_FLAGS_* less what this
+// provider's PostSend does not build (memory-window binds and local invalidation, answered EOPNOTSUPP when
+// posted), so that a QP is refused at creation rather than at its first Complete. XRC sends need the remote
+// SRQ number, which no work request carries yet, and raw packet QPs (TSO) are not made: none.
+const (
+	mlx5SendOpsRC = verbs.SendOpSend | verbs.SendOpSendWithInv | verbs.SendOpSendWithImm | verbs.SendOpRDMAWrite |
+		verbs.SendOpRDMAWriteWithImm | verbs.SendOpRDMARead | verbs.SendOpAtomicCmpAndSwp | verbs.SendOpAtomicFetchAndAdd
+	mlx5SendOpsUC = verbs.SendOpSend | verbs.SendOpSendWithInv | verbs.SendOpSendWithImm | verbs.SendOpRDMAWrite |
+		verbs.SendOpRDMAWriteWithImm
+	mlx5SendOpsUD = verbs.SendOpSend | verbs.SendOpSendWithImm
+)
+
+// SendOps implements provider.SendOpsSupporter.
+func (c *mctx) SendOps(t verbs.QPType) verbs.SendOps {
+	switch t {
+	case verbs.QPTypeRC:
+		return mlx5SendOpsRC
+	case verbs.QPTypeUC:
+		return mlx5SendOpsUC
+	case verbs.QPTypeUD:
+		return mlx5SendOpsUD
+	}
+	return 0
+}
+
 // takeBF returns a dedicated BlueFlame register and its UAR page id, allocating a new BF page when all are in use;
 // without BlueFlame it returns the shared NC register.
 func (c *mctx) takeBF() (bfSlot, error) {
@@ -555,6 +580,17 @@ func (q *qpAdapter) PostSend(wrs []hw.SendWR) (int, provider.Status) {
 	}
 	q.sqMu.Lock()
 	n, st := q.SQ.PostSend(wrs)
+	q.sqMu.Unlock()
+	return n, st
+}
+
+// PostSendAll implements provider.QP.
+func (q *qpAdapter) PostSendAll(wrs []hw.SendWR) (int, provider.Status) {
+	if s := verbs.QPState(q.state.Load()); s != verbs.QPStateRTS && s != verbs.QPStateSQD {
+		return 0, provider.NotReady
+	}
+	q.sqMu.Lock()
+	n, st := q.SQ.PostSendAll(wrs)
 	q.sqMu.Unlock()
 	return n, st
 }

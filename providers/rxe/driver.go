@@ -52,6 +52,31 @@ var (
 // IB_WC_WR_FLUSH_ERR, in INIT too; TestLabCompChannelKick shows it on every lab kernel.
 func (*context) FlushesInitRecv() bool { return true }
 
+// rxe's extended-QP operations per QP type, as rdma-core's rxe accepts them (RXE_SUP_*_QP_SEND_OPS_FLAGS):
+// FLUSH and ATOMIC WRITE are accepted at creation on every device, and refused when posted where the device
+// lacks them (before 6.2), as there.
+const (
+	rxeSendOpsRC = verbs.SendOpRDMAWrite | verbs.SendOpRDMAWriteWithImm | verbs.SendOpSend | verbs.SendOpSendWithImm |
+		verbs.SendOpRDMARead | verbs.SendOpAtomicCmpAndSwp | verbs.SendOpAtomicFetchAndAdd | verbs.SendOpLocalInv |
+		verbs.SendOpBindMW | verbs.SendOpSendWithInv | verbs.SendOpFlush | verbs.SendOpAtomicWrite
+	rxeSendOpsUC = verbs.SendOpRDMAWrite | verbs.SendOpRDMAWriteWithImm | verbs.SendOpSend | verbs.SendOpSendWithImm |
+		verbs.SendOpBindMW | verbs.SendOpSendWithInv
+	rxeSendOpsUD = verbs.SendOpSend | verbs.SendOpSendWithImm
+)
+
+// SendOps implements provider.SendOpsSupporter.
+func (*context) SendOps(t verbs.QPType) verbs.SendOps {
+	switch t {
+	case verbs.QPTypeRC:
+		return rxeSendOpsRC
+	case verbs.QPTypeUC:
+		return rxeSendOpsUC
+	case verbs.QPTypeUD:
+		return rxeSendOpsUD
+	}
+	return 0
+}
+
 func newContext(dev *provider.Device) *context {
 	return &context{fd: dev.FD, driverID: dev.DriverID, name: dev.Name}
 }

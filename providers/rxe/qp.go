@@ -108,6 +108,18 @@ func (c *context) CreateQP(p provider.QPParams, create provider.Create[provider.
 // written and EINVAL is returned, which is what the kernel's doorbell would answer. If the doorbell fails,
 // wrs[:n] are in the ring and the error is the kernel's.
 func (qp *qp) PostSend(wrs []verbs.SendWR) (n int, st provider.Status) {
+	return qp.postSend(wrs, false)
+}
+
+// PostSendAll implements provider.QP: PostSend whose entries are published together at the end, or not at all
+// when one cannot be posted (rdma-core's rxe wr_complete stores the producer index once, and not after an error).
+func (qp *qp) PostSendAll(wrs []verbs.SendWR) (bad int, st provider.Status) {
+	return qp.postSend(wrs, true)
+}
+
+// postSend writes wrs into the send ring and rings the doorbell. Each entry is published as it is written, or,
+// with all, the entries are published together once every one is written.
+func (qp *qp) postSend(wrs []verbs.SendWR, all bool) (n int, st provider.Status) {
 	if len(wrs) == 0 {
 		return 0, provider.OK
 	}
@@ -121,6 +133,7 @@ func (qp *qp) PostSend(wrs []verbs.SendWR) (n int, st provider.Status) {
 		return 0, provider.Destroyed
 	}
 	prod := q.producer()
+	ssn := qp.ssn
 	perr := provider.OK
 	for n < len(wrs) {
 		wr := &wrs[n]
@@ -132,11 +145,23 @@ func (qp *qp) PostSend(wrs []verbs.SendWR) (n int, st provider.Status) {
 			perr = provider.QueueFull
 			break
 		}
-		encodeSend(q.elem(prod), &qp.limit, wr, length, qp.ssn)
-		qp.ssn++
-		prod = q.publish(prod)
+		encodeSend(q.elem(prod), &qp.limit, wr, length, ssn)
+		ssn++
+		if all {
+			prod = q.next(prod)
+		} else {
+			prod = q.publish(prod)
+		}
 		n++
 	}
+	if all {
+		if perr != provider.OK {
+			qp.sqMu.Unlock()
+			return n, perr
+		}
+		q.setProducer(prod)
+	}
+	qp.ssn = ssn
 	qp.sqMu.Unlock()
 	if n > 0 {
 		if dberr := qp.db.ring(qp.dbFD); dberr != nil {

@@ -94,6 +94,12 @@ func (q *queue) publish(prod uint32) uint32 {
 	return next
 }
 
+// next is the slot after prod, without publishing anything.
+func (q *queue) next(prod uint32) uint32 { return (prod + 1) & q.mask }
+
+// setProducer publishes every entry before slot prod: release store of prod.
+func (q *queue) setProducer(prod uint32) { atomic.StoreUint32(q.prod, prod) }
+
 // Consumer side (completion queues: the kernel produces, userspace consumes).
 
 // consumer returns this side's consumer index.

@@ -312,6 +312,34 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, provider.Status) {
 	return nreq, bad
 }
 
+// PostSendAll is PostSend for a chain posted whole (ibv_wr_complete): when wrs[bad] cannot be posted, nothing
+// is: the WQEs already built stay past the producer (sq.head, sq.curPost unchanged), where the device never
+// reads them, and the doorbell is not rung. It returns bad and why, or len(wrs) and provider.OK.
+func (sq *SendQueue) PostSendAll(wrs []SendWR) (int, provider.Status) {
+	head, curPost := sq.head, sq.curPost
+	var ds uint32
+	var ctrlPos uintptr
+	for i := range wrs {
+		if head-loadTail(&sq.tail) >= sq.maxPost {
+			return i, provider.QueueFull
+		}
+		n, bad := sq.build(&wrs[i], curPost, head)
+		if bad != provider.OK {
+			return i, bad
+		}
+		ds, ctrlPos = n, uintptr(curPost&sq.mask)*SendWQEBB
+		curPost += (n*16 + SendWQEBB - 1) / SendWQEBB
+		head++
+	}
+	if len(wrs) > 0 {
+		inl := len(wrs) == 1 && wrs[0].Flags&verbs.SendInline != 0 && len(wrs[0].SGL) > 0
+		sq.fmCache = 0
+		sq.curPost = curPost
+		sq.ring(head, len(wrs), inl, ds, ctrlPos)
+	}
+	return len(wrs), provider.OK
+}
+
 // postOne is PostSend for a single work request, the latency-critical case: the same steps without the batch
 // loop's bookkeeping.
 //
