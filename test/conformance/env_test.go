@@ -171,6 +171,7 @@ type playerOpts struct {
 	noRNR    bool                 // rnr_retry 0: the first RNR NAK fails the send
 	cqEx     bool                 // an extended CQ (CreateCQEx with the standard fields), polled with StartPoll … EndPoll
 	cqFlags  uverbs.CQCreateFlags // its creation flags
+	sendOps  uverbs.SendOps       // an extended QP: post goes through its work-request builder
 }
 
 func (o *playerOpts) defaults() {
@@ -241,7 +242,7 @@ func (e *env) newPlayer(o playerOpts) *player {
 	mr, err := p.pd.RegMR(p.buf.Bytes(), o.mrAccess)
 	require.NoError(e.t, err)
 	p.mr = cleanup(e.t, mr)
-	init := uverbs.QPInitAttr{Type: o.qpType, SendCQ: p.cq, RecvCQ: p.cq, Cap: o.cap}
+	init := uverbs.QPInitAttr{Type: o.qpType, SendCQ: p.cq, RecvCQ: p.cq, Cap: o.cap, SendOps: o.sendOps}
 	if o.srq {
 		srq, err := p.pd.CreateSRQ(uverbs.SRQAttr{MaxWR: 64, MaxSGE: 1})
 		skipIfUnsupported(e.t, err, "SRQ")
@@ -371,10 +372,62 @@ func (p *player) sendWR(op uverbs.WROpcode, n int) uverbs.SendWR {
 	return wr
 }
 
+// post posts wr with PostSend, or, on an extended QP (playerOpts.sendOps), builds it with the QP's work-request
+// builder: the operation's method, SetInlineData for an inline request (its bytes read from the send area),
+// SetSGEList otherwise, SetUDAddr on UD.
 func (p *player) post(wr uverbs.SendWR) {
 	p.e.t.Helper()
-	_, err := p.qp.PostSend([]uverbs.SendWR{wr})
-	require.NoError(p.e.t, err, "post %v", wr.Opcode)
+	if p.o.sendOps == 0 {
+		_, err := p.qp.PostSend([]uverbs.SendWR{wr})
+		require.NoError(p.e.t, err, "post %v", wr.Opcode)
+		return
+	}
+	require.NoError(p.e.t, p.build(p.qp.StartWR(), wr).Complete(), "build and complete %v", wr.Opcode)
+}
+
+// build adds wr to the chain b through the builder's methods.
+func (p *player) build(b *uverbs.WRBuilder, wr uverbs.SendWR) *uverbs.WRBuilder {
+	flags := wr.Flags &^ uverbs.SendInline
+	switch wr.Opcode {
+	case uverbs.WRSend:
+		b.Send(wr.WRID, flags)
+	case uverbs.WRSendWithImm:
+		b.SendImm(wr.WRID, flags, wr.Imm)
+	case uverbs.WRSendWithInv:
+		b.SendInv(wr.WRID, flags, wr.Imm)
+	case uverbs.WRRDMAWrite:
+		b.RDMAWrite(wr.WRID, flags, wr.RKey, wr.RemoteAddr)
+	case uverbs.WRRDMAWriteWithImm:
+		b.RDMAWriteImm(wr.WRID, flags, wr.RKey, wr.RemoteAddr, wr.Imm)
+	case uverbs.WRRDMARead:
+		b.RDMARead(wr.WRID, flags, wr.RKey, wr.RemoteAddr)
+	case uverbs.WRAtomicCmpAndSwp:
+		b.AtomicCmpSwp(wr.WRID, flags, wr.RKey, wr.RemoteAddr, wr.CompareAdd, wr.Swap)
+	case uverbs.WRAtomicFetchAndAdd:
+		b.AtomicFetchAdd(wr.WRID, flags, wr.RKey, wr.RemoteAddr, wr.CompareAdd)
+	case uverbs.WRAtomicWrite:
+		b.AtomicWrite(wr.WRID, flags, wr.RKey, wr.RemoteAddr, wr.Swap)
+	case uverbs.WRFlush:
+		b.Flush(wr.WRID, flags, wr.RKey, wr.RemoteAddr, wr.Flush.Length, wr.Flush.Type, wr.Flush.Level)
+	case uverbs.WRLocalInv:
+		b.LocalInv(wr.WRID, flags, wr.Imm)
+	default:
+		p.e.t.Fatalf("no builder counterpart for %v", wr.Opcode)
+	}
+	if wr.Flags&uverbs.SendInline != 0 {
+		var bufs [][]byte
+		for _, s := range wr.SGL {
+			off := int(s.Addr - p.mr.Addr())
+			bufs = append(bufs, p.buf.Bytes()[off:off+int(s.Length)])
+		}
+		b.SetInlineDataList(bufs)
+	} else if wr.Opcode != uverbs.WRFlush && wr.Opcode != uverbs.WRLocalInv {
+		b.SetSGEList(wr.SGL)
+	}
+	if wr.AH != nil {
+		b.SetUDAddr(p.ah, wr.RemoteQPN, wr.RemoteQKey)
+	}
+	return b
 }
 
 // poll waits for n completions on cq (bounded by hangGuard) and returns them.
