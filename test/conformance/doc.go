@@ -105,20 +105,20 @@
 //	test_qp.QPTest.test_query_ud_qp                                      TestQueryQP/UD
 //	test_qpex.QpExTestCase.test_full_rq_bad_flow                         TestNegQueueOverflow
 //	test_qpex.QpExTestCase.test_post_receive_qp_state_bad_flow           TestNegPostInReset
-//	test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow              TestNegPostInReset
-//	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_cmp_swp                  TestAtomic/cmp_and_swap (5)
-//	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add                TestAtomic/fetch_and_add (5)
-//	test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw                         TestNegMWBoundWithoutRemoteWrite (5)
-//	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read                       TestTraffic/RC/rdma_read (5)
-//	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read_zero_size             TestTraffic/RC/rdma_read_zero_size (5)
-//	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write                      TestTraffic/RC/rdma_write (5)
-//	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_imm                  TestTraffic/RC/rdma_write_imm (5)
-//	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_zero_length          TestTraffic/RC/rdma_write_zero_length (5)
-//	test_qpex.QpExTestCase.test_qp_ex_rc_send                            TestTraffic/RC/send (5)
-//	test_qpex.QpExTestCase.test_qp_ex_rc_send_imm                        TestTraffic/RC/send_imm (5)
-//	test_qpex.QpExTestCase.test_qp_ex_ud_send                            TestTraffic/UD/send (5)
-//	test_qpex.QpExTestCase.test_qp_ex_ud_send_imm                        TestTraffic/UD/send_imm (5)
-//	test_qpex.QpExTestCase.test_qp_ex_ud_zero_size                       TestTraffic/UD/zero_size (5)
+//	test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow              TestNegPostInReset, TestNegQPExBuilder
+//	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_cmp_swp                  TestQPExTraffic/RC/atomic_cmp_swp (5)
+//	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add                TestQPExTraffic/RC/atomic_fetch_add (5)
+//	test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw                         TestQPExBindMW (5)
+//	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read                       TestQPExTraffic/RC/rdma_read (5)
+//	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read_zero_size             TestQPExTraffic/RC/rdma_read_zero_size (5)
+//	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write                      TestQPExTraffic/RC/rdma_write (5)
+//	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_imm                  TestQPExTraffic/RC/rdma_write_imm (5)
+//	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_zero_length          TestQPExTraffic/RC/rdma_write_zero_size (5)
+//	test_qpex.QpExTestCase.test_qp_ex_rc_send                            TestQPExTraffic/RC/send (5)
+//	test_qpex.QpExTestCase.test_qp_ex_rc_send_imm                        TestQPExTraffic/RC/send_imm (5)
+//	test_qpex.QpExTestCase.test_qp_ex_ud_send                            TestQPExTraffic/UD/send (5)
+//	test_qpex.QpExTestCase.test_qp_ex_ud_send_imm                        TestQPExTraffic/UD/send_imm (5)
+//	test_qpex.QpExTestCase.test_qp_ex_ud_zero_size                       TestQPExTraffic/UD/zero_size (5)
 //	test_qpex.QpExTestCase.test_rq_with_larger_sgl_bad_flow              TestNegTooManySGEs
 //	test_relaxed_ordering.RoTestCase.test_ro_rc_traffic                  TestTraffic/RC/relaxed_ordering
 //	test_relaxed_ordering.RoTestCase.test_ro_ud_traffic                  TestTraffic/UD/relaxed_ordering
@@ -131,8 +131,11 @@
 // Go test asserts that report. (3) ibv_create_qp_ex and ibv_create_qp reach the same kernel QP_CREATE method,
 // which goverbs always uses; the _ex cases use pyverbs' random capacities. (4) ibv_query_qp_data_in_order is a
 // provider hint with no goverbs API (rxe answers 0, "not guaranteed"); the UD QP in RTS it is asked on is covered.
-// (5) The qpex cases use the ibv_wr_* post API; goverbs has one post API (PostSend), which reaches the same wire
-// operations, so the legacy-post Go tests cover them.
+// (5) The qpex cases use the ibv_wr_* post API; goverbs' counterpart is the QP's work-request builder
+// (QP.StartWR, QPInitAttr.SendOps): each case runs on a QP created with that operation alone, and every request
+// is built with the builder's methods (player.post). Beyond pyverbs: TestQPExChain (a three-request chain, one
+// Complete), TestQPExInline, TestQPExAtomicWriteFlush (test_qp_ex_rc_atomic_write, _flush, _flush_type_violate:
+// refused as not supported where the device lacks them), TestNegQPExBuilder.
 //
 // # Negative cases
 //
