@@ -2,7 +2,6 @@ package interop_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"github.com/goverbs/goverbs/test/interop"
@@ -21,13 +20,16 @@ import (
 	"github.com/goverbs/goverbs/uverbs"
 )
 
-// TestLabAtomicWriteFlushPeers moves memory with RDMA ATOMIC WRITE and RDMA FLUSH between goverbs and a C
-// program using libibverbs' extended work requests (ibv_wr_atomic_write, ibv_wr_flush: test/cpeer/wrpeer.c),
-// run with trixie's libibverbs (rdma-core 56) and sid's (65) from their roots, in both directions: goverbs as
-// the requester (uverbs.WRAtomicWrite, WRRDMAWrite, WRFlush) writing into the C program's memory, and the C
-// program writing into goverbs'. Each side checks the completions' opcodes, the responder what landed. rxe has
-// both operations from Linux 6.2; on 6.1 the test is skipped with that reason (TestLabFlushAtomicWrite pins the
-// refusals there).
+// TestLabAtomicWriteFlushPeers moves memory with RDMA ATOMIC WRITE, RDMA WRITE, RDMA FLUSH and a SEND with
+// immediate data between goverbs and a C program using libibverbs' extended work requests and extended CQ
+// (ibv_wr_*, ibv_start_poll: test/cpeer/wrpeer.c), run with trixie's libibverbs (rdma-core 56) and sid's (65)
+// from their roots, in both directions: goverbs as the requester writing into the C program's memory and
+// sending to it, and the C program doing so to goverbs. goverbs' side runs twice: with PostSend and Poll
+// ("post"), and with the work-request builder (QP.StartWR) and an extended CQ read with StartPoll ("builder"),
+// the pairing of libibverbs' extended API with goverbs' counterpart both ways. Each side checks the
+// completions (wr_id, opcode; the receive's byte_len, immediate data, flags and QP number), the responder what
+// landed. rxe has ATOMIC WRITE and FLUSH from Linux 6.2; on 6.1 the test is skipped with that reason
+// (TestLabFlushAtomicWrite pins the refusals there, conformance's TestQPExAtomicWriteFlush the builder's).
 func TestLabAtomicWriteFlushPeers(t *testing.T) {
 	labtest.Require(t)
 	labtest.RequireRoot(t)
@@ -46,21 +48,29 @@ func TestLabAtomicWriteFlushPeers(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, goRequester := range []bool{true, false} {
-			name := era + "/go-requester"
-			if !goRequester {
-				name = era + "/c-requester"
+			for _, builder := range []bool{false, true} {
+				name := era + "/go-requester"
+				if !goRequester {
+					name = era + "/c-requester"
+				}
+				if builder {
+					name += "/builder"
+				} else {
+					name += "/post"
+				}
+				port++
+				t.Run(name, func(t *testing.T) { atomicWriteFlushPair(t, root, port, goRequester, builder) })
 			}
-			port++
-			t.Run(name, func(t *testing.T) { atomicWriteFlushPair(t, root, port, goRequester) })
 		}
 	}
 }
 
 const wrpeerMagic = 0x52575647 // "GVWR"
 
-func atomicWriteFlushPair(t *testing.T, root string, port int, goRequester bool) {
+func atomicWriteFlushPair(t *testing.T, root string, port int, goRequester, builder bool) {
 	const value = uint64(0x1122334455667788)
 	const payload = "flushed payload!"
+	const message, imm = "immediate hello!", uint32(0x600d)
 	cRole := "responder"
 	if !goRequester {
 		cRole = "requester"
@@ -114,17 +124,56 @@ func atomicWriteFlushPair(t *testing.T, root string, port int, goRequester bool)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mr.Close() })
-	cq, err := ctx.CreateCQ(uverbs.CQAttr{CQE: 16})
+	var cq *uverbs.CQ
+	var sendOps uverbs.SendOps
+	if builder {
+		cq, err = ctx.CreateCQEx(uverbs.CQExAttr{CQE: 16, WCFlags: uverbs.WCStandardFlags})
+		sendOps = uverbs.SendOpAtomicWrite | uverbs.SendOpRDMAWrite | uverbs.SendOpFlush | uverbs.SendOpSendWithImm
+	} else {
+		cq, err = ctx.CreateCQ(uverbs.CQAttr{CQE: 16})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cq.Close() })
-	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, SendOps: sendOps,
 		Cap: uverbs.QPCap{MaxSendWR: 8, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { qp.Close() })
+	if !goRequester {
+		if _, err := qp.PostRecv([]uverbs.RecvWR{{WRID: 5, SGL: []uverbs.SGE{mr.SGE(6144, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// next waits up to a minute for one completion: with Poll, or with StartPoll … EndPoll on the extended CQ.
+	wcs := make([]uverbs.WC, 1)
+	next := func(i int) uverbs.WC {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Microsecond) {
+			var n int
+			var err error
+			if builder {
+				var wc *uverbs.WC
+				if wc, err = cq.StartPoll(); wc != nil {
+					wcs[0], n = *wc, 1
+					cq.EndPoll()
+				}
+			} else {
+				n, err = cq.Poll(wcs)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 1 {
+				return wcs[0]
+			}
+			if time.Now().After(deadline) {
+				cFailed("completion %d: none after a minute", i)
+			}
+		}
+	}
 	ep, err := qp.Endpoint(&uverbs.EndpointOptions{Port: 1, GIDIndex: 1, PSN: 0x4242})
 	if err != nil {
 		t.Fatal(err)
@@ -165,34 +214,30 @@ func atomicWriteFlushPair(t *testing.T, root string, port int, goRequester bool)
 	b := buf.Bytes()
 	if goRequester {
 		copy(b, payload)
-		if _, err := qp.PostSend([]uverbs.SendWR{
+		copy(b[256:], message)
+		if builder {
+			w := qp.StartWR()
+			w.AtomicWrite(1, uverbs.SendSignaled, them.RKey, them.Addr+64, value)
+			w.RDMAWrite(2, uverbs.SendSignaled, them.RKey, them.Addr+4096).SetSGE(mr.LKey(), mr.Addr(), uint32(len(payload)))
+			w.Flush(3, uverbs.SendSignaled, them.RKey, them.Addr+4096, uint32(len(payload)), uverbs.FlushGlobal, uverbs.FlushRange)
+			w.SendImm(4, uverbs.SendSignaled, imm).SetSGE(mr.LKey(), mr.Addr()+256, uint32(len(message)))
+			if err := w.Complete(); err != nil {
+				cFailed("complete: %v", err)
+			}
+		} else if _, err := qp.PostSend([]uverbs.SendWR{
 			{WRID: 1, Opcode: uverbs.WRAtomicWrite, Flags: uverbs.SendSignaled, RemoteAddr: them.Addr + 64, RKey: them.RKey, Swap: value},
 			{WRID: 2, Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled, SGL: []uverbs.SGE{mr.SGE(0, len(payload))},
 				RemoteAddr: them.Addr + 4096, RKey: them.RKey},
 			{WRID: 3, Opcode: uverbs.WRFlush, Flags: uverbs.SendSignaled, RemoteAddr: them.Addr + 4096, RKey: them.RKey,
 				Flush: uverbs.Flush{Length: uint32(len(payload)), Type: uverbs.FlushGlobal, Level: uverbs.FlushRange}},
+			{WRID: 4, Opcode: uverbs.WRSendWithImm, Flags: uverbs.SendSignaled, SGL: []uverbs.SGE{mr.SGE(256, len(message))}, Imm: imm},
 		}); err != nil {
 			cFailed("post: %v", err)
 		}
-		wcs := make([]uverbs.WC, 1)
-		pctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for i, want := range []uverbs.WCOpcode{uverbs.WCAtomicWrite, uverbs.WCRDMAWrite, uverbs.WCFlush} {
-			for {
-				n, err := cq.Poll(wcs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n == 1 {
-					break
-				}
-				if pctx.Err() != nil {
-					cFailed("completion %d: none after a minute", i+1)
-				}
-				time.Sleep(100 * time.Microsecond)
-			}
-			if err := wcs[0].Err(); err != nil || wcs[0].WRID != uint64(i+1) || wcs[0].Opcode != want {
-				cFailed("completion %d: %+v (%v), want wr_id %d opcode %v", i+1, wcs[0], err, i+1, want)
+		for i, want := range []uverbs.WCOpcode{uverbs.WCAtomicWrite, uverbs.WCRDMAWrite, uverbs.WCFlush, uverbs.WCSend} {
+			wc := next(i + 1)
+			if err := wc.Err(); err != nil || wc.WRID != uint64(i+1) || wc.Opcode != want {
+				cFailed("completion %d: %+v (%v), want wr_id %d opcode %v", i+1, wc, err, i+1, want)
 			}
 		}
 		if _, err := conn.Write([]byte("done\x00\x00\x00\x00")); err != nil {
@@ -208,6 +253,15 @@ func atomicWriteFlushPair(t *testing.T, root string, port int, goRequester bool)
 		if got := string(b[4096 : 4096+len(payload)]); got != payload {
 			t.Errorf("RDMA WRITE+FLUSH from C left %q at offset 4096, want %q", got, payload)
 		}
+		wc := next(5)
+		if err := wc.Err(); err != nil || wc.WRID != 5 || wc.Opcode != uverbs.WCRecv || wc.ByteLen != uint32(len(message)) ||
+			wc.Flags&uverbs.WCWithImm == 0 || wc.Imm != imm || wc.QPNum != qp.QPN() {
+			t.Errorf("receive of the C SEND with immediate: %+v (%v), want wr_id 5, RECV, %d bytes, immediate %#x, QP %#x",
+				wc, err, len(message), imm, qp.QPN())
+		}
+		if got := string(b[6144 : 6144+len(message)]); got != message {
+			t.Errorf("SEND from C left %q, want %q", got, message)
+		}
 	}
 	select {
 	case <-done:
@@ -217,9 +271,9 @@ func atomicWriteFlushPair(t *testing.T, root string, port int, goRequester bool)
 	if waitErr != nil {
 		cFailed("C %s failed", cRole)
 	}
-	want := fmt.Sprintf("wrpeer: responder: word 0x%016x, bytes %s", value, payload)
+	want := fmt.Sprintf("wrpeer: responder: word 0x%016x, bytes %s, received %s with immediate 0x600d", value, payload, message)
 	if !goRequester {
-		want = fmt.Sprintf("wrpeer: requester: ATOMIC WRITE 0x%016x, RDMA WRITE and FLUSH completed", value)
+		want = fmt.Sprintf("wrpeer: requester: ATOMIC WRITE 0x%016x, RDMA WRITE, FLUSH and SEND with immediate completed", value)
 	}
 	if got := strings.TrimSpace(stdout.String()); got != want {
 		t.Errorf("C %s printed %q, want %q", cRole, got, want)
