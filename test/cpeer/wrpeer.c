@@ -129,12 +129,6 @@ int main(int argc, char **argv)
 	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &qia);
 	if (!qp)
 		die_errno("ibv_create_qp_ex");
-	if (!requester) {
-		struct ibv_sge sge = {.addr = (uintptr_t)buf + 6144, .length = 64, .lkey = mr->lkey};
-		struct ibv_recv_wr rwr = {.wr_id = 5, .sg_list = &sge, .num_sge = 1}, *bad;
-		if ((errno = ibv_post_recv(qp, &rwr, &bad)))
-			die_errno("ibv_post_recv");
-	}
 
 	struct record me = {.magic = MAGIC, .qpn = qp->qp_num, .psn = (uint32_t)(getpid() * 7919) & 0xffffff,
 		.addr = (uintptr_t)buf, .rkey = mr->rkey}, them;
@@ -142,6 +136,12 @@ int main(int argc, char **argv)
 	int fd = tcp_accept(port);
 	exchange(fd, &me, &them);
 	rc_connect(qp, gidx, me.psn, &them, access, 14);
+	if (!requester) { // after RESET: rxe refuses a receive posted there
+		struct ibv_sge sge = {.addr = (uintptr_t)buf + 6144, .length = 64, .lkey = mr->lkey};
+		struct ibv_recv_wr rwr = {.wr_id = 5, .sg_list = &sge, .num_sge = 1}, *bad;
+		if ((errno = ibv_post_recv(qp, &rwr, &bad)))
+			die_errno("ibv_post_recv");
+	}
 	// Both QPs are ready before any request flows: a request that reaches a responder QP still on its way
 	// to RTR is refused (REM_ACCESS_ERR for an ATOMIC WRITE, seen in the lab).
 	uint8_t ready[8];

@@ -142,11 +142,6 @@ func atomicWriteFlushPair(t *testing.T, root string, port int, goRequester, buil
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { qp.Close() })
-	if !goRequester {
-		if _, err := qp.PostRecv([]uverbs.RecvWR{{WRID: 5, SGL: []uverbs.SGE{mr.SGE(6144, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// next waits up to a minute for one completion: with Poll, or with StartPoll … EndPoll on the extended CQ.
 	wcs := make([]uverbs.WC, 1)
 	next := func(i int) uverbs.WC {
@@ -202,6 +197,11 @@ func atomicWriteFlushPair(t *testing.T, root string, port int, goRequester, buil
 	opts.MTU, opts.Access = uverbs.MTU1024, access
 	if err := qp.Connect(uverbs.Endpoint{QPN: them.QPN, PSN: them.PSN, GID: them.GID, Port: 1, MTU: uverbs.MTU1024}, &opts); err != nil {
 		cFailed("%v", err)
+	}
+	if !goRequester { // after RESET: rxe refuses a receive posted there
+		if _, err := qp.PostRecv([]uverbs.RecvWR{{WRID: 5, SGL: []uverbs.SGE{mr.SGE(6144, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Both sides are connected before a request flows (the C side says so too).
