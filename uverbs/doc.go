@@ -65,6 +65,12 @@
 // provider call per batch. Memory given to the device should come from AllocBuffer (anonymous mmap); Go memory
 // registered with RegMR is kept reachable by the MR.
 //
+// libibverbs' extended data path has its counterparts: a QP created with QPInitAttr.SendOps builds chains of
+// work requests in place with QP.StartWR (the ibv_wr_* calls: one method per operation and setter, Complete
+// posts the chain whole or not at all), and a CQ made by Context.CreateCQEx is also read one completion at a
+// time with StartPoll, NextPoll and EndPoll (ibv_start_poll …), the ibv_wc_read_* fields being the WC's. Both
+// allocate nothing once made.
+//
 // # On-demand paging
 //
 // AccessOnDemand registers memory without pinning it: pages are faulted in when a transfer touches them, and

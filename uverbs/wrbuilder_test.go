@@ -29,7 +29,9 @@ func (q *recQP) PostSendAll(wrs []verbs.SendWR) (int, provider.Status) {
 		var inl []byte
 		if wr.Flags&verbs.SendInline != 0 {
 			for _, s := range wr.SGL {
-				inl = append(inl, unsafe.Slice((*byte)(unsafe.Pointer(uintptr(s.Addr))), s.Length)...)
+				var p unsafe.Pointer
+				*(*uintptr)(unsafe.Pointer(&p)) = uintptr(s.Addr) // as rxe's addrPointer
+				inl = append(inl, unsafe.Slice((*byte)(p), s.Length)...)
 			}
 		}
 		q.inline = append(q.inline, inl)
