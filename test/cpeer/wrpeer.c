@@ -5,7 +5,7 @@
 // and flushes and which receives goverbs' SEND. It is a test-only harness, compiled in the lab by the test
 // (test/labtest.BuildCPeer); nothing of it is in goverbs.
 //
-//   wrpeer -d DEV -g GIDX -r requester|responder [-p PORT]
+//   wrpeer -d DEV -g GIDX -r requester|responder [-p PORT] [-b]
 //
 // It listens on PORT for the Go side's TCP connection and exchanges a connection record (cpeer.h, magic
 // "GVWR"; the responder's buffer and rkey; the requester's W[0..1] carry the 64-bit value it writes). Both
@@ -16,8 +16,9 @@
 // completions (wr_id 1..4, opcodes ATOMIC_WRITE, RDMA_WRITE, FLUSH, SEND) and tells the Go side over TCP. The
 // responder registers 8 KiB with FLUSH_GLOBAL access, waits for the Go side's word over TCP that it is done,
 // polls its receive (status, opcode RECV, byte_len, imm_data, wc_flags WITH_IMM, qp_num) and prints what its
-// memory holds. Both poll their extended CQ (IBV_WC_STANDARD_FLAGS) with ibv_start_poll. Exit status 0 when
-// every step succeeded.
+// memory holds. Both poll their extended CQ (IBV_WC_STANDARD_FLAGS) with ibv_start_poll. With -b (basic, for
+// devices without ATOMIC WRITE and FLUSH: rxe before Linux 6.2) the chain is the RDMA WRITE and the SEND only
+// and the responder's memory has no flush access. Exit status 0 when every step succeeded.
 //
 // libibverbs declares ibv_wr_flush from rdma-core 47 on, and the host's headers may be older (bookworm's 44):
 // the declarations it needs from 47's verbs.h are repeated below when missing. struct ibv_qp_ex grew wr_flush
@@ -43,9 +44,9 @@ struct qp_ex_47 {
 };
 
 // poll_ex waits for n completions of the extended CQ with one ibv_start_poll ... ibv_end_poll per batch and
-// checks each against wr_id first_id + i, success and opcode want[i]; for a receive it also checks byte_len,
-// the immediate data and its flag, and the QP number.
-static void poll_ex(struct ibv_cq_ex *cq, int n, uint64_t first_id, const int *want, uint32_t qpn)
+// checks each against wr_id ids[i], success and opcode want[i]; for a receive it also checks byte_len, the
+// immediate data and its flag, and the QP number.
+static void poll_ex(struct ibv_cq_ex *cq, int n, const uint64_t *ids, const int *want, uint32_t qpn)
 {
 	struct ibv_poll_cq_attr attr = {};
 	for (int got = 0; got < n;) {
@@ -55,11 +56,11 @@ static void poll_ex(struct ibv_cq_ex *cq, int n, uint64_t first_id, const int *w
 		if (ret)
 			die("ibv_start_poll failed");
 		do {
-			if (cq->status != IBV_WC_SUCCESS || cq->wr_id != first_id + got ||
+			if (cq->status != IBV_WC_SUCCESS || cq->wr_id != ids[got] ||
 			    (int)ibv_wc_read_opcode(cq) != want[got]) {
 				fprintf(stderr, "wrpeer: completion %d: wr_id %llu status %s opcode %d, want %llu, success, %d\n",
 					got, (unsigned long long)cq->wr_id, ibv_wc_status_str(cq->status),
-					ibv_wc_read_opcode(cq), (unsigned long long)(first_id + got), want[got]);
+					ibv_wc_read_opcode(cq), (unsigned long long)ids[got], want[got]);
 				exit(1);
 			}
 			if (want[got] == IBV_WC_RECV &&
@@ -82,18 +83,19 @@ int main(int argc, char **argv)
 {
 	prog = "wrpeer";
 	const char *dev = NULL, *port = "18515", *role = NULL;
-	int gidx = 1, opt;
-	while ((opt = getopt(argc, argv, "d:g:r:p:")) != -1) {
+	int gidx = 1, opt, basic = 0;
+	while ((opt = getopt(argc, argv, "d:g:r:p:b")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
 		case 'r': role = optarg; break;
 		case 'p': port = optarg; break;
-		default: die("usage: wrpeer -d DEV -g GIDX -r requester|responder [-p PORT]");
+		case 'b': basic = 1; break;
+		default: die("usage: wrpeer -d DEV -g GIDX -r requester|responder [-p PORT] [-b]");
 		}
 	}
 	if (!dev || !role || (strcmp(role, "requester") && strcmp(role, "responder")))
-		die("usage: wrpeer -d DEV -g GIDX -r requester|responder [-p PORT]");
+		die("usage: wrpeer -d DEV -g GIDX -r requester|responder [-p PORT] [-b]");
 	int requester = !strcmp(role, "requester");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
@@ -109,7 +111,7 @@ int main(int argc, char **argv)
 	memset(buf, 0, len);
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	if (!requester)
-		access |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_FLUSH_GLOBAL;
+		access |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | (basic ? 0 : IBV_ACCESS_FLUSH_GLOBAL);
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, len, access);
 	if (!mr)
 		die_errno("ibv_reg_mr");
@@ -123,8 +125,9 @@ int main(int argc, char **argv)
 		.comp_mask = IBV_QP_INIT_ATTR_PD};
 	if (requester) {
 		qia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		qia.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE | QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_RDMA_WRITE |
-				     IBV_QP_EX_WITH_SEND_WITH_IMM;
+		qia.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND_WITH_IMM;
+		if (!basic)
+			qia.send_ops_flags |= IBV_QP_EX_WITH_ATOMIC_WRITE | QP_EX_WITH_FLUSH;
 	}
 	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &qia);
 	if (!qp)
@@ -151,39 +154,58 @@ int main(int argc, char **argv)
 	uint8_t done[8];
 	if (requester) {
 		struct qp_ex_47 *qpx = (struct qp_ex_47 *)ibv_qp_to_qp_ex(qp);
-		if (!qpx || !qpx->wr_flush)
+		if (!qpx || (!basic && !qpx->wr_flush))
 			die("this libibverbs does not offer ibv_wr_flush (rdma-core 47 or newer does)");
 		uint64_t value = (uint64_t)them.w[1] << 32 | them.w[0];
 		memcpy(buf, "flushed payload!", 16);
 		memcpy(buf + 256, "immediate hello!", 16);
 		ibv_wr_start(&qpx->ex);
-		qpx->ex.wr_id = 1;
-		qpx->ex.wr_flags = IBV_SEND_SIGNALED;
-		ibv_wr_atomic_write(&qpx->ex, them.rkey, them.addr + 64, &value);
+		if (!basic) {
+			qpx->ex.wr_id = 1;
+			qpx->ex.wr_flags = IBV_SEND_SIGNALED;
+			ibv_wr_atomic_write(&qpx->ex, them.rkey, them.addr + 64, &value);
+		}
 		qpx->ex.wr_id = 2;
 		qpx->ex.wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_rdma_write(&qpx->ex, them.rkey, them.addr + 4096);
 		ibv_wr_set_sge(&qpx->ex, mr->lkey, (uintptr_t)buf, 16);
-		qpx->ex.wr_id = 3;
-		qpx->ex.wr_flags = IBV_SEND_SIGNALED;
-		qpx->wr_flush(&qpx->ex, them.rkey, them.addr + 4096, 16, FLUSH_GLOBAL, FLUSH_RANGE);
+		if (!basic) {
+			qpx->ex.wr_id = 3;
+			qpx->ex.wr_flags = IBV_SEND_SIGNALED;
+			qpx->wr_flush(&qpx->ex, them.rkey, them.addr + 4096, 16, FLUSH_GLOBAL, FLUSH_RANGE);
+		}
 		qpx->ex.wr_id = 4;
 		qpx->ex.wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_send_imm(&qpx->ex, htonl(0x600d));
 		ibv_wr_set_sge(&qpx->ex, mr->lkey, (uintptr_t)buf + 256, 16);
 		if ((errno = ibv_wr_complete(&qpx->ex)))
 			die_errno("ibv_wr_complete");
-		const int want[] = {IBV_WC_ATOMIC_WRITE, IBV_WC_RDMA_WRITE, WC_FLUSH, IBV_WC_SEND};
-		poll_ex(cqx, 4, 1, want, qp->qp_num);
+		if (basic) {
+			const uint64_t ids[] = {2, 4};
+			const int want[] = {IBV_WC_RDMA_WRITE, IBV_WC_SEND};
+			poll_ex(cqx, 2, ids, want, qp->qp_num);
+		} else {
+			const uint64_t ids[] = {1, 2, 3, 4};
+			const int want[] = {IBV_WC_ATOMIC_WRITE, IBV_WC_RDMA_WRITE, WC_FLUSH, IBV_WC_SEND};
+			poll_ex(cqx, 4, ids, want, qp->qp_num);
+		}
 		full_write(fd, "done\0\0\0\0", 8);
-		printf("wrpeer: requester: ATOMIC WRITE %#018llx, RDMA WRITE, FLUSH and SEND with immediate completed\n",
-		       (unsigned long long)value);
+		if (basic)
+			printf("wrpeer: requester: RDMA WRITE and SEND with immediate completed\n");
+		else
+			printf("wrpeer: requester: ATOMIC WRITE %#018llx, RDMA WRITE, FLUSH and SEND with immediate completed\n",
+			       (unsigned long long)value);
 	} else {
 		full_read(fd, done, 8);
+		const uint64_t ids[] = {5};
 		const int want[] = {IBV_WC_RECV};
-		poll_ex(cqx, 1, 5, want, qp->qp_num);
-		printf("wrpeer: responder: word %#018llx, bytes %.16s, received %.16s with immediate 0x600d\n",
-		       (unsigned long long)get64(buf + 64), (const char *)buf + 4096, (const char *)buf + 6144);
+		poll_ex(cqx, 1, ids, want, qp->qp_num);
+		if (basic)
+			printf("wrpeer: responder: bytes %.16s, received %.16s with immediate 0x600d\n",
+			       (const char *)buf + 4096, (const char *)buf + 6144);
+		else
+			printf("wrpeer: responder: word %#018llx, bytes %.16s, received %.16s with immediate 0x600d\n",
+			       (unsigned long long)get64(buf + 64), (const char *)buf + 4096, (const char *)buf + 6144);
 	}
 	close(fd);
 	ibv_destroy_qp(qp);
