@@ -364,3 +364,65 @@ func TestSendAfterDestroy(t *testing.T) {
 		t.Fatalf("empty PostSend = %d, %v", n, err)
 	}
 }
+
+// PostSendAll (the extended QP's Complete): a chain is written and published together, with one doorbell, WQEs
+// identical to PostSend's; a chain with a request the ring or the validation refuses publishes nothing and rings
+// nothing, and the QP posts on as before.
+func TestPostSendAll(t *testing.T) {
+	wrs := []verbs.SendWR{{WRID: 1, Opcode: verbs.WRSend}, {WRID: 2, Opcode: verbs.WRRDMAWrite, RemoteAddr: 0x10, RKey: 3},
+		{WRID: 3, Opcode: verbs.WRSendWithImm, Imm: 9}}
+	a, b := readyQP(t, verbs.QPTypeRC), readyQP(t, verbs.QPTypeRC)
+	if n, err := errOf(a.PostSend(wrs)); n != 3 || err != nil {
+		t.Fatalf("PostSend = %d, %v", n, err)
+	}
+	if n, err := errOf(b.PostSendAll(wrs)); n != 3 || err != nil {
+		t.Fatalf("PostSendAll = %d, %v", n, err)
+	}
+	a.expectDoorbell(t)
+	b.expectDoorbell(t)
+	for i := range wrs {
+		pa, oka := consume(a.sq)
+		pb, okb := consume(b.sq)
+		if !oka || !okb || !bytes.Equal(unsafe.Slice((*byte)(pa), abi.SizeofRxeSendWqe), unsafe.Slice((*byte)(pb), abi.SizeofRxeSendWqe)) {
+			t.Fatalf("WQE %d differs between PostSend and PostSendAll", i)
+		}
+		retire(a.sq)
+		retire(b.sq)
+	}
+
+	f := readyQP(t, verbs.QPTypeRC)
+	full := make([]verbs.SendWR, f.sq.capacity()+1)
+	for i := range full {
+		full[i] = verbs.SendWR{WRID: uint64(i), Opcode: verbs.WRSend}
+	}
+	bad := append([]verbs.SendWR{{Opcode: verbs.WRSend}}, verbs.SendWR{Opcode: verbs.WRSend, SGL: make([]verbs.SGE, 5)})
+	for _, c := range []struct {
+		name string
+		wrs  []verbs.SendWR
+		bad  int
+		want error
+	}{
+		{"more than the ring", full, f.sq.capacity(), unix.ENOMEM},
+		{"too many SGEs second", bad, 1, unix.EINVAL},
+	} {
+		n, err := errOf(f.PostSendAll(c.wrs))
+		if n != c.bad || !errors.Is(err, c.want) {
+			t.Errorf("%s: PostSendAll = %d, %v; want %d, %v", c.name, n, err, c.bad, c.want)
+		}
+		if pending(f.sq) != 0 {
+			t.Fatalf("%s: a refused chain published %d WQEs", c.name, pending(f.sq))
+		}
+		fds := []unix.PollFd{{Fd: int32(f.bell.Fd()), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 0); n != 0 || err != nil {
+			t.Fatalf("%s: a refused chain rang the doorbell (poll %d, %v)", c.name, n, err)
+		}
+	}
+	if n, err := errOf(f.PostSend(wrs[:1])); n != 1 || err != nil {
+		t.Fatalf("PostSend after refused chains = %d, %v", n, err)
+	}
+	f.expectDoorbell(t)
+	p, _ := consume(f.sq)
+	if got := (*abi.RxeSendWqe)(p).Wr.WrId; got != 1 {
+		t.Fatalf("the ring's first WQE is wr_id %d, want 1", got)
+	}
+}

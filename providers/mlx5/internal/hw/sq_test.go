@@ -260,3 +260,58 @@ func TestSendQueueReset(t *testing.T) {
 		t.Errorf("after reset: outstanding %d cur_post %d dbr %x", ts.sq.Outstanding(), ts.sq.curPost, ts.dbr[4:8])
 	}
 }
+
+// TestPostSendAll: a chain posted whole writes the same WQEs and rings the same doorbell as PostSend (the
+// extended QP's Complete, as libmlx5's wr_complete posts what ibv_post_send would), and a chain with a request
+// the queue refuses posts nothing: no WQE counted, the doorbell record and register untouched, the producer
+// where it was.
+func TestPostSendAll(t *testing.T) {
+	pl := payload()
+	chains := [][]SendWR{
+		{sendWR(1, gS1)},
+		{{WRID: 1, Opcode: verbs.WRRDMAWrite, RemoteAddr: 0x2000, RKey: 7, SGL: []SGE{gS2}}, // the queue holds two
+			{WRID: 2, Opcode: verbs.WRSendWithImm, Flags: verbs.SendSignaled | verbs.SendInline, Imm: 5,
+				SGL: []SGE{{Addr: addrOf(pl), Length: 16}}}},
+	}
+	for _, wrs := range chains {
+		a, b := newTestSQ(t, QPTypeRC, 256, false), newTestSQ(t, QPTypeRC, 256, false)
+		if n, st := a.sq.PostSend(wrs); n != len(wrs) || st != provider.OK {
+			t.Fatalf("PostSend = %d, %v", n, st)
+		}
+		if n, st := b.sq.PostSendAll(wrs); n != len(wrs) || st != provider.OK {
+			t.Fatalf("PostSendAll = %d, %v", n, st)
+		}
+		if !bytes.Equal(a.ring, b.ring) || !bytes.Equal(a.dbr, b.dbr) || !bytes.Equal(a.reg, b.reg) ||
+			a.sq.head != b.sq.head || a.sq.curPost != b.sq.curPost {
+			t.Errorf("%d requests: PostSendAll wrote other WQEs or rang otherwise than PostSend", len(wrs))
+		}
+	}
+	for _, c := range []struct {
+		name string
+		wrs  []SendWR
+		bad  int
+		st   provider.Status
+	}{
+		{"queue full at the third", []SendWR{sendWR(1, gS1), sendWR(2, gS1), sendWR(3, gS1)}, 2, provider.QueueFull},
+		{"bad opcode second", []SendWR{sendWR(1, gS1), {Opcode: 99}}, 1, provider.BadOpcode},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts := newTestSQ(t, QPTypeRC, 256, false)
+			head, cur := ts.sq.head, ts.sq.curPost
+			dbr := append([]byte(nil), ts.dbr...)
+			reg := append([]byte(nil), ts.reg...)
+			bad, st := ts.sq.PostSendAll(c.wrs)
+			if bad != c.bad || st != c.st {
+				t.Fatalf("PostSendAll = %d, %v; want %d, %v", bad, st, c.bad, c.st)
+			}
+			if ts.sq.head != head || ts.sq.curPost != cur || ts.sq.Outstanding() != 0 ||
+				!bytes.Equal(ts.dbr, dbr) || !bytes.Equal(ts.reg, reg) {
+				t.Errorf("a refused chain moved the producer (head %d, cur %d, outstanding %d) or rang",
+					ts.sq.head, ts.sq.curPost, ts.sq.Outstanding())
+			}
+			if n, st := ts.sq.PostSend(c.wrs[:1]); n != 1 || st != provider.OK { // the queue works on
+				t.Fatalf("PostSend after a refused chain = %d, %v", n, st)
+			}
+		})
+	}
+}
