@@ -197,6 +197,13 @@ func TestLabRCPingpongInterop(t *testing.T) {
 	ppMatrix(t, ppRC, 0, []int{1, 4096, 65536}, []string{"-n", "10"}, ppLines)
 }
 
+// -N (rc_pingpong's "new post send WR API"): rdma-core posts with ibv_wr_start / ibv_wr_send / ibv_wr_set_sge /
+// ibv_wr_complete on a QP created with IBV_QP_EX_WITH_SEND, goverbs with its work-request builder (QP.StartWR);
+// each pairs with the other and with itself, with and without events, inline (1 byte) and not (4096).
+func TestLabRCPingpongNewSendInterop(t *testing.T) {
+	ppMatrix(t, ppRC, 500, []int{1, 4096}, []string{"-n", "10", "-c", "-N"}, ppLines)
+}
+
 func TestLabUCPingpongInterop(t *testing.T) {
 	ppMatrix(t, ppUC, 100, []int{1, 4096}, []string{"-n", "10", "-c"}, ppLines)
 }

@@ -35,6 +35,7 @@ type pp struct {
 	rxDepth   int
 	sendFlags uverbs.SendFlags
 	pending   int
+	newSend   bool // -N: sends go through the QP's work-request builder (ibv_wr_* in rc_pingpong)
 
 	sendWR  [1]uverbs.SendWR
 	recvWR  [1]uverbs.RecvWR
@@ -162,7 +163,12 @@ func initSingle(dev uverbs.Device, k kind, o *options, stderr io.Writer) *pp {
 		return fail("Couldn't create CQ")
 	}
 	qpType := map[kind]uverbs.QPType{kindRC: uverbs.QPTypeRC, kindUC: uverbs.QPTypeUC, kindUD: uverbs.QPTypeUD}[k]
-	c.qp, err = c.pd.CreateQP(uverbs.QPInitAttr{Type: qpType, SendCQ: c.cq, RecvCQ: c.cq,
+	// -N: rc_pingpong creates the QP with ibv_create_qp_ex and IBV_QP_EX_WITH_SEND, and posts with ibv_wr_*.
+	var sendOps uverbs.SendOps
+	if o.newSend {
+		sendOps, c.newSend = uverbs.SendOpSend, true
+	}
+	c.qp, err = c.pd.CreateQP(uverbs.QPInitAttr{Type: qpType, SendCQ: c.cq, RecvCQ: c.cq, SendOps: sendOps,
 		Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: uint32(o.rxDepth), MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
 		return fail("Couldn't create QP")
@@ -199,6 +205,10 @@ func (c *pp) postRecv(n int) int {
 }
 
 func (c *pp) postSend() error {
+	if c.newSend {
+		s := &c.sendSGE[0]
+		return c.qp.StartWR().Send(sendWRID, c.sendFlags).SetSGE(s.LKey, s.Addr, s.Length).Complete()
+	}
 	c.sendWR[0] = uverbs.SendWR{WRID: sendWRID, SGL: c.sendSGE[:], Opcode: uverbs.WRSend, Flags: c.sendFlags}
 	if c.kind == kindUD {
 		c.sendWR[0].AH, c.sendWR[0].RemoteQPN, c.sendWR[0].RemoteQKey = c.ah.Data(), c.remQPN, udQKey
