@@ -69,8 +69,12 @@ func cases(iters int) []costCase {
 	var cs []costCase
 	pp := func(kind, tool string, size int, extra ...string) {
 		common := append([]string{"-d", "rxe0", "-g", "1", "-e", "-s", strconv.Itoa(size), "-n", n}, extra...)
+		name := fmt.Sprintf("pingpong %s -e %d", kind, size)
+		if len(extra) > 0 {
+			name = fmt.Sprintf("pingpong %s -e %s %d", kind, strings.Join(extra, " "), size)
+		}
 		cs = append(cs, costCase{
-			name: fmt.Sprintf("pingpong %s -e %d", kind, size), tool: tool,
+			name: name, tool: tool,
 			server: func(p int) []string { return append(append([]string{}, common...), "-p", strconv.Itoa(p)) },
 			client: func(p int) []string {
 				return append(append([]string{}, common...), "-p", strconv.Itoa(p), "127.0.0.1")
@@ -82,6 +86,8 @@ func cases(iters int) []costCase {
 		pp("rc", "ibv_rc_pingpong", size)
 		pp("srq", "ibv_srq_pingpong", size)
 	}
+	// -N: libibverbs' ibv_wr_* against goverbs' work-request builder (QP.StartWR).
+	pp("rc", "ibv_rc_pingpong", 64, "-N")
 	pp("ud", "ibv_ud_pingpong", 64)
 	pp("ud", "ibv_ud_pingpong", 1024) // the largest UD payload of rxe's 1024 MTU
 
