@@ -153,7 +153,7 @@ func ahAttr(a *abi.IbUverbsAhAttr) uverbs.AHAttr {
 	return uverbs.AHAttr{
 		GRH: uverbs.GlobalRoute{DGID: a.Grh.Dgid, FlowLabel: a.Grh.FlowLabel, SGIDIndex: a.Grh.SgidIndex,
 			HopLimit: a.Grh.HopLimit, TrafficClass: a.Grh.TrafficClass},
-		DLID: a.Dlid, SL: a.Sl, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate,
+		DLID: a.Dlid, SL: a.Sl, SrcPathBits: a.SrcPathBits, StaticRate: uverbs.Rate(a.StaticRate),
 		IsGlobal: a.IsGlobal != 0, PortNum: a.PortNum,
 	}
 }

@@ -30,7 +30,7 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if err != nil {
 		return nil, wrap("create AH", c.dev.Name, err)
 	}
-	p := provider.AHParams{DLID: attr.DLID, SL: attr.SL, SrcPathBits: attr.SrcPathBits, StaticRate: attr.StaticRate,
+	p := provider.AHParams{DLID: attr.DLID, SL: attr.SL, SrcPathBits: attr.SrcPathBits, StaticRate: uint8(attr.StaticRate),
 		IsGlobal: attr.IsGlobal, PortNum: attr.PortNum, DGID: attr.GRH.DGID, FlowLabel: attr.GRH.FlowLabel,
 		SGIDIndex: attr.GRH.SGIDIndex, HopLimit: attr.GRH.HopLimit, TrafficClass: attr.GRH.TrafficClass,
 		Ethernet: pa.LinkLayer == LinkLayerEthernet}
@@ -51,7 +51,7 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 		in := &abi.IbUverbsCreateAh{PdHandle: pd.handle, Attr: abi.IbUverbsAhAttr{
 			Grh: abi.IbUverbsGlobalRoute{Dgid: attr.GRH.DGID, FlowLabel: attr.GRH.FlowLabel, SgidIndex: attr.GRH.SGIDIndex,
 				HopLimit: attr.GRH.HopLimit, TrafficClass: attr.GRH.TrafficClass},
-			Dlid: attr.DLID, Sl: attr.SL, SrcPathBits: attr.SrcPathBits, StaticRate: attr.StaticRate, PortNum: attr.PortNum}}
+			Dlid: attr.DLID, Sl: attr.SL, SrcPathBits: attr.SrcPathBits, StaticRate: uint8(attr.StaticRate), PortNum: attr.PortNum}}
 		if attr.IsGlobal {
 			in.Attr.IsGlobal = 1
 		}

@@ -243,7 +243,7 @@ type AHAttr struct {
 	DLID        uint16
 	SL          uint8
 	SrcPathBits uint8
-	StaticRate  uint8
+	StaticRate  Rate // RateMax: the port's rate
 	IsGlobal    bool
 	PortNum     uint8
 }
@@ -281,7 +281,7 @@ type QPAttr struct {
 func qpDest(a *AHAttr) abi.IbUverbsQpDest {
 	d := abi.IbUverbsQpDest{FlowLabel: a.GRH.FlowLabel, Dlid: a.DLID, SgidIndex: a.GRH.SGIDIndex,
 		HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass, Sl: a.SL, SrcPathBits: a.SrcPathBits,
-		StaticRate: a.StaticRate, PortNum: a.PortNum}
+		StaticRate: uint8(a.StaticRate), PortNum: a.PortNum}
 	d.Dgid = a.GRH.DGID
 	if a.IsGlobal {
 		d.IsGlobal = 1
@@ -292,7 +292,7 @@ func qpDest(a *AHAttr) abi.IbUverbsQpDest {
 func ahAttrFromDest(d *abi.IbUverbsQpDest) AHAttr {
 	return AHAttr{GRH: GlobalRoute{DGID: d.Dgid, FlowLabel: d.FlowLabel, SGIDIndex: d.SgidIndex,
 		HopLimit: d.HopLimit, TrafficClass: d.TrafficClass}, DLID: d.Dlid, SL: d.Sl, SrcPathBits: d.SrcPathBits,
-		StaticRate: d.StaticRate, IsGlobal: d.IsGlobal != 0, PortNum: d.PortNum}
+		StaticRate: Rate(d.StaticRate), IsGlobal: d.IsGlobal != 0, PortNum: d.PortNum}
 }
 
 // Modify changes the QP's attributes selected by mask (ibv_modify_qp), through the MODIFY_QP command; the

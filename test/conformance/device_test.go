@@ -96,6 +96,24 @@ func TestQueryPKey(t *testing.T) {
 	require.Equal(t, uint16(0x7fff), pk&0x7fff, "pkey 0 is %#x", pk)
 }
 
+// ibv_get_pkey_index: the default P_Key is found where QueryPKey reads it; a P_Key the table does not hold is
+// ENOENT; a port that does not exist is EINVAL.
+func TestPKeyIndex(t *testing.T) {
+	e := newEnv(t)
+	if e.ctx.Device().NodeType != 1 {
+		t.Skipf("node type %v has no P_Key table", e.ctx.Device().NodeType)
+	}
+	pk, err := e.ctx.QueryPKey(e.pnum, 0)
+	require.NoError(t, err)
+	i, err := e.ctx.PKeyIndex(e.pnum, pk)
+	require.NoError(t, err)
+	require.Equal(t, 0, i)
+	_, err = e.ctx.PKeyIndex(e.pnum, 0x1234)
+	requireErrno(t, err, unix.ENOENT)
+	_, err = e.ctx.PKeyIndex(e.pnum+100, pk)
+	requireErrno(t, err, unix.EINVAL)
+}
+
 // pyverbs: test_device.DeviceTest.test_query_gid, test_query_gid_ex, test_query_gid_table
 func TestQueryGID(t *testing.T) {
 	e := newEnv(t)
