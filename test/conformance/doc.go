@@ -134,7 +134,7 @@
 // (5) The qpex cases use the ibv_wr_* post API; goverbs' counterpart is the QP's work-request builder
 // (QP.StartWR, QPInitAttr.SendOps): each case runs on a QP created with that operation alone, and every request
 // is built with the builder's methods (player.post). Beyond pyverbs: TestQPExChain (a three-request chain, one
-// Complete), TestQPExInline, TestQPExAtomicWriteFlush (test_qp_ex_rc_atomic_write, _flush, _flush_type_violate:
+// Complete), TestTrafficInline/builder, TestQPExAtomicWriteFlush (test_qp_ex_rc_atomic_write, _flush, _flush_type_violate:
 // refused as not supported where the device lacks them), TestNegQPExBuilder.
 //
 // # Negative cases

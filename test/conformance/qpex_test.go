@@ -52,28 +52,6 @@ func TestQPExTraffic(t *testing.T) {
 	}
 }
 
-// Inline data through SetInlineData(List): player.post turns an inline request into SetInlineDataList over the
-// send area (TestTrafficInline's counterpart).
-func TestQPExInline(t *testing.T) {
-	e := newEnv(t)
-	o := playerOpts{qpType: uverbs.QPTypeRC, msgSize: 64, sendOps: uverbs.SendOpSend,
-		cap: uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 64}}
-	client, server := e.pair(o)
-	if client.qp.Cap().MaxInlineData < 64 {
-		t.Skipf("max_inline_data %d", client.qp.Cap().MaxInlineData)
-	}
-	for i := 0; i < iters; i++ {
-		server.postRecv(uint64(i))
-		fill(client.buf.Bytes()[:64], i)
-		wr := client.sendWR(uverbs.WRSend, 64)
-		wr.Flags |= uverbs.SendInline
-		client.post(wr)
-		fill(client.buf.Bytes()[:64], i+50) // the builder copied the bytes when they were set
-		requireSuccess(t, pollOne(t, client.cq), pollOne(t, server.cq))
-		checkFill(t, server.buf.Bytes()[server.recvOff():server.recvOff()+64], i)
-	}
-}
-
 // A chain of three requests posted with one Complete, as the closing example of ibv_wr_post(3): two RDMA WRITEs
 // (unsignaled) and a SEND with immediate data that tells the peer they are there. The peer sees the SEND after
 // both writes' bytes; the requester sees one completion, the SEND's.

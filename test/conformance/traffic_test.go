@@ -53,23 +53,31 @@ func TestTraffic(t *testing.T) {
 	}
 }
 
-// Inline sends (IBV_SEND_INLINE) up to the granted max_inline_data.
+// Inline sends (IBV_SEND_INLINE) up to the granted max_inline_data, posted with PostSend and, on an extended
+// QP, with the builder's SetInlineDataList (player.post).
 func TestTrafficInline(t *testing.T) {
-	e := newEnv(t)
-	o := playerOpts{qpType: uverbs.QPTypeRC, msgSize: 64,
-		cap: uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 64}}
-	client, server := e.pair(o)
-	require.GreaterOrEqual(t, client.qp.Cap().MaxInlineData, uint32(64))
-	for i := 0; i < iters; i++ {
-		server.postRecv(uint64(i))
-		fill(client.buf.Bytes()[:64], i)
-		wr := client.sendWR(uverbs.WRSend, 64)
-		wr.Flags |= uverbs.SendInline
-		client.post(wr)
-		// The data was copied at post time: overwriting the buffer now must not change what arrives.
-		fill(client.buf.Bytes()[:64], i+1)
-		requireSuccess(t, pollOne(t, client.cq), pollOne(t, server.cq))
-		checkFill(t, server.buf.Bytes()[server.recvOff():server.recvOff()+64], i)
+	for _, tc := range []struct {
+		name string
+		ops  uverbs.SendOps
+	}{{"post", 0}, {"builder", uverbs.SendOpSend}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			o := playerOpts{qpType: uverbs.QPTypeRC, msgSize: 64, sendOps: tc.ops,
+				cap: uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 64}}
+			client, server := e.pair(o)
+			require.GreaterOrEqual(t, client.qp.Cap().MaxInlineData, uint32(64))
+			for i := 0; i < iters; i++ {
+				server.postRecv(uint64(i))
+				fill(client.buf.Bytes()[:64], i)
+				wr := client.sendWR(uverbs.WRSend, 64)
+				wr.Flags |= uverbs.SendInline
+				client.post(wr)
+				// The data was copied at post time: overwriting the buffer now must not change what arrives.
+				fill(client.buf.Bytes()[:64], i+1)
+				requireSuccess(t, pollOne(t, client.cq), pollOne(t, server.cq))
+				checkFill(t, server.buf.Bytes()[server.recvOff():server.recvOff()+64], i)
+			}
+		})
 	}
 }
 
