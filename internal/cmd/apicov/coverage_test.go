@@ -39,11 +39,17 @@ func TestCoverageTable(t *testing.T) {
 func TestCoverageTableCatchesPlanted(t *testing.T) {
 	doc, syms, tests := loadInputs(t)
 	const pollRow = "| `ibv_poll_cq` | covered | `CQ.Poll([]WC)` | `conformance.TestTraffic` | no allocation |\n"
+	// The covered count the summary gives libibverbs now: a removed covered row leaves the rows one short of it.
+	m := regexp.MustCompile(`\| libibverbs \| 179 \| (\d+) \|`).FindStringSubmatch(doc)
+	if m == nil {
+		t.Fatal("no libibverbs summary row")
+	}
+	covered, _ := strconv.Atoi(m[1])
 	for _, c := range []struct {
 		name, old, new, want string
 	}{
 		{"omission", pollRow, "", "libibverbs ibv_poll_cq has no row"},
-		{"omission counted", pollRow, "", "libibverbs: the summary says 89 covered, the rows 88"},
+		{"omission counted", pollRow, "", fmt.Sprintf("libibverbs: the summary says %d covered, the rows %d", covered, covered-1)},
 		{"stranger", pollRow, pollRow + "| `ibv_poll_cq_fast` | not yet |  |  | planted |\n",
 			"`ibv_poll_cq_fast` is not a public function of libibverbs"},
 		{"wrong library", pollRow, "", "`ibv_poll_cq` is not a public function of librdmacm"},
