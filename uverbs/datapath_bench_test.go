@@ -61,3 +61,14 @@ func BenchmarkCorePollParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCoreWRBuilder is a one-request chain through the work-request builder (StartWR, Send, SetSGE,
+// Complete) over a provider that does nothing: what the builder adds to BenchmarkCorePostSend.
+func BenchmarkCoreWRBuilder(b *testing.B) {
+	_, qp := benchObjects()
+	qp.sendOps, qp.cap = SendOpSend, QPCap{MaxSendWR: 1, MaxSendSGE: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		qp.StartWR().Send(1, SendSignaled).SetSGE(1, 0x1000, 64).Complete()
+	}
+}
