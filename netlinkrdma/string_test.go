@@ -22,3 +22,15 @@ func TestStrings(t *testing.T) {
 		}
 	}
 }
+
+// The node types' names (ibv_node_type_str's job, with iproute2's names: "ca" where libibverbs prints
+// "InfiniBand channel adapter").
+func TestNodeTypeNames(t *testing.T) {
+	for n, want := range map[NodeType]string{NodeTypeCA: "ca", NodeTypeSwitch: "switch", NodeTypeRouter: "router",
+		NodeTypeRNIC: "rnic", NodeTypeUSNIC: "usnic", NodeTypeUSNICUDP: "usnic_udp", NodeTypeUnspecified: "unspecified",
+		0: "unknown", 42: "unknown"} {
+		if got := n.String(); got != want {
+			t.Errorf("NodeType(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

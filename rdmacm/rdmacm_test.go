@@ -190,3 +190,23 @@ func TestDevicePathSysfs(t *testing.T) {
 		t.Errorf("ABI 4: %q %v", p, err)
 	}
 }
+
+// ParseAddr (rdma_getaddrinfo's address part for the tools): numeric forms with and without a port, a named
+// port, and a port that is no number or service.
+func TestParseAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"10.233.0.1":       "10.233.0.1:7471",
+		"10.233.0.1:19000": "10.233.0.1:19000",
+		"[fe80::1]:7":      "[fe80::1]:7",
+		"::ffff:10.0.0.1":  "[::ffff:10.0.0.1]:7471",
+		"127.0.0.1:ssh":    "127.0.0.1:22",
+	} {
+		got, err := ParseAddr(in, 7471)
+		if err != nil || got.String() != want {
+			t.Errorf("ParseAddr(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	if _, err := ParseAddr("127.0.0.1:no-such-service-here", 1); err == nil {
+		t.Error("a port that is neither a number nor a service parsed")
+	}
+}

@@ -210,3 +210,12 @@ func checkReencode(t *testing.T, name string, b []byte, n int, put func([]byte))
 		t.Fatalf("%s re-encode differs", name)
 	}
 }
+
+// MADHdr.String, the header half of umad_dump: every field, in hex as umad_dump prints them.
+func TestMADHdrString(t *testing.T) {
+	h := MADHdr{MgmtClass: 0x04, ClassVersion: 1, Method: 0x81, Status: 0x1c, TID: 0x1122334455667788, AttrID: 0x12, AttrMod: 0xa}
+	want := "class 0x04 v1 method 0x81 status 0x001c tid 0x1122334455667788 attr 0x0012 mod 0x0000000a"
+	if got := h.String(); got != want {
+		t.Errorf("MADHdr.String() = %q, want %q", got, want)
+	}
+}

@@ -64,3 +64,22 @@ func dupFD(f *os.File) (int, error) {
 	}
 	return fd, derr
 }
+
+// Every asynchronous event type has a name (ibv_event_type_str's job, in goverbs' words), and an unknown one
+// says its number.
+func TestAsyncEventNames(t *testing.T) {
+	seen := map[string]bool{}
+	for e := EventCQErr; int(e) < len(asyncEventNames); e++ {
+		n := e.String()
+		if n == "" || seen[n] {
+			t.Errorf("event %d: name %q empty or repeated", e, n)
+		}
+		seen[n] = true
+	}
+	if got := EventQPAccessErr.String(); got != "QP access error" {
+		t.Errorf("EventQPAccessErr = %q", got)
+	}
+	if got := AsyncEventType(99).String(); got != "event(99)" {
+		t.Errorf("unknown event = %q", got)
+	}
+}

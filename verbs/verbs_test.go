@@ -86,3 +86,14 @@ func TestWCErrDoesNotAllocate(t *testing.T) {
 		t.Fatalf("errors.As: %v", st)
 	}
 }
+
+// The port states' names (ibv_port_state_str's job, with the kernel's names: "ACTIVE" where libibverbs prints
+// "PORT_ACTIVE", which the tools print themselves).
+func TestPortStateNames(t *testing.T) {
+	for s, want := range map[PortState]string{PortNOP: "NOP", PortDown: "DOWN", PortInit: "INIT", PortArmed: "ARMED",
+		PortActive: "ACTIVE", PortActiveDefer: "ACTIVE_DEFER", 9: "PortState(9)"} {
+		if got := s.String(); got != want {
+			t.Errorf("PortState(%d) = %q, want %q", s, got, want)
+		}
+	}
+}
