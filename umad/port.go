@@ -37,6 +37,10 @@ type Port struct {
 	regs map[uint32]bool // registered agent ids
 	// recvMu serializes Recv and Call readers.
 	recvMu sync.Mutex
+	// closed is set when Close begins: an operation that fails after it reports ErrClosed, whatever the file
+	// said (a Recv that reaches the file after Close gets the runtime's "use of closed file" from its deadline
+	// call, which is not os.ErrClosed).
+	closed atomic.Bool
 }
 
 // Open opens the umad device of port on ibdev (for example "rxe0", 1).
@@ -194,7 +198,7 @@ func (p *Port) Agents() int {
 
 func (p *Port) err(op string, err error) error {
 	switch {
-	case errors.Is(err, ErrClosed), errors.Is(err, os.ErrClosed):
+	case errors.Is(err, ErrClosed), errors.Is(err, os.ErrClosed), p.closed.Load():
 		return &Error{Op: op, Device: p.dev.Name, Kind: ErrClosed}
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
 		return &Error{Op: op, Device: p.dev.Name, Kind: ErrTimeout, Err: err}
@@ -347,6 +351,7 @@ func (p *Port) Call(ctx context.Context, a Agent, addr Addr, mad []byte, timeout
 // Close releases the device and, with it, every agent registered on it.
 // A Recv blocked on p returns an error matching ErrClosed.
 func (p *Port) Close() error {
+	p.closed.Store(true)
 	err := p.f.Close()
 	p.mu.Lock()
 	clear(p.regs)

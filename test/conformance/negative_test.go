@@ -270,6 +270,13 @@ func TestNegCompletionStatus(t *testing.T) {
 				}
 			}
 			require.Equal(t, "ERR", state)
+			// A remote error moves the responder's QP to ERR too, and rxe's responder does that after it sent
+			// the NAK the requester's completion reports: a RESET of the server before that would be undone by
+			// it (the next RESET->INIT then fails EINVAL, seen once on 7.3.4). Wait for the server's ERR first.
+			switch wc.Status {
+			case uverbs.WCRemAccessErr, uverbs.WCRemInvReqErr, uverbs.WCRemOpErr, uverbs.WCWRFlushErr:
+				labtest.WaitQPErr(t, server.qp)
+			}
 			// pyverbs' restate_qps: RESET and reconnect, and traffic flows again.
 			client.restate()
 			server.restate()
