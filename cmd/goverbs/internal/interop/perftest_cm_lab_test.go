@@ -125,7 +125,7 @@ func runCMPair(t *testing.T, tool, srvImpl, cliImpl string, port int, args []str
 	for attempt := 0; ; attempt++ {
 		srv, cli := runCMPairOnce(t, tool, srvImpl, cliImpl, port+attempt*1000, args)
 		switch {
-		case attempt == 3:
+		case attempt == cClockReruns:
 			return srv, cli
 		case strings.Contains(srv.err.String()+cli.err.String(), cClockFlake):
 			labtest.Note(t, "%s-server/%s-client: C clock sampling failed, running the pair again", srvImpl, cliImpl)
