@@ -3,7 +3,6 @@ package conformance
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -258,18 +257,8 @@ func TestNegCompletionStatus(t *testing.T) {
 				want = e.requesterErrStatuses(t, want...)
 			}
 			requireStatusIn(t, wc, want...)
-			// The error moves the client QP to ERR. rxe's completer posts the error completion first and
-			// moves the QP after it (rxe_comp.c: do_complete, then rxe_qp_error), so a query right after
-			// the poll may still read RTS (seen on 7.3.4): wait for the state, boundedly.
-			var state string
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-				q, err := client.qp.Query(uverbs.QPAttrState)
-				require.NoError(t, err)
-				if state = q.State.String(); state == "ERR" || time.Now().After(deadline) {
-					break
-				}
-			}
-			require.Equal(t, "ERR", state)
+			// The error moves the client QP to ERR, after its completion on rxe (labtest.WaitQPErr).
+			require.Equal(t, uverbs.QPStateErr, labtest.WaitQPErr(t, client.qp), "requester QP %#x", client.qp.QPN())
 			// A remote error moves the responder's QP to ERR too, and rxe's responder does that after it sent
 			// the NAK the requester's completion reports: a RESET of the server before that would be undone by
 			// it (the next RESET->INIT then fails EINVAL, seen once on 7.3.4). Wait for the server's ERR first.
