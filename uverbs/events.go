@@ -93,12 +93,15 @@ const (
 	EventClientReregister
 	EventGIDChange
 	EventWQFatal
+	// EventDeviceSpeedChange: the link speed of one or more ports changed (IBV_EVENT_DEVICE_SPEED_CHANGE,
+	// rdma-core 62); Port is the port the kernel names.
+	EventDeviceSpeedChange
 )
 
 var asyncEventNames = [...]string{"CQ error", "QP fatal", "QP request error", "QP access error",
 	"communication established", "SQ drained", "path migrated", "path migration error", "device fatal",
 	"port active", "port error", "LID change", "PKey change", "SM change", "SRQ error", "SRQ limit reached",
-	"QP last WQE reached", "client reregister", "GID change", "WQ fatal"}
+	"QP last WQE reached", "client reregister", "GID change", "WQ fatal", "device speed change"}
 
 func (t AsyncEventType) String() string { return enumstr.Name(asyncEventNames[:], uint64(t), "event") }
 
@@ -177,7 +180,7 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 	case EventSRQErr, EventSRQLimitReached:
 		ev.SRQ, _ = c.handles.get(ev.Element).(*SRQ)
 	case EventPortActive, EventPortErr, EventLIDChange, EventPKeyChange, EventSMChange, EventClientReregister,
-		EventGIDChange:
+		EventGIDChange, EventDeviceSpeedChange:
 		ev.Port = int(ev.Element)
 	}
 	return ev, nil

@@ -58,6 +58,7 @@ type MR struct {
 	lkey   uint32
 	rkey   uint32
 	addr   uintptr
+	iova   uint64 // the address the device knows the memory by (the address itself, but for RegMRAddr)
 	length int
 	access Access
 	buf    []byte // keeps Go memory registered by slice reachable
@@ -115,7 +116,7 @@ func (pd *PD) regMR(addr uintptr, length int, iova uint64, access Access) (*MR, 
 		err = memlockErr(c.dev.Name, length, limitErr(c.dev.Name, "hca_object", err))
 		return nil, wrapf(c.dev.Name, err, "reg MR (%d bytes, access %#x)", length, uint32(access))
 	}
-	return &MR{pd: pd, handle: out.MrHandle, lkey: out.Lkey, rkey: out.Rkey, addr: addr, length: length, access: access}, nil
+	return &MR{pd: pd, handle: out.MrHandle, lkey: out.Lkey, rkey: out.Rkey, addr: addr, iova: iova, length: length, access: access}, nil
 }
 
 // LKey is the local key.
@@ -124,8 +125,13 @@ func (mr *MR) LKey() uint32 { return mr.lkey }
 // RKey is the remote key.
 func (mr *MR) RKey() uint32 { return mr.rkey }
 
-// Addr is the start address of the registered memory.
+// Addr is the start address of the registered memory in this process.
 func (mr *MR) Addr() uint64 { return uint64(mr.addr) }
+
+// IOVA is the address the device knows the memory by (ibv_mr's iova): Addr, unless the region was registered
+// with another I/O virtual address (RegMRAddr). SGEs and a peer's remote addresses for this MR are in this
+// space.
+func (mr *MR) IOVA() uint64 { return mr.iova }
 
 // Len is the registered length.
 func (mr *MR) Len() int { return mr.length }
@@ -133,9 +139,9 @@ func (mr *MR) Len() int { return mr.length }
 // Handle is the kernel's handle.
 func (mr *MR) Handle() uint32 { return mr.handle }
 
-// SGE returns a scatter/gather element for bytes [off, off+n) of the region.
+// SGE returns a scatter/gather element for bytes [off, off+n) of the region (in its IOVA space).
 func (mr *MR) SGE(off, n int) SGE {
-	return SGE{Addr: uint64(mr.addr) + uint64(off), Length: uint32(n), LKey: mr.lkey}
+	return SGE{Addr: mr.iova + uint64(off), Length: uint32(n), LKey: mr.lkey}
 }
 
 // ReregFlags select what MR.Rereg changes (IB_MR_REREG_*).
@@ -198,7 +204,7 @@ func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf []byte, access Access) error {
 	}
 	mr.lkey, mr.rkey = out.Lkey, out.Rkey
 	if flags&ReregTrans != 0 {
-		mr.addr, mr.length, mr.buf = uintptr(in.Start), len(buf), buf
+		mr.addr, mr.iova, mr.length, mr.buf = uintptr(in.Start), in.HcaVa, len(buf), buf
 	}
 	if flags&ReregPD != 0 {
 		mr.pd = pd

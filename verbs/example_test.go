@@ -29,3 +29,10 @@ func ExampleWC_Err() {
 	// 1 <nil> false
 	// 2 RETRY_EXC_ERR true
 }
+
+// The rkey a memory window will have after its next bind: only the consumer's low byte moves.
+func ExampleIncRKey() {
+	fmt.Printf("%#x %#x\n", verbs.IncRKey(0x1234), verbs.IncRKey(0x12ff))
+	// Output:
+	// 0x1235 0x1200
+}

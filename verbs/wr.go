@@ -108,6 +108,11 @@ type MWBind struct {
 	Access  uint32 // IBV_ACCESS_* bits the window grants
 }
 
+// IncRKey is the rkey a window or MR gets on its next bind or fast registration (ibv_inc_rkey): the key's low
+// 8 bits, the part the consumer owns, advance by one and wrap; the upper 24 bits, the device's index, stay.
+// Use it for MWBind.NewRKey.
+func IncRKey(rkey uint32) uint32 { return rkey&^0xff | (rkey+1)&0xff }
+
 // SendWR is one send work request (struct ibv_send_wr without the linked list: requests are posted as a slice).
 type SendWR struct {
 	WRID   uint64 // returned in the completion

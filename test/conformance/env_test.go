@@ -578,7 +578,7 @@ func traffic(t *testing.T, client, server *player, op uverbs.WROpcode) {
 			wr.Imm = uint32(0x1000 + i)
 		}
 		if op == uverbs.WRRDMAWriteWithImm {
-			wr.RemoteAddr, wr.RKey = r.mr.Addr()+uint64(r.recvOff()), r.remoteKey()
+			wr.RemoteAddr, wr.RKey = r.mr.IOVA()+uint64(r.recvOff()), r.remoteKey()
 		}
 		s.post(wr)
 		swc := pollOne(t, s.cq)
@@ -620,7 +620,7 @@ func rdmaTraffic(t *testing.T, client, server *player, op uverbs.WROpcode) {
 	eachWay(client, server, func(i int, s, r *player) {
 		n := s.o.msgSize
 		wr := s.sendWR(op, n)
-		wr.RemoteAddr, wr.RKey = r.mr.Addr()+uint64(r.recvOff()), r.remoteKey()
+		wr.RemoteAddr, wr.RKey = r.mr.IOVA()+uint64(r.recvOff()), r.remoteKey()
 		if op == uverbs.WRRDMARead {
 			fill(r.buf.Bytes()[r.recvOff():r.recvOff()+n], i)
 		} else {

@@ -12,6 +12,7 @@ import (
 	"github.com/goverbs/goverbs/rawcmd"
 	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
+	"github.com/goverbs/goverbs/verbs"
 )
 
 // pyverbs: test_mr.MRTest.test_reg_mr_bad_flags — remote write or remote atomic access without local write is
@@ -28,9 +29,6 @@ func TestNegRegMRBadFlags(t *testing.T) {
 		requireErrno(t, err, unix.EINVAL, "access %#x", a)
 	}
 }
-
-// incRKey is ibv_inc_rkey: the low 8 bits (the key part the consumer owns) advance.
-func incRKey(k uint32) uint32 { return k&^0xff | (k+1)&0xff }
 
 // mwPlayers are an RC pair whose MRs allow binding and whose QPs allow remote writes (pyverbs' MWRC).
 func mwPlayers(e *env) (client, server *player) {
@@ -53,7 +51,7 @@ func allocMW(t *testing.T, p *player, typ uverbs.MWType) *uverbs.MW {
 // new one and peers use it.
 func bindMW(t *testing.T, p *player, mw *uverbs.MW, length int, access uverbs.Access) uverbs.WC {
 	t.Helper()
-	newKey := incRKey(mw.RKey())
+	newKey := verbs.IncRKey(mw.RKey())
 	wr := uverbs.SendWR{WRID: 0xb1, Opcode: uverbs.WRBindMW, Flags: uverbs.SendSignaled, Bind: uverbs.MWBind{
 		MWRKey: mw.RKey(), NewRKey: newKey, MRLKey: p.mr.LKey(), Addr: p.mr.Addr() + uint64(p.recvOff()),
 		Length: uint64(length), Access: uint32(access)}}
@@ -248,4 +246,30 @@ func TestRegMRIoctlMethod(t *testing.T) {
 	default:
 		t.Fatalf("the resource tracker shows length %d for an MR of 8192 bytes", length)
 	}
+}
+
+// pyverbs: test_mr.MRTest.test_mr_rereg... has no IOVA case; rdma-core's ibv_reg_mr_iova / ibv_reg_mr_iova2:
+// memory registered under an I/O virtual address other than its own (here far from any mapping) is reached
+// through that address, locally (the SGEs of sends and receives, MR.SGE) and remotely (RDMA WRITE and READ to
+// IOVA+offset), on both sides of an RC pair; the bytes land where the process sees them.
+func TestRegMRIOVA(t *testing.T) {
+	e := newEnv(t)
+	client, server := e.pair(playerOpts{qpType: uverbs.QPTypeRC})
+	for i, p := range []*player{client, server} {
+		iova := uint64(0x5a_0000_0000) + uint64(i)<<32 // the same offset in its page as the buffer (page-aligned)
+		b := p.buf.Bytes()
+		mr, err := p.pd.RegMRAddr(uintptr(unsafe.Pointer(&b[0])), len(b), iova, p.o.mrAccess)
+		require.NoError(t, err)
+		cleanup(t, mr)
+		require.Equal(t, iova, mr.IOVA())
+		require.Equal(t, uint64(uintptr(unsafe.Pointer(&b[0]))), mr.Addr())
+		require.Equal(t, iova+8, mr.SGE(8, 1).Addr, "an SGE is in the IOVA space")
+		p.mr = mr
+	}
+	traffic(t, client, server, uverbs.WRSend)
+	rdmaTraffic(t, client, server, uverbs.WRRDMAWrite)
+	rdmaTraffic(t, client, server, uverbs.WRRDMARead)
+	// The process address is not the device's: a write there is out of the MR's range.
+	wc := rdmaWriteOnce(t, client, server.mr.RKey(), server.mr.Addr()+uint64(server.recvOff()), 8)
+	require.Equal(t, uverbs.WCRemAccessErr, wc.Status, "RDMA WRITE to the process address of an IOVA MR: %v", wc.Status)
 }

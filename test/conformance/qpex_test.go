@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goverbs/goverbs/uverbs"
+	"github.com/goverbs/goverbs/verbs"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -96,7 +97,7 @@ func TestQPExBindMW(t *testing.T) {
 	skipIfUnsupported(t, err, "memory window")
 	require.NoError(t, err)
 	cleanup(t, mw)
-	newKey := incRKey(mw.RKey())
+	newKey := verbs.IncRKey(mw.RKey())
 	err = server.qp.StartWR().BindMW(0x123, uverbs.SendSignaled, mw, newKey,
 		uverbs.MWBindInfo{MR: server.mr, Addr: server.mr.Addr(), Length: uint64(server.mr.Len()), Access: uverbs.AccessLocalWrite}).Complete()
 	if e.ctx.DriverID() != uverbs.DriverRXE {

@@ -52,14 +52,11 @@ func EventName(t uverbs.AsyncEventType) string {
 		return "IBV_EVENT_CLIENT_REREGISTER"
 	case uverbs.EventGIDChange:
 		return "IBV_EVENT_GID_CHANGE"
-	case eventDeviceSpeedChange:
+	case uverbs.EventDeviceSpeedChange:
 		return "IBV_EVENT_DEVICE_SPEED_CHANGE"
 	}
 	return "unexpected"
 }
-
-// eventDeviceSpeedChange is IBV_EVENT_DEVICE_SPEED_CHANGE (libibverbs' own number, after IBV_EVENT_WQ_FATAL).
-const eventDeviceSpeedChange uverbs.AsyncEventType = 20
 
 // Line is the C tool's line for ev. The C tool prints the event's element
 // union as a port number whatever the event; for an object event that is the

@@ -16,7 +16,7 @@ func TestLine(t *testing.T) {
 		{uverbs.AsyncEvent{Type: uverbs.EventPortErr, Port: 2, Element: 2}, "  event_type IBV_EVENT_PORT_ERR (10), port 2\n"},
 		{uverbs.AsyncEvent{Type: uverbs.EventPortActive, Port: 1, Element: 1}, "  event_type IBV_EVENT_PORT_ACTIVE (9), port 1\n"},
 		{uverbs.AsyncEvent{Type: uverbs.EventDeviceFatal}, "  event_type IBV_EVENT_DEVICE_FATAL (8), port 0\n"},
-		{uverbs.AsyncEvent{Type: eventDeviceSpeedChange, Element: 1}, "  event_type IBV_EVENT_DEVICE_SPEED_CHANGE (20), port 1\n"},
+		{uverbs.AsyncEvent{Type: uverbs.EventDeviceSpeedChange, Element: 1}, "  event_type IBV_EVENT_DEVICE_SPEED_CHANGE (20), port 1\n"},
 		// Object events print as the C tool prints them: "unexpected", the element's low 32 bits as the port.
 		{uverbs.AsyncEvent{Type: uverbs.EventQPFatal, Element: 0x1_0000_0007}, "  event_type unexpected (1), port 7\n"},
 		{uverbs.AsyncEvent{Type: 99}, "  event_type unexpected (99), port 0\n"},

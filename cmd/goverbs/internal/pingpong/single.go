@@ -1,7 +1,7 @@
 package pingpong
 
 import (
-	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibvtext"
+	"github.com/goverbs/goverbs/uverbs/ibvtext"
 
 	"errors"
 	"fmt"
@@ -371,7 +371,7 @@ func runSingle(k kind, o *options, stdout, stderr io.Writer) int {
 // replenish receives, and post the next send once both the previous send and receive have completed.
 func (c *pp) parseWC(wc *uverbs.WC, scnt, rcnt, routs *int, iters int, stderr io.Writer) bool {
 	if wc.Status != uverbs.WCSuccess {
-		fmt.Fprintf(stderr, "Failed status %s (%d) for wr_id %d\n", ibvtext.WCStatusStr(wc.Status), wc.Status, int(wc.WRID))
+		fmt.Fprintf(stderr, "Failed status %s (%d) for wr_id %d\n", ibvtext.WCStatus(wc.Status), wc.Status, int(wc.WRID))
 		return false
 	}
 	switch int(wc.WRID) {

@@ -1,7 +1,7 @@
 package pingpong
 
 import (
-	"github.com/goverbs/goverbs/cmd/goverbs/internal/ibvtext"
+	"github.com/goverbs/goverbs/uverbs/ibvtext"
 
 	"fmt"
 	"io"
@@ -290,7 +290,7 @@ func runSRQ(o *options, stdout, stderr io.Writer) int {
 // more than one receive per QP is left, and post that QP's next send once its send and receive completed.
 func (c *srqPP) parseWC(wc *uverbs.WC, scnt, rcnt, routs *int, iters int, stderr io.Writer) bool {
 	if wc.Status != uverbs.WCSuccess {
-		fmt.Fprintf(stderr, "Failed status %s (%d) for wr_id %d\n", ibvtext.WCStatusStr(wc.Status), wc.Status, int(wc.WRID))
+		fmt.Fprintf(stderr, "Failed status %s (%d) for wr_id %d\n", ibvtext.WCStatus(wc.Status), wc.Status, int(wc.WRID))
 		return false
 	}
 	qpi := c.findQP(wc.QPNum)
