@@ -23,6 +23,7 @@ type Context struct {
 	prov     provider.Context
 	numComp  uint32
 	coreSupp uint64
+	imported bool // made by ImportContext: no async event file of its own
 
 	mu      sync.Mutex
 	closed  bool

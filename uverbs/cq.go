@@ -27,6 +27,7 @@ type CQ struct {
 	eventsAck atomic.Uint32
 	ackWaiter atomic.Bool
 	ex        *cqCursor // CreateCQEx's: the extended poll's state; nil for CreateCQ's
+	domain    *PD       // the parent domain it was made in (CQExAttr.ParentDomain), or nil
 	life
 }
 
@@ -56,13 +57,18 @@ func (c *Context) CreateCQ(attr CQAttr) (*CQ, error) {
 // createCQ is CreateCQ once attr.Channel, if any, is known to stay open: its caller entered it, or it is the
 // channel's own kicker, made while the channel closes. kflags are the kernel's CQ flags (IB_UVERBS_CQ_FLAGS_*).
 func (c *Context) createCQ(attr CQAttr, kflags uint32) (*CQ, error) {
+	return c.createCQIn(attr, kflags, nil, nil)
+}
+
+// createCQIn is createCQ in a parent domain: domain (nil for none) is entered, and dom is its provider object.
+func (c *Context) createCQIn(attr CQAttr, kflags uint32, domain *PD, dom provider.ParentDomain) (*CQ, error) {
 	if err := c.addObject(); err != nil {
 		return nil, wrap("create CQ", c.dev.Name, err)
 	}
-	cq := &CQ{ctx: c, channel: attr.Channel}
+	cq := &CQ{ctx: c, channel: attr.Channel, domain: domain}
 	cq.evCond = sync.NewCond(&cq.evMu)
 	cq.uhandle = c.handles.add(cq)
-	p := provider.CQParams{CQE: attr.CQE, CompVector: uint32(attr.CompVector), Handle: cq.uhandle}
+	p := provider.CQParams{CQE: attr.CQE, CompVector: uint32(attr.CompVector), Handle: cq.uhandle, ParentDomain: dom}
 	var made cqCreated
 	prov, res, err := c.prov.CreateCQ(p, func(req provider.CQParams, uhwIn, uhwOut []byte) (provider.CQResult, error) {
 		var err error
@@ -180,6 +186,7 @@ func (cq *CQ) Close() error {
 			cq.channel.cqs--
 			cq.channel.mu.Unlock()
 		}
+		cq.domain.dropUser()
 		c.dropObject()
 		return nil
 	})

@@ -70,6 +70,10 @@ type CQExAttr struct {
 	CompVector int          // completion vector, < Context.NumCompVectors()
 	WCFlags    WCExFlags    // the fields the completions carry
 	Flags      CQCreateFlags
+	// ParentDomain is the parent domain (AllocParentDomain) the CQ is made in, or nil
+	// (ibv_cq_init_attr_ex.parent_domain, IBV_CQ_INIT_ATTR_MASK_PD): its Allocator supplies the CQ's ring, and
+	// it cannot be closed before the CQ. A PD that is not a parent domain is EINVAL, as libmlx5 refuses it.
+	ParentDomain *PD
 }
 
 // cqCursor is the state of an extended CQ's StartPoll … EndPoll: the completion being read, and the lock a poll
@@ -104,6 +108,9 @@ func (c *Context) CreateCQEx(attr CQExAttr) (*CQ, error) {
 	if attr.CQE < 1 {
 		return nil, wrap(op(), c.dev.Name, fmt.Errorf("cqe %d: %w", attr.CQE, unix.EINVAL))
 	}
+	if d := attr.ParentDomain; d != nil && (d.dom == nil || d.ctx != c) {
+		return nil, wrap(op(), c.dev.Name, fmt.Errorf("%v is not a parent domain of this context: %w", d, unix.EINVAL))
+	}
 	var kflags uint32
 	if attr.Flags&CQIgnoreOverrun != 0 {
 		kflags |= abi.IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN
@@ -114,7 +121,17 @@ func (c *Context) CreateCQEx(attr CQExAttr) (*CQ, error) {
 		}
 		defer attr.Channel.exit()
 	}
-	cq, err := c.createCQ(CQAttr{CQE: attr.CQE, Channel: attr.Channel, CompVector: attr.CompVector}, kflags)
+	var dom provider.ParentDomain
+	if attr.ParentDomain != nil {
+		var err error
+		if dom, err = attr.ParentDomain.enterDomain(); err != nil {
+			return nil, wrap(op(), c.dev.Name, err)
+		}
+	}
+	cq, err := c.createCQIn(CQAttr{CQE: attr.CQE, Channel: attr.Channel, CompVector: attr.CompVector}, kflags, attr.ParentDomain, dom)
+	if attr.ParentDomain != nil {
+		attr.ParentDomain.exitDomain(err == nil)
+	}
 	if err != nil {
 		return nil, err
 	}

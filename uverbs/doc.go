@@ -18,6 +18,10 @@
 // and Context.Close refuses while objects made from it are open. Closing the context's file (or the process
 // exiting) makes the kernel destroy everything, which is the only thing a GC cleanup does here, as a safety net.
 //
+// Thread domains and parent domains (AllocTD, AllocParentDomain: td.go) are userspace objects: a parent domain
+// is a PD standing for its protection domain that also carries a TD (objects used by one goroutine, posted
+// without locks) and an Allocator for the provider's rings. mlx5 has them; rxe answers ErrNotSupported.
+//
 // Close may race with the object's other verbs, data path included (PostSend, PostRecv, Poll, ReqNotify,
 // Modify, CompChannel.GetEvent): each either completes against the live object or fails with ErrClosed; none
 // touches a released ring or a destroyed handle. Close waits for the verbs already running on the object (they

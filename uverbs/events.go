@@ -147,6 +147,10 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 		c.mu.Unlock()
 		return AsyncEvent{}, wrap("get async event", c.dev.Name, ErrClosed)
 	}
+	if c.imported {
+		c.mu.Unlock()
+		return AsyncEvent{}, wrap("get async event", c.dev.Name, fmt.Errorf("%w: an imported context has no async event file (the exporter's context gets the events)", ErrNotSupported))
+	}
 	if c.async == nil {
 		pf, err := newPollFile(c.asyncFD, "uverbs-async")
 		if err != nil {

@@ -61,7 +61,9 @@ type MR struct {
 	iova   uint64 // the address the device knows the memory by (the address itself, but for RegMRAddr)
 	length int
 	access Access
-	buf    []byte // keeps Go memory registered by slice reachable
+	// imported: made by PD.ImportMR; Close forgets it (the exporter deregisters it).
+	imported bool
+	buf      []byte // keeps Go memory registered by slice reachable
 	life
 }
 
@@ -215,13 +217,17 @@ func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf []byte, access Access) error {
 	return nil
 }
 
-// Close deregisters the region (ibv_dereg_mr).
+// Close deregisters the region (ibv_dereg_mr); an imported one (PD.ImportMR) it only forgets (ibv_unimport_mr).
 func (mr *MR) Close() error {
 	if mr == nil {
 		return nil
 	}
 	return mr.life.close(func() error {
 		c := mr.pd.ctx
+		if mr.imported {
+			c.dropObject()
+			return nil
+		}
 		if err := c.destroyObject(abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_MR_DESTROY, abi.UVERBS_ATTR_DESTROY_MR_HANDLE, mr.handle); err != nil {
 			return wrapf(c.dev.Name, err, "dereg MR %#x", mr.handle)
 		}

@@ -61,13 +61,24 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	if err := c.checkSendOps(attr.Type, attr.SendOps); err != nil {
 		return nil, wrap(op, c.dev.Name, err)
 	}
+	dom, err := pd.enterDomain()
+	if err != nil {
+		return nil, wrap(op, c.dev.Name, err)
+	}
+	qp, err := pd.createQP(c, op, &attr, dom)
+	pd.exitDomain(err == nil)
+	return qp, err
+}
+
+// createQP is CreateQP once its attributes are checked and its parent domain, if any, entered.
+func (pd *PD) createQP(c *Context, op string, attr *QPInitAttr, dom provider.ParentDomain) (*QP, error) {
 	if err := c.addObject(); err != nil {
 		return nil, wrap(op, c.dev.Name, err)
 	}
 	qp := &QP{pd: pd, ctx: c, typ: attr.Type, sendOps: attr.SendOps}
 	qp.uhandle = c.handles.add(qp)
 	p := provider.QPParams{Type: attr.Type, Cap: attr.Cap, SigAll: attr.SigAll, HasSRQ: attr.SRQ != nil,
-		Handle: qp.uhandle, SendCQ: attr.SendCQ.provOrNil(), RecvCQ: attr.RecvCQ.provOrNil()}
+		Handle: qp.uhandle, SendCQ: attr.SendCQ.provOrNil(), RecvCQ: attr.RecvCQ.provOrNil(), ParentDomain: dom}
 	if attr.SRQ != nil {
 		p.SRQ = attr.SRQ.prov
 	}
@@ -80,7 +91,7 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	var made qpCreated
 	prov, res, err := c.prov.CreateQP(p, func(req provider.QPParams, uhwIn, uhwOut []byte) (provider.QPResult, error) {
 		var err error
-		made, err = c.cmdCreateQP(pd, &attr, req, uhwIn, uhwOut)
+		made, err = c.cmdCreateQP(pd, attr, req, uhwIn, uhwOut)
 		return provider.QPResult{Cap: made.cap, QPN: made.qpn, Handle: made.handle}, err
 	})
 	if err != nil {
@@ -187,6 +198,7 @@ func (qp *QP) Close() error {
 		}
 		qp.prov.Destroyed()
 		c.handles.del(qp.uhandle)
+		qp.pd.dropUser()
 		c.dropObject()
 		return nil
 	})

@@ -52,12 +52,24 @@ func (pd *PD) createSRQ(attr SRQAttr, xrcd *XRCD, cq *CQ) (*SRQ, error) {
 	if err := pd.checkOpen(); err != nil {
 		return nil, wrap("create SRQ", c.dev.Name, err)
 	}
+	dom, err := pd.enterDomain()
+	if err != nil {
+		return nil, wrap("create SRQ", c.dev.Name, err)
+	}
+	srq, err := pd.createSRQIn(attr, xrcd, cq, dom)
+	pd.exitDomain(err == nil)
+	return srq, err
+}
+
+// createSRQIn is createSRQ once pd is known open and its parent domain, if any, entered.
+func (pd *PD) createSRQIn(attr SRQAttr, xrcd *XRCD, cq *CQ, dom provider.ParentDomain) (*SRQ, error) {
+	c := pd.ctx
 	if err := c.addObject(); err != nil {
 		return nil, wrap("create SRQ", c.dev.Name, err)
 	}
 	srq := &SRQ{pd: pd, ctx: c}
 	srq.uhandle = c.handles.add(srq)
-	p := provider.SRQParams{MaxWR: attr.MaxWR, MaxSGE: attr.MaxSGE, Limit: attr.Limit, Handle: srq.uhandle}
+	p := provider.SRQParams{MaxWR: attr.MaxWR, MaxSGE: attr.MaxSGE, Limit: attr.Limit, Handle: srq.uhandle, ParentDomain: dom}
 	var made srqCreated
 	prov, res, err := c.prov.CreateSRQ(p, func(req provider.SRQParams, uhwIn, uhwOut []byte) (provider.SRQResult, error) {
 		var err error
@@ -161,6 +173,7 @@ func (srq *SRQ) Close() error {
 		}
 		srq.prov.Destroyed()
 		c.handles.del(srq.uhandle)
+		srq.pd.dropUser()
 		c.dropObject()
 		return nil
 	})

@@ -114,6 +114,8 @@ type CQParams struct {
 	CQE        int    // requested minimum number of entries
 	CompVector uint32 // completion vector
 	Handle     uint64 // user handle reported back in completion events
+	// ParentDomain is the parent domain the CQ is made in (ibv_cq_init_attr_ex.parent_domain), or nil.
+	ParentDomain ParentDomain
 }
 
 // CQResult is what CQ_CREATE made.
@@ -152,6 +154,8 @@ type QPParams struct {
 	// DeviceCaps are the device's capability flags (IB_UVERBS_DEVICE_*): which optional opcodes (FLUSH,
 	// ATOMIC WRITE) the QP may post.
 	DeviceCaps uint64
+	// ParentDomain is the parent domain the QP is made in (its PD was one), or nil.
+	ParentDomain ParentDomain
 }
 
 // QPResult is what QP_CREATE made.
@@ -185,6 +189,8 @@ type SRQParams struct {
 	MaxSGE uint32
 	Limit  uint32
 	Handle uint64
+	// ParentDomain is the parent domain the SRQ is made in (its PD was one), or nil.
+	ParentDomain ParentDomain
 }
 
 // SRQResult is what SRQ_CREATE made.

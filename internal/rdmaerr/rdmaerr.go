@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 )
 
 type notSupported struct{ msg string }
@@ -19,13 +20,15 @@ func (e notSupported) Error() string {
 	return e.msg
 }
 
-// Is makes every not-supported error match ErrNotSupported and errors.ErrUnsupported.
+// Is makes every not-supported error match ErrNotSupported, errors.ErrUnsupported and EOPNOTSUPP (the errno
+// the C libraries set for the same refusal, so code ported from C that tests errno works unchanged).
 func (notSupported) Is(target error) bool {
-	return target == ErrNotSupported || target == errors.ErrUnsupported
+	return target == ErrNotSupported || target == errors.ErrUnsupported || target == syscall.EOPNOTSUPP
 }
 
 // ErrNotSupported is the feature-is-missing sentinel: the device, driver, kernel or goverbs lacks it. Errors
-// that carry the kernel's EOPNOTSUPP or EPROTONOSUPPORT match it through their Is methods.
+// that carry the kernel's EOPNOTSUPP or EPROTONOSUPPORT match it through their Is methods; it matches
+// EOPNOTSUPP itself, the errno libibverbs and librdmacm set where goverbs refuses with it.
 var ErrNotSupported error = notSupported{}
 
 // NotSupported returns a sentinel of its own (for a package that names one kind of missing feature, such as

@@ -16,14 +16,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Every package's not-supported value is the one sentinel, and each matches errors.ErrUnsupported.
+// Every package's not-supported value is the one sentinel, and each matches errors.ErrUnsupported and
+// EOPNOTSUPP (the errno the C libraries give for the same refusal), wrapped or not.
 func TestOneNotSupportedSentinel(t *testing.T) {
 	matchAll(t, map[string]error{
 		"rdmaerr.ErrNotSupported":     rdmaerr.ErrNotSupported,
 		"uverbs.ErrNotSupported":      uverbs.ErrNotSupported,
 		"netlinkrdma.ErrNotSupported": netlinkrdma.ErrNotSupported,
 		"mlx5.ErrNotSupported":        mlx5.ErrNotSupported,
-	}, errors.ErrUnsupported, rdmaerr.ErrNotSupported)
+		"wrapped":                     fmt.Errorf("create QP: TSO: %w", uverbs.ErrNotSupported),
+		"rdmaerr.NotSupported":        rdmaerr.NotSupported("no ABI"),
+	}, errors.ErrUnsupported, rdmaerr.ErrNotSupported, unix.EOPNOTSUPP)
+	if errors.Is(uverbs.ErrNotSupported, unix.EINVAL) || errors.Is(uverbs.ErrNotSupported, unix.EPROTONOSUPPORT) {
+		t.Error("ErrNotSupported matches an errno other than EOPNOTSUPP")
+	}
 	// Kernel answers wrapped by each package's error type match all three.
 	for _, errno := range []unix.Errno{unix.EOPNOTSUPP, unix.EPROTONOSUPPORT} {
 		matchAll(t, map[string]error{

@@ -24,6 +24,13 @@
 // a QP it no longer knows. Closing an object while other goroutines use it is safe: the core waits for their
 // calls (TestCloseRacesDataPath).
 //
+// Thread domains and parent domains follow libmlx5 (domain.go): a thread domain holds a dedicated BlueFlame
+// register (the NC register without BlueFlame) that the QPs of its parent domains share; those QPs post without
+// their queue locks, the thread domain's promise being one thread at a time; their CQs keep the lock, as in
+// libmlx5. A parent domain's allocator supplies the QP, SRQ and CQ rings; doorbell records stay the provider's.
+// TD and parent-domain closes are EBUSY while in use (TestThreadDomainRegister, TestDomainsBusy,
+// TestThreadDomainTraffic).
+//
 // # Errors
 //
 // Posting and polling return the core's data-path statuses (internal/provider's table, which package uverbs

@@ -338,14 +338,18 @@ func (c *mctx) CreateCQ(p provider.CQParams, create provider.Create[provider.CQP
 	if p.CQE < 1 || p.CQE > 1<<24-1 {
 		return nil, res, fmt.Errorf("mlx5: create CQ of %d entries: %w", p.CQE, errInvalid)
 	}
+	d, err := c.domainOf(p.ParentDomain)
+	if err != nil {
+		return nil, res, err
+	}
 	n := roundupPow2(p.CQE + 1)
-	buf, err := c.ring(n * hw.CQESize)
+	buf, ext, err := c.ringFrom(n*hw.CQESize, d, resCQ)
 	if err != nil {
 		return nil, res, err
 	}
 	dbrb, dbr, err := c.dbr()
 	if err != nil {
-		c.sys.unmap(buf)
+		c.freeRing(buf, ext, d, resCQ)
 		return nil, res, err
 	}
 	hw.StampCQBuffer(buf[:n*hw.CQESize])
@@ -354,16 +358,19 @@ func (c *mctx) CreateCQ(p provider.CQParams, create provider.Create[provider.CQP
 	var resp abi.Mlx5IbCreateCqResp
 	if res, err = create(p, bytesOf(&req), bytesOf(&resp)); err != nil {
 		c.putDBR(dbrb)
-		c.sys.unmap(buf)
+		c.freeRing(buf, ext, d, resCQ)
 		return nil, res, err
 	}
 	cq, err := hw.NewCQ(hw.CQConfig{Buf: buf, CQECount: n, CQN: resp.Cqn, DBR: dbr, UAR: c.cqUAR, CQEVersion: c.caps.CQEVersion})
 	if err != nil {
 		c.putDBR(dbrb) // the core destroys the kernel hw.CQ
-		c.sys.unmap(buf)
+		c.freeRing(buf, ext, d, resCQ)
 		return nil, res, err
 	}
-	return &cqAdapter{CQ: cq, ctx: c, mem: buf, dbr: dbrb}, res, nil
+	if d != nil {
+		d.refs.Add(1)
+	}
+	return &cqAdapter{CQ: cq, ctx: c, mem: buf, ext: ext, dom: d, dbr: dbrb}, res, nil
 }
 
 // cqAdapter is a CQ as the verbs core sees it. mu is rdma-core's CQ lock: hw.CQ is not safe for concurrent use,
@@ -375,6 +382,8 @@ type cqAdapter struct {
 	mu     sync.Mutex
 	ctx    *mctx
 	mem    []byte
+	ext    []byte   // mem as the parent domain's allocator returned it (nil: anonymous memory)
+	dom    *pdomain // the parent domain it was made in, or nil
 	dbr    []byte
 	newMem []byte
 }
@@ -430,26 +439,26 @@ func (a *cqAdapter) Resize(cqe int, resize provider.Create[int, int]) (int, erro
 	if n == a.Entries() {
 		return n - 1, nil
 	}
-	buf, err := a.ctx.ring(n * hw.CQESize)
+	buf, ext, err := a.ctx.ringFrom(n*hw.CQESize, a.dom, resCQ)
 	if err != nil {
 		return 0, err
 	}
 	if err := a.BeginResize(buf, n); err != nil {
-		a.ctx.sys.unmap(buf)
+		a.ctx.freeRing(buf, ext, a.dom, resCQ)
 		return 0, err
 	}
 	req := hw.ResizeCQReq(addrOf(buf))
 	got, err := resize(n-1, bytesOf(&req), nil)
 	if err != nil {
 		a.AbortResize()
-		a.ctx.sys.unmap(buf)
+		a.ctx.freeRing(buf, ext, a.dom, resCQ)
 		return 0, err
 	}
 	if err := a.CompleteResize(); err != nil {
 		return 0, err
 	}
-	a.ctx.sys.unmap(a.mem)
-	a.mem = buf
+	a.ctx.freeRing(a.mem, a.ext, a.dom, resCQ)
+	a.mem, a.ext = buf, ext
 	return got, nil
 }
 
@@ -457,8 +466,9 @@ func (a *cqAdapter) Resize(cqe int, resize provider.Create[int, int]) (int, erro
 func (a *cqAdapter) Destroyed() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.ctx.sys.unmap(a.mem)
+	a.ctx.freeRing(a.mem, a.ext, a.dom, resCQ)
 	a.ctx.putDBR(a.dbr)
+	a.dom.drop()
 }
 
 // CreateQP implements provider.Context: rdma-core's sizing, one buffer with the RQ first, a doorbell record, a
@@ -488,6 +498,10 @@ func (c *mctx) CreateQP(p provider.QPParams, create provider.Create[provider.QPP
 	} else if p.SRQ != nil {
 		return nil, res, fmt.Errorf("mlx5: create QP: SRQ given without HasSRQ: %w", errInvalid)
 	}
+	d, err := c.domainOf(p.ParentDomain)
+	if err != nil {
+		return nil, res, err
+	}
 	scq, ok1 := p.SendCQ.(*cqAdapter)
 	rcq, ok2 := p.RecvCQ.(*cqAdapter)
 	if !ok1 || !ok2 {
@@ -500,14 +514,18 @@ func (c *mctx) CreateQP(p provider.QPParams, create provider.Create[provider.QPP
 		return nil, res, err
 	}
 	q := &qpAdapter{ctx: c, scq: scq, rcq: rcq}
-	if q.mem, err = c.ring(max(l.BufSize, c.dev.PageSize)); err != nil {
+	q.dom, q.res = d, resQP
+	if q.mem, q.ext, err = c.ringFrom(max(l.BufSize, c.dev.PageSize), d, resQP); err != nil {
 		return nil, res, err
 	}
 	if q.dbrMem, q.dbr, err = c.dbr(); err != nil {
 		q.release()
 		return nil, res, err
 	}
-	if q.bf, err = c.takeBF(); err != nil {
+	if td := d.threadDomain(); td != nil {
+		// mlx5_create_qp: a QP in a thread domain rings the TD's register, and its queues take no lock.
+		q.bf, q.tdBF, q.single = td.bf, true, true
+	} else if q.bf, err = c.takeBF(); err != nil {
 		q.release()
 		return nil, res, err
 	}
@@ -551,6 +569,9 @@ func (c *mctx) CreateQP(p provider.QPParams, create provider.Create[provider.QPP
 	res.Cap = verbs.QPCap{MaxSendWR: uint32(l.Caps.MaxSendWR), MaxRecvWR: uint32(l.Caps.MaxRecvWR),
 		MaxSendSGE: uint32(l.Caps.MaxSendSGE), MaxRecvSGE: uint32(l.Caps.MaxRecvSGE),
 		MaxInlineData: uint32(l.Caps.MaxInlineData)}
+	if d != nil {
+		d.refs.Add(1)
+	}
 	return q, res, nil
 }
 
@@ -559,7 +580,9 @@ func (c *mctx) CreateQP(p provider.QPParams, create provider.Create[provider.QPP
 //
 // sqMu and rqMu are rdma-core's sq.lock and rq.lock: the core lets any number of goroutines post to one QP, and
 // hw's queues leave serialization to the caller. The CQs that retire the queues' WQEs take their own lock (the
-// queues' tails are shared through hw's atomic tail). Lock order: sqMu, rqMu, then the CQs by CQ number.
+// queues' tails are shared through hw's atomic tail). Lock order: sqMu, rqMu, then the CQs by CQ number. A QP
+// made in a thread domain (single) posts without them: the TD promises one thread (libmlx5
+// mlx5_spinlock_init_pd); StateChanged still takes them.
 type qpAdapter struct {
 	*hw.QP
 	ctx      *mctx
@@ -567,16 +590,22 @@ type qpAdapter struct {
 	queueMem
 	dbr   hw.DoorbellRecord
 	bf    bfSlot
+	tdBF  bool // bf is the thread domain's: not returned to the free list
 	uidx  uint32
 	state atomic.Uint32 // verbs.QPState: posts read it while Modify's StateChanged writes it
 	sqMu  sync.Mutex
 	rqMu  sync.Mutex
+	// single: the QP is in a thread domain and posts without sqMu and rqMu.
+	single bool
 }
 
 // PostSend implements provider.QP.
 func (q *qpAdapter) PostSend(wrs []hw.SendWR) (int, provider.Status) {
 	if s := verbs.QPState(q.state.Load()); s != verbs.QPStateRTS && s != verbs.QPStateSQD {
 		return 0, provider.NotReady
+	}
+	if q.single {
+		return q.SQ.PostSend(wrs)
 	}
 	q.sqMu.Lock()
 	n, st := q.SQ.PostSend(wrs)
@@ -588,6 +617,9 @@ func (q *qpAdapter) PostSend(wrs []hw.SendWR) (int, provider.Status) {
 func (q *qpAdapter) PostSendAll(wrs []hw.SendWR) (int, provider.Status) {
 	if s := verbs.QPState(q.state.Load()); s != verbs.QPStateRTS && s != verbs.QPStateSQD {
 		return 0, provider.NotReady
+	}
+	if q.single {
+		return q.SQ.PostSendAll(wrs)
 	}
 	q.sqMu.Lock()
 	n, st := q.SQ.PostSendAll(wrs)
@@ -602,6 +634,9 @@ func (q *qpAdapter) PostRecv(wrs []hw.RecvWR) (int, provider.Status) {
 	}
 	if verbs.QPState(q.state.Load()) == verbs.QPStateReset {
 		return 0, provider.NotReady
+	}
+	if q.single {
+		return q.RQ.PostRecv(wrs)
 	}
 	q.rqMu.Lock()
 	n, st := q.RQ.PostRecv(wrs)
@@ -648,12 +683,15 @@ func (q *qpAdapter) Destroyed() {
 	q.scq.Detach(q.QP)
 	q.rcq.Detach(q.QP)
 	q.release()
+	q.dom.drop()
 }
 
 func (q *qpAdapter) release() {
 	q.queueMem.free(q.ctx)
 	if q.bf.reg != nil {
-		q.ctx.putBF(q.bf)
+		if !q.tdBF {
+			q.ctx.putBF(q.bf)
+		}
 		q.bf = bfSlot{}
 		q.ctx.putUserIndex(q.uidx)
 	}
@@ -662,18 +700,23 @@ func (q *qpAdapter) release() {
 // CreateSRQ implements provider.Context.
 func (c *mctx) CreateSRQ(p provider.SRQParams, create provider.Create[provider.SRQParams, provider.SRQResult]) (provider.SRQ, provider.SRQResult, error) {
 	var res provider.SRQResult
+	d, err := c.domainOf(p.ParentDomain)
+	if err != nil {
+		return nil, res, err
+	}
 	l, err := hw.SizeSRQ(int(p.MaxWR), int(p.MaxSGE), hw.QueueLimits{MaxRecvWR: int(c.resp.MaxSrqRecvWr),
 		MaxRQDescSz: c.caps.Limits.MaxRQDescSz})
 	if err != nil {
 		return nil, res, err
 	}
 	s := &srqAdapter{ctx: c}
-	if s.mem, err = c.ring(l.WQECount << l.WQEShift); err != nil {
+	s.dom, s.res = d, resSRQ
+	if s.mem, s.ext, err = c.ringFrom(l.WQECount<<l.WQEShift, d, resSRQ); err != nil {
 		return nil, res, err
 	}
 	var dbr hw.DoorbellRecord
 	if s.dbrMem, dbr, err = c.dbr(); err != nil {
-		c.sys.unmap(s.mem)
+		c.freeRing(s.mem, s.ext, d, resSRQ)
 		return nil, res, err
 	}
 	if s.SRQ, err = hw.NewSRQ(hw.SRQConfig{Buf: s.mem, WQECount: l.WQECount, WQEShift: l.WQEShift, DBR: dbr}); err != nil {
@@ -690,6 +733,10 @@ func (c *mctx) CreateSRQ(p provider.SRQParams, create provider.Create[provider.S
 	}
 	s.SetSRQN(resp.Srqn)
 	res.MaxWR, res.MaxSGE, res.SRQN = uint32(l.MaxWR), uint32(l.MaxSGE), resp.Srqn
+	if d != nil {
+		d.refs.Add(1)
+		s.counted = true
+	}
 	return s, res, nil
 }
 
@@ -697,7 +744,8 @@ type srqAdapter struct {
 	*hw.SRQ
 	ctx *mctx
 	queueMem
-	uidx uint32
+	uidx    uint32
+	counted bool // made: counted in its parent domain
 }
 
 // Modify implements provider.SRQ (only the limit can change; there is no driver data).
@@ -708,11 +756,18 @@ func (s *srqAdapter) Destroyed() {
 	if s.queueMem.free(s.ctx) {
 		s.ctx.putUserIndex(s.uidx)
 	}
+	if s.counted {
+		s.dom.drop()
+		s.counted = false
+	}
 }
 
 // queueMem is the memory of a QP's or SRQ's work queue: its ring and its doorbell record.
 type queueMem struct {
 	mem    []byte
+	ext    []byte                // mem as the parent domain's allocator returned it (nil: anonymous memory)
+	dom    *pdomain              // the parent domain the queue is made in, or nil
+	res    provider.ResourceType // what mem is, for the allocator
 	dbrMem []byte
 }
 
@@ -720,8 +775,8 @@ type queueMem struct {
 // record to return.
 func (m *queueMem) free(c *mctx) bool {
 	if m.mem != nil {
-		c.sys.unmap(m.mem)
-		m.mem = nil
+		c.freeRing(m.mem, m.ext, m.dom, m.res)
+		m.mem, m.ext = nil, nil
 	}
 	if m.dbrMem == nil {
 		return false

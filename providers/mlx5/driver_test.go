@@ -164,7 +164,13 @@ func newGlueWith(t testing.TB, bfRegSize int, heap bool) *glue {
 
 func (g *glue) cq(n int) (*cqAdapter, uint32) {
 	g.t.Helper()
-	p := provider.CQParams{CQE: n}
+	return g.cqIn(n, nil)
+}
+
+// cqIn creates a CQ through the driver in parent domain dom (nil for none).
+func (g *glue) cqIn(n int, dom provider.ParentDomain) (*cqAdapter, uint32) {
+	g.t.Helper()
+	p := provider.CQParams{CQE: n, ParentDomain: dom}
 	var cqn uint32
 	c, _, err := g.ctx.CreateCQ(p, func(r provider.CQParams, in, out []byte) (provider.CQResult, error) {
 		var req abi.Mlx5IbCreateCq
@@ -193,7 +199,13 @@ func (g *glue) qp(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn, 
 // qpOn creates a QP through the driver; with srq it receives from that SRQ (as uverbs.CreateQP passes it).
 func (g *glue) qpOn(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn, rcqn uint32, srq *srqAdapter) *qpAdapter {
 	g.t.Helper()
-	p := provider.QPParams{Type: typ, Cap: cap, SendCQ: scq, RecvCQ: rcq}
+	return g.qpIn(typ, cap, scq, rcq, scqn, rcqn, srq, nil)
+}
+
+// qpIn is qpOn in parent domain dom (nil for none).
+func (g *glue) qpIn(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn, rcqn uint32, srq *srqAdapter, dom provider.ParentDomain) *qpAdapter {
+	g.t.Helper()
+	p := provider.QPParams{Type: typ, Cap: cap, SendCQ: scq, RecvCQ: rcq, ParentDomain: dom}
 	var srqn uint32
 	if srq != nil {
 		p.HasSRQ, p.SRQ, srqn = true, srq, srq.SRQN()
@@ -436,7 +448,13 @@ func (foreignSRQ) Destroyed()                                  {}
 // geometry follows from the max_wr and max_sge the provider put into the request.
 func (g *glue) srq(maxWR, maxSGE uint32) *srqAdapter {
 	g.t.Helper()
-	p := provider.SRQParams{MaxWR: maxWR, MaxSGE: maxSGE}
+	return g.srqIn(maxWR, maxSGE, nil)
+}
+
+// srqIn is srq in parent domain dom (nil for none).
+func (g *glue) srqIn(maxWR, maxSGE uint32, dom provider.ParentDomain) *srqAdapter {
+	g.t.Helper()
+	p := provider.SRQParams{MaxWR: maxWR, MaxSGE: maxSGE, ParentDomain: dom}
 	s, _, err := g.ctx.CreateSRQ(p, func(rq provider.SRQParams, in, out []byte) (provider.SRQResult, error) {
 		var req abi.Mlx5IbCreateSrq
 		copy(bytesOf(&req), in)

@@ -49,6 +49,8 @@ type env struct {
 	port *uverbs.PortAttr
 	pnum int
 	gid  uverbs.GIDEntry
+	// sharedPD, when set, is the PD every player of this env uses instead of one of its own (an imported PD).
+	sharedPD *uverbs.PD
 }
 
 // newEnv opens the device under test for t (closed at cleanup, after every object t created).
@@ -132,6 +134,9 @@ func cleanup[T interface{ Close() error }](t *testing.T, c T) T {
 }
 
 func (e *env) pd() *uverbs.PD {
+	if e.sharedPD != nil {
+		return e.sharedPD
+	}
 	pd, err := e.ctx.AllocPD()
 	require.NoError(e.t, err)
 	return cleanup(e.t, pd)

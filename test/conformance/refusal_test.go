@@ -1,0 +1,129 @@
+package conformance
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/goverbs/test/labtest"
+	"github.com/goverbs/goverbs/uverbs"
+)
+
+// TestRefusalsMatchLibibverbs: for each call goverbs refuses on the device under test, libibverbs refuses it
+// on the same device with the same errno, and goverbs' refusal is typed: the C side is test/cpeer/refusepeer.c,
+// run with sid's libibverbs (rdma-core 65, the newest release; the reference) and with the VM's own (rdma-core
+// 44, where it differs the difference is logged, not failed). Each case pairs a C call with its goverbs
+// counterpart: thread and parent domains, XRC domains, CQ moderation, an extended CQ with completion
+// timestamps or ignoring overruns, an extended QP with TSO, importing the context, and the in-order placement
+// hint (an answer, 0 on rxe, not an errno). Where C says EOPNOTSUPP, goverbs' error matches both
+// uverbs.ErrNotSupported and unix.EOPNOTSUPP.
+func TestRefusalsMatchLibibverbs(t *testing.T) {
+	e := newEnv(t)
+	labtest.RequireRoot(t)
+	bin := labtest.BuildCPeer(t, "refusepeer")
+	eras := map[string][]string{}
+	for _, era := range []string{"sid", "own"} {
+		var cmd *exec.Cmd
+		if era == "sid" {
+			root := labtest.PeerRoot(t, "sid")
+			b, err := os.ReadFile(bin)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(root, "tmp", "refusepeer"), b, 0o755))
+			cmd = exec.Command("/tmp/refusepeer", e.ctx.Name())
+			cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
+			cmd.Dir = "/"
+		} else {
+			cmd = exec.Command(bin, e.ctx.Name())
+		}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "refusepeer (%s libibverbs):\n%s", era, out)
+		eras[era] = strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	pd := e.pd()
+	cq := e.cq(16)
+	goErr := map[string]func() error{
+		"alloc_td": func() error { return closed(e.ctx.AllocTD()) },
+		"alloc_parent_domain": func() error {
+			return closed(e.ctx.AllocParentDomain(uverbs.ParentDomainAttr{PD: pd}))
+		},
+		"open_xrcd": func() error { return closed(e.ctx.OpenXRCD(-1, uverbs.XRCDCreate)) },
+		"modify_cq": func() error { return cq.Moderate(uverbs.CQModeration{Count: 1, Period: 1}) },
+		"create_cq_ex_timestamp": func() error {
+			return closed(e.ctx.CreateCQEx(uverbs.CQExAttr{CQE: 16, WCFlags: uverbs.WCStandardFlags | uverbs.WCExWithCompletionTimestamp}))
+		},
+		"create_cq_ex_ignore_overrun": func() error {
+			return closed(e.ctx.CreateCQEx(uverbs.CQExAttr{CQE: 16, WCFlags: uverbs.WCStandardFlags, Flags: uverbs.CQIgnoreOverrun}))
+		},
+		"create_qp_ex_tso": func() error {
+			return closed(pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, SendOps: uverbs.SendOpTSO,
+				Cap: uverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}))
+		},
+		"import_device": func() error { return closed(uverbs.ImportContext(e.ctx.FD())) },
+	}
+	goAnswer := map[string]func() int{
+		"query_qp_data_in_order": func() int {
+			qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+				Cap: uverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+			require.NoError(t, err)
+			defer qp.Close()
+			return int(qp.DataInOrder(uverbs.WRRDMAWrite))
+		},
+	}
+	seen := 0
+	for _, ln := range eras["sid"] {
+		f := strings.Fields(ln)
+		require.Len(t, f, 2, "refusepeer line %q", ln)
+		name := f[0]
+		want, err := strconv.Atoi(f[1])
+		require.NoError(t, err, "refusepeer line %q", ln)
+		seen++
+		t.Run(name, func(t *testing.T) {
+			if own := ownAnswer(eras["own"], name); own != f[1] {
+				t.Logf("rdma-core 44 answers %s, rdma-core 65 %d", own, want)
+			}
+			if a, ok := goAnswer[name]; ok {
+				require.Equal(t, want, a(), "libibverbs answers %d", want)
+				return
+			}
+			g, ok := goErr[name]
+			require.True(t, ok, "no goverbs counterpart for %s", name)
+			err := g()
+			if want == 0 {
+				require.NoError(t, err, "libibverbs succeeds")
+				return
+			}
+			require.Error(t, err, "libibverbs refuses with %v", unix.Errno(want))
+			require.ErrorIs(t, err, unix.Errno(want), "libibverbs refuses with %v; goverbs: %v", unix.Errno(want), err)
+			if unix.Errno(want) == unix.EOPNOTSUPP {
+				require.ErrorIs(t, err, uverbs.ErrNotSupported)
+			}
+			t.Logf("both refuse: %v", err)
+		})
+	}
+	require.Equal(t, len(goErr)+len(goAnswer), seen, "cases compared")
+}
+
+func ownAnswer(lines []string, name string) string {
+	for _, ln := range lines {
+		if f := strings.Fields(ln); len(f) == 2 && f[0] == name {
+			return f[1]
+		}
+	}
+	return "nothing"
+}
+
+// closed closes what a constructor made, and returns its error.
+func closed[T interface{ Close() error }](o T, err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.Join(o.Close())
+}

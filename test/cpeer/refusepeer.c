@@ -1,0 +1,149 @@
+// refusepeer.c: what libibverbs answers on a device for the calls goverbs refuses there, one "case errno" line
+// each (0: the call succeeded; the object is destroyed at once). TestRefusalsMatchLibibverbs
+// (test/conformance) runs it with sid's libibverbs (rdma-core 65) and the VM's own (44) on rxe and asserts
+// goverbs' counterpart answers the same errno, typed ErrNotSupported where it is EOPNOTSUPP. Built against the
+// host's headers (rdma-core 44): every call here is declared there.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void report(const char *name, int err)
+{
+	printf("%s %d\n", name, err);
+}
+
+static struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+	int i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx) {
+		fprintf(stderr, "refusepeer: cannot open %s\n", name);
+		exit(1);
+	}
+	return ctx;
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: refusepeer DEVICE\n");
+		return 2;
+	}
+	ctx = open_dev(argv[1]);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!pd || !cq) {
+		fprintf(stderr, "refusepeer: PD or CQ: %s\n", strerror(errno));
+		return 1;
+	}
+
+	{
+		struct ibv_td_init_attr a = {0};
+		struct ibv_td *td;
+
+		errno = 0;
+		td = ibv_alloc_td(ctx, &a);
+		report("alloc_td", td ? 0 : errno);
+		if (td)
+			ibv_dealloc_td(td);
+	}
+	{
+		struct ibv_parent_domain_init_attr a = {.pd = pd};
+		struct ibv_pd *p;
+
+		errno = 0;
+		p = ibv_alloc_parent_domain(ctx, &a);
+		report("alloc_parent_domain", p ? 0 : errno);
+		if (p)
+			ibv_dealloc_pd(p);
+	}
+	{
+		struct ibv_xrcd_init_attr a = {
+			.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, .fd = -1, .oflags = O_CREAT};
+		struct ibv_xrcd *x;
+
+		errno = 0;
+		x = ibv_open_xrcd(ctx, &a);
+		report("open_xrcd", x ? 0 : errno);
+		if (x)
+			ibv_close_xrcd(x);
+	}
+	{
+		struct ibv_modify_cq_attr a = {.attr_mask = IBV_CQ_ATTR_MODERATE, .moderate = {.cq_count = 1, .cq_period = 1}};
+
+		report("modify_cq", ibv_modify_cq(cq, &a));
+	}
+	{
+		struct ibv_cq_init_attr_ex a = {.cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+		struct ibv_cq_ex *c;
+
+		errno = 0;
+		c = ibv_create_cq_ex(ctx, &a);
+		report("create_cq_ex_timestamp", c ? 0 : errno);
+		if (c)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(c));
+	}
+	{
+		struct ibv_cq_init_attr_ex a = {.cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS,
+			.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS, .flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN};
+		struct ibv_cq_ex *c;
+
+		errno = 0;
+		c = ibv_create_cq_ex(ctx, &a);
+		report("create_cq_ex_ignore_overrun", c ? 0 : errno);
+		if (c)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(c));
+	}
+	{
+		struct ibv_qp_init_attr_ex a = {.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq, .pd = pd,
+			.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.send_ops_flags = IBV_QP_EX_WITH_TSO};
+		struct ibv_qp *q;
+
+		errno = 0;
+		q = ibv_create_qp_ex(ctx, &a);
+		report("create_qp_ex_tso", q ? 0 : errno);
+		if (q)
+			ibv_destroy_qp(q);
+	}
+	{
+		struct ibv_context *c;
+
+		errno = 0;
+		c = ibv_import_device(ctx->cmd_fd);
+		report("import_device", c ? 0 : errno);
+		if (c)
+			ibv_close_device(c);
+	}
+	{
+		struct ibv_qp_init_attr a = {.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
+			.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+		struct ibv_qp *q = ibv_create_qp(pd, &a);
+
+		if (!q) {
+			fprintf(stderr, "refusepeer: QP: %s\n", strerror(errno));
+			return 1;
+		}
+		/* Not an errno: the answer (0, data in order not guaranteed, for a device without the hint). */
+		report("query_qp_data_in_order", ibv_query_qp_data_in_order(q, IBV_WR_RDMA_WRITE, 0));
+		ibv_destroy_qp(q);
+	}
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return 0;
+}
