@@ -24,7 +24,8 @@ type pp struct {
 	kind      kind
 	ctx       *uverbs.Context
 	channel   *uverbs.CompChannel
-	pd        *uverbs.PD
+	pd        *uverbs.PD // with -U, a parent domain on basePD
+	basePD    *uverbs.PD // -U only
 	buf       *uverbs.Buffer
 	mr        *uverbs.MR
 	cq        *uverbs.CQ
@@ -63,6 +64,7 @@ func (c *pp) close() {
 	c.mr.Close()
 	c.ah.Close()
 	c.pd.Close()
+	c.basePD.Close()
 	c.channel.Close()
 	c.ctx.Close()
 	c.buf.Close()
@@ -108,16 +110,16 @@ func initSingle(dev uverbs.Device, k kind, o *options, stderr io.Writer) *pp {
 		}
 	}
 	if o.ccUnprotected {
-		// rdma-core 65's -U allocates a parent domain allowing unprotected
-		// (shared) memory in confidential-computing guests. goverbs has no
-		// parent domains; it fails where rdma-core fails on providers
-		// without them (rxe).
-		if c.pd, err = c.ctx.AllocPD(); err != nil {
+		// rdma-core 65's -U: a parent domain on a base PD, allowing unprotected (shared) memory in
+		// confidential-computing guests; the CQ is made in it. Providers without parent domains (rxe)
+		// refuse it, in C and here.
+		if c.basePD, err = c.ctx.AllocPD(); err != nil {
 			return fail("Couldn't allocate base PD")
 		}
-		return fail("Couldn't allocate parent domain")
-	}
-	if c.pd, err = c.ctx.AllocPD(); err != nil {
+		if c.pd, err = c.ctx.AllocParentDomain(uverbs.ParentDomainAttr{PD: c.basePD, AllowCCUnprotected: true}); err != nil {
+			return fail("Couldn't allocate parent domain")
+		}
+	} else if c.pd, err = c.ctx.AllocPD(); err != nil {
 		return fail("Couldn't allocate PD")
 	}
 	if o.odp || o.ts || o.dm {
@@ -159,7 +161,12 @@ func initSingle(dev uverbs.Device, k kind, o *options, stderr io.Writer) *pp {
 			fmt.Fprintf(stderr, "Couldn't prefetch MR(%d). Continue anyway\n", errno)
 		}
 	}
-	if c.cq, err = c.ctx.CreateCQ(uverbs.CQAttr{CQE: o.rxDepth + 1, Channel: c.channel}); err != nil {
+	if o.ccUnprotected {
+		c.cq, err = c.ctx.CreateCQEx(uverbs.CQExAttr{CQE: o.rxDepth + 1, Channel: c.channel, ParentDomain: c.pd})
+	} else {
+		c.cq, err = c.ctx.CreateCQ(uverbs.CQAttr{CQE: o.rxDepth + 1, Channel: c.channel})
+	}
+	if err != nil {
 		return fail("Couldn't create CQ")
 	}
 	qpType := map[kind]uverbs.QPType{kindRC: uverbs.QPTypeRC, kindUC: uverbs.QPTypeUC, kindUD: uverbs.QPTypeUD}[k]
@@ -362,7 +369,7 @@ func runSingle(k kind, o *options, stdout, stderr io.Writer) int {
 	if k == kindUD {
 		steps = append(steps, closeStep{c.ah.Close, "Couldn't destroy AH"})
 	}
-	steps = append(steps, closeStep{c.pd.Close, "Couldn't deallocate PD"},
+	steps = append(steps, closeStep{c.pd.Close, "Couldn't deallocate PD"}, closeStep{c.basePD.Close, "Couldn't deallocate base PD"},
 		closeStep{c.channel.Close, "Couldn't destroy completion channel"}, closeStep{c.ctx.Close, "Couldn't release context"})
 	return finish(o, stdout, stderr, elapsed, numEvents, c.cq, c.payload(), steps, c.buf)
 }
