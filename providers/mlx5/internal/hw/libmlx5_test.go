@@ -69,8 +69,14 @@ func libmlx5Harness(t testing.TB) string {
 // libmlx5Dump runs the harness's dump mode: "name value" lines, the value hex bytes or decimal numbers.
 func libmlx5Dump(t *testing.T, bin string, env ...string) map[string]string {
 	t.Helper()
+	return libmlx5Run(t, bin, "dump", env...)
+}
+
+// libmlx5Run runs the harness in mode (dump, wrdump) and parses its "name value" lines.
+func libmlx5Run(t *testing.T, bin, mode string, env ...string) map[string]string {
+	t.Helper()
 	var stderr bytes.Buffer
-	c := libmlx5emu.Command(bin, "dump")
+	c := libmlx5emu.Command(bin, mode)
 	c.Env = append(c.Env, env...)
 	c.Stderr = &stderr
 	out, err := c.Output()
@@ -234,4 +240,99 @@ func compareLibmlx5(t *testing.T, m map[string]string, inlineOnly bool) {
 	}
 	check("recv.wqe", rqRing[:rqStride])
 	check("recv.dbr", rcDBR)
+}
+
+// TestLibmlx5WRBuilder compares goverbs with libmlx5's extended-QP path: the harness posts chains with
+// libibverbs' ibv_wr_start … ibv_wr_complete (libmlx5's mlx5_send_wr_* builders) on QPs created with
+// ibv_create_qp_ex and their send_ops_flags, and goverbs posts, through the same SendQueue code its builder
+// (uverbs.WRBuilder.Complete → PostSendAll) ends in, the SendWR lists the builder makes for the same calls:
+// inline data as one inline SGE of the concatenated bytes, the invalidated rkey in Imm. The WQE blocks, the
+// doorbell record and the BlueFlame/doorbell register must be libmlx5's bytes for every chain: a SEND, the
+// three-WR chain RDMA WRITE + SEND_WITH_IMM inline + RDMA READ with an SGE list, both atomics, SEND_WITH_INV,
+// RDMA WRITE_WITH_IMM from an inline data list, and a UD SEND_WITH_IMM. (LOCAL_INV and BIND_MW are UMR WQEs,
+// which goverbs' mlx5 does not build: its QPs refuse those send operations.)
+func TestLibmlx5WRBuilder(t *testing.T) {
+	bin := libmlx5Harness(t)
+	t.Run("prefer_bf=default", func(t *testing.T) { compareLibmlx5WR(t, libmlx5Run(t, bin, "wrdump"), false) })
+	t.Run("prefer_bf=0", func(t *testing.T) {
+		compareLibmlx5WR(t, libmlx5Run(t, bin, "wrdump", "MLX5_POST_SEND_PREFER_BF=0"), true)
+	})
+}
+
+func compareLibmlx5WR(t *testing.T, m map[string]string, inlineOnly bool) {
+	bfSize := dumpInt(t, m, "bf_size")
+	regBytes := aligned(2 * bfSize)
+	reg, err := mmio.RegFromBytes(regBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := NewBFReg(reg, bfSize, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSQ := func(name string, typ QPType) (*SendQueue, []byte, []byte) {
+		n := dumpInt(t, m, name+".sq_wqe_cnt")
+		ring, dbr := aligned(n*64), aligned(8)
+		d, _ := NewDoorbellRecord(dbr)
+		var c [5]int
+		if _, err := fmt.Sscan(m[name+".cap"], &c[0], &c[1], &c[2], &c[3], &c[4]); err != nil {
+			t.Fatalf("harness output %s.cap = %q: %v", name, m[name+".cap"], err)
+		}
+		sq, err := NewSendQueue(SendQueueConfig{Buf: ring, WQECount: n, MaxPost: c[0], MaxSGE: c[2], MaxInline: c[4],
+			QPN: uint32(dumpInt(t, m, name+".qpn")), Type: typ, DBR: d, BF: bf, BlueFlameInlineOnly: inlineOnly,
+			Atomics: typ == QPTypeRC}) // the harness's device reports HCA atomics
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sq, ring, dbr
+	}
+	rcSQ, rcRing, rcDBR := newSQ("rcx", QPTypeRC)
+	udSQ, udRing, udDBR := newSQ("udx", QPTypeUD)
+	pl := payload()
+	const lkey = 0x11223344
+	at := func(off uint64, n uint32) []SGE { return []SGE{{Addr: 0x00007f0011223340 + off, Length: n, LKey: lkey}} }
+	inline := func(b []byte) []SGE { return []SGE{{Addr: addrOf(b), Length: uint32(len(b))}} }
+	sgeList := []SGE{{Addr: 0x00007f0011223340, Length: 0x100, LKey: lkey}, {Addr: 0x00007f0011225000, Length: 0x80, LKey: 0x11223355}}
+	ah := NewIBAH(AHAttr{DLID: 0x1234, SL: 3})
+	chains := []struct {
+		name string
+		sq   *SendQueue
+		ring []byte
+		dbr  []byte
+		wrs  []SendWR
+	}{
+		{"wr_send", rcSQ, rcRing, rcDBR, []SendWR{{WRID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: at(0, 0x1000)}}},
+		{"wr_chain3", rcSQ, rcRing, rcDBR, []SendWR{
+			{WRID: 11, Opcode: verbs.WRRDMAWrite, RemoteAddr: 0x1000, RKey: 7, SGL: at(0, 0x1000)},
+			{WRID: 12, Opcode: verbs.WRSendWithImm, Flags: verbs.SendInline, Imm: 0x1234, SGL: inline(pl[:32])},
+			{WRID: 13, Opcode: verbs.WRRDMARead, Flags: verbs.SendSignaled, RemoteAddr: 0x2000, RKey: 7, SGL: sgeList},
+		}},
+		{"wr_atomics", rcSQ, rcRing, rcDBR, []SendWR{
+			{WRID: 21, Opcode: verbs.WRAtomicCmpAndSwp, RemoteAddr: 0x3000, RKey: 9, CompareAdd: 5, Swap: 6, SGL: at(0, 8)},
+			{WRID: 22, Opcode: verbs.WRAtomicFetchAndAdd, Flags: verbs.SendSignaled, RemoteAddr: 0x3008, RKey: 9, CompareAdd: 3, SGL: at(8, 8)},
+		}},
+		{"wr_inv", rcSQ, rcRing, rcDBR, []SendWR{
+			{WRID: 31, Opcode: verbs.WRSendWithInv, Flags: verbs.SendSignaled, Imm: 0x77, SGL: at(0, 0x40)},
+		}},
+		{"wr_write_imm_list", rcSQ, rcRing, rcDBR, []SendWR{{WRID: 41, Opcode: verbs.WRRDMAWriteWithImm,
+			Flags: verbs.SendSignaled | verbs.SendSolicited | verbs.SendInline, RemoteAddr: 0x1000, RKey: 7, Imm: 0xabcd, SGL: inline(pl[:40])}}},
+		{"wr_ud", udSQ, udRing, udDBR, []SendWR{{WRID: 51, Opcode: verbs.WRSendWithImm, Flags: verbs.SendSignaled, Imm: 0x55,
+			AH: ah, RemoteQPN: 0x4567, RemoteQKey: 0x11111111, SGL: at(0, 0x200)}}},
+	}
+	check := func(name string, got []byte) {
+		t.Helper()
+		if want := dumpHex(t, m, name); !bytes.Equal(got, want) {
+			t.Errorf("%s differs from libmlx5's ibv_wr_*:\n%s", name, diffBytes(got, want))
+		}
+	}
+	for _, c := range chains {
+		clear(regBytes)
+		from := c.sq.curPost
+		if bad, status := c.sq.PostSendAll(c.wrs); status != provider.OK {
+			t.Fatalf("%s: PostSendAll: WR %d: %v", c.name, bad, status)
+		}
+		check(c.name+".wqe", c.ring[from*64:c.sq.curPost*64])
+		check(c.name+".dbr", c.dbr)
+		check(c.name+".bf", regBytes)
+	}
 }

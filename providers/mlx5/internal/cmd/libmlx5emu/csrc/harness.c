@@ -185,6 +185,29 @@ static ssize_t command(const void *buf, size_t len)
 		put(resp, &r, sizeof(r));
 		break;
 	}
+	case IB_USER_VERBS_CMD_QUERY_DEVICE: {
+		/* The legacy command only (libibverbs falls back to it when the extended one is refused): enough for
+		 * libmlx5 to learn that the device has HCA atomics, which its extended QP's atomic ops require. */
+		struct ib_uverbs_query_device_resp r = {0};
+
+		if (ex) {
+			errno = EOPNOTSUPP;
+			return -1;
+		}
+		r.max_qp = 1 << 18;
+		r.max_qp_wr = 32768;
+		r.max_sge = 30;
+		r.max_cq = 1 << 24;
+		r.max_cqe = 1 << 22;
+		r.max_pd = 1 << 24;
+		r.max_mr = 1 << 24;
+		r.max_qp_rd_atom = 16;
+		r.max_qp_init_rd_atom = 16;
+		r.atomic_cap = IBV_ATOMIC_HCA;
+		r.phys_port_cnt = 1;
+		put(resp, &r, sizeof(r));
+		break;
+	}
 	case IB_USER_VERBS_CMD_QUERY_PORT: {
 		struct ib_uverbs_query_port_resp r = {0};
 		r.state = IBV_PORT_ACTIVE;
@@ -407,7 +430,9 @@ static void die(const char *what)
 	exit(1);
 }
 
-static struct ibv_qp *make_qp(enum ibv_qp_type type, struct mlx5dv_qp *dv, struct ibv_qp_cap *cap)
+/* make_qp creates a QP in RTS: with ibv_create_qp, or, for send_ops != 0, with ibv_create_qp_ex and those
+ * send_ops_flags (an extended QP, posted with ibv_wr_*). */
+static struct ibv_qp *make_qp_ops(enum ibv_qp_type type, struct mlx5dv_qp *dv, struct ibv_qp_cap *cap, uint64_t send_ops)
 {
 	struct ibv_qp_init_attr ia = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = type,
@@ -416,10 +441,22 @@ static struct ibv_qp *make_qp(enum ibv_qp_type type, struct mlx5dv_qp *dv, struc
 	};
 	struct ibv_qp_attr a = {0};
 	struct mlx5dv_obj o = {0};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	struct ibv_qp *qp;
 
-	if (!qp)
-		die("ibv_create_qp");
+	if (send_ops) {
+		struct ibv_qp_init_attr_ex ix = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = type, .cap = ia.cap, .pd = pd,
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, .send_ops_flags = send_ops,
+		};
+		qp = ibv_create_qp_ex(ctx, &ix);
+		if (!qp)
+			die("ibv_create_qp_ex");
+		ia.cap = ix.cap;
+	} else {
+		qp = ibv_create_qp(pd, &ia);
+		if (!qp)
+			die("ibv_create_qp");
+	}
 	*cap = ia.cap;
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
@@ -469,6 +506,11 @@ static struct ibv_qp *make_qp(enum ibv_qp_type type, struct mlx5dv_qp *dv, struc
 	memset(dv->sq.buf, 0, dv->sq.wqe_cnt * dv->sq.stride);
 	memset(dv->rq.buf, 0, dv->rq.wqe_cnt * dv->rq.stride);
 	return qp;
+}
+
+static struct ibv_qp *make_qp(enum ibv_qp_type type, struct mlx5dv_qp *dv, struct ibv_qp_cap *cap)
+{
+	return make_qp_ops(type, dv, cap, 0);
 }
 
 static void setup(void)
@@ -669,6 +711,109 @@ static void dump(void)
 	hex("recv.dbr", drc.dbrec, 8);
 }
 
+/* ---------------------------------------------------------------- wrdump mode */
+
+/* Work-request chains posted with libibverbs' extended QP API (ibv_wr_start ... ibv_wr_complete, libmlx5's
+ * mlx5_send_wr_*) on extended RC and UD QPs; the same dump as dump mode. The Go side (the hw package's
+ * TestLibmlx5WRBuilder) posts the SendWR lists goverbs' work-request builder makes for the same calls. */
+static struct ibv_qp *rcx, *udx;
+static struct mlx5dv_qp drcx, dudx;
+
+static void wr_seq(struct ibv_qp_ex *q, int seq)
+{
+	struct ibv_sge sl[2] = {{.addr = 0x00007f0011223340, .length = 0x100, .lkey = 0x11223344},
+				{.addr = 0x00007f0011225000, .length = 0x80, .lkey = 0x11223355}};
+	struct ibv_data_buf db[2] = {{payload, 16}, {payload + 16, 24}};
+
+	switch (seq) {
+	case 0: /* wr_send */
+		q->wr_id = 1, q->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send(q);
+		ibv_wr_set_sge(q, 0x11223344, 0x00007f0011223340, 0x1000);
+		break;
+	case 1: /* wr_chain3: the closing note's three-WR chain */
+		q->wr_id = 11, q->wr_flags = 0;
+		ibv_wr_rdma_write(q, 7, 0x1000);
+		ibv_wr_set_sge(q, 0x11223344, 0x00007f0011223340, 0x1000);
+		q->wr_id = 12, q->wr_flags = 0;
+		ibv_wr_send_imm(q, htobe32(0x1234));
+		ibv_wr_set_inline_data(q, payload, 32);
+		q->wr_id = 13, q->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_read(q, 7, 0x2000);
+		ibv_wr_set_sge_list(q, 2, sl);
+		break;
+	case 2: /* wr_atomics */
+		q->wr_id = 21, q->wr_flags = 0;
+		ibv_wr_atomic_cmp_swp(q, 9, 0x3000, 5, 6);
+		ibv_wr_set_sge(q, 0x11223344, 0x00007f0011223340, 8);
+		q->wr_id = 22, q->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_fetch_add(q, 9, 0x3008, 3);
+		ibv_wr_set_sge(q, 0x11223344, 0x00007f0011223348, 8);
+		break;
+	case 3: /* wr_inv (LOCAL_INV and BIND_MW are UMR WQEs, which goverbs' mlx5 does not build) */
+		q->wr_id = 31, q->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send_inv(q, 0x77);
+		ibv_wr_set_sge(q, 0x11223344, 0x00007f0011223340, 0x40);
+		break;
+	case 4: /* wr_write_imm_list: inline data from two buffers */
+		q->wr_id = 41, q->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+		ibv_wr_rdma_write_imm(q, 7, 0x1000, htobe32(0xabcd));
+		ibv_wr_set_inline_data_list(q, 2, db);
+		break;
+	case 5: /* wr_ud */
+		q->wr_id = 51, q->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send_imm(q, htobe32(0x55));
+		ibv_wr_set_ud_addr(q, ah, 0x4567, 0x11111111);
+		ibv_wr_set_sge(q, 0x11223344, 0x00007f0011223340, 0x200);
+		break;
+	}
+}
+
+static void dump_wr(const char *name, struct ibv_qp *qp, struct mlx5dv_qp *d, int seq)
+{
+	struct ibv_qp_ex *q = ibv_qp_to_qp_ex(qp);
+	char n[128];
+	uint32_t from = sq_pi(d), to;
+
+	memset(d->bf.reg, 0, 2 * d->bf.size);
+	ibv_wr_start(q);
+	wr_seq(q, seq);
+	if (ibv_wr_complete(q)) {
+		fprintf(stderr, "libmlx5emu: ibv_wr_complete(%s) failed\n", name);
+		exit(1);
+	}
+	to = sq_pi(d);
+	snprintf(n, sizeof(n), "%s.wqe", name);
+	hex(n, (char *)d->sq.buf + (from % d->sq.wqe_cnt) * 64, (to - from) * 64);
+	snprintf(n, sizeof(n), "%s.dbr", name);
+	hex(n, d->dbrec, 8);
+	snprintf(n, sizeof(n), "%s.bf", name);
+	hex(n, d->bf.reg, 2 * d->bf.size);
+}
+
+static void wrdump(void)
+{
+	struct ibv_qp_cap c;
+	const uint64_t rc_ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_SEND_WITH_INV |
+				IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+				IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+				IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+
+	rcx = make_qp_ops(IBV_QPT_RC, &drcx, &c, rc_ops);
+	printf("rcx.qpn %u\nrcx.sq_wqe_cnt %u\nrcx.cap %u %u %u %u %u\n", rcx->qp_num, drcx.sq.wqe_cnt,
+	       c.max_send_wr, c.max_recv_wr, c.max_send_sge, c.max_recv_sge, c.max_inline_data);
+	udx = make_qp_ops(IBV_QPT_UD, &dudx, &c, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM);
+	printf("udx.qpn %u\nudx.sq_wqe_cnt %u\nudx.cap %u %u %u %u %u\n", udx->qp_num, dudx.sq.wqe_cnt,
+	       c.max_send_wr, c.max_recv_wr, c.max_send_sge, c.max_recv_sge, c.max_inline_data);
+	printf("bf_size %u\npayload %lu\n", drcx.bf.size, (unsigned long)(uintptr_t)payload);
+	dump_wr("wr_send", rcx, &drcx, 0);
+	dump_wr("wr_chain3", rcx, &drcx, 1);
+	dump_wr("wr_atomics", rcx, &drcx, 2);
+	dump_wr("wr_inv", rcx, &drcx, 3);
+	dump_wr("wr_write_imm_list", rcx, &drcx, 4);
+	dump_wr("wr_ud", udx, &dudx, 5);
+}
+
 /* ---------------------------------------------------------------- count and time modes */
 
 /* The loops are those of the hw package's BenchmarkLibmlx5 (libmlx5_bench_test.go): the operations are timed in
@@ -767,7 +912,7 @@ int main(int argc, char **argv)
 {
 	trace = getenv("LIBMLX5EMU_TRACE") != NULL;
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s dump | count OP N | time OP N\n", argv[0]);
+		fprintf(stderr, "usage: %s dump | wrdump | count OP N | time OP N\n", argv[0]);
 		return 2;
 	}
 	setup();
@@ -776,12 +921,16 @@ int main(int argc, char **argv)
 		dump();
 		return 0;
 	}
+	if (!strcmp(argv[1], "wrdump")) {
+		wrdump();
+		return 0;
+	}
 	if (argc == 4 && (!strcmp(argv[1], "count") || !strcmp(argv[1], "time"))) {
 		double ns = run(argv[2], atol(argv[3]), argv[1][0] == 't' ? timer_cost() : 0);
 		if (argv[1][0] == 't')
 			printf("ns/op %.3f\n", ns);
 		return 0;
 	}
-	fprintf(stderr, "usage: %s dump | count OP N | time OP N\n", argv[0]);
+	fprintf(stderr, "usage: %s dump | wrdump | count OP N | time OP N\n", argv[0]);
 	return 2;
 }
