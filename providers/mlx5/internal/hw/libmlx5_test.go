@@ -290,7 +290,9 @@ func compareLibmlx5WR(t *testing.T, m map[string]string, inlineOnly bool) {
 	udSQ, udRing, udDBR := newSQ("udx", QPTypeUD)
 	pl := payload()
 	const lkey = 0x11223344
-	at := func(off uint64, n uint32) []SGE { return []SGE{{Addr: 0x00007f0011223340 + off, Length: n, LKey: lkey}} }
+	at := func(off uint64, n uint32) []SGE {
+		return []SGE{{Addr: 0x00007f0011223340 + off, Length: n, LKey: lkey}}
+	}
 	inline := func(b []byte) []SGE { return []SGE{{Addr: addrOf(b), Length: uint32(len(b))}} }
 	sgeList := []SGE{{Addr: 0x00007f0011223340, Length: 0x100, LKey: lkey}, {Addr: 0x00007f0011225000, Length: 0x80, LKey: 0x11223355}}
 	ah := NewIBAH(AHAttr{DLID: 0x1234, SL: 3})
