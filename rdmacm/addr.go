@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 
 	"github.com/goverbs/goverbs/abi"
+	"github.com/goverbs/goverbs/uverbs"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,11 +41,15 @@ func putSockaddr(s *abi.KernelSockaddrStorage, ap netip.AddrPort) (uint16, error
 	a16 := a.As16()
 	copy(d[6:22], a16[:])
 	if z := a.Zone(); z != "" {
-		ifi, err := net.InterfaceByName(z)
+		idx, err := strconv.ParseUint(z, 10, 32) // a numeric zone is the scope id itself
 		if err != nil {
-			return 0, fmt.Errorf("zone of %v: %w", a, err)
+			ifi, err := net.InterfaceByName(z)
+			if err != nil {
+				return 0, fmt.Errorf("zone of %v: %w", a, err)
+			}
+			idx = uint64(ifi.Index)
 		}
-		binary.NativeEndian.PutUint32(d[22:26], uint32(ifi.Index))
+		binary.NativeEndian.PutUint32(d[22:26], uint32(idx))
 	}
 	return sizeofSockaddrIn6, nil
 }
@@ -68,30 +74,24 @@ func sockaddr(s *abi.KernelSockaddrStorage) netip.AddrPort {
 	return netip.AddrPort{}
 }
 
-// ParseAddr parses "host", "host:port" or "[v6]:port" with a default port,
-// resolving names like rping does (getaddrinfo, first address).
+// ParseAddr parses "host", "host:port" or "[v6]:port" with a default port, as a client's command line
+// names a server: it is GetAddrInfo (active, RC, port space TCP) on the host and port, whose DstAddr it
+// returns; the port may be a number or a TCP service name, the host a numeric address or a name (the
+// first address the resolver gives), empty for the loopback address. A string that is already an
+// address and port is taken as it is.
 func ParseAddr(s string, defPort uint16) (netip.AddrPort, error) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
 		return ap, nil
 	}
-	if a, err := netip.ParseAddr(s); err == nil {
-		return netip.AddrPortFrom(a, defPort), nil
-	}
-	host, port := s, defPort
-	if h, p, err := net.SplitHostPort(s); err == nil {
-		pn, err := net.LookupPort("tcp", p)
-		if err != nil {
-			return netip.AddrPort{}, err
+	host, port := s, strconv.Itoa(int(defPort))
+	if _, err := netip.ParseAddr(s); err != nil {
+		if h, p, err := net.SplitHostPort(s); err == nil {
+			host, port = h, p
 		}
-		host, port = h, uint16(pn)
 	}
-	addrs, err := net.LookupIP(host)
+	ai, err := GetAddrInfo(host, port, &AddrInfoHints{QPType: uverbs.QPTypeRC, PortSpace: PortSpaceTCP})
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	if len(addrs) == 0 {
-		return netip.AddrPort{}, fmt.Errorf("%s: no address", host)
-	}
-	a, _ := netip.AddrFromSlice(addrs[0])
-	return netip.AddrPortFrom(a.Unmap(), port), nil
+	return ai[0].DstAddr, nil
 }

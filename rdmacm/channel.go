@@ -254,7 +254,7 @@ func (ch *Channel) process(r rawEvent) *Event {
 	switch r.typ {
 	case EventConnectRequest:
 		child := &ID{ch: ch, kid: r.id, ps: id.ps, qpType: id.qpType, passive: true, reqParam: r.conn,
-			initDepth: MaxResources, respRes: MaxResources}
+			initDepth: MaxResources, respRes: MaxResources, remoteECE: ev.ECE}
 		if id.qpType == uverbs.QPTypeUD {
 			child.reqParam = ConnParam{QPNum: r.ud.QPNum, QKey: r.ud.QKey}
 		}
@@ -296,8 +296,18 @@ func (ch *Channel) process(r rawEvent) *Event {
 		}
 	case EventConnectResponse:
 		id.mu.Lock()
-		if id.qp != nil && !id.destroyed {
-			err := id.toRTSLocked()
+		if id.qp == nil {
+			id.remoteECE = ev.ECE
+		} else if !id.destroyed {
+			// librdmacm: a REP naming another vendor than the REQ offered breaks the handshake.
+			var err error
+			if ev.ECE.VendorID != 0 && ev.ECE.VendorID != id.localECE.VendorID {
+				err = fmt.Errorf("REP with ECE vendor %#x, the REQ offered %#x: %w", ev.ECE.VendorID,
+					id.localECE.VendorID, unix.EINVAL)
+			} else {
+				id.remoteECE.VendorID = ev.ECE.VendorID
+				err = id.toRTSLocked()
+			}
 			if err == nil {
 				err = id.establishLocked()
 			}

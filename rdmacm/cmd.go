@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/goverbs/abi"
+	"github.com/goverbs/goverbs/internal/rdmaerr"
 	"github.com/goverbs/goverbs/uverbs"
 	"golang.org/x/sys/unix"
 )
@@ -45,6 +46,10 @@ var ErrPrivateDataTooLong = errors.New("private data too long")
 // ErrClosed is returned when an id or channel is used after it was
 // destroyed or closed: uverbs.ErrClosed, the one use-after-close value of the module.
 var ErrClosed = uverbs.ErrClosed
+
+// ErrNotSupported is goverbs' one not-supported sentinel (uverbs.ErrNotSupported): what package rdmacm
+// refuses by design or for want of a kernel interface. It matches errors.ErrUnsupported and unix.EOPNOTSUPP.
+var ErrNotSupported = rdmaerr.ErrNotSupported
 
 // ErrState is returned (wrapped, together with unix.EINVAL) when a call is
 // not allowed in the id's current state, e.g. Accept on an id that did not

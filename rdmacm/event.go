@@ -89,8 +89,17 @@ type Event struct {
 	// Conn is set for connected ids, UD for UD ids and multicast events.
 	Conn ConnParam
 	UD   UDParam
-	// ECE is the enhanced connection establishment data (zero on rxe).
-	ECE struct{ VendorID, AttrMod uint32 }
+	// ECE is the enhanced connection establishment data of CONNECT_REQUEST and CONNECT_RESPONSE /
+	// ESTABLISHED (zero when the peer set none).
+	ECE ECE
+}
+
+// ECE are enhanced connection establishment options (struct rdma_ucm_ece; librdmacm's struct ibv_ece
+// with AttrMod for options): a vendor id and vendor-defined option bits that the IB CM carries in REQ
+// (the vendor id field, 24 bits on the wire, and the MAD's attribute modifier) and REP.
+type ECE struct {
+	VendorID uint32
+	AttrMod  uint32 // ibv_ece.options
 }
 
 // PrivateData is the event's private data (Conn's or UD's).

@@ -2,6 +2,7 @@ package rdmacm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -101,4 +102,25 @@ func ExampleEventType_String() {
 	// Output:
 	// RDMA_CM_EVENT_ESTABLISHED
 	// UNKNOWN EVENT
+}
+
+// GetAddrInfo translates a numeric address and a port into what an active
+// (connecting) and a passive (listening) rdma_cm id need.
+func ExampleGetAddrInfo() {
+	ai, err := rdmacm.GetAddrInfo("10.233.0.1", "7471", &rdmacm.AddrInfoHints{Flags: rdmacm.AINumericHost})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(ai[0].Family, ai[0].QPType, ai[0].PortSpace, ai[0].DstAddr)
+
+	ai, _ = rdmacm.GetAddrInfo("", "7471", &rdmacm.AddrInfoHints{Flags: rdmacm.AIPassive, QPType: uverbs.QPTypeUD})
+	fmt.Println(ai[0].Flags, ai[0].QPType, ai[0].PortSpace, ai[0].SrcAddr)
+
+	_, err = rdmacm.GetAddrInfo("rdma-server", "7471", &rdmacm.AddrInfoHints{Flags: rdmacm.AINumericHost})
+	fmt.Println(errors.Is(err, rdmacm.EAINoName))
+	// Output:
+	// AF_INET RC TCP 10.233.0.1:7471
+	// RAI_PASSIVE UD UDP 0.0.0.0:7471
+	// true
 }

@@ -84,6 +84,10 @@ type ID struct {
 	respRes   uint8     // MaxResources when not given (librdmacm's override of INIT_QP_ATTR)
 
 	mcasts map[uint64]*Multicast
+
+	// ECE (librdmacm's local_ece / remote_ece): what SetLocalECE set (CreateQP clears it), and what the
+	// peer's CONNECT_REQUEST or CONNECT_RESPONSE carried.
+	localECE, remoteECE ECE
 }
 
 // CreateID creates an id on the channel (rdma_create_id). qpType matters
@@ -205,8 +209,8 @@ func (id *ID) ResolveRoute(timeout time.Duration) error {
 	return opErr("resolve route", id.kid, exec(id.ch, abi.RDMA_USER_CM_CMD_RESOLVE_ROUTE, &req, nil, 0))
 }
 
-// AddrInfo is the QUERY ADDR answer.
-type AddrInfo struct {
+// AddrQuery is the QUERY ADDR answer. (AddrInfo is GetAddrInfo's result.)
+type AddrQuery struct {
 	NodeGUID   uint64 // host order; 0 when the id has no device yet
 	IBDevIndex uint32
 	PortNum    uint8
@@ -215,16 +219,16 @@ type AddrInfo struct {
 }
 
 // QueryAddr asks the kernel for the id's addresses and device (QUERY, option ADDR).
-func (id *ID) QueryAddr() (AddrInfo, error) {
+func (id *ID) QueryAddr() (AddrQuery, error) {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if err := id.check("query addr"); err != nil {
-		return AddrInfo{}, err
+		return AddrQuery{}, err
 	}
 	if err := id.queryAddrLocked(); err != nil {
-		return AddrInfo{}, err
+		return AddrQuery{}, err
 	}
-	return AddrInfo{NodeGUID: id.nodeGUID, IBDevIndex: id.ibdevIndex, PortNum: id.portNum, PKey: id.pkey,
+	return AddrQuery{NodeGUID: id.nodeGUID, IBDevIndex: id.ibdevIndex, PortNum: id.portNum, PKey: id.pkey,
 		Src: id.src, Dst: id.dst}, nil
 }
 
@@ -508,6 +512,9 @@ func (id *ID) CreateQP(attr QPInitAttr) (*uverbs.QP, error) {
 		return undo(err)
 	}
 	id.qp, id.sendCQ, id.recvCQ, id.compCh, id.ownedCQs = qp, a.SendCQ, a.RecvCQ, ch, made
+	// librdmacm takes the local ECE from the new QP (ibv_query_ece); uverbs has no ECE query, and
+	// providers without one (rxe) answer zero there too.
+	id.localECE = ECE{}
 	if err := id.initQPLocked(); err != nil {
 		id.destroyQPLocked()
 		return nil, opErr(op, id.kid, err)
@@ -675,7 +682,8 @@ func (id *ID) Connect(p *ConnParam) error {
 	if err != nil {
 		return opErr("connect", id.kid, err)
 	}
-	req := abi.RdmaUcmConnect{ConnParam: k, Id: id.kid}
+	req := abi.RdmaUcmConnect{ConnParam: k, Id: id.kid,
+		Ece: abi.RdmaUcmEce{VendorId: id.localECE.VendorID, AttrMod: id.localECE.AttrMod}}
 	return opErr("connect", id.kid, exec(id.ch, abi.RDMA_USER_CM_CMD_CONNECT, &req, nil, 0))
 }
 
@@ -704,7 +712,9 @@ func (id *ID) Accept(p *ConnParam) error {
 			return opErr("accept", id.kid, err)
 		}
 	}
-	req := abi.RdmaUcmAccept{Uid: id.uid, ConnParam: k, Id: id.kid}
+	// The REP answers with the vendor the REQ named and the local options (librdmacm's rule).
+	req := abi.RdmaUcmAccept{Uid: id.uid, ConnParam: k, Id: id.kid,
+		Ece: abi.RdmaUcmEce{VendorId: id.remoteECE.VendorID, AttrMod: id.localECE.AttrMod}}
 	if err := exec(id.ch, abi.RDMA_USER_CM_CMD_ACCEPT, &req, nil, 0); err != nil {
 		if id.qp != nil {
 			toErr(id.qp)
@@ -744,24 +754,79 @@ func (id *ID) establishLocked() error {
 // Reject refuses an incoming connection (rdma_reject); the peer gets
 // REJECTED with status 28 (consumer defined) and the private data.
 func (id *ID) Reject(privateData []byte) error {
+	return id.reject("reject", privateData, 0)
+}
+
+// RejectECE refuses an incoming connection because its ECE options are not acceptable (rdma_reject_ece):
+// the REJ carries reason 35 (IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED), which the peer gets as REJECTED's
+// status, with the private data.
+func (id *ID) RejectECE(privateData []byte) error {
+	return id.reject("reject (ECE)", privateData, RejectReasonVendorOptionNotSupported)
+}
+
+// Reject reasons of the IB CM that rdma_cm lets a consumer send (REJECTED's Event.Status on the peer).
+const (
+	RejectReasonConsumer                 = 28 // IB_CM_REJ_CONSUMER_DEFINED: Reject (the kernel's default)
+	RejectReasonVendorOptionNotSupported = 35 // IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED: RejectECE
+)
+
+func (id *ID) reject(op string, privateData []byte, reason uint8) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if err := id.check("reject"); err != nil {
+	if err := id.check(op); err != nil {
 		return err
 	}
 	if len(privateData) > MaxRejectPrivateData {
-		return opErr("reject", id.kid, privErr(len(privateData), MaxRejectPrivateData))
+		return opErr(op, id.kid, privErr(len(privateData), MaxRejectPrivateData))
 	}
 	if !id.passive {
-		return opErr("reject", id.kid, errState("reject on an id that is not an incoming connection"))
+		return opErr(op, id.kid, errState("reject on an id that is not an incoming connection"))
 	}
-	req := abi.RdmaUcmReject{Id: id.kid, PrivateDataLen: uint8(len(privateData))}
+	req := abi.RdmaUcmReject{Id: id.kid, PrivateDataLen: uint8(len(privateData)), Reason: reason}
 	copy(req.PrivateData[:], privateData)
 	if err := exec(id.ch, abi.RDMA_USER_CM_CMD_REJECT, &req, nil, 0); err != nil {
-		return opErr("reject", id.kid, err)
+		return opErr(op, id.kid, err)
 	}
 	id.passive = false
 	return nil
+}
+
+// SetLocalECE sets the enhanced connection establishment options the id offers (rdma_set_local_ece):
+// Connect sends them in the REQ; Accept answers with the requester's vendor id and these options in the
+// REP. As in librdmacm, it is for ids whose QP the application manages itself: an id with a QP from
+// CreateQP is refused (ErrState; CreateQP resets the local ECE to the QP's, which is zero without a
+// provider ECE query, as on rxe), and so is a zero VendorID (EINVAL).
+func (id *ID) SetLocalECE(e ECE) error {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	op := "set local ECE"
+	if err := id.check(op); err != nil {
+		return err
+	}
+	if e.VendorID == 0 {
+		return opErr(op, id.kid, fmt.Errorf("vendor id 0: %w", unix.EINVAL))
+	}
+	if id.qp != nil {
+		return opErr(op, id.kid, errState("the id has a QP (QP %#x), whose ECE is the provider's", id.qp.QPN()))
+	}
+	id.localECE = e
+	return nil
+}
+
+// RemoteECE is the peer's ECE (rdma_get_remote_ece): from the CONNECT_REQUEST of an incoming id, from
+// the CONNECT_RESPONSE of an active one. Zero when the peer sent none. Like librdmacm it refuses ids with
+// a QP from CreateQP (ErrState): the ECE handshake of those is the provider's.
+func (id *ID) RemoteECE() (ECE, error) {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	op := "get remote ECE"
+	if err := id.check(op); err != nil {
+		return ECE{}, err
+	}
+	if id.qp != nil {
+		return ECE{}, opErr(op, id.kid, errState("the id has a QP (QP %#x), whose ECE is the provider's", id.qp.QPN()))
+	}
+	return id.remoteECE, nil
 }
 
 // Disconnect tears the connection down (rdma_disconnect): the QP goes to ERR
