@@ -103,6 +103,13 @@ type SendOpsSupporter interface {
 	SendOps(t verbs.QPType) verbs.SendOps
 }
 
+// PortSpeedQuerier is implemented by a Context whose device reports a port's effective speed through the
+// kernel's QUERY_PORT_SPEED (rdma-core 65's query_port_speed: mlx5, efa). Without it the query is refused as
+// libibverbs refuses it, without asking the kernel.
+type PortSpeedQuerier interface {
+	QueriesPortSpeed() bool
+}
+
 // PD is a provider's protection-domain state (may be empty).
 type PD interface {
 	// PDN is the provider's protection domain number where the driver reports one (mlx5), else 0.

@@ -852,3 +852,7 @@ func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)
 
 // addrOf is the address of b's first byte, as the kernel is told it.
 func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+// QueriesPortSpeed: the kernel's mlx5 reports a port's effective speed (QUERY_PORT_SPEED), which libmlx5's
+// query_port_speed asks for.
+func (*mctx) QueriesPortSpeed() bool { return true }

@@ -22,7 +22,8 @@ import (
 // run with sid's libibverbs (rdma-core 65, the newest release; the reference) and with the VM's own (rdma-core
 // 44, where it differs the difference is logged, not failed). Each case pairs a C call with its goverbs
 // counterpart: thread and parent domains, XRC domains, CQ moderation, an extended CQ with completion
-// timestamps or ignoring overruns, an extended QP with TSO, importing the context, and the in-order placement
+// timestamps or ignoring overruns, an extended QP with TSO, importing the context, a port's effective speed
+// (rdma-core 65; absent from the VM's own library), and the in-order placement
 // hint (an answer, 0 on rxe, not an errno). Where C says EOPNOTSUPP, goverbs' error matches both
 // uverbs.ErrNotSupported and unix.EOPNOTSUPP. The cases named "c:..." are calls goverbs has no counterpart for
 // (device memory, counters, WQs and RSS tables, null MRs, device clock, dmabuf MRs, rate limits, ECE): the
@@ -30,7 +31,7 @@ import (
 func TestRefusalsMatchLibibverbs(t *testing.T) {
 	e := newEnv(t)
 	labtest.RequireRoot(t)
-	bin := labtest.BuildCPeer(t, "refusepeer")
+	bin := labtest.BuildCPeer(t, "refusepeer", "dl")
 	eras := map[string][]string{}
 	for _, era := range []string{"sid", "own"} {
 		var cmd *exec.Cmd
@@ -69,6 +70,10 @@ func TestRefusalsMatchLibibverbs(t *testing.T) {
 				Cap: uverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}))
 		},
 		"import_device": func() error { return closed(uverbs.ImportContext(e.ctx.FD())) },
+		"query_port_speed": func() error {
+			_, err := e.ctx.QueryPortSpeed(e.pnum)
+			return err
+		},
 	}
 	goAnswer := map[string]func() int{
 		"query_qp_data_in_order": func() int {

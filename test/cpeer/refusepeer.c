@@ -4,6 +4,7 @@
 // goverbs' counterpart answers the same errno, typed ErrNotSupported where it is EOPNOTSUPP. Built against the
 // host's headers (rdma-core 44): every call here is declared there.
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -119,6 +120,16 @@ int main(int argc, char **argv)
 		report("create_qp_ex_tso", q ? 0 : errno);
 		if (q)
 			ibv_destroy_qp(q);
+	}
+	{
+		/* rdma-core 65's ibv_query_port_speed, reached by dlsym (the host's headers predate it); a library
+		 * without it prints nothing for the case. */
+		int (*qps)(struct ibv_context *, uint32_t, uint64_t *) =
+			(int (*)(struct ibv_context *, uint32_t, uint64_t *))dlsym(RTLD_DEFAULT, "ibv_query_port_speed");
+		uint64_t speed = 0;
+
+		if (qps)
+			report("query_port_speed", qps(ctx, 1, &speed));
 	}
 	{
 		struct ibv_context *c;

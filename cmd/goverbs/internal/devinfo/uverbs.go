@@ -91,13 +91,8 @@ func (s *UverbsSource) Query(id DeviceID) (*Model, error) {
 			continue
 		}
 		m.Ports[i].Attr = portAttr(pa)
-		// rdma-core 65's additions: the 32-bit active speed of the
-		// QUERY_PORT response (which package uverbs does not return yet),
-		// and the effective speed.
-		if ex, err := verbssrc.ActiveSpeedEx(ctx, i+1); err == nil {
-			m.Ports[i].Attr.ActiveSpeedEx = ex
-		}
-		if v, err := verbssrc.PortSpeed(ctx, i+1); err == nil {
+		m.Ports[i].Attr.ActiveSpeedEx = pa.ActiveSpeedEx     // rdma-core 65's 32-bit active speed
+		if v, err := ctx.QueryPortSpeed(i + 1); err == nil { // and its effective speed
 			m.Ports[i].EffectiveSpeed = &v
 		}
 	}

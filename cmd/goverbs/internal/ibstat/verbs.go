@@ -66,7 +66,7 @@ func (v *UverbsVerbs) Open(name string) VerbsContext {
 
 type uverbsContext struct{ ctx *uverbs.Context }
 
-func (c uverbsContext) PortSpeed(port int) (uint64, error) { return verbssrc.PortSpeed(c.ctx, port) }
+func (c uverbsContext) PortSpeed(port int) (uint64, error) { return c.ctx.QueryPortSpeed(port) }
 func (c uverbsContext) Close() error                       { return c.ctx.Close() }
 
 // SysfsVerbs is Verbs over a fake tree: libibverbs' sysfs scan (package

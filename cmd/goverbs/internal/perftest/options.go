@@ -187,6 +187,7 @@ type Params struct {
 	// UseODP (--odp): the buffer is registered for on-demand paging (uverbs.AccessOnDemand), once the device
 	// reports RC send and receive with ODP, as perftest 6.06 checks.
 	UseODP bool
+	NoLock bool // --no_lock: QPs and CQs in a thread domain's parent domain
 
 	// Filled once the device is open.
 	LinkLayer  uint8
@@ -904,7 +905,7 @@ func parse(p *Params, prog string, args []string, stdout, stderr io.Writer) int 
 		case optReversed:
 			return unsupported("--reversed")
 		case optNoLock:
-			return unsupported("--no_lock (thread domains)")
+			p.NoLock = true
 		case optUseNullMR:
 			return unsupported("--use-null-mr")
 		case optPayloadFilePath:

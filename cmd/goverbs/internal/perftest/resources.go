@@ -21,7 +21,9 @@ type session struct {
 	dev    uverbs.Device
 	vc     *uverbs.Context
 	ch     *uverbs.CompChannel
-	pd     *uverbs.PD
+	pd     *uverbs.PD // with --no_lock, the parent domain on basePD and td (perftest's ctx->pad)
+	basePD *uverbs.PD // --no_lock only (ctx->pd)
+	td     *uverbs.TD // --no_lock only
 	buf    *uverbs.Buffer
 	mr     *uverbs.MR
 	sendCQ *uverbs.CQ
@@ -72,6 +74,8 @@ func (s *session) close() {
 	}
 	s.mr.Close()
 	s.pd.Close()
+	s.td.Close()
+	s.basePD.Close()
 	s.ch.Close()
 	if s.vc != nil {
 		s.vc.Close()
@@ -241,6 +245,20 @@ func (s *session) initResources(stderr io.Writer) error {
 		fmt.Fprintf(stderr, "Couldn't allocate PD\n")
 		return err
 	}
+	if p.NoLock {
+		// --no_lock: a thread domain and a parent domain on the PD, in which the QPs, CQs and MR are made (no
+		// locks on their data path where the provider has them: mlx5; rxe has no thread domains, and fails
+		// here as perftest does).
+		s.basePD, s.pd = s.pd, nil
+		if s.td, err = s.vc.AllocTD(); err != nil {
+			fmt.Fprintf(stderr, "Couldn't allocate TD\n")
+			return err
+		}
+		if s.pd, err = s.vc.AllocParentDomain(uverbs.ParentDomainAttr{PD: s.basePD, TD: s.td}); err != nil {
+			fmt.Fprintf(stderr, "Couldn't allocate PAD\n")
+			return err
+		}
+	}
 	if p.UseODP {
 		if err := s.checkODP(stderr); err != nil {
 			fmt.Fprintf(stderr, "failed to create mr\n")
@@ -273,13 +291,13 @@ func (s *session) initResources(stderr io.Writer) error {
 	if !(p.Verb == VerbWrite && p.Kind == KindLat) {
 		rand.Read(mem)
 	}
-	if s.sendCQ, err = s.vc.CreateCQ(uverbs.CQAttr{CQE: p.TxDepth * nq, Channel: s.ch, CompVector: p.EQNum}); err != nil {
+	if s.sendCQ, err = s.createCQ(p.TxDepth*nq, p); err != nil {
 		fmt.Fprintf(stderr, "Couldn't create CQ\n")
 		return err
 	}
 	s.recvCQ = s.sendCQ
 	if p.Verb == VerbSend {
-		if s.recvCQ, err = s.vc.CreateCQ(uverbs.CQAttr{CQE: p.RxDepth * nq, Channel: s.ch, CompVector: p.EQNum}); err != nil {
+		if s.recvCQ, err = s.createCQ(p.RxDepth*nq, p); err != nil {
 			fmt.Fprintf(stderr, "Couldn't create a receiver CQ\n")
 			return err
 		}
@@ -572,4 +590,13 @@ func (s *session) udQKey() uint32 {
 		return s.cmQKey
 	}
 	return defQKey
+}
+
+// createCQ is create_reg_cqs' CQ: in the parent domain with --no_lock (an extended CQ whose parent_domain is
+// ctx->pad), else a plain one.
+func (s *session) createCQ(cqe int, p *Params) (*uverbs.CQ, error) {
+	if s.basePD != nil {
+		return s.vc.CreateCQEx(uverbs.CQExAttr{CQE: cqe, Channel: s.ch, CompVector: p.EQNum, ParentDomain: s.pd})
+	}
+	return s.vc.CreateCQ(uverbs.CQAttr{CQE: cqe, Channel: s.ch, CompVector: p.EQNum})
 }
