@@ -170,32 +170,9 @@ func compareLibmlx5(t *testing.T, m map[string]string, inlineOnly bool) {
 		}
 	}
 
-	// One BlueFlame register: the harness's kernel gives both QPs bfreg 1, so they share its offset.
-	bfSize := dumpInt(t, m, "rc.bf_size")
-	regBytes := aligned(2 * bfSize)
-	reg, err := mmio.RegFromBytes(regBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bf, err := NewBFReg(reg, bfSize, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newSQ := func(name string, typ QPType) (*SendQueue, []byte, []byte) {
-		n := dumpInt(t, m, name+".sq_wqe_cnt")
-		ring, dbr := aligned(n*64), aligned(8)
-		d, _ := NewDoorbellRecord(dbr)
-		var c [5]int
-		fmt.Sscan(m[name+".cap"], &c[0], &c[1], &c[2], &c[3], &c[4])
-		sq, err := NewSendQueue(SendQueueConfig{Buf: ring, WQECount: n, MaxPost: c[0], MaxSGE: c[2], MaxInline: c[4],
-			QPN: uint32(dumpInt(t, m, name+".qpn")), Type: typ, DBR: d, BF: bf, BlueFlameInlineOnly: inlineOnly})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sq, ring, dbr
-	}
-	rcSQ, rcRing, rcDBR := newSQ("rc", QPTypeRC)
-	udSQ, udRing, udDBR := newSQ("ud", QPTypeUD)
+	regBytes, bf := libmlx5BF(t, dumpInt(t, m, "rc.bf_size"))
+	rcSQ, rcRing, rcDBR := libmlx5SQ(t, m, "rc", QPTypeRC, bf, inlineOnly)
+	udSQ, udRing, udDBR := libmlx5SQ(t, m, "ud", QPTypeUD, bf, inlineOnly)
 	pl := payload()
 	s := newLibmlx5Streams(pl, uint32(dumpInt(t, m, "lkey")))
 
@@ -260,34 +237,9 @@ func TestLibmlx5WRBuilder(t *testing.T) {
 }
 
 func compareLibmlx5WR(t *testing.T, m map[string]string, inlineOnly bool) {
-	bfSize := dumpInt(t, m, "bf_size")
-	regBytes := aligned(2 * bfSize)
-	reg, err := mmio.RegFromBytes(regBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bf, err := NewBFReg(reg, bfSize, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newSQ := func(name string, typ QPType) (*SendQueue, []byte, []byte) {
-		n := dumpInt(t, m, name+".sq_wqe_cnt")
-		ring, dbr := aligned(n*64), aligned(8)
-		d, _ := NewDoorbellRecord(dbr)
-		var c [5]int
-		if _, err := fmt.Sscan(m[name+".cap"], &c[0], &c[1], &c[2], &c[3], &c[4]); err != nil {
-			t.Fatalf("harness output %s.cap = %q: %v", name, m[name+".cap"], err)
-		}
-		sq, err := NewSendQueue(SendQueueConfig{Buf: ring, WQECount: n, MaxPost: c[0], MaxSGE: c[2], MaxInline: c[4],
-			QPN: uint32(dumpInt(t, m, name+".qpn")), Type: typ, DBR: d, BF: bf, BlueFlameInlineOnly: inlineOnly,
-			Atomics: typ == QPTypeRC}) // the harness's device reports HCA atomics
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sq, ring, dbr
-	}
-	rcSQ, rcRing, rcDBR := newSQ("rcx", QPTypeRC)
-	udSQ, udRing, udDBR := newSQ("udx", QPTypeUD)
+	regBytes, bf := libmlx5BF(t, dumpInt(t, m, "bf_size"))
+	rcSQ, rcRing, rcDBR := libmlx5SQ(t, m, "rcx", QPTypeRC, bf, inlineOnly)
+	udSQ, udRing, udDBR := libmlx5SQ(t, m, "udx", QPTypeUD, bf, inlineOnly)
 	pl := payload()
 	const lkey = 0x11223344
 	at := func(off uint64, n uint32) []SGE {
@@ -337,4 +289,41 @@ func compareLibmlx5WR(t *testing.T, m map[string]string, inlineOnly bool) {
 		check(c.name+".dbr", c.dbr)
 		check(c.name+".bf", regBytes)
 	}
+}
+
+// libmlx5BF is the BlueFlame register the harness's QPs share (its kernel gives every QP bfreg 1), over plain
+// memory whose bytes the comparisons read.
+func libmlx5BF(t *testing.T, bfSize int) ([]byte, *BFReg) {
+	t.Helper()
+	regBytes := aligned(2 * bfSize)
+	reg, err := mmio.RegFromBytes(regBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := NewBFReg(reg, bfSize, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return regBytes, bf
+}
+
+// libmlx5SQ is a SendQueue with the geometry and capabilities the harness reported for its QP name (name.sq_wqe_cnt,
+// name.cap, name.qpn), its ring and doorbell record in plain memory; RC QPs take atomics, as the harness's device
+// reports HCA atomics.
+func libmlx5SQ(t *testing.T, m map[string]string, name string, typ QPType, bf *BFReg, inlineOnly bool) (*SendQueue, []byte, []byte) {
+	t.Helper()
+	n := dumpInt(t, m, name+".sq_wqe_cnt")
+	ring, dbr := aligned(n*64), aligned(8)
+	d, _ := NewDoorbellRecord(dbr)
+	var c [5]int
+	if _, err := fmt.Sscan(m[name+".cap"], &c[0], &c[1], &c[2], &c[3], &c[4]); err != nil {
+		t.Fatalf("harness output %s.cap = %q: %v", name, m[name+".cap"], err)
+	}
+	sq, err := NewSendQueue(SendQueueConfig{Buf: ring, WQECount: n, MaxPost: c[0], MaxSGE: c[2], MaxInline: c[4],
+		QPN: uint32(dumpInt(t, m, name+".qpn")), Type: typ, DBR: d, BF: bf, BlueFlameInlineOnly: inlineOnly,
+		Atomics: typ == QPTypeRC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sq, ring, dbr
 }

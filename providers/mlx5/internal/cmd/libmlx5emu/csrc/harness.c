@@ -670,24 +670,31 @@ static void hex(const char *name, const void *p, size_t n)
 
 static uint32_t sq_pi(struct mlx5dv_qp *d) { return be32toh(d->dbrec[MLX5_SND_DBR]); }
 
-static void dump_send(const char *name, struct ibv_qp *qp, struct mlx5dv_qp *d, struct ibv_send_wr *wr)
+/* dump_posted prints what a post wrote from SQ producer index from on: the WQE blocks (unwrapped: no stream
+ * here wraps the ring), the doorbell record and the BlueFlame register (cleared before the post). */
+static void dump_posted(const char *name, struct mlx5dv_qp *d, uint32_t from)
 {
 	char n[128];
-	uint32_t from = sq_pi(d), to;
+	uint32_t to = sq_pi(d);
+
+	snprintf(n, sizeof(n), "%s.wqe", name);
+	hex(n, (char *)d->sq.buf + (from % d->sq.wqe_cnt) * 64, (to - from) * 64);
+	snprintf(n, sizeof(n), "%s.dbr", name);
+	hex(n, d->dbrec, 8);
+	snprintf(n, sizeof(n), "%s.bf", name);
+	hex(n, d->bf.reg, 2 * d->bf.size);
+}
+
+static void dump_send(const char *name, struct ibv_qp *qp, struct mlx5dv_qp *d, struct ibv_send_wr *wr)
+{
+	uint32_t from = sq_pi(d);
 
 	memset(d->bf.reg, 0, 2 * d->bf.size);
 	if (op_post(qp, wr)) {
 		fprintf(stderr, "libmlx5emu: ibv_post_send(%s) failed\n", name);
 		exit(1);
 	}
-	to = sq_pi(d);
-	snprintf(n, sizeof(n), "%s.wqe", name);
-	/* the stream's WQE blocks, unwrapped (no stream here wraps the ring) */
-	hex(n, (char *)d->sq.buf + (from % d->sq.wqe_cnt) * 64, (to - from) * 64);
-	snprintf(n, sizeof(n), "%s.dbr", name);
-	hex(n, d->dbrec, 8);
-	snprintf(n, sizeof(n), "%s.bf", name);
-	hex(n, d->bf.reg, 2 * d->bf.size);
+	dump_posted(name, d, from);
 }
 
 static void dump(void)
@@ -772,8 +779,7 @@ static void wr_seq(struct ibv_qp_ex *q, int seq)
 static void dump_wr(const char *name, struct ibv_qp *qp, struct mlx5dv_qp *d, int seq)
 {
 	struct ibv_qp_ex *q = ibv_qp_to_qp_ex(qp);
-	char n[128];
-	uint32_t from = sq_pi(d), to;
+	uint32_t from = sq_pi(d);
 
 	memset(d->bf.reg, 0, 2 * d->bf.size);
 	ibv_wr_start(q);
@@ -782,13 +788,7 @@ static void dump_wr(const char *name, struct ibv_qp *qp, struct mlx5dv_qp *d, in
 		fprintf(stderr, "libmlx5emu: ibv_wr_complete(%s) failed\n", name);
 		exit(1);
 	}
-	to = sq_pi(d);
-	snprintf(n, sizeof(n), "%s.wqe", name);
-	hex(n, (char *)d->sq.buf + (from % d->sq.wqe_cnt) * 64, (to - from) * 64);
-	snprintf(n, sizeof(n), "%s.dbr", name);
-	hex(n, d->dbrec, 8);
-	snprintf(n, sizeof(n), "%s.bf", name);
-	hex(n, d->bf.reg, 2 * d->bf.size);
+	dump_posted(name, d, from);
 }
 
 static void wrdump(void)
