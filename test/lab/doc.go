@@ -25,6 +25,13 @@
 // GOVERBS_LAB_NO_RXE=1 (or Config.NoRXE) to get no rxe0, for tests of
 // "rdma link add" itself.
 //
+// Soft-iWARP: with GOVERBS_LAB_PROVIDER=siw (Config.Provider "siw", the
+// -provider flag of cmd/lab and cmd/labsuite) the device is siw0 on veth0
+// instead of rxe0, port 1 ACTIVE, and the command's GOVERBS_LAB_PROVIDER is
+// siw (test/labtest's Device is then siw0). Debian builds no siw module, so
+// EnsureSIW builds siw.ko once per kernel from the kernel's own Debian source
+// and headers; it goes into the initramfs after the kernel's modules it needs.
+//
 // Two hosts: on Linux 7.1 and newer (rxe in a network namespace), a test
 // calls labtest.TwoHosts to move veth1 into a namespace of its own with an
 // rxe device "rxe1" on it; traffic between rxe0 and rxe1 then crosses the
@@ -94,7 +101,7 @@
 // debian-archive-keyring for the private apt suites, and the Go toolchain.
 //
 // Environment knobs: GOVERBS_LAB_CACHE, GOVERBS_LAB_DEBUG=1,
-// GOVERBS_LAB_NO_RXE=1, GOVERBS_LAB_ACCEL, GOVERBS_LAB_KERNEL (6.1, 6.12,
+// GOVERBS_LAB_NO_RXE=1, GOVERBS_LAB_PROVIDER (rxe or siw), GOVERBS_LAB_ACCEL, GOVERBS_LAB_KERNEL (6.1, 6.12,
 // newest or another major.minor), GOVERBS_LAB_KERNEL_PACKAGE (boot another
 // Debian kernel package), GOVERBS_LAB_KERNEL_ARGS (extra kernel
 // command line), GOVERBS_LAB_SRC (the source tree to build init from, when

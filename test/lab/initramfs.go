@@ -215,9 +215,18 @@ func ensureInit(ctx context.Context, cacheDir string) (path, hash string, err er
 
 // ensureInitramfs returns the path of the initramfs for kernel k with the
 // init binary initPath, building it (an uncompressed newc cpio) if needed.
-func ensureInitramfs(cacheDir string, k *Kernel, initPath, initHash string) (string, error) {
+// With siw (ProviderSIW) the archive also holds siw.ko, after the modules it
+// needs; nil for rxe.
+func ensureInitramfs(cacheDir string, k *Kernel, initPath, initHash string, siw *SIWModule) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "initramfs v2\x00%s\x00%s\x00%s\x00%s", initHash, k.Package, k.Version, strings.Join(Modules, ","))
+	if siw != nil {
+		ko, err := os.ReadFile(siw.Path)
+		if err != nil {
+			return "", fmt.Errorf("lab: build initramfs: %w", err)
+		}
+		fmt.Fprintf(h, "\x00siw\x00%x\x00%s", sha256.Sum256(ko), strings.Join(siwPreload, ","))
+	}
 	path := filepath.Join(cacheDir, "initramfs", hex.EncodeToString(h.Sum(nil))[:24]+".cpio")
 	if exists(path) {
 		return path, nil
@@ -230,7 +239,7 @@ func ensureInitramfs(cacheDir string, k *Kernel, initPath, initHash string) (str
 	if exists(path) {
 		return path, nil
 	}
-	data, err := buildInitramfs(k, initPath)
+	data, err := buildInitramfs(k, initPath, siw)
 	if err != nil {
 		return "", err
 	}
@@ -242,7 +251,7 @@ func ensureInitramfs(cacheDir string, k *Kernel, initPath, initHash string) (str
 }
 
 // buildInitramfs assembles the archive in memory.
-func buildInitramfs(k *Kernel, initPath string) ([]byte, error) {
+func buildInitramfs(k *Kernel, initPath string, siw *SIWModule) ([]byte, error) {
 	tree, err := kmod.OpenTree(k.ModulesDir)
 	if err != nil {
 		return nil, fmt.Errorf("lab: build initramfs: %w", err)
@@ -250,6 +259,11 @@ func buildInitramfs(k *Kernel, initPath string) ([]byte, error) {
 	mods, err := tree.Closure(kernelModules(tree))
 	if err != nil {
 		return nil, fmt.Errorf("lab: build initramfs for kernel %s: %w", k.Version, err)
+	}
+	if siw != nil {
+		if mods, err = withSIW(tree, mods, siw); err != nil {
+			return nil, fmt.Errorf("lab: build initramfs for kernel %s: %w", k.Version, err)
+		}
 	}
 	initBin, err := os.ReadFile(initPath)
 	if err != nil {
@@ -284,4 +298,39 @@ func buildInitramfs(k *Kernel, initPath string) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// withSIW appends to mods the out-of-tree siw.ko and, before it, the kernel's
+// modules it needs (its modinfo depends=, their dependencies, and
+// siwPreload where the kernel has them) that mods lacks.
+func withSIW(tree *kmod.Tree, mods []kmod.Module, siw *SIWModule) ([]kmod.Module, error) {
+	img, err := os.ReadFile(siw.Path)
+	if err != nil {
+		return nil, err
+	}
+	mi, err := kmod.ReadModinfoELF(img)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", siw.Path, err)
+	}
+	var roots []string
+	for _, m := range siwPreload {
+		if _, ok := tree.Path(m); ok {
+			roots = append(roots, m)
+		}
+	}
+	deps, err := tree.Closure(append(roots, mi.Depends()...))
+	if err != nil {
+		return nil, fmt.Errorf("siw.ko's dependencies: %w", err)
+	}
+	have := map[string]bool{}
+	for _, m := range mods {
+		have[m.Name] = true
+	}
+	for _, m := range deps {
+		if !have[m.Name] {
+			mods = append(mods, m)
+			have[m.Name] = true
+		}
+	}
+	return append(mods, kmod.Module{Name: "siw", Image: img}), nil
 }

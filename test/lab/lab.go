@@ -23,7 +23,7 @@ import (
 
 // Names of things inside the VM, for callers that print or check them.
 const (
-	Device     = proto.RXEDevice  // the rxe device: "rxe0"
+	Device     = proto.RXEDevice  // the rxe device: "rxe0" (with Config.Provider "siw": SIWDevice, "siw0")
 	Netdev     = proto.Netdev     // its netdev: "veth0", 10.233.0.1/24
 	PeerNetdev = proto.PeerNetdev // the other end of the veth pair: "veth1", 10.233.0.2/24
 	OutDirEnv  = "GOVERBS_LAB_OUT"
@@ -74,8 +74,14 @@ type Config struct {
 	// tmpfs mounts; share them here to see them. The working directory
 	// and the command's executable are shared automatically when hidden.
 	Shares []Share
-	// NoRXE skips creating rxe0 (also set by GOVERBS_LAB_NO_RXE=1).
+	// NoRXE skips creating rxe0, or siw0 with Provider "siw" (also set by
+	// GOVERBS_LAB_NO_RXE=1).
 	NoRXE bool
+	// Provider is the lab's software RDMA device: "rxe" (rdma_rxe, rxe0) or
+	// "siw" (soft-iWARP, siw0, built by EnsureSIW) on veth0; "" means
+	// GOVERBS_LAB_PROVIDER's choice, else rxe. With siw it is also the
+	// command's GOVERBS_LAB_PROVIDER, so test/labtest's Device is siw0.
+	Provider string
 	// Debug shows the kernel console and init's steps on Log (also set by
 	// GOVERBS_LAB_DEBUG=1).
 	Debug bool
@@ -250,6 +256,10 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 		fmt.Fprintf(cfg.Log, "lab: KVM is not usable (%v); using TCG emulation\n", whyNot)
 	}
 
+	provider, err := cfg.provider()
+	if err != nil {
+		return nil, err
+	}
 	if r.kernel, r.initrd, err = prepare(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -262,6 +272,11 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 	env["GOVERBS_LAB"] = "1"
 	if sel := strings.TrimSpace(cfg.Kernel); sel != "" {
 		env[KernelEnv] = sel
+	}
+	guestProvider := ""
+	if provider != ProviderRXE {
+		env[ProviderEnv] = provider
+		guestProvider = provider
 	}
 
 	shares := append([]Share(nil), cfg.Shares...)
@@ -309,6 +324,7 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 		Debug:  cfg.Debug,
 
 		MergeStderr: sameWriter(cfg.Stdout, cfg.Stderr),
+		Provider:    guestProvider,
 	}
 	if r.ctlDir, err = os.MkdirTemp("", "goverbs-lab-"); err != nil {
 		return nil, fmt.Errorf("lab: create control directory: %w", err)
@@ -326,9 +342,10 @@ func newRun(ctx context.Context, cfg *Config, argv []string) (*run, error) {
 }
 
 // Prepare does on the host what Run does before it boots the VM, for
-// cfg's kernel (Config.Kernel, else GOVERBS_LAB_KERNEL) and cache: download
-// and unpack the kernel, extract its vmlinux, build the init binary and the
-// initramfs, each only where the cache lacks it. Run then finds everything
+// cfg's kernel (Config.Kernel, else GOVERBS_LAB_KERNEL), provider
+// (Config.Provider, else GOVERBS_LAB_PROVIDER) and cache: download
+// and unpack the kernel, extract its vmlinux, build siw.ko (provider siw),
+// the init binary and the initramfs, each only where the cache lacks it. Run then finds everything
 // cached. Concurrent preparations are safe (the cache is locked while
 // something is built, and everything appears by rename); preparing each
 // kernel once before starting runs in parallel keeps the downloads and
@@ -362,11 +379,21 @@ func prepare(ctx context.Context, cfg *Config) (k *Kernel, initrd string, err er
 		return nil, "", err
 	}
 	ensureVmlinux(ctx, cacheDir, k)
+	provider, err := cfg.provider()
+	if err != nil {
+		return nil, "", err
+	}
+	var siw *SIWModule
+	if provider == ProviderSIW {
+		if siw, err = EnsureSIW(ctx, cacheDir, sel, k, cfg.Log); err != nil {
+			return nil, "", err
+		}
+	}
 	initPath, initHash, err := ensureInit(ctx, cacheDir)
 	if err != nil {
 		return nil, "", err
 	}
-	if initrd, err = ensureInitramfs(cacheDir, k, initPath, initHash); err != nil {
+	if initrd, err = ensureInitramfs(cacheDir, k, initPath, initHash, siw); err != nil {
 		return nil, "", err
 	}
 	return k, initrd, nil

@@ -158,7 +158,7 @@ func TestInitramfs(t *testing.T) {
 	if err := os.WriteFile(initBin, []byte("fake init"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	data, err := buildInitramfs(k, initBin)
+	data, err := buildInitramfs(k, initBin, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,5 +391,45 @@ func TestEnsureKernelForIgnoresEnv(t *testing.T) {
 	t.Setenv(KernelEnv, "bogus")
 	if _, err := Prepare(context.Background(), Config{CacheDir: cache, Kernel: "x.y", Log: io.Discard}); err == nil || !strings.Contains(err.Error(), `"x.y"`) {
 		t.Errorf("Prepare with Kernel x.y: %v, want the selector's error", err)
+	}
+}
+
+func TestSIWHelpers(t *testing.T) {
+	for v, want := range map[string]string{"6.1.192-2": "6.1", "6.12.117-1": "6.12", "7.3.4-1~bpo13+1": "7.3", "1:7.3-1": "7.3", "garbage": ""} {
+		if got := seriesOf(v); got != want {
+			t.Errorf("seriesOf(%q) = %q, want %q", v, got, want)
+		}
+	}
+	for p, want := range map[string]string{
+		"/c/linux-headers-6.1.0-56-amd64_6.1.192-2_amd64.deb": "6.1.192-2",
+		"libgmp10_2%3a6.3.0+dfsg-3_amd64.deb":                 "2:6.3.0+dfsg-3",
+		"broken.deb":                                          "",
+	} {
+		if got := debFileVersion(p); got != want {
+			t.Errorf("debFileVersion(%q) = %q, want %q", p, got, want)
+		}
+	}
+	config := []byte("CONFIG_CC_VERSION_TEXT=\"x86_64-linux-gnu-gcc-14 (Debian 14.2.0-19) 14.2.0\"\nCONFIG_GCC_VERSION=140200\n")
+	cc := configString(config, "CONFIG_CC_VERSION_TEXT")
+	if m := ccTextRE.FindStringSubmatch(cc); m == nil || m[1] != "14" || m[2] != "14.2.0-19" {
+		t.Errorf("compiler of %q: %q", cc, m)
+	}
+	out := []byte("make[2]: x\ngcc-12: error: unrecognized command-line option '-fmin-function-alignment=16'\nmake: *** Error 1\n")
+	if !refusedCompiler(out) || refusedCompiler([]byte("siw_cm.c:1: error: expected ';'\n")) {
+		t.Error("refusedCompiler does not tell a refused flag from a compile error")
+	}
+}
+
+func TestCheckProvider(t *testing.T) {
+	for in, want := range map[string]string{"": "rxe", " rxe": "rxe", "siw": "siw"} {
+		if got, err := CheckProvider(in); err != nil || got != want {
+			t.Errorf("CheckProvider(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := CheckProvider("mlx5"); err == nil {
+		t.Error("CheckProvider(mlx5) accepted")
+	}
+	if DeviceFor("siw") != "siw0" || DeviceFor("rxe") != "rxe0" {
+		t.Errorf("DeviceFor: %s %s", DeviceFor("siw"), DeviceFor("rxe"))
 	}
 }

@@ -11,7 +11,30 @@ import (
 	"testing"
 )
 
-var device = flag.String("device", "", "RDMA device for tests that need one (default $GOVERBS_DEVICE, else rxe0 in the lab, else the first device)")
+var device = flag.String("device", "", "RDMA device for tests that need one (default $GOVERBS_DEVICE, else rxe0 in the lab (siw0 with GOVERBS_LAB_PROVIDER=siw), else the first device)")
+
+// ProviderEnv names the variable that says which software RDMA provider the lab runs: "rxe" (the default,
+// rxe0) or "siw" (soft-iWARP, siw0). The lab sets it in the VM when it runs siw (labsuite -provider siw).
+const ProviderEnv = "GOVERBS_LAB_PROVIDER"
+
+// Provider is the lab's software RDMA provider: "siw" when GOVERBS_LAB_PROVIDER=siw, else "rxe".
+func Provider() string {
+	if os.Getenv(ProviderEnv) == "siw" {
+		return "siw"
+	}
+	return "rxe"
+}
+
+// RequireProvider skips t unless the lab runs provider p ("rxe" or "siw"): a test of one provider's own
+// behaviour skips on the other, even with GOVERBS_LAB_REQUIRED=1 (the device is there, it is another kind).
+// Then it requires the device, as Require does.
+func RequireProvider(t testing.TB, p string) {
+	t.Helper()
+	if got := Provider(); got != p {
+		t.Skipf("runs on the lab's %s device only; this lab runs %s (%s): go run ./test/lab/cmd/labsuite -provider %s", p, got, Device(), p)
+	}
+	Require(t)
+}
 
 // InLab reports whether the test runs inside the goverbs lab VM.
 func InLab() bool { return os.Getenv("GOVERBS_LAB") == "1" }
@@ -19,8 +42,8 @@ func InLab() bool { return os.Getenv("GOVERBS_LAB") == "1" }
 // Required reports whether a missing device must fail the test instead of skipping it.
 func Required() bool { return os.Getenv("GOVERBS_LAB_REQUIRED") == "1" }
 
-// Device is the device the tests use: -device, $GOVERBS_DEVICE, "rxe0" in the lab, else the first device in
-// /sys/class/infiniband.
+// Device is the device the tests use: -device, $GOVERBS_DEVICE, "rxe0" in the lab ("siw0" when the lab runs
+// siw, see Provider), else the first device in /sys/class/infiniband.
 func Device() string {
 	if *device != "" {
 		return *device
@@ -29,6 +52,9 @@ func Device() string {
 		return d
 	}
 	if InLab() {
+		if Provider() == "siw" {
+			return "siw0"
+		}
 		return "rxe0"
 	}
 	if ents, err := os.ReadDir("/sys/class/infiniband"); err == nil && len(ents) > 0 {
@@ -37,7 +63,7 @@ func Device() string {
 	return "rxe0"
 }
 
-// Netdev is the lab's netdev carrying rxe0.
+// Netdev is the lab's netdev carrying rxe0 (or siw0).
 func Netdev() string { return "veth0" }
 
 // HasDevice reports whether the device exists on this machine.

@@ -20,8 +20,13 @@ func TestDeviceFromEnv(t *testing.T) {
 	}
 	t.Setenv("GOVERBS_DEVICE", "")
 	t.Setenv("GOVERBS_LAB", "1")
+	t.Setenv(ProviderEnv, "")
 	if got := Device(); got != "rxe0" {
 		t.Errorf("Device() in the lab = %q, want rxe0", got)
+	}
+	t.Setenv(ProviderEnv, "siw")
+	if got, p := Device(), Provider(); got != "siw0" || p != "siw" {
+		t.Errorf("Device(), Provider() in a siw lab = %q, %q, want siw0, siw", got, p)
 	}
 }
 

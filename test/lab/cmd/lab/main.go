@@ -1,6 +1,7 @@
 // Command lab runs one command in the goverbs lab VM (a Debian kernel,
-// GOVERBS_LAB_KERNEL=6.1|6.12|newest, with rdma_rxe under QEMU; the host's
-// root visible read-only) and exits with the command's status.
+// GOVERBS_LAB_KERNEL=6.1|6.12|newest, with rdma_rxe, or siw with -provider
+// siw, under QEMU; the host's root visible read-only) and exits with the
+// command's status.
 //
 //	go run ./test/lab/cmd/lab [flags] -- CMD [ARGS...]
 //	go run ./test/lab/cmd/lab -sh 'ibv_devices; rdma link'
@@ -44,13 +45,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.OutDir, "out", "", "host `dir` the command can write to, at $GOVERBS_LAB_OUT in the VM")
 	fs.StringVar(&cfg.Workdir, "C", "", "working `dir` of the command (default: current directory)")
 	fs.BoolVar(&cfg.ICount, "icount", false, "count instructions: one vCPU, guest time = executed instructions (see lab.Config.ICount)")
-	fs.BoolVar(&cfg.NoRXE, "no-rxe", false, "do not create rxe0 (also GOVERBS_LAB_NO_RXE=1)")
+	fs.BoolVar(&cfg.NoRXE, "no-rxe", false, "do not create rxe0 (siw0 with -provider siw; also GOVERBS_LAB_NO_RXE=1)")
+	fs.StringVar(&cfg.Provider, "provider", "", "software RDMA `provider`: rxe (rxe0) or siw (siw0, siw.ko built once from Debian's source) (default $"+lab.ProviderEnv+", else rxe)")
 	fs.BoolVar(&cfg.Debug, "debug", false, "show the kernel console (also GOVERBS_LAB_DEBUG=1)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lab [flags] -- CMD [ARGS...]\n       lab [flags] -sh SCRIPT\n\nRuns a command in the goverbs lab VM.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if _, err := lab.CheckProvider(cfg.Provider); err != nil {
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
 	argv := fs.Args()

@@ -24,7 +24,12 @@
 // units' inner summaries are merged back into one row per kernel. -j 1 is the serial run: one boot per kernel,
 // in order, output streamed.
 //
-// Usage: go run ./test/lab/cmd/labsuite [-kernels all|6.1,6.12,newest] [-j N] [-heavy PKGS] [-run REGEXP] [-count N] [-v] [-timeout 20m] [packages...]
+// With -provider siw (or GOVERBS_LAB_PROVIDER=siw) the lab runs soft-iWARP instead of rdma_rxe: siw0 on veth0,
+// from a siw.ko the lab builds once per kernel from Debian's own source (lab.EnsureSIW), and the tests'
+// labtest.Device is siw0; the summary then names the device of every kernel's run. Such runs do not record
+// unit durations (those are rxe's).
+//
+// Usage: go run ./test/lab/cmd/labsuite [-kernels all|6.1,6.12,newest] [-provider rxe|siw] [-j N] [-heavy PKGS] [-run REGEXP] [-count N] [-v] [-timeout 20m] [packages...]
 package main
 
 import (
@@ -74,6 +79,7 @@ func run(args []string) int {
 	kernelsFlag := fs.String("kernels", "", "kernels to run on: all (= "+strings.Join(lab.Matrix, ",")+") or a comma list (default $"+lab.KernelEnv+", else 6.1)")
 	jobsFlag := fs.String("j", "", "lab VMs to run at once (default $"+jobsEnv+", else min(2, CPUs)); 1: one boot per kernel, one after another")
 	freshRefs := fs.Bool("fresh-refs", false, "run every C reference pair again instead of taking it from the lab cache (and record it anew there)")
+	providerFlag := fs.String("provider", "", "software RDMA provider of the lab: rxe (rxe0) or siw (siw0, siw.ko built once per kernel from Debian's source) (default $"+lab.ProviderEnv+", else rxe)")
 	heavyFlag := fs.String("heavy", strings.Join(defaultHeavy, ","), "with -j above 1, the packages (comma list of import paths or ./dirs) that run as lab boots of their own")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -85,6 +91,11 @@ func run(args []string) int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	*timeout, *pkgTimeout = scaleTimeouts(*timeout, *pkgTimeout, *count, set["timeout"], set["pkgtimeout"])
 	jobs, err := jobCount(*jobsFlag, os.Getenv(jobsEnv), runtime.NumCPU())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "labsuite:", err)
+		return 2
+	}
+	provider, err := providerOf(*providerFlag)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
 		return 2
@@ -199,7 +210,7 @@ func run(args []string) int {
 	prepErr := map[string]error{}
 	for _, k := range kernels {
 		start := time.Now()
-		if _, err := lab.Prepare(context.Background(), lab.Config{Kernel: k}); err != nil {
+		if _, err := lab.Prepare(context.Background(), lab.Config{Kernel: k, Provider: provider}); err != nil {
 			fmt.Fprintf(os.Stderr, "labsuite: kernel %s: %v\n", k, err)
 			fmt.Printf("FAIL\tlab [the lab could not be prepared for kernel %s]\n", k)
 			prepErr[k] = err
@@ -214,7 +225,7 @@ func run(args []string) int {
 	}
 	// The whole suite (every lab package, no -run, one count) records each unit's wall time in the lab cache;
 	// the next such run starts the longest units first by those times (7.3's interop is longer than 6.1's).
-	full := len(fs.Args()) == 0 && *runRE == "" && *count == 1 && !*race
+	full := len(fs.Args()) == 0 && *runRE == "" && *count == 1 && !*race && provider == lab.ProviderRXE
 	var est estimates
 	estFile := ""
 	if cache, err := lab.CacheDir(); err == nil && full {
@@ -228,7 +239,7 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "labsuite: %d lab boots (%d kernels, units %s), %d at a time\n", len(units), len(kernels), groupNames(groups), workers)
 	}
 	cfg := runConfig{work: work, root: root, bin: bin, self: self, timeout: *timeout, extraEnv: peers, refsDir: refsDir,
-		split: len(groups) > 1, stream: stream, multi: len(kernels) > 1}
+		split: len(groups) > 1, stream: stream, multi: len(kernels) > 1, provider: provider}
 	unitResults := runUnits(units, workers, func(u unit) unitResult { return runUnit(u, cfg) })
 	if estFile != "" {
 		saveEstimates(estFile, est, unitResults)
@@ -252,8 +263,20 @@ func run(args []string) int {
 		}
 		results = append(results, r)
 	}
-	printSummary(os.Stdout, results, summaryNote{wall: time.Since(labStart), jobs: workers, groups: groupNames(groups), split: len(groups) > 1})
+	note := summaryNote{wall: time.Since(labStart), jobs: workers, groups: groupNames(groups), split: len(groups) > 1}
+	if provider != lab.ProviderRXE {
+		note.device = lab.DeviceFor(provider)
+	}
+	printSummary(os.Stdout, results, note)
 	return code
+}
+
+// providerOf is -provider's value, else $GOVERBS_LAB_PROVIDER's, checked ("rxe" when neither is set).
+func providerOf(flagValue string) (string, error) {
+	if strings.TrimSpace(flagValue) != "" {
+		return lab.CheckProvider(flagValue)
+	}
+	return lab.ProviderSelector()
 }
 
 // goBuild builds the package pkg (cgo-free, -trimpath) into out, the go tool's output on stderr.
@@ -547,6 +570,7 @@ type runConfig struct {
 	split                 bool              // kernels are split into several units
 	stream                bool              // one VM at a time: output goes straight through, as without -j
 	multi                 bool              // several kernels
+	provider              string            // the lab's RDMA provider (lab.ProviderRXE, lab.ProviderSIW)
 }
 
 // outMu serializes the units' blocks on stdout and their lines on stderr.
@@ -573,6 +597,9 @@ func runUnit(u unit, cfg runConfig) unitResult {
 		env[k] = v
 	}
 	lc := lab.Config{Kernel: u.Kernel, Timeout: cfg.timeout, Env: env, Workdir: cfg.root, OutDir: out}
+	if cfg.provider != lab.ProviderRXE {
+		lc.Provider = cfg.provider
+	}
 	var stdout bytes.Buffer
 	var stderr *prefixWriter
 	var progress io.Writer = os.Stderr
@@ -742,6 +769,9 @@ func mergeKernel(sel string, pkgs []pkg, units []unitResult) kernelResult {
 		if r.Release == "" {
 			r.Release, r.Upstream = u.Release, u.Upstream
 		}
+		if r.Device == "" {
+			r.Device = u.Device
+		}
 		r.PkgOK += u.PkgOK
 		r.PkgFailed += u.PkgFailed
 		r.Run += u.Run
@@ -779,6 +809,7 @@ type summaryNote struct {
 	jobs   int           // VMs at once
 	groups string        // the groups a kernel is split into ("all", or "interop+rest")
 	split  bool
+	device string // the lab device the runs expect when it is not rxe0 ("siw0"): the table gets a device column
 }
 
 // printSummary prints the per-kernel table and every skip with its reason.
@@ -788,7 +819,11 @@ func printSummary(w io.Writer, results []kernelResult, note summaryNote) {
 		boots = "one lab boot per kernel and unit: " + note.groups
 	}
 	fmt.Fprintf(w, "\nlabsuite summary (%s)\n", boots)
-	fmt.Fprintf(w, "%-8s %-40s %-14s %6s %6s %6s %7s %8s\n", "kernel", "version", "packages", "tests", "passed", "failed", "skipped", "time")
+	devCol := func(string) string { return "" }
+	if note.device != "" {
+		devCol = func(d string) string { return fmt.Sprintf(" %-7s", d) }
+	}
+	fmt.Fprintf(w, "%-8s %-40s%s %-14s %6s %6s %6s %7s %8s\n", "kernel", "version", devCol("device"), "packages", "tests", "passed", "failed", "skipped", "time")
 	var total time.Duration
 	for _, r := range results {
 		total += r.Total
@@ -806,7 +841,11 @@ func printSummary(w io.Writer, results []kernelResult, note summaryNote) {
 		if r.PkgFailed > 0 || r.PkgOK+r.PkgFailed < r.Packages {
 			pk = fmt.Sprintf("%d ok %d FAIL", r.PkgOK, r.Packages-r.PkgOK)
 		}
-		fmt.Fprintf(w, "%-8s %-40s %-14s %6d %6d %6d %7d %7.0fs\n", r.Selector, version, pk, r.Run, r.Passed, r.Failed, len(r.Skips), r.Total.Seconds())
+		dev := r.Device
+		if dev == "" {
+			dev = "?" // the VM reported nothing
+		}
+		fmt.Fprintf(w, "%-8s %-40s%s %-14s %6d %6d %6d %7d %7.0fs\n", r.Selector, version, devCol(dev), pk, r.Run, r.Passed, r.Failed, len(r.Skips), r.Total.Seconds())
 	}
 	fmt.Fprintf(w, "total %.0fs; wall clock %.0fs with %d lab VM(s) at once (time: a kernel's preparation plus its lab boots' wall times, summed)\n",
 		total.Seconds(), note.wall.Seconds(), max(1, note.jobs))
@@ -860,6 +899,7 @@ func labPackages(patterns []string) ([]pkg, error) {
 type Summary struct {
 	Release   string // uname -r
 	Upstream  string // the kernel version from /proc/version ("Debian 6.1.192-2" -> 6.1.192-2)
+	Device    string `json:",omitempty"` // the lab's RDMA device the tests ran on (rxe0, siw0), when it is there
 	PkgOK     int
 	PkgFailed int
 	Run       int // tests and subtests that finished: passed + failed + skipped
@@ -1040,7 +1080,15 @@ func runInner(manifest string) int {
 			sum.Upstream, _, _ = strings.Cut(after, " ")
 		}
 	}
-	fmt.Printf("kernel %s (%s)\n", sum.Release, sum.Upstream)
+	dev := lab.DeviceFor(os.Getenv(lab.ProviderEnv))
+	if _, err := os.Stat(filepath.Join("/sys/class/infiniband", dev)); err == nil {
+		sum.Device = dev
+	}
+	if dev != lab.Device {
+		fmt.Printf("kernel %s (%s), device %s\n", sum.Release, sum.Upstream, dev)
+	} else {
+		fmt.Printf("kernel %s (%s)\n", sum.Release, sum.Upstream)
+	}
 	failed := 0
 	for _, p := range m.Pkgs {
 		args := []string{"-test.timeout=" + m.PkgTimeout, "-test.v"}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/goverbs/test/lab"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -500,5 +501,21 @@ func TestScaleTimeouts(t *testing.T) {
 	}
 	if to, pt := scaleTimeouts(30*time.Minute, 15*time.Minute, 1, false, false); to != 30*time.Minute || pt != 15*time.Minute {
 		t.Fatalf("-count 1 changed the defaults: %v %v", to, pt)
+	}
+}
+
+func TestSummaryNamesTheDevice(t *testing.T) {
+	if lab.ProviderEnv != labtest.ProviderEnv {
+		t.Errorf("lab.ProviderEnv %q, labtest.ProviderEnv %q", lab.ProviderEnv, labtest.ProviderEnv)
+	}
+	r := kernelResult{Selector: "6.1", Summary: Summary{Release: "6.1.0-56-amd64", Device: "siw0", PkgOK: 1, Run: 2, Passed: 2}, Packages: 1}
+	var rxe, siw bytes.Buffer
+	printSummary(&rxe, []kernelResult{r}, summaryNote{})
+	printSummary(&siw, []kernelResult{r}, summaryNote{device: "siw0"})
+	if strings.Contains(rxe.String(), "device") || strings.Contains(rxe.String(), "siw0") {
+		t.Errorf("rxe summary has a device column:\n%s", rxe.String())
+	}
+	if !strings.Contains(siw.String(), " device ") || !strings.Contains(siw.String(), " siw0 ") {
+		t.Errorf("siw summary does not name the device:\n%s", siw.String())
 	}
 }

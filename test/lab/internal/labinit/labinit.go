@@ -2,7 +2,7 @@
 //
 // It mounts the pseudo filesystems, loads the kernel modules shipped in the
 // initramfs, mounts the host's root over virtio-9p, sets up veth0/veth1 and
-// rxe0, chroots into the host root and runs the command described by the
+// rxe0 (or siw0), chroots into the host root and runs the command described by the
 // per-run configuration. The command's stdout and stderr are virtio-serial
 // ports, so the host receives them byte for byte; progress and the exit
 // status go out as JSON lines on a third port. Then it powers the VM off.
@@ -132,7 +132,11 @@ func (g *guest) run() (int, error) {
 		return 0, err
 	}
 	if !g.cfg.NoRXE {
-		if err := step("create "+proto.RXEDevice, g.setupRXE()); err != nil {
+		dev, typ := proto.RXEDevice, netlinkrdma.LinkTypeRXE
+		if g.cfg.Provider == proto.ProviderSIW {
+			dev, typ = proto.SIWDevice, netlinkrdma.LinkTypeSIW
+		}
+		if err := step("create "+dev, g.setupDevice(dev, typ)); err != nil {
 			return 0, err
 		}
 	}
@@ -361,21 +365,23 @@ func (g *guest) setupNetwork() error {
 	return nil
 }
 
-// setupRXE creates rxe0 on veth0 and waits until its port is ACTIVE.
-func (g *guest) setupRXE() error {
-	if err := netlinkrdma.LinkAdd(proto.RXEDevice, netlinkrdma.LinkTypeRXE, proto.Netdev); err != nil {
-		return fmt.Errorf("rdma link add %s type rxe netdev %s: %w", proto.RXEDevice, proto.Netdev, err)
+// setupDevice creates the lab's RDMA device dev of link type typ (rxe0 of
+// type rxe, or siw0 of type siw) on veth0, as "rdma link add" does, and
+// waits until its port is ACTIVE.
+func (g *guest) setupDevice(dev, typ string) error {
+	if err := netlinkrdma.LinkAdd(dev, typ, proto.Netdev); err != nil {
+		return fmt.Errorf("rdma link add %s type %s netdev %s: %w", dev, typ, proto.Netdev, err)
 	}
-	statePath := "/sys/class/infiniband/" + proto.RXEDevice + "/ports/1/state"
+	statePath := "/sys/class/infiniband/" + dev + "/ports/1/state"
 	deadline := time.Now().Add(setupWait)
 	for {
 		state := strings.TrimSpace(readFile(statePath))
 		if strings.HasSuffix(state, "ACTIVE") {
-			g.logf("%s is %s", proto.RXEDevice, state)
+			g.logf("%s is %s", dev, state)
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("port 1 of %s is %q, not ACTIVE, after %v", proto.RXEDevice, state, setupWait)
+			return fmt.Errorf("port 1 of %s is %q, not ACTIVE, after %v", dev, state, setupWait)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

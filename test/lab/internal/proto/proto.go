@@ -46,7 +46,12 @@ const (
 	Addr       = "10.233.0.1/24"
 	PeerAddr   = "10.233.0.2/24"
 	RXEDevice  = "rxe0"
+	SIWDevice  = "siw0" // the soft-iWARP device, with Config.Provider ProviderSIW
 )
+
+// ProviderSIW is Config.Provider's value for a soft-iWARP lab (siw0 on
+// veth0, from an out-of-tree siw.ko in the initramfs); "" is rxe's rxe0.
+const ProviderSIW = "siw"
 
 // Share is one extra host directory mounted in the guest.
 type Share struct {
@@ -60,12 +65,14 @@ type Config struct {
 	Argv   []string // the command; Argv[0] is looked up in the PATH of Env
 	Env    []string // KEY=VALUE, the command's whole environment
 	Dir    string   // working directory inside the guest root
-	NoRXE  bool     // skip creating rxe0
+	NoRXE  bool     // skip creating the lab's device (rxe0, or siw0 with Provider "siw")
 	Shares []Share  // extra shares, mounted in order
 	Debug  bool     // log each setup step on the console
 	// MergeStderr sends the command's stderr to the stdout port, keeping
 	// the order of writes to both (when the caller's two are one file).
 	MergeStderr bool
+	// Provider is "" for rxe0 (rdma_rxe) or ProviderSIW for siw0 (siw).
+	Provider string `json:",omitempty"`
 }
 
 // Event kinds.
