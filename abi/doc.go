@@ -4,8 +4,8 @@
 //
 // It covers the uverbs ioctl and write() command ABI (rdma_user_ioctl_cmds.h,
 // ib_user_ioctl_cmds.h, ib_user_ioctl_verbs.h, ib_user_verbs.h), RDMA
-// netlink (rdma_netlink.h), and the rxe and mlx5 driver ABIs
-// (rdma_user_rxe.h, mlx5-abi.h, mlx5_user_ioctl_cmds.h,
+// netlink (rdma_netlink.h), and the rxe, siw and mlx5 driver ABIs
+// (rdma_user_rxe.h, siw-abi.h, mlx5-abi.h, mlx5_user_ioctl_cmds.h,
 // mlx5_user_ioctl_verbs.h). Each header becomes one file
 // z<header>_linux.go, so a file can be read side by side with its header.
 //

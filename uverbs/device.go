@@ -26,6 +26,7 @@ const (
 	DriverUnknown = netlinkrdma.DriverUnknown
 	DriverRXE     = netlinkrdma.DriverRXE
 	DriverMLX5    = netlinkrdma.DriverMLX5
+	DriverSIW     = netlinkrdma.DriverSIW
 )
 
 // Where discovery looks: sysfs and the uverbs character devices. Discovery functions take the roots as
@@ -238,10 +239,14 @@ func devicesFromSysfs(sysfs, dev string) ([]Device, error) {
 }
 
 // driverIDFromSysfs names the driver where netlink is unavailable, by device name (rxe, as rdma-core's
-// VERBS_NAME_MATCH("rxe")) or by the PCI driver the device is bound to (mlx5_core).
+// VERBS_NAME_MATCH("rxe"); siw, which rdma-core matches by driver id, which sysfs does not give) or by the PCI
+// driver the device is bound to (mlx5_core).
 func driverIDFromSysfs(ibpath string) DriverID {
 	if strings.Contains(filepath.Base(ibpath), "rxe") {
 		return DriverRXE
+	}
+	if strings.Contains(filepath.Base(ibpath), "siw") {
+		return DriverSIW
 	}
 	if link, err := os.Readlink(filepath.Join(ibpath, "device", "driver")); err == nil {
 		if filepath.Base(link) == "mlx5_core" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/enumstr"
+	"github.com/goverbs/goverbs/internal/provider"
 	"github.com/goverbs/goverbs/rawcmd"
 	"golang.org/x/sys/unix"
 )
@@ -113,7 +114,11 @@ func (pd *PD) regMR(addr uintptr, length int, iova uint64, access Access) (*MR, 
 	}
 	in := &abi.IbUverbsRegMr{Start: uint64(addr), Length: uint64(length), HcaVa: iova, PdHandle: pd.handle, AccessFlags: uint32(access)}
 	out := new(abi.IbUverbsRegMrResp)
-	if err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_REG_MR, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}); err != nil {
+	w := &rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_REG_MR, CoreIn: rawcmd.Bytes(in), CoreOut: rawcmd.Bytes(out)}
+	if d, ok := c.prov.(provider.MRDriverData); ok { // siw's driver wants its request and response with every REG_MR
+		w.UHWIn, w.UHWOut = d.RegMRData()
+	}
+	if err := c.write(w); err != nil {
 		c.dropObject()
 		err = memlockErr(c.dev.Name, length, limitErr(c.dev.Name, "hca_object", err))
 		return nil, wrapf(c.dev.Name, err, "reg MR (%d bytes, access %#x)", length, uint32(access))

@@ -5,4 +5,5 @@ package uverbs
 import (
 	_ "github.com/goverbs/goverbs/providers/mlx5"
 	_ "github.com/goverbs/goverbs/providers/rxe"
+	_ "github.com/goverbs/goverbs/providers/siw"
 )

@@ -38,6 +38,7 @@ var headers = []headerSpec{
 	}},
 	{name: "mlx5_user_ioctl_cmds.h", prefixes: []string{"MLX5_"}},
 	{name: "mlx5_user_ioctl_verbs.h", prefixes: []string{"MLX5_"}},
+	{name: "siw-abi.h", prefixes: []string{"SIW_"}},
 	{name: "ib_user_sa.h", prefixes: []string{"IB_PATH_"}},
 	{name: "rdma_user_cm.h", prefixes: []string{
 		"RDMA_USER_CM_", "RDMA_MAX_PRIVATE_DATA", "RDMA_PS_", "RDMA_MC_JOIN_FLAG_", "RDMA_OPTION_",
@@ -132,6 +133,16 @@ var unions = slices.Concat(
 			doc: "the sgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4)"},
 		{parent: "rxe_av", field: "DgidAddr", method: "DgidAddrIn", member: "dgid_addr._sockaddr_in", goType: "unix.RawSockaddrInet4",
 			doc: "the dgid_addr union as struct sockaddr_in (network_type RXE_NETWORK_TYPE_IPV4)"},
+
+		// siw-abi.h: the anonymous unions of the shared queue elements.
+		{parent: "siw_sqe", field: "Raddr", method: "BaseMr", member: "base_mr", goType: "uint64",
+			doc: "the anonymous {raddr, base_mr} union as base_mr (SIW_OP_REG_MR, kernel users only)"},
+		{parent: "siw_sqe", field: "Sge", method: "Access", member: "access", goType: "uint64",
+			doc: "the anonymous {sge, access} union as access (SIW_OP_REG_MR, kernel users only)"},
+		{parent: "siw_cqe", field: "ImmData", method: "InvalStag", member: "inval_stag", goType: "uint32",
+			doc: "the anonymous {imm_data, inval_stag} union as inval_stag (the STag a received SEND_WITH_INV invalidated)"},
+		{parent: "siw_cqe", field: "BaseQp", method: "QpId", member: "qp_id", goType: "uint64",
+			doc: "the anonymous {base_qp, qp_id} union as qp_id (the QP number, in the CQEs of user CQs)"},
 	})
 
 // foreignTypes maps C struct tags that are not declared by any generated

@@ -211,6 +211,7 @@ func TestFieldRules(t *testing.T) {
 		{"_Ctype_struct_rxe_send_wr", "RxeSendWr"},
 		{"[4]_Ctype_struct_ib_uverbs_sge", "[4]IbUverbsSge"},
 		{"uint32", "uint32"},
+		{"*_Ctype_struct_ib_qp", "uint64"}, // siw_cqe.base_qp: an address, never a Go pointer
 	})
 }
 

@@ -136,7 +136,15 @@ func godefsRenders(c, g string) bool {
 //   - Socket address types (rdma_user_cm.h) are not RDMA types: they map to
 //     the Go types in foreignTypes (x/sys/unix, or a hand-written type of
 //     this package when x/sys has no type of the same layout).
+//   - A C pointer member (siw_cqe's struct ib_qp *base_qp, which the kernel
+//     fills only in its own CQs) holds an address of another address space,
+//     never a Go pointer: a Go pointer type would let the garbage collector
+//     follow it (and name a type no header declares). It becomes uint64, the
+//     size of a pointer on the 64-bit targets layout.go allows.
 func fieldType(t string) string {
+	if strings.HasPrefix(t, "*") {
+		return "uint64"
+	}
 	t = ctypeRe.ReplaceAllStringFunc(t, func(m string) string {
 		c := ctypeRe.FindStringSubmatch(m)[2]
 		if f, ok := foreignTypes[c]; ok {
@@ -289,6 +297,7 @@ func (r *renderer) structType(t goType, body, prefix string) error {
 			}
 			return "_Ctype_unknown_anonymous_struct"
 		})
+		pointer := strings.HasPrefix(ft, "*") // fieldType makes it an integer
 		ft = fieldType(ft)
 		if strings.Contains(ft, "unix.") {
 			r.imports["golang.org/x/sys/unix"] = true
@@ -306,6 +315,9 @@ func (r *renderer) structType(t goType, body, prefix string) error {
 		comment := ""
 		if be[c] {
 			comment = " // big-endian"
+		}
+		if pointer {
+			comment = " // a C pointer: an address, never dereferenced by Go"
 		}
 		fmt.Fprintf(&r.body, "\t%s %s%s\n", n, ft, comment)
 	}
