@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -50,19 +51,67 @@ func TestSIWDevice(t *testing.T) {
 	}
 }
 
-// TestSIWRping runs rdma-core's rping (librdmacm, the iWARP connection manager, SEND and RDMA READ/WRITE)
-// server and client over siw0's address for a few iterations; the client starts once the server's TCP
-// listener (siw's, for rdma_listen) is in /proc/net/tcp.
+// TestSIWRping runs rping (librdmacm, the iWARP connection manager, SEND and RDMA READ/WRITE) server and
+// client over siw0's address for a few iterations, in every pairing of rdma-core's rping and goverbs' (whose
+// verbs go through providers/siw): C-C (the lab's control), goverbs as client, goverbs as server, goverbs on
+// both sides. The client starts once the server's TCP listener (siw's, for rdma_listen) is in /proc/net/tcp.
+//
+// Linux 7.3.4's siw loses the client's first message about two runs in five, C against C as much as with
+// goverbs (0 of 20 on 6.1 and 6.12): the passive side's connection manager takes the socket's data-ready
+// callback for the SEND that arrives right after its MPA reply and never hands it to the QP (siw's dynamic
+// debug shows the data read only when the client closes), so the server waits for it forever and the client
+// for the server. A pair that stalls that way (the server waiting for the client's advertisement, killed at
+// the attempt's deadline) is run again, up to siwRaceReruns more times, with a note; any other failure fails.
 func TestSIWRping(t *testing.T) {
 	labtest.RequireProvider(t, "siw")
+	for _, pair := range [][2]string{{"c", "c"}, {"c", "go"}, {"go", "c"}, {"go", "go"}} {
+		t.Run(pair[0]+"-server/"+pair[1]+"-client", func(t *testing.T) {
+			for attempt := 0; ; attempt++ {
+				stalled, msg := rpingPair(t, pair[0], pair[1])
+				if msg == "" {
+					return
+				}
+				if !stalled || attempt == siwRaceReruns {
+					t.Fatal(msg)
+				}
+				labtest.Note(t, "%s-server/%s-client: the first message was lost (siw's passive-side race), running the pair again", pair[0], pair[1])
+			}
+		})
+	}
+}
+
+// siwRaceReruns bounds the reruns of a pair that met siw's lost first message: at two in five, eleven stalls
+// in a row are a chance of 4e-5.
+const siwRaceReruns = 10
+
+// stallDeadline is how long one attempt may take: a pair takes under a second in the lab, a stalled one
+// never ends by itself.
+const stallDeadline = 20 * time.Second
+
+// rpingCmd is rping ("c": rdma-core's) or goverbs' clone ("go") with args.
+func rpingCmd(ctx context.Context, t *testing.T, impl string, args ...string) *exec.Cmd {
+	if impl == "go" {
+		return exec.CommandContext(ctx, interop.Binary(t), append([]string{"rping"}, args...)...)
+	}
+	return exec.CommandContext(ctx, "rping", args...)
+}
+
+// rpingPair runs one pair and returns "" when both sides printed their pings and exited 0, else what went
+// wrong, and whether it was the stall of siw's lost first message (the server still waiting for the client's
+// advertisement or its RDMA READ when the attempt's deadline ended both).
+func rpingPair(t *testing.T, srvImpl, cliImpl string) (stalled bool, msg string) {
 	const count = 3
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The client has the attempt's deadline; the server some seconds more, so that a stalled server sees the
+	// killed client's disconnect and says what it was waiting for.
+	ctx, cancel := context.WithTimeout(context.Background(), stallDeadline)
 	defer cancel()
+	srvCtx, srvCancel := context.WithTimeout(context.Background(), stallDeadline+15*time.Second)
+	defer srvCancel()
 	var srvOut bytes.Buffer
-	srv := exec.CommandContext(ctx, "rping", "-s", "-a", addr, "-C", fmt.Sprint(count), "-v")
+	srv := rpingCmd(srvCtx, t, srvImpl, "-s", "-a", addr, "-C", fmt.Sprint(count), "-v")
 	srv.Stdout, srv.Stderr = &srvOut, &srvOut
 	if err := srv.Start(); err != nil {
-		t.Fatalf("start rping -s: %v", err)
+		t.Fatalf("start %s rping -s: %v", srvImpl, err)
 	}
 	var srvErr error
 	exited := make(chan struct{})
@@ -75,28 +124,32 @@ func TestSIWRping(t *testing.T) {
 			<-exited
 		}
 	}()
-	if err := waitListening(rpingPort, exited, 30*time.Second); err != nil {
-		t.Fatalf("rping -s -a %s: %v\n%s", addr, err, srvOut.String())
+	if err := waitListening(rpingPort, exited, stallDeadline); err != nil {
+		return false, fmt.Sprintf("%s rping -s -a %s: %v\n%s", srvImpl, addr, err, srvOut.String())
 	}
-	cli, err := exec.CommandContext(ctx, "rping", "-c", "-a", addr, "-C", fmt.Sprint(count), "-v").CombinedOutput()
-	if err != nil {
-		t.Fatalf("rping -c -a %s: %v\n%s\nserver:\n%s", addr, err, cli, srvOut.String())
-	}
-	select {
-	case <-exited:
-		if srvErr != nil {
-			t.Fatalf("rping -s: %v\n%s", srvErr, srvOut.String())
+	cli, err := rpingCmd(ctx, t, cliImpl, "-c", "-a", addr, "-C", fmt.Sprint(count), "-v").CombinedOutput()
+	if err == nil {
+		select {
+		case <-exited:
+			err = srvErr
+		case <-srvCtx.Done():
+			err = fmt.Errorf("the server did not end after the client's %d pings", count)
 		}
-	case <-ctx.Done():
-		t.Fatalf("rping -s did not end after the client's %d pings\n%s", count, srvOut.String())
+	}
+	if err != nil {
+		<-exited // the client's disconnect, or the server's own deadline, ends the server
+		stalled = ctx.Err() != nil && (strings.Contains(srvOut.String(), "wait for RDMA_READ_ADV state") ||
+			strings.Contains(srvOut.String(), "wait for RDMA_READ_COMPLETE state"))
+		return stalled, fmt.Sprintf("%s-server/%s-client: %v\nclient:\n%s\nserver:\n%s", srvImpl, cliImpl, err, cli, srvOut.String())
 	}
 	t.Logf("client:\n%sserver:\n%s", cli, srvOut.String())
 	if n := strings.Count(string(cli), "ping data: rdma-ping-"); n != count {
-		t.Errorf("client printed %d pings, want %d:\n%s", n, count, cli)
+		return false, fmt.Sprintf("client printed %d pings, want %d:\n%s", n, count, cli)
 	}
 	if n := strings.Count(srvOut.String(), "ping data: rdma-ping-"); n != count {
-		t.Errorf("server printed %d pings, want %d:\n%s", n, count, srvOut.String())
+		return false, fmt.Sprintf("server printed %d pings, want %d:\n%s", n, count, srvOut.String())
 	}
+	return false, ""
 }
 
 // waitListening polls /proc/net/tcp and tcp6 until a socket listens on port, failing early if the server
