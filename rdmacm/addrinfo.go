@@ -135,8 +135,8 @@ func (e GAIError) Error() string {
 	return "Unknown error"
 }
 
-// Name is the code's C name ("EAI_NONAME").
-func (e GAIError) Name() string {
+// String is the code's C name ("EAI_NONAME"); Error is gai_strerror's text.
+func (e GAIError) String() string {
 	if n, ok := gaiNames[e]; ok {
 		return n[0]
 	}

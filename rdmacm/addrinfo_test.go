@@ -195,9 +195,9 @@ func TestGetAddrInfoErrors(t *testing.T) {
 		!strings.Contains(err.Error(), "sockaddr_ib") {
 		t.Errorf("AF_IB: %v", err)
 	}
-	if EAIService.Error() != "Servname not supported for ai_socktype" || EAIService.Name() != "EAI_SERVICE" ||
-		GAIError(-100).Name() != "EAI(-100)" {
-		t.Errorf("GAIError texts: %q %q", EAIService.Error(), EAIService.Name())
+	if EAIService.Error() != "Servname not supported for ai_socktype" || EAIService.String() != "EAI_SERVICE" ||
+		GAIError(-100).String() != "EAI(-100)" {
+		t.Errorf("GAIError texts: %q %q", EAIService.Error(), EAIService.String())
 	}
 }
 
