@@ -3,13 +3,12 @@ package rxe
 import (
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/goverbs/goverbs/verbs"
 
 	"github.com/goverbs/goverbs/abi"
-	"github.com/goverbs/goverbs/internal/ioctl"
 	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/internal/provider/doorbell"
 	"github.com/goverbs/goverbs/rawcmd"
 )
 
@@ -24,44 +23,8 @@ type qp struct {
 
 	rq *recvRing // nil when the QP receives from an SRQ
 
-	dbFD int       // where the doorbell is written: the command fd
-	db   *doorbell // preallocated doorbell command
-}
-
-// doorbell is the POST_SEND write() command with no work requests that makes the kernel run the QP's
-// requester: struct ib_uverbs_cmd_hdr, struct ib_uverbs_post_send, and the response the kernel writes.
-// It lives on the heap for the QP's lifetime (the kernel writes resp through a pointer), and is never modified
-// after creation, so concurrent doorbells may share it.
-type doorbell struct {
-	hdr  abi.IbUverbsCmdHdr
-	cmd  abi.IbUverbsPostSend
-	resp abi.IbUverbsPostSendResp
-}
-
-// doorbellLen is the size of the doorbell write: header and command, contiguous in struct doorbell.
-const doorbellLen = abi.SizeofIbUverbsCmdHdr + abi.SizeofIbUverbsPostSend
-
-var _ [unsafe.Offsetof(doorbell{}.cmd) - abi.SizeofIbUverbsCmdHdr]struct{}
-var _ [abi.SizeofIbUverbsCmdHdr - unsafe.Offsetof(doorbell{}.cmd)]struct{}
-
-func newDoorbell(qpHandle uint32) *doorbell {
-	db := new(doorbell)
-	db.hdr = abi.IbUverbsCmdHdr{
-		Command:  abi.IB_USER_VERBS_CMD_POST_SEND,
-		InWords:  doorbellLen / 4,
-		OutWords: abi.SizeofIbUverbsPostSendResp / 4,
-	}
-	db.cmd = abi.IbUverbsPostSend{
-		Response: uint64(uintptr(unsafe.Pointer(&db.resp))),
-		QpHandle: qpHandle,
-		WqeSize:  abi.SizeofIbUverbsSendWr, // the kernel requires at least this even with no work requests
-	}
-	return db
-}
-
-// ring writes the doorbell to fd.
-func (db *doorbell) ring(fd int) error {
-	return ioctl.WriteRaw(fd, unsafe.Pointer(&db.hdr), doorbellLen)
+	dbFD int                // where the doorbell is written: the command fd
+	db   *doorbell.Doorbell // preallocated doorbell command
 }
 
 var _ provider.QP = (*qp)(nil)
@@ -75,7 +38,7 @@ func (c *context) CreateQP(p provider.QPParams, create provider.Create[provider.
 	if err != nil {
 		return nil, res, err
 	}
-	qp := &qp{dbFD: c.fd, db: newDoorbell(res.Handle)}
+	qp := &qp{dbFD: c.fd, db: doorbell.New(res.Handle)}
 	if !p.HasSRQ {
 		rq, err := mapRecvRing(c.fd, resp.RqMi, res.Cap.MaxRecvSGE)
 		if err != nil {
@@ -164,7 +127,7 @@ func (qp *qp) postSend(wrs []verbs.SendWR, all bool) (n int, st provider.Status)
 	qp.ssn = ssn
 	qp.sqMu.Unlock()
 	if n > 0 {
-		if dberr := qp.db.ring(qp.dbFD); dberr != nil {
+		if dberr := qp.db.Ring(qp.dbFD); dberr != nil {
 			return n, provider.DoorbellFailed(errnoOf(dberr))
 		}
 	}

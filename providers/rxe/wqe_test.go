@@ -10,6 +10,7 @@ import (
 	"github.com/goverbs/goverbs/verbs"
 
 	"github.com/goverbs/goverbs/abi"
+	"github.com/goverbs/goverbs/internal/provider/doorbell"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,11 +28,11 @@ func readyQP(t *testing.T, typ verbs.QPType) *fakeQP {
 // expectDoorbell reads one doorbell write from the pipe and checks it is the QP's POST_SEND command.
 func (f *fakeQP) expectDoorbell(t *testing.T) {
 	t.Helper()
-	got := make([]byte, doorbellLen)
+	got := make([]byte, doorbell.Len)
 	if _, err := io.ReadFull(f.bell, got); err != nil {
 		t.Fatalf("read doorbell: %v", err)
 	}
-	want := unsafe.Slice((*byte)(unsafe.Pointer(&f.db.hdr)), doorbellLen)
+	want := f.db.Bytes()
 	if !bytes.Equal(got, want) {
 		t.Fatalf("doorbell bytes %x, want %x", got, want)
 	}

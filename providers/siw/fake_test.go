@@ -11,6 +11,7 @@ import (
 
 	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/internal/provider/doorbell"
 	"github.com/goverbs/goverbs/rawcmd"
 	"github.com/goverbs/goverbs/verbs"
 	"golang.org/x/sys/unix"
@@ -190,7 +191,7 @@ func (f *fakeQP) withNullDoorbell(t testing.TB) {
 // no work requests, and returns how many there were.
 func (f *fakeQP) doorbells(t testing.TB) int {
 	t.Helper()
-	var buf [64 * doorbellLen]byte
+	var buf [64 * doorbell.Len]byte
 	n, err := unix.Read(f.bell, buf[:])
 	if err == unix.EAGAIN {
 		return 0
@@ -198,16 +199,16 @@ func (f *fakeQP) doorbells(t testing.TB) int {
 	if err != nil {
 		t.Fatalf("read doorbell pipe: %v", err)
 	}
-	if n%doorbellLen != 0 {
-		t.Fatalf("doorbell pipe holds %d bytes, not a multiple of %d", n, doorbellLen)
+	if n%doorbell.Len != 0 {
+		t.Fatalf("doorbell pipe holds %d bytes, not a multiple of %d", n, doorbell.Len)
 	}
-	want := unsafe.Slice((*byte)(unsafe.Pointer(&f.db.hdr)), doorbellLen)
-	for i := 0; i < n; i += doorbellLen {
-		if !bytes.Equal(buf[i:i+doorbellLen], want) {
-			t.Fatalf("doorbell bytes %x, want %x", buf[i:i+doorbellLen], want)
+	want := f.db.Bytes()
+	for i := 0; i < n; i += doorbell.Len {
+		if !bytes.Equal(buf[i:i+doorbell.Len], want) {
+			t.Fatalf("doorbell bytes %x, want %x", buf[i:i+doorbell.Len], want)
 		}
 	}
-	return n / doorbellLen
+	return n / doorbell.Len
 }
 
 // takeSQE plays the kernel taking the SQE at its position: false if it is not VALID; else a copy of it, and

@@ -35,27 +35,3 @@ func TestFlagsWordLayout(t *testing.T) {
 		t.Errorf("inline area %d..%d, SQE ends at %d", off, off+abi.SIW_MAX_INLINE, abi.SizeofSiwSqe)
 	}
 }
-
-// The doorbell is the 32-byte legacy POST_SEND command rdma-core writes (siw_db): header, then
-// ib_uverbs_post_send with no work requests, the response pointing at the QP's 4-byte response.
-func TestDoorbellEncoding(t *testing.T) {
-	db := newDoorbell(0xabcd)
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&db.hdr)), doorbellLen)
-	if len(b) != 32 {
-		t.Fatalf("doorbell is %d bytes, want 32", len(b))
-	}
-	hdr := (*abi.IbUverbsCmdHdr)(unsafe.Pointer(&b[0]))
-	cmd := (*abi.IbUverbsPostSend)(unsafe.Pointer(&b[abi.SizeofIbUverbsCmdHdr]))
-	if hdr.Command != abi.IB_USER_VERBS_CMD_POST_SEND || hdr.InWords != 8 || hdr.OutWords != 1 {
-		t.Errorf("header = %+v, want command %d in_words 8 out_words 1", *hdr, abi.IB_USER_VERBS_CMD_POST_SEND)
-	}
-	if cmd.QpHandle != 0xabcd || cmd.WrCount != 0 || cmd.SgeCount != 0 {
-		t.Errorf("command = %+v, want qp_handle 0xabcd and no work requests", *cmd)
-	}
-	if cmd.WqeSize < abi.SizeofIbUverbsSendWr {
-		t.Errorf("wqe_size %d < sizeof(ib_uverbs_send_wr) %d: the kernel refuses it", cmd.WqeSize, abi.SizeofIbUverbsSendWr)
-	}
-	if cmd.Response != uint64(uintptr(unsafe.Pointer(&db.resp))) {
-		t.Errorf("response %#x does not point at the doorbell's response %p", cmd.Response, &db.resp)
-	}
-}

@@ -3,11 +3,10 @@ package siw
 import (
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/goverbs/goverbs/abi"
-	"github.com/goverbs/goverbs/internal/ioctl"
 	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/internal/provider/doorbell"
 	"github.com/goverbs/goverbs/rawcmd"
 	"github.com/goverbs/goverbs/verbs"
 )
@@ -28,45 +27,8 @@ type qp struct {
 
 	rq *recvQueue // nil when the QP receives from an SRQ
 
-	dbFD int       // where the doorbell is written: the command fd
-	db   *doorbell // preallocated doorbell command
-}
-
-// doorbell is the POST_SEND write() command with no work requests that tells the kernel to look at the QP's
-// send queue (rdma-core's siw_db): struct ib_uverbs_cmd_hdr, struct ib_uverbs_post_send, and the response the
-// kernel writes. It lives on the heap for the QP's lifetime (the kernel writes resp through a pointer) and is
-// never modified after creation.
-type doorbell struct {
-	hdr  abi.IbUverbsCmdHdr
-	cmd  abi.IbUverbsPostSend
-	resp abi.IbUverbsPostSendResp
-}
-
-// doorbellLen is the size of the doorbell write: header and command, contiguous in struct doorbell.
-const doorbellLen = abi.SizeofIbUverbsCmdHdr + abi.SizeofIbUverbsPostSend
-
-var _ [unsafe.Offsetof(doorbell{}.cmd) - abi.SizeofIbUverbsCmdHdr]struct{}
-var _ [abi.SizeofIbUverbsCmdHdr - unsafe.Offsetof(doorbell{}.cmd)]struct{}
-
-func newDoorbell(qpHandle uint32) *doorbell {
-	db := new(doorbell)
-	db.hdr = abi.IbUverbsCmdHdr{
-		Command:  abi.IB_USER_VERBS_CMD_POST_SEND,
-		InWords:  doorbellLen / 4,
-		OutWords: abi.SizeofIbUverbsPostSendResp / 4,
-	}
-	db.cmd = abi.IbUverbsPostSend{
-		Response: uint64(uintptr(unsafe.Pointer(&db.resp))),
-		QpHandle: qpHandle,
-		WqeSize:  abi.SizeofIbUverbsSendWr, // the kernel requires at least this even with no work requests
-	}
-	return db
-}
-
-// ring writes the doorbell to fd. The kernel's siw only schedules the QP's send processing on its transmit
-// thread and returns, so a raw system call (no scheduler hand-off) fits, as for rxe's doorbell.
-func (db *doorbell) ring(fd int) error {
-	return ioctl.WriteRaw(fd, unsafe.Pointer(&db.hdr), doorbellLen)
+	dbFD int                // where the doorbell is written: the command fd
+	db   *doorbell.Doorbell // preallocated doorbell command
 }
 
 var _ provider.QP = (*qp)(nil)
@@ -84,7 +46,7 @@ func (c *context) CreateQP(p provider.QPParams, create provider.Create[provider.
 	if err != nil {
 		return nil, res, opError("create QP", "map the send queue", err)
 	}
-	qp := &qp{sq: sq, limit: newSendLimits(res.Cap, p.SigAll), dbFD: c.fd, db: newDoorbell(res.Handle)}
+	qp := &qp{sq: sq, limit: newSendLimits(res.Cap, p.SigAll), dbFD: c.fd, db: doorbell.New(res.Handle)}
 	qp.state.Store(uint32(verbs.QPStateInit))
 	switch {
 	case p.HasSRQ:
@@ -114,7 +76,7 @@ func (qp *qp) sendState() provider.Status {
 }
 
 // PostSend writes wrs into the send queue in order, each published by its own flags store, and rings the
-// doorbell when the kernel may be idle (see doorbell). It returns how many were posted and OK, or why it
+// doorbell when the kernel may be idle (the rule in doc.go). It returns how many were posted and OK, or why it
 // stopped at wrs[n]: a refusal of validateSend, QueueFull when the next SQE is still the kernel's (rdma-core's
 // "SQ overflow", ENOMEM), NotReady (sendState), or a failed doorbell, which is reported even when wrs[:n] are
 // in the queue (the kernel may or may not run them; the next post rings again).
@@ -215,7 +177,7 @@ func (qp *qp) doorbell(start uint32, n int) provider.Status {
 	if uint64(n) < uint64(q.num) && !qp.dbOwed && wqeOwnedByKernel(q.slot(q.prev(start))) {
 		return provider.OK
 	}
-	if err := qp.db.ring(qp.dbFD); err != nil {
+	if err := qp.db.Ring(qp.dbFD); err != nil {
 		qp.dbOwed = true
 		return provider.DoorbellFailed(errnoOf(err))
 	}
