@@ -86,7 +86,11 @@ type StatusError struct {
 	Status uint16 // the MAD header's status, host order
 }
 
-func (e *StatusError) Error() string { return fmt.Sprintf("MAD status 0x%04x", e.Status) }
+// Error names the status as libibumad's umad_common_mad_status_str does: "MAD status 0x000c (Method not
+// supported)".
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("MAD status 0x%04x (%s)", e.Status, Status(e.Status))
+}
 
 // Is matches ErrMADStatus.
 func (e *StatusError) Is(target error) bool { return target == ErrMADStatus }
