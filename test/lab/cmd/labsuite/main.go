@@ -29,7 +29,12 @@
 // labtest.Device is siw0; the summary then names the device of every kernel's run. Such runs do not record
 // unit durations (those are rxe's).
 //
-// Usage: go run ./test/lab/cmd/labsuite [-kernels all|6.1,6.12,newest] [-provider rxe|siw] [-j N] [-heavy PKGS] [-run REGEXP] [-count N] [-v] [-timeout 20m] [packages...]
+// With -siw PKGS (a comma list of packages or patterns) an rxe run also runs those packages on siw0, on the
+// kernels of -siw-kernels (default newest), as lab boots of their own in the same schedule: `make test` runs
+// the packages that are proven on both devices on both. Their rows in the summary are "KERNEL/siw", with the
+// device column.
+//
+// Usage: go run ./test/lab/cmd/labsuite [-kernels all|6.1,6.12,newest] [-provider rxe|siw] [-siw PKGS [-siw-kernels LIST]] [-j N] [-heavy PKGS] [-run REGEXP] [-count N] [-v] [-timeout 20m] [packages...]
 package main
 
 import (
@@ -80,6 +85,8 @@ func run(args []string) int {
 	jobsFlag := fs.String("j", "", "lab VMs to run at once (default $"+jobsEnv+", else min(2, CPUs)); 1: one boot per kernel, one after another")
 	freshRefs := fs.Bool("fresh-refs", false, "run every C reference pair again instead of taking it from the lab cache (and record it anew there)")
 	providerFlag := fs.String("provider", "", "software RDMA provider of the lab: rxe (rxe0) or siw (siw0, siw.ko built once per kernel from Debian's source) (default $"+lab.ProviderEnv+", else rxe)")
+	siwFlag := fs.String("siw", "", "with the rxe lab, also run these packages (a comma or space list of import paths, ./dirs or patterns) on siw0, on the kernels of -siw-kernels")
+	siwKernelsFlag := fs.String("siw-kernels", "newest", "the kernels -siw's packages run on siw0 (all or a comma list)")
 	heavyFlag := fs.String("heavy", strings.Join(defaultHeavy, ","), "with -j above 1, the packages (comma list of import paths or ./dirs) that run as lab boots of their own")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -104,6 +111,11 @@ func run(args []string) int {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
+	siwPatterns := strings.FieldsFunc(*siwFlag, func(r rune) bool { return r == ',' || r == ' ' })
+	if len(siwPatterns) > 0 && provider != lab.ProviderRXE {
+		fmt.Fprintln(os.Stderr, "labsuite: -siw adds siw runs to an rxe run; with -provider siw name the packages as arguments")
+		return 2
+	}
 	root, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
@@ -124,9 +136,33 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "labsuite: no package uses test/labtest; nothing to run in the lab")
 		return 1
 	}
+	var siwPkgs []pkg
+	if len(siwPatterns) > 0 {
+		if siwPkgs, err = labPackages(siwPatterns); err != nil {
+			fmt.Fprintln(os.Stderr, "labsuite: -siw:", err)
+			return 1
+		}
+		if len(siwPkgs) == 0 {
+			fmt.Fprintln(os.Stderr, "labsuite: -siw: no package among", strings.Join(siwPatterns, ","), "uses test/labtest")
+			return 2
+		}
+	}
+	// Every package's test binary once, whichever runs use it.
+	toBuild := slices.Clone(pkgs)
+	for _, p := range siwPkgs {
+		if !slices.ContainsFunc(toBuild, func(q pkg) bool { return q.ImportPath == p.ImportPath }) {
+			toBuild = append(toBuild, p)
+		}
+	}
+	for i := range siwPkgs {
+		siwPkgs[i].Binary = testBinary(work, siwPkgs[i].ImportPath)
+	}
 	for i := range pkgs {
-		p := &pkgs[i]
-		p.Binary = filepath.Join(work, strings.ReplaceAll(p.ImportPath, "/", "_")+".test")
+		pkgs[i].Binary = testBinary(work, pkgs[i].ImportPath)
+	}
+	for i := range toBuild {
+		p := &toBuild[i]
+		p.Binary = testBinary(work, p.ImportPath)
 		// -trimpath: the build cache's keys then do not depend on where the tree is, so a fresh clone reuses what
 		// another checkout built (without it every clone recompiles every package of the module).
 		args := []string{"test", "-c", "-trimpath", "-o", p.Binary}
@@ -159,6 +195,10 @@ func run(args []string) int {
 		return 2
 	}
 	groups := splitGroups(pkgs, jobs, splitList(*heavyFlag))
+	split := len(groups) > 1 // the run's own kernels are split into units
+	if len(siwPkgs) > 0 {
+		groups = append(groups, group{Name: uniqueName(groups, siwGroup), Pkgs: siwPkgs, Provider: lab.ProviderSIW})
+	}
 	for i := range groups {
 		g := &groups[i]
 		g.Manifest = filepath.Join(work, "manifest-"+g.Name+".json")
@@ -174,7 +214,14 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "labsuite:", err)
 		return 2
 	}
-	for _, k := range kernels {
+	var siwKernels []string
+	if len(siwPkgs) > 0 {
+		if siwKernels, err = kernelList(*siwKernelsFlag); err != nil {
+			fmt.Fprintln(os.Stderr, "labsuite: -siw-kernels:", err)
+			return 2
+		}
+	}
+	for _, k := range append(slices.Clone(kernels), siwKernels...) {
 		if _, err := lab.CheckKernelSelector(k); err != nil {
 			fmt.Fprintln(os.Stderr, "labsuite:", err)
 			return 2
@@ -208,18 +255,19 @@ func run(args []string) int {
 	// wait on each other's build, and the messages come in order.
 	prep := map[string]time.Duration{}
 	prepErr := map[string]error{}
-	for _, k := range kernels {
+	targets := runTargets(kernels, provider, siwKernels)
+	for _, t := range targets {
 		start := time.Now()
-		if _, err := lab.Prepare(context.Background(), lab.Config{Kernel: k, Provider: provider}); err != nil {
-			fmt.Fprintf(os.Stderr, "labsuite: kernel %s: %v\n", k, err)
-			fmt.Printf("FAIL\tlab [the lab could not be prepared for kernel %s]\n", k)
-			prepErr[k] = err
+		if _, err := lab.Prepare(context.Background(), lab.Config{Kernel: t.kernel, Provider: t.provider}); err != nil {
+			fmt.Fprintf(os.Stderr, "labsuite: kernel %s (%s): %v\n", t.kernel, t.provider, err)
+			fmt.Printf("FAIL\tlab [the lab could not be prepared for kernel %s with %s]\n", t.kernel, t.provider)
+			prepErr[t.row()] = err
 		}
-		prep[k] = time.Since(start)
+		prep[t.row()] = time.Since(start)
 	}
 	var units []unit
-	for _, u := range schedule(kernels, groups) {
-		if prepErr[u.Kernel] == nil {
+	for _, u := range schedule(kernels, groups, siwKernels) {
+		if prepErr[u.row()] == nil {
 			units = append(units, u)
 		}
 	}
@@ -239,23 +287,27 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "labsuite: %d lab boots (%d kernels, units %s), %d at a time\n", len(units), len(kernels), groupNames(groups), workers)
 	}
 	cfg := runConfig{work: work, root: root, bin: bin, self: self, timeout: *timeout, extraEnv: peers, refsDir: refsDir,
-		split: len(groups) > 1, stream: stream, multi: len(kernels) > 1, provider: provider}
+		split: split, stream: stream, multi: len(kernels) > 1, provider: provider}
 	unitResults := runUnits(units, workers, func(u unit) unitResult { return runUnit(u, cfg) })
 	if estFile != "" {
 		saveEstimates(estFile, est, unitResults)
 	}
 	var results []kernelResult
 	code := 0
-	for _, k := range kernels {
+	for _, t := range targets {
 		var rs []unitResult
 		for _, r := range unitResults {
-			if r.Unit.Kernel == k {
+			if r.Unit.row() == t.row() {
 				rs = append(rs, r)
 			}
 		}
-		r := mergeKernel(k, pkgs, rs)
-		r.Total += prep[k]
-		if err := prepErr[k]; err != nil {
+		rowPkgs := pkgs
+		if t.extra {
+			rowPkgs = siwPkgs
+		}
+		r := mergeKernel(t.row(), rowPkgs, rs)
+		r.Total += prep[t.row()]
+		if err := prepErr[t.row()]; err != nil {
 			r.LabErr, r.ExitCode = err.Error(), 1
 		}
 		if r.ExitCode != 0 {
@@ -263,12 +315,46 @@ func run(args []string) int {
 		}
 		results = append(results, r)
 	}
-	note := summaryNote{wall: time.Since(labStart), jobs: workers, groups: groupNames(groups), split: len(groups) > 1}
-	if provider != lab.ProviderRXE {
+	note := summaryNote{wall: time.Since(labStart), jobs: workers, groups: groupNames(groups), split: split}
+	if provider != lab.ProviderRXE || len(siwKernels) > 0 {
 		note.device = lab.DeviceFor(provider)
 	}
 	printSummary(os.Stdout, results, note)
 	return code
+}
+
+// testBinary is where a package's test binary is built.
+func testBinary(work, importPath string) string {
+	return filepath.Join(work, strings.ReplaceAll(importPath, "/", "_")+".test")
+}
+
+// siwGroup names the group of -siw's packages.
+const siwGroup = "siw"
+
+// target is one row of the summary: a kernel with a provider.
+type target struct {
+	kernel, provider string
+	extra            bool // -siw's run, beside the run's own provider
+}
+
+// row is the summary's name of the target: the kernel selector, with "/siw" for -siw's runs.
+func (t target) row() string {
+	if t.extra {
+		return t.kernel + "/" + t.provider
+	}
+	return t.kernel
+}
+
+// runTargets are the run's kernels with its provider, then -siw's kernels with siw.
+func runTargets(kernels []string, provider string, siwKernels []string) []target {
+	var ts []target
+	for _, k := range kernels {
+		ts = append(ts, target{kernel: k, provider: provider})
+	}
+	for _, k := range siwKernels {
+		ts = append(ts, target{kernel: k, provider: lab.ProviderSIW, extra: true})
+	}
+	return ts
 }
 
 // providerOf is -provider's value, else $GOVERBS_LAB_PROVIDER's, checked ("rxe" when neither is set).
@@ -328,10 +414,11 @@ var defaultHeavy = []string{"github.com/goverbs/goverbs/cmd/goverbs/internal/int
 
 // group is a set of packages that one lab boot runs, on each kernel.
 type group struct {
-	Name     string // a heavy package's last element ("interop"), "rest" for the others, "all" for everything
+	Name     string // a heavy package's last element ("interop"), "rest" for the others, "all" for everything, "siw" for -siw's
 	Heavy    bool
 	Pkgs     []pkg
 	Manifest string // the inner labsuite's manifest for this group
+	Provider string // "" for the run's provider; lab.ProviderSIW for -siw's group, which runs on siwKernels only
 }
 
 // splitGroups divides the packages into the groups a kernel's run is split into. With jobs 1 there is one group,
@@ -416,17 +503,30 @@ type unit struct {
 	group
 }
 
+// row is the summary row the unit belongs to (target.row).
+func (u unit) row() string {
+	if u.Provider != "" {
+		return u.Kernel + "/" + u.Provider
+	}
+	return u.Kernel
+}
+
 // schedule orders the units longest first: the heavy groups' units (cmd/goverbs/internal/interop on every kernel), then the
 // others, kernels in their order within each group. Workers take units in this order, so the long boots start
 // first and the short ones fill in around them. With one group ("all") this is the kernels in order.
-func schedule(kernels []string, groups []group) []unit {
+// -siw's group runs on siwKernels (after the others, being short).
+func schedule(kernels []string, groups []group, siwKernels []string) []unit {
 	var units []unit
 	for _, heavyPass := range []bool{true, false} {
 		for _, g := range groups {
 			if g.Heavy != heavyPass {
 				continue
 			}
-			for _, k := range kernels {
+			ks := kernels
+			if g.Provider != "" {
+				ks = siwKernels
+			}
+			for _, k := range ks {
 				units = append(units, unit{Kernel: k, group: g})
 			}
 		}
@@ -584,7 +684,11 @@ func runUnit(u unit, cfg runConfig) unitResult {
 	r := unitResult{Unit: u, ExitCode: 1}
 	name := "kernel " + u.Kernel
 	outDir := "out-" + u.Kernel
-	if cfg.split {
+	provider := cfg.provider
+	if u.Provider != "" {
+		provider = u.Provider
+	}
+	if cfg.split || u.Provider != "" {
 		name += " (unit: " + u.Name + ")"
 		outDir += "-" + u.Name
 	}
@@ -597,8 +701,8 @@ func runUnit(u unit, cfg runConfig) unitResult {
 		env[k] = v
 	}
 	lc := lab.Config{Kernel: u.Kernel, Timeout: cfg.timeout, Env: env, Workdir: cfg.root, OutDir: out}
-	if cfg.provider != lab.ProviderRXE {
-		lc.Provider = cfg.provider
+	if provider != lab.ProviderRXE {
+		lc.Provider = provider
 	}
 	var stdout bytes.Buffer
 	var stderr *prefixWriter
@@ -609,7 +713,7 @@ func runUnit(u unit, cfg runConfig) unitResult {
 		}
 	} else {
 		prefix := "[" + u.Kernel + "] "
-		if cfg.split {
+		if cfg.split || u.Provider != "" {
 			prefix = "[" + u.Kernel + " " + u.Name + "] "
 		}
 		stderr = &prefixWriter{w: os.Stderr, mu: &outMu, prefix: prefix}
@@ -639,7 +743,7 @@ func runUnit(u unit, cfg runConfig) unitResult {
 	} else {
 		r.ExitCode, r.Boot, r.Tests = res.ExitCode, res.Boot, res.Command
 		what := fmt.Sprintf("kernel %s (%s)", u.Kernel, r.Release)
-		if cfg.split {
+		if cfg.split || u.Provider != "" {
 			what += ", unit " + u.Name
 		}
 		fmt.Fprintf(progress, "labsuite: %s: %d packages in one lab boot (%s): boot %.1fs, tests %.1fs, total %.1fs\n",

@@ -274,7 +274,7 @@ func TestScheduleHeavyFirst(t *testing.T) {
 	kernels := []string{"6.1", "6.12", "newest"}
 	groups := []group{{Name: "interop", Heavy: true}, {Name: "rest"}}
 	var got []string
-	for _, u := range schedule(kernels, groups) {
+	for _, u := range schedule(kernels, groups, nil) {
 		got = append(got, u.Kernel+"/"+u.Name)
 	}
 	want := "6.1/interop 6.12/interop newest/interop 6.1/rest 6.12/rest newest/rest"
@@ -282,7 +282,7 @@ func TestScheduleHeavyFirst(t *testing.T) {
 		t.Errorf("schedule %v, want %s", got, want)
 	}
 	got = nil
-	for _, u := range schedule(kernels, []group{{Name: "all"}}) {
+	for _, u := range schedule(kernels, []group{{Name: "all"}}, nil) {
 		got = append(got, u.Kernel+"/"+u.Name)
 	}
 	if want := "6.1/all 6.12/all newest/all"; strings.Join(got, " ") != want {
@@ -290,8 +290,32 @@ func TestScheduleHeavyFirst(t *testing.T) {
 	}
 }
 
+// TestScheduleSIW: -siw's group runs only on its kernels, after the run's own units, and its units and rows are
+// told apart from the rxe ones of the same kernel.
+func TestScheduleSIW(t *testing.T) {
+	groups := []group{{Name: "interop", Heavy: true}, {Name: "rest"}, {Name: siwGroup, Provider: lab.ProviderSIW}}
+	var got, rows []string
+	for _, u := range schedule([]string{"6.1", "newest"}, groups, []string{"newest"}) {
+		got = append(got, unitKey(u))
+		rows = append(rows, u.row())
+	}
+	if want := "6.1/interop newest/interop 6.1/rest newest/rest newest/siw"; strings.Join(got, " ") != want {
+		t.Errorf("schedule %v, want %s", got, want)
+	}
+	if want := "6.1 newest 6.1 newest newest/siw"; strings.Join(rows, " ") != want {
+		t.Errorf("rows %v, want %s", rows, want)
+	}
+	var ts []string
+	for _, tg := range runTargets([]string{"6.1", "newest"}, lab.ProviderRXE, []string{"newest"}) {
+		ts = append(ts, tg.row()+"="+tg.provider)
+	}
+	if want := "6.1=rxe newest=rxe newest/siw=siw"; strings.Join(ts, " ") != want {
+		t.Errorf("targets %v, want %s", ts, want)
+	}
+}
+
 func TestRunUnits(t *testing.T) {
-	units := schedule([]string{"6.1", "6.12", "newest"}, []group{{Name: "interop", Heavy: true}, {Name: "rest"}})
+	units := schedule([]string{"6.1", "6.12", "newest"}, []group{{Name: "interop", Heavy: true}, {Name: "rest"}}, nil)
 	for _, n := range []int{1, 2, 4} {
 		var mu sync.Mutex
 		var started []string
@@ -377,7 +401,7 @@ func TestMergeKernelEqualsOneBoot(t *testing.T) {
 	// Split: the groups' summaries, merged, in the schedule's order (interop first).
 	groups := splitGroups(pkgs, 2, defaultHeavy)
 	var units []unitResult
-	for _, u := range schedule([]string{"6.1"}, groups) {
+	for _, u := range schedule([]string{"6.1"}, groups, nil) {
 		s := Summary{Release: one.Release, Upstream: one.Upstream}
 		for _, p := range u.Pkgs {
 			countTests(&s, p.ImportPath, outs[p.ImportPath])
@@ -471,7 +495,7 @@ func TestPrefixWriter(t *testing.T) {
 // With every unit's time from the last full run, the longest start first; with one missing, schedule's order
 // stays.
 func TestOrderByEstimate(t *testing.T) {
-	units := schedule([]string{"6.1", "6.12", "newest"}, []group{{Name: "interop", Heavy: true}, {Name: "rest"}})
+	units := schedule([]string{"6.1", "6.12", "newest"}, []group{{Name: "interop", Heavy: true}, {Name: "rest"}}, nil)
 	est := estimates{"6.1/interop": 445, "6.12/interop": 397, "newest/interop": 552, "6.1/rest": 302, "6.12/rest": 269, "newest/rest": 325}
 	var got []string
 	for _, u := range orderByEstimate(units, est) {
