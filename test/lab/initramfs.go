@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -220,7 +221,9 @@ func ensureInit(ctx context.Context, cacheDir string) (path, hash string, err er
 func ensureInitramfs(cacheDir string, k *Kernel, initPath, initHash string, siw *SIWModule) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "initramfs v2\x00%s\x00%s\x00%s\x00%s", initHash, k.Package, k.Version, strings.Join(Modules, ","))
-	if siw != nil {
+	if siw != nil && siw.InTree {
+		fmt.Fprintf(h, "\x00siw in tree\x00%s", strings.Join(siwPreload, ","))
+	} else if siw != nil {
 		ko, err := os.ReadFile(siw.Path)
 		if err != nil {
 			return "", fmt.Errorf("lab: build initramfs: %w", err)
@@ -260,7 +263,17 @@ func buildInitramfs(k *Kernel, initPath string, siw *SIWModule) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("lab: build initramfs for kernel %s: %w", k.Version, err)
 	}
-	if siw != nil {
+	if siw != nil && siw.InTree {
+		var roots []string
+		for _, m := range append(kernelModules(tree), append(siwPreload, "siw")...) {
+			if _, ok := tree.Path(m); ok || tree.Builtin(m) || !slices.Contains(siwPreload, m) {
+				roots = append(roots, m)
+			}
+		}
+		if mods, err = tree.Closure(roots); err != nil {
+			return nil, fmt.Errorf("lab: build initramfs for kernel %s: %w", k.Version, err)
+		}
+	} else if siw != nil {
 		if mods, err = withSIW(tree, mods, siw); err != nil {
 			return nil, fmt.Errorf("lab: build initramfs for kernel %s: %w", k.Version, err)
 		}

@@ -28,6 +28,9 @@ type Kernel struct {
 	Vmlinux    string
 	ModulesDir string // path of [usr/]lib/modules/<Version>
 	Config     string // path of the kernel's config (boot/config-V or usr/lib/modules/V/config), "" if absent
+	// cacheDir, for a kernel you built (CustomSelector), is where the lab keeps what it derives from it; for
+	// Debian's kernels that is the directory their packages are unpacked in.
+	cacheDir string
 }
 
 // MissingToolError reports a prerequisite program that is not installed.
@@ -67,6 +70,9 @@ func EnsureKernelFor(ctx context.Context, cacheDir, sel string, log io.Writer) (
 	sel, err := CheckKernelSelector(sel)
 	if err != nil {
 		return nil, err
+	}
+	if sel == CustomSelector {
+		return customKernel(cacheDir)
 	}
 	pkgs, apt, resolveErr := resolveKernelPackages(ctx, cacheDir, sel, false, log)
 	if resolveErr != nil {
@@ -136,6 +142,9 @@ func ensureVmlinux(ctx context.Context, cacheDir string, k *Kernel) {
 	}
 	defer unlock()
 	path := filepath.Join(kernelDir(k), "vmlinux")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return
+	}
 	if !exists(path) {
 		img, err := os.ReadFile(k.Vmlinuz)
 		if err != nil {
@@ -151,6 +160,9 @@ func ensureVmlinux(ctx context.Context, cacheDir string, k *Kernel) {
 
 // kernelDir is the directory the kernel's packages are unpacked in.
 func kernelDir(k *Kernel) string {
+	if k.cacheDir != "" {
+		return k.cacheDir
+	}
 	d := k.ModulesDir
 	for i := 0; i < 3; i++ { // [usr/]lib/modules/V
 		d = filepath.Dir(d)

@@ -45,8 +45,11 @@ func CheckKernelSelector(sel string) (string, error) {
 	if sel == "" {
 		return "", nil
 	}
+	if sel == CustomSelector {
+		return sel, nil
+	}
 	if !selectorRE.MatchString(sel) {
-		return "", fmt.Errorf("lab: kernel selector %s=%q: want 6.1, 6.12, newest or another major.minor", KernelEnv, sel)
+		return "", fmt.Errorf("lab: kernel selector %s=%q: want 6.1, 6.12, newest, another major.minor, or custom (a kernel you built: %s and %s)", KernelEnv, sel, KernelImageEnv, KernelModulesEnv)
 	}
 	return sel, nil
 }

@@ -74,8 +74,11 @@ var siwPreload = []string{"crc32c_generic"}
 
 // SIWModule is a soft-iWARP module built for one lab kernel (EnsureSIW).
 type SIWModule struct {
-	Path string // siw.ko in the cache: CacheDir/siw/<kernel version>/siw.ko
+	Path string // siw.ko in the cache: CacheDir/siw/<kernel version>/siw.ko; "" when InTree
 	Info SIWBuild
+	// InTree: the kernel has siw itself (a kernel you built with CONFIG_RDMA_SIW), loaded from its own
+	// modules like the others (or built in).
+	InTree bool
 }
 
 // SIWBuild records how a siw.ko was built (CacheDir/siw/<kernel version>/build.json).
@@ -126,6 +129,16 @@ func loadSIW(cacheDir, v string) (*SIWModule, error) {
 // is not generated (it needs pahole; loading does not need it). The build's output is shown only when it
 // fails; the error names the step and the package.
 func EnsureSIW(ctx context.Context, cacheDir, sel string, k *Kernel, log io.Writer) (*SIWModule, error) {
+	if s, _ := CheckKernelSelector(sel); s == CustomSelector {
+		tree, err := kmod.OpenTree(k.ModulesDir)
+		if err != nil {
+			return nil, fmt.Errorf("lab: %w", err)
+		}
+		if _, ok := tree.Path("siw"); !ok && !tree.Builtin("siw") {
+			return nil, fmt.Errorf("lab: kernel %s (%s) has no siw: build it with CONFIG_RDMA_SIW=m or =y (the lab builds siw.ko from source for Debian's kernels only)", k.Version, k.ModulesDir)
+		}
+		return &SIWModule{InTree: true, Info: SIWBuild{Kernel: k.Version}}, nil
+	}
 	if m, err := loadSIW(cacheDir, k.Version); err == nil {
 		return m, nil
 	}

@@ -198,3 +198,75 @@ cat /tmp/server.out
 		t.Errorf("want client and server to report 5 iterations, got %d reports:\n%s", n, stdout)
 	}
 }
+
+// TestLabCustomKernel boots a kernel the way a kernel developer hands the lab their build (CustomSelector): an
+// image file and a modules_install tree with siw in it, here laid out from the lab's newest Debian kernel (its
+// bzImage copied to arch/x86/boot/bzImage of a fake build tree with its config, its modules hard-linked into
+// INSTALL_MOD_PATH/lib/modules/<release>, and the siw.ko the lab built for it placed in that tree as
+// CONFIG_RDMA_SIW=m would): no kernel is compiled, so this proves the lab's side — finding the release, the
+// config, the in-tree siw, caching by content — not a compiler's. It runs with -provider siw (siw0 from the
+// tree's siw.ko) and with rxe.
+func TestLabCustomKernel(t *testing.T) {
+	requireVM(t)
+	ctx := context.Background()
+	var log bytes.Buffer
+	k, err := lab.Prepare(ctx, lab.Config{Kernel: "newest", Provider: lab.ProviderSIW, Log: &log})
+	if err != nil {
+		t.Fatalf("prepare the newest kernel: %v\n%s", err, log.String())
+	}
+	cache, err := lab.CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	siw, err := lab.EnsureSIW(ctx, cache, "newest", k, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := t.TempDir()
+	image := filepath.Join(tree, "linux", "arch", "x86", "boot", "bzImage")
+	mods := filepath.Join(tree, "mods")
+	rel := filepath.Join(mods, "lib", "modules", k.Version)
+	link := func(src, dst string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(src, dst); err != nil { // same file system as the cache; else copy
+			b, rerr := os.ReadFile(src)
+			if rerr != nil || os.WriteFile(dst, b, 0o644) != nil {
+				t.Fatalf("link %s: %v", src, err)
+			}
+		}
+	}
+	link(k.Vmlinuz, image)
+	link(k.Config, filepath.Join(tree, "linux", ".config"))
+	err = filepath.WalkDir(k.ModulesDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		r, _ := filepath.Rel(k.ModulesDir, p)
+		link(p, filepath.Join(rel, r))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link(siw.Path, filepath.Join(rel, "kernel", "drivers", "infiniband", "sw", "siw", "siw.ko"))
+	t.Setenv(lab.KernelImageEnv, image)
+	t.Setenv(lab.KernelModulesEnv, mods)
+	script := `set -e
+uname -r
+ibv_devices
+rdma link show`
+	for _, provider := range []string{lab.ProviderSIW, lab.ProviderRXE} {
+		stdout, stderr, res, err := runVM(t, lab.Config{Kernel: lab.CustomSelector, Provider: provider}, lab.Shell(script))
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%s: exit %d, err %v\nstdout:\n%s\nstderr:\n%s", provider, res.ExitCode, err, stdout, stderr)
+		}
+		dev := lab.DeviceFor(provider)
+		if !strings.HasPrefix(stdout, k.Version+"\n") || !strings.Contains(stdout, dev) ||
+			!strings.Contains(stdout, "link "+dev+"/1 state ACTIVE") {
+			t.Errorf("%s: the custom kernel did not come up with %s ACTIVE:\n%s", provider, dev, stdout)
+		}
+	}
+}
