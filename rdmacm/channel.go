@@ -306,10 +306,16 @@ func (ch *Channel) process(r rawEvent) *Event {
 					id.localECE.VendorID, unix.EINVAL)
 			} else {
 				id.remoteECE.VendorID = ev.ECE.VendorID
-				err = id.toRTSLocked()
+				err = id.setPeerECELocked(ev.ECE) // applied by the moves to RTR and RTS
+				if err == nil {
+					err = id.toRTSLocked()
+				}
 			}
 			if err == nil {
 				err = id.establishLocked()
+			}
+			if err == nil {
+				err = id.queryLocalECELocked()
 			}
 			if err != nil {
 				toErr(id.qp)

@@ -85,8 +85,8 @@ type ID struct {
 
 	mcasts map[uint64]*Multicast
 
-	// ECE (librdmacm's local_ece / remote_ece): what SetLocalECE set (CreateQP clears it), and what the
-	// peer's CONNECT_REQUEST or CONNECT_RESPONSE carried.
+	// ECE (librdmacm's local_ece / remote_ece): what SetLocalECE set (CreateQP replaces it with the QP's),
+	// and what the peer's CONNECT_REQUEST or CONNECT_RESPONSE carried.
 	localECE, remoteECE ECE
 }
 
@@ -457,6 +457,9 @@ func (ch *Channel) releaseDevice(d *devRef) error {
 // it to INIT with the attributes the kernel gives (INIT_QP_ATTR); a UD QP is
 // taken on to RTS at once, as librdmacm does. The zero QPInitAttr asks for
 // the defaults: the id's PD, two new CQs and 16 work requests each way.
+// ECE as librdmacm: the id's local ECE becomes the QP's (uverbs.QP.QueryECE),
+// and a passive id's QP takes the requester's options (QP.SetECE, applied by
+// the move to INIT); a provider without ECE (rxe) leaves both at zero.
 func (id *ID) CreateQP(attr QPInitAttr) (*uverbs.QP, error) {
 	id.mu.Lock()
 	defer id.mu.Unlock()
@@ -512,14 +515,79 @@ func (id *ID) CreateQP(attr QPInitAttr) (*uverbs.QP, error) {
 		return undo(err)
 	}
 	id.qp, id.sendCQ, id.recvCQ, id.compCh, id.ownedCQs = qp, a.SendCQ, a.RecvCQ, ch, made
-	// librdmacm takes the local ECE from the new QP (ibv_query_ece); uverbs has no ECE query, and
-	// providers without one (rxe) answer zero there too.
-	id.localECE = ECE{}
-	if err := id.initQPLocked(); err != nil {
+	err = id.initECELocked()
+	if err == nil {
+		err = id.initQPLocked()
+	}
+	if err == nil && id.remoteECE.VendorID != 0 {
+		err = id.queryLocalECELocked()
+	}
+	if err != nil {
 		id.destroyQPLocked()
 		return nil, opErr(op, id.kid, err)
 	}
 	return qp, nil
+}
+
+// initECELocked is librdmacm's init_ece for the id's new QP: the local ECE becomes the QP's (QueryECE; zero
+// where the provider has no ECE, rxe), and a QP made for a CONNECT_REQUEST takes the requester's options, or
+// none when the vendors differ, which its first Modify applies. A provider without ECE is no error.
+func (id *ID) initECELocked() error {
+	e, err := id.qp.QueryECE()
+	if err = ignoreNoECE(err); err != nil {
+		return err
+	}
+	id.localECE = ECE{VendorID: e.VendorID, AttrMod: e.Options}
+	if set, ok := requestECE(id.localECE, id.remoteECE); ok {
+		return ignoreNoECE(id.qp.SetECE(set))
+	}
+	return nil
+}
+
+// requestECE is what init_ece applies to a new QP: nothing for a QP not made for a CONNECT_REQUEST (remote
+// vendor 0), the requester's options when it is of the local vendor, else the local vendor with no options.
+func requestECE(local, remote ECE) (uverbs.ECE, bool) {
+	switch {
+	case remote.VendorID == 0:
+		return uverbs.ECE{}, false
+	case remote.VendorID != local.VendorID:
+		return uverbs.ECE{VendorID: local.VendorID}, true
+	}
+	return uverbs.ECE{VendorID: remote.VendorID, Options: remote.AttrMod}, true
+}
+
+// setPeerECELocked is librdmacm's ECE step of a CONNECT_RESPONSE before the QP moves: the REP's options, or
+// none where the REP carried none (an old peer or kernel), for the next Modify to apply.
+func (id *ID) setPeerECELocked(e ECE) error {
+	return ignoreNoECE(id.qp.SetECE(replyECE(id.localECE, e)))
+}
+
+// replyECE is what a CONNECT_RESPONSE applies: the REP's options, or the local vendor with none.
+func replyECE(local, rep ECE) uverbs.ECE {
+	if rep.VendorID == 0 {
+		return uverbs.ECE{VendorID: local.VendorID}
+	}
+	return uverbs.ECE{VendorID: rep.VendorID, Options: rep.AttrMod}
+}
+
+// queryLocalECELocked takes the local ECE options from the QP after a Modify applied the peer's (what Accept
+// answers; 0 where the provider has no ECE).
+func (id *ID) queryLocalECELocked() error {
+	e, err := id.qp.QueryECE()
+	if err = ignoreNoECE(err); err != nil {
+		return err
+	}
+	id.localECE.AttrMod = e.Options
+	return nil
+}
+
+// ignoreNoECE is err, but nil for a provider without ECE (EOPNOTSUPP), which librdmacm ignores: ibv_set_ece
+// and ibv_query_ece refuse so on rxe, and ibv_set_ece so for vendor id 0.
+func ignoreNoECE(err error) error {
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return nil
+	}
+	return err
 }
 
 // initQPLocked: RESET -> INIT (RC) or RESET -> INIT -> RTR -> RTS (UD).
@@ -794,8 +862,9 @@ func (id *ID) reject(op string, privateData []byte, reason uint8) error {
 // SetLocalECE sets the enhanced connection establishment options the id offers (rdma_set_local_ece):
 // Connect sends them in the REQ; Accept answers with the requester's vendor id and these options in the
 // REP. As in librdmacm, it is for ids whose QP the application manages itself: an id with a QP from
-// CreateQP is refused (ErrState; CreateQP resets the local ECE to the QP's, which is zero without a
-// provider ECE query, as on rxe), and so is a zero VendorID (EINVAL).
+// CreateQP is refused (ErrState; CreateQP sets the local ECE to the QP's, uverbs.QP.QueryECE, zero on a
+// device without ECE such as rxe, and applies the requester's to a passive id's QP, as librdmacm does), and
+// so is a zero VendorID (EINVAL).
 func (id *ID) SetLocalECE(e ECE) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()

@@ -1,5 +1,7 @@
 package umad
 
+import "fmt"
+
 // The names libibumad gives management classes, methods, statuses and attributes (umad_class_str,
 // umad_method_str, umad_common_mad_status_str, umad_sa_mad_status_str, umad_attribute_str), as types whose
 // String (or Name, where the class decides) returns the same text, so a Go tool prints what a C tool prints.
@@ -126,6 +128,15 @@ func (m Method) Name(c Class) string {
 	return "<unknown"
 }
 
+// String is the method's common name ("Get", "GetResp", ...), or its number for one that has a name only in
+// a class (or none): Name gives libibumad's text for a class.
+func (m Method) String() string {
+	if n := m.Name(0); n != "<unknown" {
+		return n
+	}
+	return fmt.Sprintf("0x%02x", uint8(m))
+}
+
 // Status is the MAD header's status field, host order.
 type Status uint16
 
@@ -199,6 +210,15 @@ var (
 		0x0017: "ServiceIDResReq", 0x0018: "ServiceIDResReqResp", 0x0019: "LoadAlternatePath",
 		0x001a: "AlternatePathResponse", 0x001b: "SuggestAlternatePath", 0x001c: "SuggestPathResponse"}
 )
+
+// String is the name every class gives the attribute (ClassPortInfo, Notice, InformInfo), or its number:
+// Name gives libibumad's text for a class.
+func (a AttrID) String() string {
+	if n, ok := commonAttrNames[a]; ok {
+		return n
+	}
+	return fmt.Sprintf("0x%04x", uint16(a))
+}
 
 // Name is umad_attribute_str's text for the attribute in class c: the subnet management, subnet
 // administration and communication management classes name their own attributes; every class names the

@@ -35,6 +35,10 @@ func TestNames(t *testing.T) {
 		{AttrID(0x0010).Name(ClassCM), "ConnectRequest"},
 		{AttrID(AttrClassPortInfo).Name(ClassPMA), "Class Port Info"},
 		{AttrID(AttrPortCounters).Name(ClassPMA), "<unknown>"},
+		{Method(MethodGetResp).String(), "GetResp"},
+		{MethodSAGetTable.String(), "0x12"},
+		{AttrID(AttrClassPortInfo).String(), "Class Port Info"},
+		{AttrID(0x0035).String(), "0x0035"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

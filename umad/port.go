@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -187,6 +188,20 @@ func (p *Port) Unregister(a Agent) error {
 	delete(p.regs, a.ID)
 	p.mu.Unlock()
 	return nil
+}
+
+// SyscallConn gives access to the port's file descriptor (umad_get_fd) for what the package does not do
+// itself — an ioctl, or waiting on the descriptor in another event loop. The descriptor stays owned by the
+// Port: do not close it, and do not read MADs through it while Recv or Call may run.
+func (p *Port) SyscallConn() (syscall.RawConn, error) {
+	if p.closed.Load() {
+		return nil, &Error{Op: "syscall conn", Device: p.dev.Name, Kind: ErrClosed}
+	}
+	rc, err := p.f.SyscallConn()
+	if err != nil {
+		return nil, p.err("syscall conn", err)
+	}
+	return rc, nil
 }
 
 // Agents is the number of agents registered through p and not released.

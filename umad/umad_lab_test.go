@@ -276,3 +276,35 @@ func TestLabAgentsReleased(t *testing.T) {
 		t.Fatalf("fds: %d before, %d after 50 open/register/close rounds", before, after)
 	}
 }
+
+// TestLabSyscallConn: the port's descriptor (umad_get_fd) is the umad character device the port opened, and
+// after Close it is refused as closed.
+func TestLabSyscallConn(t *testing.T) {
+	labtest.Require(t)
+	labtest.RequireRoot(t)
+	p, err := umad.Open(labtest.Device(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := p.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st, want unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil || serr != nil {
+		t.Fatalf("control: %v, fstat: %v", err, serr)
+	}
+	if err := unix.Stat(p.Device().Path, &want); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != want.Rdev {
+		t.Errorf("descriptor is mode %#o rdev %#x, want the character device %s (rdev %#x)", st.Mode, st.Rdev, p.Device().Path, want.Rdev)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.SyscallConn(); !errors.Is(err, umad.ErrClosed) {
+		t.Errorf("SyscallConn after Close: %v, want ErrClosed", err)
+	}
+}

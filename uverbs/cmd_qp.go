@@ -1,8 +1,12 @@
 package uverbs
 
 import (
+	"fmt"
+
 	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
+	"github.com/goverbs/goverbs/rawcmd"
+	"golang.org/x/sys/unix"
 )
 
 // The QP commands, as rdma-core's cmd_qp.c: each builds one kernel command from the verb's request and returns
@@ -63,4 +67,26 @@ func (c *Context) cmdDestroyQP(handle uint32) (uint32, error) {
 	cmd.Object(abi.UVERBS_ATTR_DESTROY_QP_HANDLE, handle)
 	cmd.PtrOut(abi.UVERBS_ATTR_DESTROY_QP_RESP, ptr(events), 4)
 	return *events, cmd.Invoke(c.fd)
+}
+
+// cmdModifyQP issues MODIFY_QP with the core request in: the legacy command, which carries no driver data (a
+// provider's driver data with it is refused, EINVAL), or (extended) the extended one with the rate limit (sent
+// whatever the mask; the kernel reads it only with the rate-limit bit) and the provider's driver request and
+// response, as rdma-core's ibv_cmd_modify_qp_ex.
+func (c *Context) cmdModifyQP(in *abi.IbUverbsModifyQp, extended bool, rate uint32, uhwIn, uhwOut []byte) error {
+	if !extended && (uhwIn != nil || uhwOut != nil) {
+		return fmt.Errorf("driver data with the legacy MODIFY_QP: %w", unix.EINVAL)
+	}
+	return c.write(modifyQPWrite(in, extended, rate, uhwIn, uhwOut))
+}
+
+// modifyQPWrite is the command cmdModifyQP sends.
+func modifyQPWrite(in *abi.IbUverbsModifyQp, extended bool, rate uint32, uhwIn, uhwOut []byte) *rawcmd.Write {
+	if !extended {
+		return &rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_MODIFY_QP, CoreIn: rawcmd.Bytes(in)}
+	}
+	ex := &abi.IbUverbsExModifyQp{Base: *in, RateLimit: rate}
+	resp := new(abi.IbUverbsExModifyQpResp)
+	return &rawcmd.Write{Cmd: abi.IB_USER_VERBS_EX_CMD_MODIFY_QP | abi.IB_USER_VERBS_CMD_FLAG_EXTENDED,
+		CoreIn: rawcmd.Bytes(ex), CoreOut: rawcmd.Bytes(resp), UHWIn: uhwIn, UHWOut: uhwOut}
 }

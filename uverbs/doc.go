@@ -22,6 +22,11 @@
 // is a PD standing for its protection domain that also carries a TD (objects used by one goroutine, posted
 // without locks) and an Allocator for the provider's rings. mlx5 has them; rxe answers ErrNotSupported.
 //
+// Four optional verbs of libibverbs are provider capabilities as well (qpext.go): a QP's ECE options
+// (QP.SetECE, applied by the next Modify, and QP.QueryECE), a QP's rate limit (QP.SetRateLimit), the device
+// clock (Context.QueryRTValues) and the null MR (PD.AllocNullMR). mlx5 has them, as libmlx5; rxe and siw answer
+// ErrNotSupported, as libibverbs answers for their rdma-core providers.
+//
 // Close may race with the object's other verbs, data path included (PostSend, PostRecv, Poll, ReqNotify,
 // Modify, CompChannel.GetEvent): each either completes against the live object or fails with ErrClosed; none
 // touches a released ring or a destroyed handle. Close waits for the verbs already running on the object (they

@@ -64,7 +64,9 @@ type MR struct {
 	access Access
 	// imported: made by PD.ImportMR; Close forgets it (the exporter deregisters it).
 	imported bool
-	buf      []byte // keeps Go memory registered by slice reachable
+	// null: made by PD.AllocNullMR, no kernel object; Close forgets it.
+	null bool
+	buf  []byte // keeps Go memory registered by slice reachable
 	life
 }
 
@@ -173,6 +175,9 @@ func (mr *MR) Rereg(flags ReregFlags, pd *PD, buf []byte, access Access) error {
 		return wrapf(c.dev.Name, err, "rereg MR %#x", mr.handle)
 	}
 	defer mr.exit()
+	if mr.null {
+		return wrapf(c.dev.Name, fmt.Errorf("a null MR has no registration: %w", unix.EINVAL), "rereg MR %#x", mr.handle)
+	}
 	if flags&ReregPD != 0 {
 		if err := pd.checkOpen(); err != nil {
 			return wrapf(c.dev.Name, err, "rereg MR %#x to a new PD", mr.handle)
@@ -229,7 +234,7 @@ func (mr *MR) Close() error {
 	}
 	return mr.life.close(func() error {
 		c := mr.pd.ctx
-		if mr.imported {
+		if mr.imported || mr.null {
 			c.dropObject()
 			return nil
 		}

@@ -308,24 +308,23 @@ func ahAttrFromDest(d *abi.IbUverbsQpDest) AHAttr {
 }
 
 // Modify changes the QP's attributes selected by mask (ibv_modify_qp), through the MODIFY_QP command; the
-// kernel checks the state transition and the attributes each transition requires.
+// kernel checks the state transition and the attributes each transition requires. A provider that takes part
+// in the command (mlx5 with ECE options set by SetECE) sends the extended MODIFY_QP with its driver data.
 func (qp *QP) Modify(attr QPAttr, mask QPAttrMask) error {
 	c := qp.ctx
 	if err := qp.enter(); err != nil {
 		return wrapf(c.dev.Name, err, "modify QP %#x", qp.qpn)
 	}
 	defer qp.exit()
-	in := &abi.IbUverbsModifyQp{
-		Dest: qpDest(&attr.AHAttr), AltDest: qpDest(&attr.AltAHAttr), QpHandle: qp.handle, AttrMask: uint32(mask),
-		Qkey: attr.QKey, RqPsn: attr.RQPSN, SqPsn: attr.SQPSN, DestQpNum: attr.DestQPN,
-		QpAccessFlags: uint32(attr.AccessFlags), PkeyIndex: attr.PKeyIndex, AltPkeyIndex: attr.AltPKeyIndex,
-		QpState: uint8(attr.State), CurQpState: uint8(attr.CurState), PathMtu: uint8(attr.PathMTU),
-		PathMigState: attr.PathMigState, EnSqdAsyncNotify: attr.EnSQDAsyncNotify, MaxRdAtomic: attr.MaxRdAtomic,
-		MaxDestRdAtomic: attr.MaxDestRdAtomic, MinRnrTimer: attr.MinRNRTimer, PortNum: attr.PortNum,
-		Timeout: attr.Timeout, RetryCnt: attr.RetryCnt, RnrRetry: attr.RNRRetry, AltPortNum: attr.AltPortNum,
-		AltTimeout: attr.AltTimeout,
+	in := c.modifyQPIn(qp, &attr, mask)
+	var err error
+	if m, ok := qp.prov.(provider.QPModifier); ok {
+		err = m.Modify(func(extended bool, uhwIn, uhwOut []byte) error {
+			return c.cmdModifyQP(in, extended, 0, uhwIn, uhwOut)
+		})
+	} else {
+		err = c.cmdModifyQP(in, false, 0, nil, nil)
 	}
-	err := c.write(&rawcmd.Write{Cmd: abi.IB_USER_VERBS_CMD_MODIFY_QP, CoreIn: rawcmd.Bytes(in)})
 	if err != nil {
 		if mask&QPAttrState != 0 {
 			return wrapf(c.dev.Name, err, "modify QP %#x %s->%s (mask %#x)", qp.qpn, qp.state, attr.State, uint32(mask))
@@ -337,6 +336,20 @@ func (qp *QP) Modify(attr QPAttr, mask QPAttrMask) error {
 		qp.prov.StateChanged(attr.State)
 	}
 	return nil
+}
+
+// modifyQPIn is MODIFY_QP's core request for attr and mask on qp.
+func (c *Context) modifyQPIn(qp *QP, attr *QPAttr, mask QPAttrMask) *abi.IbUverbsModifyQp {
+	return &abi.IbUverbsModifyQp{
+		Dest: qpDest(&attr.AHAttr), AltDest: qpDest(&attr.AltAHAttr), QpHandle: qp.handle, AttrMask: uint32(mask),
+		Qkey: attr.QKey, RqPsn: attr.RQPSN, SqPsn: attr.SQPSN, DestQpNum: attr.DestQPN,
+		QpAccessFlags: uint32(attr.AccessFlags), PkeyIndex: attr.PKeyIndex, AltPkeyIndex: attr.AltPKeyIndex,
+		QpState: uint8(attr.State), CurQpState: uint8(attr.CurState), PathMtu: uint8(attr.PathMTU),
+		PathMigState: attr.PathMigState, EnSqdAsyncNotify: attr.EnSQDAsyncNotify, MaxRdAtomic: attr.MaxRdAtomic,
+		MaxDestRdAtomic: attr.MaxDestRdAtomic, MinRnrTimer: attr.MinRNRTimer, PortNum: attr.PortNum,
+		Timeout: attr.Timeout, RetryCnt: attr.RetryCnt, RnrRetry: attr.RNRRetry, AltPortNum: attr.AltPortNum,
+		AltTimeout: attr.AltTimeout,
+	}
 }
 
 // Query returns the QP's current attributes (ibv_query_qp) and its creation attributes' capacities.

@@ -31,6 +31,14 @@
 // TD and parent-domain closes are EBUSY while in use (TestThreadDomainRegister, TestDomainsBusy,
 // TestThreadDomainTraffic).
 //
+// The optional verbs follow libmlx5 too (qpext.go): ECE on a QP (the ECE version 1 trigger in QP_CREATE where
+// the kernel has ECE; SetECE's options sent by the next modify as the extended MODIFY_QP's driver data, the
+// answer kept for QueryECE), a QP's rate limit (the extended MODIFY_QP with the burst information; burst and
+// packet sizes refused, since the provider does not read the device's burst capability), the device clock
+// (the HCA core clock page mapped read-only at context creation, read without a system call) and the null MR
+// (the kernel's dump-fill mkey). TestLibmlx5OptionalVerbs compares each with what libmlx5 sends and answers for
+// the same calls in the libmlx5 harness (internal/cmd/libmlx5emu, extdump mode).
+//
 // # Errors
 //
 // Posting and polling return the core's data-path statuses (internal/provider's table, which package uverbs
@@ -89,6 +97,9 @@
 //     observable without a device.
 //   - Kernel behaviour of the create commands (static versus dynamic UARs, bfreg assignment, the write-combining
 //     self test that zeroes bf_reg_size).
+//   - The optional verbs on a device: that the kernel answers the ECE trigger and the ECE-carrying modify as
+//     the harness's fake kernel does, accepts the rate limit, maps a clock page that ticks, and that the
+//     dump-fill mkey drops what is written through it.
 //
 // # Not implemented
 //

@@ -42,6 +42,8 @@ func (driver) ABI() (uint32, uint32) { return 1, 1 }
 type sysOps interface {
 	// mapUAR maps length bytes of the command fd at offset (a UAR page), PROT_WRITE, MAP_SHARED.
 	mapUAR(fd int, offset int64, length int) ([]byte, error)
+	// mapClock maps length bytes of the command fd at offset (the HCA core clock page), PROT_READ, MAP_SHARED.
+	mapClock(fd int, offset int64, length int) ([]byte, error)
 	// anon returns n bytes of zeroed, page-aligned private memory for rings and doorbell records.
 	anon(n int) ([]byte, error)
 	unmap(b []byte) error
@@ -51,6 +53,9 @@ type realSys struct{}
 
 func (realSys) mapUAR(fd int, offset int64, length int) ([]byte, error) {
 	return unix.Mmap(fd, offset, length, unix.PROT_WRITE, unix.MAP_SHARED)
+}
+func (realSys) mapClock(fd int, offset int64, length int) ([]byte, error) {
+	return unix.Mmap(fd, offset, length, unix.PROT_READ, unix.MAP_SHARED)
 }
 func (realSys) anon(n int) ([]byte, error) {
 	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
@@ -95,6 +100,7 @@ func allocContext(dev *provider.Device, exec provider.Exec, sys sysOps) (*mctx, 
 	}
 	// Without BlueFlame every QP rings one shared NC register, as rdma-core routes them all to its NC UAR.
 	c.ncReg, _ = hw.NewBFReg(regs[0].Reg(), 0, true)
+	c.setOptional(resp)
 	return c, nil
 }
 
@@ -121,6 +127,16 @@ type mctx struct {
 	dbrFr [][]byte   // free doorbell records
 	uidx  uint32     // next user index
 	uidxF []uint32   // freed user indexes
+	// What the GET_CONTEXT response offers besides the queues (qpext.go): ECE, the HCA core clock (its page
+	// mapped, nil without one), the dump-fill mkey of null MRs.
+	ece        bool
+	clock      *hw.Clock
+	clockPage  []byte
+	nullKey    uint32
+	hasNullKey bool
+	// ppBurst: the device has MLX5_IB_PP_SUPPORT_BURST; never set, as the provider does not issue the
+	// extended QUERY_DEVICE with its driver response, where libmlx5 learns it.
+	ppBurst bool
 }
 
 type bfSlot struct {
@@ -532,11 +548,15 @@ func (c *mctx) CreateQP(p provider.QPParams, create provider.Create[provider.QPP
 	q.uidx = c.userIndex()
 	p.Cap.MaxInlineData = uint32(l.Caps.MaxInlineData)
 	req := hw.CreateQPReq(l, addrOf(q.mem), addrOf(q.dbrMem), q.uidx, int(q.bf.pageID), true)
+	if c.ece {
+		req.EceOptions = hw.ECECreateTrigger // mlx5_create_qp: start ECE negotiation at version 1
+	}
 	var resp abi.Mlx5IbCreateQpResp
 	if res, err = create(p, bytesOf(&req), bytesOf(&resp)); err != nil {
 		q.release()
 		return nil, res, err
 	}
+	q.getECE.Store(resp.EceOptions)
 	qpn := res.QPN
 	sq, err := hw.NewSendQueue(hw.SendQueueConfig{Buf: q.mem[l.SQOffset:], WQECount: l.SQWQECount, MaxPost: l.SQMaxPost,
 		MaxSGE: l.Caps.MaxSendSGE, MaxInline: l.Caps.MaxInlineData, QPN: qpn, Type: t, DBR: q.dbr, BF: q.bf.reg,
@@ -597,6 +617,9 @@ type qpAdapter struct {
 	rqMu  sync.Mutex
 	// single: the QP is in a thread domain and posts without sqMu and rqMu.
 	single bool
+	// ECE (qpext.go): the options SetECE set, which the next modify sends (0: none pending), and the options
+	// the device last answered (libmlx5's set_ece and get_ece).
+	setECE, getECE atomic.Uint32
 }
 
 // PostSend implements provider.QP.
@@ -832,6 +855,12 @@ func (c *mctx) Close() error {
 		}
 	}
 	c.dbrs, c.dbrFr = nil, nil
+	if c.clockPage != nil {
+		if err := c.sys.unmap(c.clockPage); err != nil {
+			errs = append(errs, fmt.Errorf("mlx5: unmap HCA core clock page on %s: %w", c.dev.Name, err))
+		}
+		c.clockPage, c.clock = nil, nil
+	}
 	return errors.Join(errs...)
 }
 

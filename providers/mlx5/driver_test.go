@@ -34,9 +34,20 @@ type emuSys struct {
 	dev   *mlx5emu.Device
 	pages uint32
 	heap  bool
+	// clock is the HCA core clock page mapClock returns (nil: the mapping fails); clockOff records the offset
+	// it was asked for.
+	clock    []byte
+	clockOff int64
 }
 
 func (s *emuSys) mapUAR(fd int, offset int64, length int) ([]byte, error) { return s.dev.UAR(), nil }
+func (s *emuSys) mapClock(fd int, offset int64, length int) ([]byte, error) {
+	s.clockOff = offset
+	if s.clock == nil || length != len(s.clock) {
+		return nil, unix.EINVAL
+	}
+	return s.clock, nil
+}
 func (s *emuSys) anon(n int) ([]byte, error) {
 	if s.heap { // page-aligned, as an mmap
 		b := make([]byte, n+4096)
@@ -46,7 +57,7 @@ func (s *emuSys) anon(n int) ([]byte, error) {
 	return realSys{}.anon(n)
 }
 func (s *emuSys) unmap(b []byte) error {
-	if s.heap || &b[0] == &s.dev.UAR()[0] {
+	if s.heap || &b[0] == &s.dev.UAR()[0] || (s.clock != nil && &b[0] == &s.clock[0]) {
 		return nil
 	}
 	return unix.Munmap(b)
@@ -123,6 +134,10 @@ type glue struct {
 	dev  *mlx5emu.Device
 	ctx  *mctx
 	objs *fakeObjects
+	// createECE is the ece_options QP_CREATE answers (the kernel's; 0 without ECE); lastQPReq the driver
+	// request of the last QP_CREATE.
+	createECE uint32
+	lastQPReq abi.Mlx5IbCreateQp
 }
 
 func newGlue(t testing.TB, bfRegSize int) *glue {
@@ -133,7 +148,15 @@ func newGlue(t testing.TB, bfRegSize int) *glue {
 // newGlueWith is newGlue with rings and doorbell records on the Go heap when heap is set (see emuSys).
 func newGlueWith(t testing.TB, bfRegSize int, heap bool) *glue {
 	t.Helper()
+	return newGlueResp(t, bfRegSize, heap, nil, nil)
+}
+
+// newGlueResp is newGlueWith with the GET_CONTEXT response changed by resp (when not nil) and clock as the
+// HCA core clock page the kernel maps (nil: the mapping fails).
+func newGlueResp(t testing.TB, bfRegSize int, heap bool, respHook func(*abi.Mlx5IbAllocUcontextResp), clock []byte) *glue {
+	t.Helper()
 	dev := mlx5emu.NewForTest(t, mlx5emu.Options{BFRegSize: bfRegSize, RequireDoorbell: true})
+	sys := &emuSys{dev: dev, heap: heap, clock: clock}
 	var sent abi.Mlx5IbAllocUcontextReqV2
 	objs := newFakeObjects(t)
 	ctx, err := allocContext(&provider.Device{Name: "mlx5_0", DriverID: 1, ABI: 1, PageSize: 4096, Objects: objs.hook},
@@ -142,9 +165,12 @@ func newGlueWith(t testing.TB, bfRegSize int, heap bool) *glue {
 			resp := abi.Mlx5IbAllocUcontextResp{QpTabSize: 1 << 18, BfRegSize: uint32(bfRegSize), CacheLineSize: 64,
 				MaxSqDescSz: 512, MaxRqDescSz: 512, MaxSendWqebb: 1 << 15, MaxRecvWr: 1 << 15, MaxSrqRecvWr: 1 << 15,
 				NumPorts: 1, CqeVersion: 1, CmdsSuppUhw: 3, LogUarSize: 12, NumUarsPerPage: 1}
+			if respHook != nil {
+				respHook(&resp)
+			}
 			copy(out, bytesOf(&resp))
 			return nil
-		}, &emuSys{dev: dev, heap: heap})
+		}, sys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +187,9 @@ func newGlueWith(t testing.TB, bfRegSize int, heap bool) *glue {
 	})
 	return &glue{t: t, dev: dev, ctx: ctx, objs: objs}
 }
+
+// emuSys is the glue's system-call fake.
+func (g *glue) emuSys() *emuSys { return g.ctx.sys.(*emuSys) }
 
 func (g *glue) cq(n int) (*cqAdapter, uint32) {
 	g.t.Helper()
@@ -213,6 +242,9 @@ func (g *glue) qpIn(typ verbs.QPType, cap verbs.QPCap, scq, rcq *cqAdapter, scqn
 	q, _, err := g.ctx.CreateQP(p, func(r provider.QPParams, in, out []byte) (provider.QPResult, error) {
 		var req abi.Mlx5IbCreateQp
 		copy(bytesOf(&req), in)
+		g.lastQPReq = req
+		resp := abi.Mlx5IbCreateQpResp{EceOptions: g.createECE}
+		copy(out, bytesOf(&resp))
 		if req.Flags != abi.MLX5_QP_FLAG_SCATTER_CQE|abi.MLX5_QP_FLAG_UAR_PAGE_INDEX {
 			g.t.Errorf("QP request flags %#x", req.Flags)
 		}

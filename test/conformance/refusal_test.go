@@ -23,11 +23,12 @@ import (
 // 44, where it differs the difference is logged, not failed). Each case pairs a C call with its goverbs
 // counterpart: thread and parent domains, XRC domains, CQ moderation, an extended CQ with completion
 // timestamps or ignoring overruns, an extended QP with TSO, importing the context, a port's effective speed
-// (rdma-core 65; absent from the VM's own library), and the in-order placement
-// hint (an answer, 0 on rxe, not an errno). Where C says EOPNOTSUPP, goverbs' error matches both
+// (rdma-core 65; absent from the VM's own library), the null MR, the device clock, a QP's rate limit, setting
+// and querying a QP's ECE (goverbs has them for mlx5; on rxe libibverbs refuses each), and the in-order
+// placement hint (an answer, 0 on rxe, not an errno). Where C says EOPNOTSUPP, goverbs' error matches both
 // uverbs.ErrNotSupported and unix.EOPNOTSUPP. The cases named "c:..." are calls goverbs has no counterpart for
-// (device memory, counters, WQs and RSS tables, null MRs, device clock, dmabuf MRs, rate limits, ECE): the
-// test asserts libibverbs refuses each on the device, the fact docs/api-coverage.md's "not yet" rests on.
+// (device memory, counters, WQs and RSS tables, dmabuf MRs): the test asserts libibverbs refuses each on the
+// device, the fact docs/api-coverage.md's "not yet" rests on.
 func TestRefusalsMatchLibibverbs(t *testing.T) {
 	e := newEnv(t)
 	labtest.RequireRoot(t)
@@ -73,6 +74,24 @@ func TestRefusalsMatchLibibverbs(t *testing.T) {
 		"query_port_speed": func() error {
 			_, err := e.ctx.QueryPortSpeed(e.pnum)
 			return err
+		},
+		"alloc_null_mr": func() error { return closed(pd.AllocNullMR()) },
+		"query_rt_values_ex": func() error {
+			_, err := e.ctx.QueryRTValues()
+			return err
+		},
+		// The C side asks on one RC QP in RESET: rate 1000 kbit/s, ECE of vendor 0x15b3 with no options.
+		"modify_qp_rate_limit": func() error {
+			return onQP(t, pd, cq, func(qp *uverbs.QP) error { return qp.SetRateLimit(uverbs.RateLimit{Rate: 1000}) })
+		},
+		"set_ece": func() error {
+			return onQP(t, pd, cq, func(qp *uverbs.QP) error { return qp.SetECE(uverbs.ECE{VendorID: uverbs.VendorMellanox}) })
+		},
+		"query_ece": func() error {
+			return onQP(t, pd, cq, func(qp *uverbs.QP) error {
+				_, err := qp.QueryECE()
+				return err
+			})
 		},
 	}
 	goAnswer := map[string]func() int{
@@ -123,6 +142,15 @@ func TestRefusalsMatchLibibverbs(t *testing.T) {
 	}
 	require.Equal(t, len(goErr)+len(goAnswer)+cOnly, seen, "cases compared")
 	require.NotZero(t, cOnly, "no libibverbs-only cases")
+}
+
+// onQP runs f on a new RC QP (in RESET) and closes the QP.
+func onQP(t *testing.T, pd *uverbs.PD, cq *uverbs.CQ, f func(*uverbs.QP) error) error {
+	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+		Cap: uverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	require.NoError(t, err)
+	defer qp.Close()
+	return f(qp)
 }
 
 func ownAnswer(lines []string, name string) string {

@@ -3,7 +3,6 @@ package hw
 import (
 	"github.com/goverbs/goverbs/internal/provider"
 
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"fmt"
@@ -75,22 +74,9 @@ func libmlx5Dump(t *testing.T, bin string, env ...string) map[string]string {
 // libmlx5Run runs the harness in mode (dump, wrdump) and parses its "name value" lines.
 func libmlx5Run(t *testing.T, bin, mode string, env ...string) map[string]string {
 	t.Helper()
-	var stderr bytes.Buffer
-	c := libmlx5emu.Command(bin, mode)
-	c.Env = append(c.Env, env...)
-	c.Stderr = &stderr
-	out, err := c.Output()
+	m, err := libmlx5emu.Run(bin, mode, env...)
 	if err != nil {
-		t.Fatalf("libmlx5 harness: %v\n%s", err, stderr.Bytes())
-	}
-	m := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if ok {
-			m[k] = v
-		}
+		t.Fatal(err)
 	}
 	return m
 }

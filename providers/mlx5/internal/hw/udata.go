@@ -113,3 +113,31 @@ func CreateQPReq(l QPLayout, bufAddr, dbAddr uint64, uidx uint32, uarPage int, s
 func CreateSRQReq(bufAddr, dbAddr uint64, uidx uint32) abi.Mlx5IbCreateSrq {
 	return abi.Mlx5IbCreateSrq{BufAddr: bufAddr, DbAddr: dbAddr, Uidx: uidx}
 }
+
+// ECECreateTrigger is the ece_options of a QP_CREATE request on a device with ECE (the context's response has
+// MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_ECE): ECE version 1 in the top nibble, which asks the device to start the
+// QP's ECE negotiation; the response's ece_options are the QP's first options (libmlx5 mlx5_create_qp).
+const ECECreateTrigger = 0x10000000
+
+// ModifyQPECEReq returns the extended MODIFY_QP driver request that applies the ECE options set with
+// ibv_set_ece (libmlx5 mlx5_modify_qp with set_ece pending): only ece_options set. The driver response is an
+// abi.Mlx5IbModifyQpResp, whose ece_options are the options the device accepted.
+func ModifyQPECEReq(options uint32) abi.Mlx5IbModifyQp {
+	return abi.Mlx5IbModifyQp{EceOptions: options}
+}
+
+// RateLimitReq returns the extended MODIFY_QP driver request of a rate limit (libmlx5
+// mlx5_modify_qp_rate_limit): the burst information, no ECE options (a pending ibv_set_ece waits for the next
+// ordinary modify). There is no driver response.
+func RateLimitReq(maxBurst uint32, typicalPkt uint16) abi.Mlx5IbModifyQp {
+	return abi.Mlx5IbModifyQp{BurstInfo: abi.Mlx5IbBurstInfo{MaxBurstSz: maxBurst, TypicalPktSz: typicalPkt}}
+}
+
+// ClockMmapOffset is the mmap offset of the page holding the HCA core clock (MLX5_IB_MMAP_CORE_CLOCK in the
+// command bits of the page index, as libmlx5 mlx5_map_internal_clock maps it, read-only).
+func ClockMmapOffset(pageSize int) int64 {
+	return int64(abi.MLX5_IB_MMAP_CORE_CLOCK) << mmapCmdShift * int64(pageSize)
+}
+
+// mmapCmdShift is MLX5_IB_MMAP_CMD_SHIFT: where the mmap command sits in the page index.
+const mmapCmdShift = 8

@@ -3,19 +3,25 @@
 // open/stat/socket/ioctl/write/mmap on a fake uverbs node with a fake sysfs tree, answers the legacy write()
 // commands with plausible kernel responses and backs the UAR/BlueFlame pages with ordinary memory, so libmlx5 builds
 // its WQEs and rings its doorbells in memory the harness can read. The hw package's tests compare those bytes with
-// goverbs' (TestLibmlx5WQEs), and test/bench/cmd/mlx5bench measures both under callgrind and as ns/op.
+// goverbs' (TestLibmlx5WQEs), and test/bench/cmd/mlx5bench measures both under callgrind and as ns/op. Its
+// extdump mode gives the fake kernel ECE, a clock page and a dump-fill mkey and dumps the commands and answers
+// of libmlx5's optional verbs (ECE, rate limit, clock, null MR), which providers/mlx5's TestLibmlx5OptionalVerbs
+// compares with goverbs'.
 //
 // Nothing here is linked into goverbs: the package only embeds the C source and runs the C compiler, as the
 // golden-vector generator does. No rdma-core code is copied: the harness calls the public verbs and mlx5dv API.
 package libmlx5emu
 
 import (
+	"bufio"
+	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 //go:embed csrc/harness.c
@@ -76,4 +82,25 @@ func Command(bin string, args ...string) *exec.Cmd {
 	c := exec.Command(bin, args...)
 	c.Env = append(os.Environ(), Env...)
 	return c
+}
+
+// Run runs the harness bin in mode (dump, wrdump, extdump) with env added, and parses its "name value" lines.
+func Run(bin, mode string, env ...string) (map[string]string, error) {
+	var stderr bytes.Buffer
+	c := Command(bin, mode)
+	c.Env = append(c.Env, env...)
+	c.Stderr = &stderr
+	out, err := c.Output()
+	if err != nil {
+		return nil, fmt.Errorf("libmlx5 harness %s: %w\n%s", mode, err, stderr.Bytes())
+	}
+	m := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), " "); ok {
+			m[k] = v
+		}
+	}
+	return m, sc.Err()
 }

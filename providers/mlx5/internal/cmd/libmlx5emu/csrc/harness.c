@@ -19,6 +19,9 @@
  * Modes:
  *   harness dump          the WQE bytes, doorbell records and BlueFlame register contents of each work-request
  *                         stream, as "name hex" lines, plus the queue geometry ("name value" lines)
+ *   harness extdump       with a kernel that offers ECE, the HCA core clock and the dump-fill mkey: the commands
+ *                         and driver data of ibv_set_ece + ibv_modify_qp, ibv_modify_qp_rate_limit, the answers
+ *                         of ibv_query_ece, ibv_query_rt_values_ex and ibv_alloc_null_mr ("name value" lines)
  *   harness count OP N    N operations (callgrind: --toggle-collect=op_*)
  *   harness time OP N     N operations; prints "ns/op X" per unit (WR, CQE): CLOCK_MONOTONIC around batches of
  *                         operations only, less the cost of the clock reads
@@ -55,6 +58,23 @@ static int ufd = -1;
 static int nqp, ncq, nmr, npd;
 static uint32_t qp_uidx[8]; /* uidx libmlx5 gave each QP (cqe_version 1), by creation order */
 static int trace;
+
+/* extdump mode: the emulated kernel offers ECE, the clock page and the dump-fill mkey, and the last command's
+ * core request and driver data are kept for printing. */
+#define EXT_CLOCK_OFFSET 0x7f08 /* hca_core_clock_offset: libmlx5 keeps its offset within the page */
+#define EXT_DUMP_FILL_MKEY 0x1d0f
+#define EXT_CREATE_ECE 0x10000003 /* the ece_options CREATE_QP answers */
+#define EXT_MODIFY_ECE_BITS 0x00000100 /* what MODIFY_QP adds to the options asked for in its answer */
+static int ext;
+static unsigned char *clock_page;
+static int ncmds;
+static struct {
+	uint32_t cmd;
+	int ex;
+	unsigned char core[512], drv[256];
+	size_t core_len, drv_len;
+	unsigned out_words, drv_out_words;
+} last;
 
 static int (*real_open)(const char *, int, ...);
 static ssize_t (*real_write)(int, const void *, size_t);
@@ -133,8 +153,12 @@ int ioctl(int fd, unsigned long req, ...)
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	resolve();
-	if (fd == ufd && fd >= 0) /* UAR, BlueFlame, clock pages: ordinary memory */
-		return real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fd == ufd && fd >= 0) { /* UAR, BlueFlame, clock pages: ordinary memory */
+		void *p = real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (off == (off_t)MLX5_IB_MMAP_CORE_CLOCK << 8 << 12) /* the clock page (4 KiB pages) */
+			clock_page = p;
+		return p;
+	}
 	return real_mmap(addr, len, prot, flags, fd, off);
 }
 void *mmap64(void *, size_t, int, int, int, off_t) __attribute__((alias("mmap")));
@@ -158,6 +182,19 @@ static ssize_t command(const void *buf, size_t len)
 	}
 	if (trace)
 		fprintf(stderr, "fakekernel: cmd %u%s in %u out %u\n", cmd, ex ? " (ex)" : "", h->in_words, h->out_words);
+	ncmds++;
+	memset(&last, 0, sizeof(last));
+	last.cmd = cmd;
+	last.ex = ex;
+	if (ex) {
+		const struct ib_uverbs_ex_cmd_hdr *xh = (const void *)(h + 1);
+		last.core_len = h->in_words * 8 < sizeof(last.core) ? h->in_words * 8 : sizeof(last.core);
+		memcpy(last.core, body, last.core_len);
+		last.drv_len = xh->provider_in_words * 8 < sizeof(last.drv) ? xh->provider_in_words * 8 : sizeof(last.drv);
+		memcpy(last.drv, body + h->in_words * 8, last.drv_len);
+		last.out_words = h->out_words;
+		last.drv_out_words = xh->provider_out_words;
+	}
 	switch (cmd) {
 	case IB_USER_VERBS_CMD_GET_CONTEXT: {
 		const struct mlx5_ib_alloc_ucontext_req_v2 *rq = (const void *)(body + sizeof(struct ib_uverbs_get_context));
@@ -181,6 +218,12 @@ static ssize_t command(const void *buf, size_t len)
 		r.d.eth_min_inline = 0;
 		r.d.log_uar_size = 12;
 		r.d.num_uars_per_page = 1;
+		if (ext) {
+			r.d.comp_mask = MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET |
+					MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_DUMP_FILL_MKEY | MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_ECE;
+			r.d.hca_core_clock_offset = EXT_CLOCK_OFFSET;
+			r.d.dump_fill_mkey = EXT_DUMP_FILL_MKEY;
+		}
 		r.d.response_length = sizeof(r.d);
 		put(resp, &r, sizeof(r));
 		break;
@@ -279,6 +322,10 @@ static ssize_t command(const void *buf, size_t len)
 		}
 		if (nqp < 8)
 			qp_uidx[nqp] = d->uidx;
+		last.drv_len = sizeof(*d);
+		memcpy(last.drv, d, sizeof(*d));
+		if (ext)
+			rd.ece_options = EXT_CREATE_ECE;
 		rc.base.qp_handle = nqp + 1;
 		rc.base.qpn = QPN_BASE + nqp;
 		rc.base.max_send_wr = msw;
@@ -300,9 +347,17 @@ static ssize_t command(const void *buf, size_t len)
 	}
 	case IB_USER_VERBS_CMD_MODIFY_QP:
 		if (ex) {
+			const struct ib_uverbs_ex_cmd_hdr *xh = (const void *)(h + 1);
 			struct ib_uverbs_ex_modify_qp_resp r = {0, sizeof(r)};
 			if (h->out_words)
 				put(resp, &r, sizeof(r));
+			if (xh->provider_out_words * 8 >= sizeof(struct mlx5_ib_modify_qp_resp) &&
+			    last.drv_len >= sizeof(struct mlx5_ib_modify_qp)) {
+				const struct mlx5_ib_modify_qp *d = (const void *)last.drv;
+				struct mlx5_ib_modify_qp_resp rd = {sizeof(rd), 0, 0, 0};
+				rd.ece_options = d->ece_options ? d->ece_options | EXT_MODIFY_ECE_BITS : 0;
+				put(resp + h->out_words * 8, &rd, sizeof(rd));
+			}
 		}
 		break;
 	case IB_USER_VERBS_CMD_DESTROY_QP:
@@ -814,6 +869,104 @@ static void wrdump(void)
 	dump_wr("wr_ud", udx, &dudx, 5);
 }
 
+/* ---------------------------------------------------------------- extdump mode */
+
+static void dump_last(const char *name)
+{
+	char n[128];
+
+	printf("%s.cmd %u\n%s.ex %d\n", name, last.cmd, name, last.ex);
+	snprintf(n, sizeof(n), "%s.core", name);
+	if (last.core_len)
+		hex(n, last.core, last.core_len);
+	snprintf(n, sizeof(n), "%s.drv", name);
+	if (last.drv_len)
+		hex(n, last.drv, last.drv_len);
+	printf("%s.out_words %u\n%s.drv_out_words %u\n", name, last.out_words, name, last.drv_out_words);
+}
+
+/* A fresh RC QP in RESET: its creation's driver data, then ECE on its first modify. */
+static void extdump(void)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	};
+	struct ibv_ece ece = {0};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	struct ibv_qp_rate_limit_attr rl = {.rate_limit = 1000000};
+	struct ibv_values_ex v = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	struct ibv_mr *nmr;
+	int before;
+
+	if (!qp)
+		die("ibv_create_qp");
+	printf("create.ece_options %u\n", ((const struct mlx5_ib_create_qp *)last.drv)->ece_options);
+	if (ibv_query_ece(qp, &ece))
+		die("ibv_query_ece");
+	printf("created.vendor %u\ncreated.options %u\n", ece.vendor_id, ece.options);
+
+	ece = (struct ibv_ece){.vendor_id = 0x15b3, .options = 0x10000005};
+	printf("set_ece.ret %d\n", ibv_set_ece(qp, &ece));
+	if (ibv_query_ece(qp, &ece))
+		die("ibv_query_ece");
+	printf("pending.options %u\n", ece.options);
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("modify INIT (ECE)");
+	dump_last("ece_modify");
+	if (ibv_query_ece(qp, &ece))
+		die("ibv_query_ece");
+	printf("modified.options %u\n", ece.options);
+	a.qp_state = IBV_QPS_INIT;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		die("modify INIT (no ECE)");
+	dump_last("plain_modify");
+	ece = (struct ibv_ece){.vendor_id = 0x1234, .options = 1};
+	printf("set_ece_vendor.ret %d\n", ibv_set_ece(qp, &ece));
+	ece = (struct ibv_ece){.vendor_id = 0, .options = 1};
+	printf("set_ece_zero.ret %d\n", ibv_set_ece(qp, &ece));
+	ece = (struct ibv_ece){.vendor_id = 0x15b3, .options = 1, .comp_mask = 1};
+	printf("set_ece_mask.ret %d\n", ibv_set_ece(qp, &ece));
+
+	printf("rate.ret %d\n", ibv_modify_qp_rate_limit(qp, &rl));
+	dump_last("rate");
+	rl = (struct ibv_qp_rate_limit_attr){.rate_limit = 1000000, .max_burst_sz = 4096, .typical_pkt_sz = 1024};
+	printf("rate_burst.ret %d\n", ibv_modify_qp_rate_limit(qp, &rl));
+	rl = (struct ibv_qp_rate_limit_attr){.max_burst_sz = 4096};
+	printf("rate_burst_norate.ret %d\n", ibv_modify_qp_rate_limit(qp, &rl));
+	rl = (struct ibv_qp_rate_limit_attr){.rate_limit = 1, .comp_mask = 1};
+	printf("rate_mask.ret %d\n", ibv_modify_qp_rate_limit(qp, &rl));
+
+	if (!clock_page) {
+		fprintf(stderr, "libmlx5emu: libmlx5 mapped no clock page\n");
+		exit(1);
+	}
+	{
+		uint32_t hi = htobe32(0x00000012), lo = htobe32(0x3456789a);
+		memcpy(clock_page + (EXT_CLOCK_OFFSET & 4095), &hi, 4);
+		memcpy(clock_page + (EXT_CLOCK_OFFSET & 4095) + 4, &lo, 4);
+	}
+	before = ncmds;
+	printf("clock.ret %d\n", ibv_query_rt_values_ex(ctx, &v));
+	printf("clock.mask %u\nclock.sec %ld\nclock.nsec %ld\nclock.cmds %d\n", v.comp_mask, (long)v.raw_clock.tv_sec,
+	       (long)v.raw_clock.tv_nsec, ncmds - before);
+	v.comp_mask = IBV_VALUES_MASK_RESERVED;
+	printf("clock_mask.ret %d\n", ibv_query_rt_values_ex(ctx, &v));
+
+	before = ncmds;
+	nmr = ibv_alloc_null_mr(pd);
+	if (!nmr)
+		die("ibv_alloc_null_mr");
+	printf("null.lkey %u\nnull.rkey %u\nnull.addr %lu\nnull.length %zu\nnull.cmds %d\n", nmr->lkey, nmr->rkey,
+	       (unsigned long)(uintptr_t)nmr->addr, nmr->length, ncmds - before);
+	before = ncmds;
+	if (ibv_dereg_mr(nmr))
+		die("ibv_dereg_mr(null MR)");
+	printf("null_dereg.cmds %d\n", ncmds - before);
+	ibv_destroy_qp(qp);
+}
+
 /* ---------------------------------------------------------------- count and time modes */
 
 /* The loops are those of the hw package's BenchmarkLibmlx5 (libmlx5_bench_test.go): the operations are timed in
@@ -911,8 +1064,9 @@ static double run(const char *op, long n, double tc)
 int main(int argc, char **argv)
 {
 	trace = getenv("LIBMLX5EMU_TRACE") != NULL;
+	ext = argc >= 2 && !strcmp(argv[1], "extdump");
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s dump | wrdump | count OP N | time OP N\n", argv[0]);
+		fprintf(stderr, "usage: %s dump | wrdump | extdump | count OP N | time OP N\n", argv[0]);
 		return 2;
 	}
 	setup();
@@ -925,12 +1079,16 @@ int main(int argc, char **argv)
 		wrdump();
 		return 0;
 	}
+	if (ext) {
+		extdump();
+		return 0;
+	}
 	if (argc == 4 && (!strcmp(argv[1], "count") || !strcmp(argv[1], "time"))) {
 		double ns = run(argv[2], atol(argv[3]), argv[1][0] == 't' ? timer_cost() : 0);
 		if (argv[1][0] == 't')
 			printf("ns/op %.3f\n", ns);
 		return 0;
 	}
-	fprintf(stderr, "usage: %s dump | wrdump | count OP N | time OP N\n", argv[0]);
+	fprintf(stderr, "usage: %s dump | wrdump | extdump | count OP N | time OP N\n", argv[0]);
 	return 2;
 }
