@@ -17,6 +17,8 @@ package rawcmd
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/goverbs/goverbs/abi"
@@ -207,4 +209,25 @@ func (c *Cmd) InvokeRaw(fd int) error {
 	}
 	c.Hdr.Length = uint16(abi.SizeofIbUverbsIoctlHdr + abi.SizeofIbUverbsAttr*int(c.Hdr.NumAttrs))
 	return ioctl.IoctlRaw(fd, unsafe.Pointer(c))
+}
+
+// Describe lists the command's attributes as "id:len:flags:data", comma-separated, in order, with "out" in
+// place of the data of the attributes whose ids are in outs (a new object's handle, an output pointer: an
+// address, or what the kernel writes there). It is the form in which the libmlx5 harness
+// (providers/mlx5/internal/cmd/libmlx5emu) dumps libibverbs' ioctls, for tests that compare commands.
+func (c *Cmd) Describe(outs ...uint16) string {
+	var b strings.Builder
+	for i := range int(c.Hdr.NumAttrs) {
+		a := &c.Attrs[i]
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d:%d:%d:", a.AttrId, a.Len, a.Flags)
+		if slices.Contains(outs, a.AttrId) {
+			b.WriteString("out")
+		} else {
+			fmt.Fprintf(&b, "%d", a.Data)
+		}
+	}
+	return b.String()
 }

@@ -98,3 +98,16 @@ func TestInvokeAllocatesNothing(t *testing.T) {
 		t.Fatalf("building and invoking a command allocates %v times, want 0", n)
 	}
 }
+
+// Describe lists every attribute, inputs with their data, the named outputs as "out".
+func TestDescribe(t *testing.T) {
+	c := New(14, 0, 1)
+	c.NewObject(0)
+	c.U64In(1, 5000)
+	c.Optional(c.ConstIn(4098, 0))
+	var v uint16
+	c.PtrOut(4097, unsafe.Pointer(&v), 2)
+	if got, want := c.Describe(0, 4097), "0:0:1:out,1:8:1:5000,4098:8:0:0,4097:2:1:out"; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+}

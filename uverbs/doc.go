@@ -27,6 +27,14 @@
 // clock (Context.QueryRTValues) and the null MR (PD.AllocNullMR). mlx5 has them, as libmlx5; rxe and siw answer
 // ErrNotSupported, as libibverbs answers for their rdma-core providers.
 //
+// Receive work queues and RSS indirection tables are too (wq.go): PD.CreateWQ, WQ.Modify, WQ.PostRecv,
+// WQ.Close, Context.CreateRWQIndTable and RWQIndTable.Close. mlx5 has them, as libmlx5; rxe and siw answer
+// ErrNotSupported. A WQ listed by a table cannot be closed before the table (EBUSY).
+//
+// Device memory is one as well (dm.go): Context.AllocDM, DM.CopyTo, DM.CopyFrom, PD.RegDMMR (zero-based MRs on
+// it) and DM.Close, which is EBUSY while an MR is registered on the DM. mlx5 has it, as libmlx5 (MEMIC); rxe
+// and siw answer ErrNotSupported.
+//
 // Close may race with the object's other verbs, data path included (PostSend, PostRecv, Poll, ReqNotify,
 // Modify, CompChannel.GetEvent): each either completes against the live object or fails with ErrClosed; none
 // touches a released ring or a destroyed handle. Close waits for the verbs already running on the object (they
@@ -46,7 +54,7 @@
 //
 // # Data-path errors
 //
-// PostSend, PostRecv, SRQ.PostRecv and Poll return preallocated errors (they never allocate), the same on every
+// PostSend, PostRecv, SRQ.PostRecv, WQ.PostRecv and Poll return preallocated errors (they never allocate), the same on every
 // provider: "post send on rxe0: queue full: cannot allocate memory". The cause and its errno:
 //
 //	QP state does not allow posting          EINVAL   send before RTS, receive in RESET
@@ -70,7 +78,7 @@
 //
 // # Data path
 //
-// QP.PostSend, QP.PostRecv, SRQ.PostRecv and CQ.Poll take caller-owned slices, allocate nothing and make one
+// QP.PostSend, QP.PostRecv, SRQ.PostRecv, WQ.PostRecv and CQ.Poll take caller-owned slices, allocate nothing and make one
 // provider call per batch. Memory given to the device should come from AllocBuffer (anonymous mmap); Go memory
 // registered with RegMR is kept reachable by the MR.
 //

@@ -71,10 +71,11 @@ const (
 	opPostRecv
 	opPostSRQRecv
 	opPollCQ
+	opPostWQRecv
 	numDataPathOps
 )
 
-var dataPathOpNames = [numDataPathOps]string{"post send", "post receive", "post SRQ receive", "poll CQ"}
+var dataPathOpNames = [numDataPathOps]string{"post send", "post receive", "post SRQ receive", "poll CQ", "post WQ receive"}
 
 // reason is the cause of a data-path error: what was wrong, and the errno (or ErrClosed) it unwraps to.
 type reason struct {

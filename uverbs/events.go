@@ -112,6 +112,7 @@ type AsyncEvent struct {
 	CQ   *CQ
 	QP   *QP
 	SRQ  *SRQ
+	WQ   *WQ // EventWQFatal's
 	Port int
 	// Element is the raw element the kernel reported (a user handle or a port number).
 	Element uint64
@@ -125,6 +126,8 @@ func (e AsyncEvent) String() string {
 		return fmt.Sprintf("%v on QP %#x", e.Type, e.QP.QPN())
 	case e.SRQ != nil:
 		return fmt.Sprintf("%v on SRQ", e.Type)
+	case e.WQ != nil:
+		return fmt.Sprintf("%v on WQ %#x", e.Type, e.WQ.wqn)
 	case e.Port != 0:
 		return fmt.Sprintf("%v on port %d", e.Type, e.Port)
 	}
@@ -183,6 +186,8 @@ func (c *Context) AsyncEvent(ctx context.Context) (AsyncEvent, error) {
 		ev.QP, _ = c.handles.get(ev.Element).(*QP)
 	case EventSRQErr, EventSRQLimitReached:
 		ev.SRQ, _ = c.handles.get(ev.Element).(*SRQ)
+	case EventWQFatal:
+		ev.WQ, _ = c.handles.get(ev.Element).(*WQ)
 	case EventPortActive, EventPortErr, EventLIDChange, EventPKeyChange, EventSMChange, EventClientReregister,
 		EventGIDChange, EventDeviceSpeedChange:
 		ev.Port = int(ev.Element)

@@ -67,6 +67,7 @@ type MR struct {
 	// null: made by PD.AllocNullMR, no kernel object; Close forgets it.
 	null bool
 	buf  []byte // keeps Go memory registered by slice reachable
+	dm   *DM    // the device memory it is registered on (PD.RegDMMR), or nil
 	life
 }
 
@@ -242,6 +243,9 @@ func (mr *MR) Close() error {
 			return wrapf(c.dev.Name, err, "dereg MR %#x", mr.handle)
 		}
 		mr.buf = nil
+		if mr.dm != nil {
+			mr.dm.mrs.Add(-1)
+		}
 		c.dropObject()
 		return nil
 	})

@@ -2,10 +2,8 @@ package uverbs
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
@@ -169,18 +167,7 @@ func TestClockAndNullMR(t *testing.T) {
 // and the rate limit of 1000000 kbit/s, on QP handle 3; a 16-byte response is asked for, the driver data is
 // passed as given.
 func TestModifyQPExMatchesLibibverbs(t *testing.T) {
-	golden := map[string][]byte{}
-	b, err := os.ReadFile("testdata/libibverbs_modify_qp_ex.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ln := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(ln, " "); ok && !strings.HasPrefix(ln, "#") {
-			if golden[k], err = hex.DecodeString(v); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	golden := libibverbsGolden(t, "testdata/libibverbs_modify_qp_ex.txt")
 	qp := &QP{handle: 3}
 	c := &Context{}
 	drv := []byte{1, 2, 3, 4}

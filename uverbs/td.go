@@ -91,7 +91,7 @@ type ResourceType uint64
 // Resource types.
 const (
 	ResourceQP  ResourceType = ResourceType(abi.RDMA_DRIVER_MLX5)<<32 | 1 // MLX5DV_RES_TYPE_QP: a QP's send and receive rings
-	ResourceRWQ ResourceType = ResourceType(abi.RDMA_DRIVER_MLX5)<<32 | 2 // MLX5DV_RES_TYPE_RWQ: a receive work queue's ring (goverbs has no WQs)
+	ResourceRWQ ResourceType = ResourceType(abi.RDMA_DRIVER_MLX5)<<32 | 2 // MLX5DV_RES_TYPE_RWQ: a receive work queue's ring (PD.CreateWQ)
 	ResourceDBR ResourceType = ResourceType(abi.RDMA_DRIVER_MLX5)<<32 | 3 // MLX5DV_RES_TYPE_DBR: a doorbell record (goverbs' mlx5 keeps its own)
 	ResourceSRQ ResourceType = ResourceType(abi.RDMA_DRIVER_MLX5)<<32 | 4 // MLX5DV_RES_TYPE_SRQ: an SRQ's ring
 	ResourceCQ  ResourceType = ResourceType(abi.RDMA_DRIVER_MLX5)<<32 | 5 // MLX5DV_RES_TYPE_CQ: a CQ's ring

@@ -39,6 +39,14 @@
 // (the kernel's dump-fill mkey). TestLibmlx5OptionalVerbs compares each with what libmlx5 sends and answers for
 // the same calls in the libmlx5 harness (internal/cmd/libmlx5emu, extdump mode).
 //
+// Receive work queues and RSS indirection tables follow libmlx5 (wq.go): a WQ's ring sized as
+// mlx5_calc_rwq_size, its WQ_CREATE driver request, the zeroed MODIFY_WQ driver request and the reset of the
+// ring on RESET->RDY, its receive WQEs and doorbell record, and an indirection table without driver data.
+// TestLibmlx5WQ compares them with libmlx5's in the harness (wqdump mode). Device memory follows libmlx5's
+// MEMIC (dm.go): the MEMIC type and the start-offset and page-index outputs added to DM_ALLOC, the page mapped
+// through the command fd at libmlx5's offset, 4-byte word copies with libmlx5's refusals, the MR rights it
+// accepts; TestLibmlx5DM compares them in the harness (dmdump mode).
+//
 // # Errors
 //
 // Posting and polling return the core's data-path statuses (internal/provider's table, which package uverbs
@@ -100,12 +108,19 @@
 //   - The optional verbs on a device: that the kernel answers the ECE trigger and the ECE-carrying modify as
 //     the harness's fake kernel does, accepts the rate limit, maps a clock page that ticks, and that the
 //     dump-fill mkey drops what is written through it.
+//   - WQs on a device: that the kernel accepts the WQ_CREATE driver request as the harness's fake kernel does,
+//     that the device fills the ring and reports its receives under the WQ's user index (the CQE for a WQ is
+//     written by hand in the tests, as the emulator has no WQs), and that an indirection table spreads
+//     packets (no raw packet QP is made: goverbs' mlx5 has none).
+//   - Device memory on a device: that the kernel answers DM_ALLOC as the harness does, that the mapped page is
+//     the device's MEMIC, that 32-bit stores through the mapping reach it, and that a DM MR's lkey works.
 //
 // # Not implemented
 //
 // Static bfregs (kernels without dynamic UARs), memory windows and local invalidate (UMR WQEs), XRC, raw
-// packet/TSO, DC, tag matching, signature and compressed CQEs, 128-byte CQEs, the SRQ ODP wait queue, and the
-// MLX5_QP_SIGNATURE WQE signatures. Such requests fail with an error matching ErrNotSupported (and EOPNOTSUPP). A
+// packet/TSO (and so the RSS QP an indirection table is made for), striding-RQ WQs and WQE signatures on WQs,
+// mlx5dv's SW ICM device memory, DC, tag matching, signature and compressed CQEs, 128-byte CQEs, the SRQ ODP
+// wait queue, and the MLX5_QP_SIGNATURE WQE signatures. Such requests fail with an error matching ErrNotSupported (and EOPNOTSUPP). A
 // send work request this provider does not build (IBV_WR_BIND_MW, IBV_WR_LOCAL_INV, TSO, atomics on a QP without
 // them) fails at post time with the OpcodeNotSupported row of the data-path table (EOPNOTSUPP, "opcode not
 // supported by the provider"); nothing of it is written, and the requests before it are posted and rung. UMR WQEs

@@ -15,19 +15,20 @@ import (
 //     BlueFlame) from the same free list the QPs' registers come from, until it is closed; its Close is EBUSY
 //     while a parent domain holds it.
 //   - A parent domain is a PD with the protection domain's PDN, a thread domain (optional) and an allocator
-//     (optional); its Close is EBUSY while a QP, CQ or SRQ made in it lives.
+//     (optional); its Close is EBUSY while a QP, CQ, SRQ or WQ made in it lives.
 //   - A QP made in a parent domain with a thread domain rings the TD's register (it takes none of its own) and
 //     posts without its queue locks (mlx5_spinlock_init_pd: the TD promises one thread). Its CQs keep their
 //     lock, as libmlx5's CQs do: a CQ is shared with QPs outside the TD, and its lock also orders a QP's
 //     creation, reset and destruction against polls.
-//   - The allocator supplies the QP, SRQ and CQ rings (MLX5DV_RES_TYPE_QP, _SRQ, _CQ), page-aligned whole pages
-//     as libmlx5 asks; "use the default" falls back to anonymous memory. Doorbell records stay the provider's
-//     (libmlx5 also asks the allocator for those, MLX5DV_RES_TYPE_DBR, one 8-byte record at a time; here they
-//     are carved from the provider's pages whatever the parent domain).
+//   - The allocator supplies the QP, WQ, SRQ and CQ rings (MLX5DV_RES_TYPE_QP, _RWQ, _SRQ, _CQ),
+//     page-aligned whole pages as libmlx5 asks; "use the default" falls back to anonymous memory. Doorbell
+//     records stay the provider's (libmlx5 also asks the allocator for those, MLX5DV_RES_TYPE_DBR, one 8-byte
+//     record at a time; here they are carved from the provider's pages whatever the parent domain).
 
 // The allocator's resource types (mlx5dv.h MLX5DV_RES_TYPE_*).
 const (
 	resQP  = provider.ResourceType(abi.RDMA_DRIVER_MLX5)<<32 | 1
+	resRWQ = provider.ResourceType(abi.RDMA_DRIVER_MLX5)<<32 | 2
 	resSRQ = provider.ResourceType(abi.RDMA_DRIVER_MLX5)<<32 | 4
 	resCQ  = provider.ResourceType(abi.RDMA_DRIVER_MLX5)<<32 | 5
 )

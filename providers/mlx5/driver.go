@@ -44,6 +44,9 @@ type sysOps interface {
 	mapUAR(fd int, offset int64, length int) ([]byte, error)
 	// mapClock maps length bytes of the command fd at offset (the HCA core clock page), PROT_READ, MAP_SHARED.
 	mapClock(fd int, offset int64, length int) ([]byte, error)
+	// mapDM maps length bytes of the command fd at offset (MEMIC device memory), PROT_READ|PROT_WRITE,
+	// MAP_SHARED.
+	mapDM(fd int, offset int64, length int) ([]byte, error)
 	// anon returns n bytes of zeroed, page-aligned private memory for rings and doorbell records.
 	anon(n int) ([]byte, error)
 	unmap(b []byte) error
@@ -56,6 +59,9 @@ func (realSys) mapUAR(fd int, offset int64, length int) ([]byte, error) {
 }
 func (realSys) mapClock(fd int, offset int64, length int) ([]byte, error) {
 	return unix.Mmap(fd, offset, length, unix.PROT_READ, unix.MAP_SHARED)
+}
+func (realSys) mapDM(fd int, offset int64, length int) ([]byte, error) {
+	return unix.Mmap(fd, offset, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 }
 func (realSys) anon(n int) ([]byte, error) {
 	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)

@@ -5,14 +5,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/internal/provider"
-	"github.com/goverbs/goverbs/providers/mlx5/internal/cmd/libmlx5emu"
 	"github.com/goverbs/goverbs/providers/mlx5/internal/hw"
 	"github.com/goverbs/goverbs/verbs"
 	"golang.org/x/sys/unix"
@@ -160,15 +158,7 @@ func TestLibmlx5OptionalVerbs(t *testing.T) {
 
 	// The core's extended MODIFY_QP request is checked against libibverbs' in uverbs
 	// (TestModifyQPExMatchesLibibverbs): its golden must be what the harness dumps.
-	golden, err := os.ReadFile("../../uverbs/testdata/libibverbs_modify_qp_ex.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ln := range strings.Split(string(golden), "\n") {
-		if k, v, ok := strings.Cut(ln, " "); ok && !strings.HasPrefix(ln, "#") && want[k] != v {
-			t.Errorf("uverbs/testdata/libibverbs_modify_qp_ex.txt %s differs from the harness's:\n%s", k, want[k])
-		}
-	}
+	checkGolden(t, want, "../../uverbs/testdata/libibverbs_modify_qp_ex.txt")
 }
 
 // Without ECE, the clock or the dump-fill mkey in the GET_CONTEXT response: no ECE trigger at creation, the
@@ -252,27 +242,13 @@ func (d extDump) hex(t *testing.T, k string) []byte {
 // where it cannot be built.
 func libmlx5ExtDump(t *testing.T) extDump {
 	t.Helper()
-	if err := libmlx5emu.Available(); err != nil {
-		if os.Getenv("GOVERBS_REQUIRE_GOLDEN") == "1" {
-			t.Fatalf("GOVERBS_REQUIRE_GOLDEN=1 but %v", err)
-		}
-		t.Skipf("cannot compare with libmlx5 (%v)", err)
-	}
-	bin, err := libmlx5emu.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := libmlx5emu.Run(bin, "extdump")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return libmlx5Dump(t, "extdump")
 }
 
 // mlx5 has every optional op libmlx5 has.
 func TestOptionalOps(t *testing.T) {
 	got := provider.OptionalOps((*mctx)(nil), (*qpAdapter)(nil))
-	if strings.Join(got, " ") != "QPModifier ECEQP RateLimiter ClockReader NullMRAllocator" {
+	if strings.Join(got, " ") != "QPModifier ECEQP RateLimiter ClockReader NullMRAllocator WQCreator RWQIndTableCreator DMAllocator" {
 		t.Errorf("mlx5 implements %v", got)
 	}
 }

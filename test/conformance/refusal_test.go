@@ -24,11 +24,11 @@ import (
 // counterpart: thread and parent domains, XRC domains, CQ moderation, an extended CQ with completion
 // timestamps or ignoring overruns, an extended QP with TSO, importing the context, a port's effective speed
 // (rdma-core 65; absent from the VM's own library), the null MR, the device clock, a QP's rate limit, setting
-// and querying a QP's ECE (goverbs has them for mlx5; on rxe libibverbs refuses each), and the in-order
-// placement hint (an answer, 0 on rxe, not an errno). Where C says EOPNOTSUPP, goverbs' error matches both
-// uverbs.ErrNotSupported and unix.EOPNOTSUPP. The cases named "c:..." are calls goverbs has no counterpart for
-// (device memory, counters, WQs and RSS tables, dmabuf MRs): the test asserts libibverbs refuses each on the
-// device, the fact docs/api-coverage.md's "not yet" rests on.
+// and querying a QP's ECE, a receive WQ, an RSS indirection table and device memory (goverbs has them for
+// mlx5; on rxe libibverbs refuses each), and the in-order placement hint (an answer, 0 on rxe, not an errno).
+// Where C says EOPNOTSUPP, goverbs' error matches both uverbs.ErrNotSupported and unix.EOPNOTSUPP. The cases
+// named "c:..." are calls goverbs has no counterpart for (counters, dmabuf MRs): the test asserts libibverbs
+// refuses each on the device, the fact docs/api-coverage.md's "not yet" rests on.
 func TestRefusalsMatchLibibverbs(t *testing.T) {
 	e := newEnv(t)
 	labtest.RequireRoot(t)
@@ -87,6 +87,14 @@ func TestRefusalsMatchLibibverbs(t *testing.T) {
 		"set_ece": func() error {
 			return onQP(t, pd, cq, func(qp *uverbs.QP) error { return qp.SetECE(uverbs.ECE{VendorID: uverbs.VendorMellanox}) })
 		},
+		// The C side: a WQ of 4 WRs of 1 SGE on the CQ; a table of no WQs (log size 0, no array: the provider's
+		// op is asked for first, so the arguments are never looked at).
+		"create_wq": func() error {
+			return closed(pd.CreateWQ(uverbs.WQInitAttr{Type: uverbs.WQTypeRQ, MaxWR: 4, MaxSGE: 1, CQ: cq}))
+		},
+		"create_rwq_ind_table": func() error { return closed(e.ctx.CreateRWQIndTable(nil)) },
+		// The C side: 4096 bytes of device memory.
+		"alloc_dm": func() error { return closed(e.ctx.AllocDM(uverbs.DMAttr{Length: 4096})) },
 		"query_ece": func() error {
 			return onQP(t, pd, cq, func(qp *uverbs.QP) error {
 				_, err := qp.QueryECE()

@@ -6,7 +6,10 @@
 // goverbs' (TestLibmlx5WQEs), and test/bench/cmd/mlx5bench measures both under callgrind and as ns/op. Its
 // extdump mode gives the fake kernel ECE, a clock page and a dump-fill mkey and dumps the commands and answers
 // of libmlx5's optional verbs (ECE, rate limit, clock, null MR), which providers/mlx5's TestLibmlx5OptionalVerbs
-// compares with goverbs'.
+// compares with goverbs'. Its wqdump mode answers the WQ and indirection-table commands and dumps what
+// libmlx5 sends for ibv_create_wq, ibv_modify_wq and ibv_create_rwq_ind_table and the ring ibv_post_wq_recv
+// writes, which TestLibmlx5WQ compares with goverbs'; its dmdump mode answers the extended QUERY_DEVICE and the
+// device-memory ioctls and dumps libmlx5's DM_ALLOC attributes, its mapping and its copies (TestLibmlx5DM).
 //
 // Nothing here is linked into goverbs: the package only embeds the C source and runs the C compiler, as the
 // golden-vector generator does. No rdma-core code is copied: the harness calls the public verbs and mlx5dv API.

@@ -11,7 +11,8 @@
  *     dev 1:3;
  *   - stat("/dev/infiniband/uverbs0") answers for /dev/null, and open of it opens /dev/null (a character device 1:3, so libibverbs' fstat check
  *     passes) and remembers the descriptor;
- *   - ioctl on it fails with ENOTTY ("no ioctl framework"), so libibverbs uses the legacy write() commands;
+ *   - ioctl on it fails with ENOTTY ("no ioctl framework"), so libibverbs uses the legacy write() commands
+ *     (in dmdump mode the device-memory methods, which have no write() form, are answered);
  *   - write on it answers those commands (GET_CONTEXT with the mlx5 ALLOC_UCONTEXT response, QUERY_PORT,
  *     ALLOC_PD, REG_MR, CREATE_CQ, CREATE_QP with QPN and bfreg index, MODIFY_QP, ...);
  *   - mmap on it (UAR and BlueFlame pages) returns ordinary anonymous memory.
@@ -22,6 +23,13 @@
  *   harness extdump       with a kernel that offers ECE, the HCA core clock and the dump-fill mkey: the commands
  *                         and driver data of ibv_set_ece + ibv_modify_qp, ibv_modify_qp_rate_limit, the answers
  *                         of ibv_query_ece, ibv_query_rt_values_ex and ibv_alloc_null_mr ("name value" lines)
+ *   harness wqdump        a receive WQ and an RSS indirection table: the commands and driver data of
+ *                         ibv_create_wq, ibv_modify_wq, ibv_create_rwq_ind_table and the destroys, the ring and
+ *                         doorbell record after ibv_post_wq_recv, and libmlx5's answers ("name value" lines)
+ *   harness dmdump        with a kernel that answers the extended QUERY_DEVICE (max_dm_size) and the device-memory
+ *                         ioctls (DM_ALLOC, DM_FREE, MR's DM_MR_REG; every other ioctl is still ENOTTY): the
+ *                         attributes of ibv_alloc_dm, ibv_reg_dm_mr and ibv_free_dm, the mapping libmlx5 asks
+ *                         for, the bytes ibv_memcpy_to_dm writes and the answers ("name value" lines)
  *   harness count OP N    N operations (callgrind: --toggle-collect=op_*)
  *   harness time OP N     N operations; prints "ns/op X" per unit (WR, CQE): CLOCK_MONOTONIC around batches of
  *                         operations only, less the cost of the clock reads
@@ -46,6 +54,9 @@
 #include <infiniband/mlx5dv.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/mlx5-abi.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/mlx5_user_ioctl_cmds.h>
 
 /* ---------------------------------------------------------------- the emulated kernel */
 
@@ -67,6 +78,28 @@ static int trace;
 #define EXT_MODIFY_ECE_BITS 0x00000100 /* what MODIFY_QP adds to the options asked for in its answer */
 static int ext;
 static unsigned char *clock_page;
+/* wqdump mode: the handles and numbers the emulated kernel gives WQs and indirection tables. */
+#define WQ_HANDLE_BASE 0x21
+#define WQN_BASE 0x000789
+#define IND_TBL_HANDLE 0x31
+#define IND_TBL_NUM 0x000abc
+static int nwq;
+/* dmdump mode: the answers of the device-memory ioctls, and the last ioctl's attributes kept for printing. */
+#define DM_MAX_SIZE (1 << 17)
+#define DM_HANDLE 0x41
+#define DM_START_OFFSET 0x12340 /* libmlx5 keeps its offset within the page */
+#define DM_PAGE_INDEX 0x0105
+#define DM_MR_HANDLE 0x51
+#define DM_LKEY 0x5a5a01
+#define DM_RKEY 0x5a5a02
+static int dmmode;
+static unsigned char *dm_page;
+static off_t dm_off;
+static size_t dm_len;
+static struct {
+	int object, method, n;
+	struct ib_uverbs_attr a[16];
+} lastio;
 static int ncmds;
 static struct {
 	uint32_t cmd;
@@ -132,18 +165,67 @@ int socket(int domain, int type, int protocol)
 	return real_socket(domain, type, protocol);
 }
 
+/* The device-memory methods (dmdump mode): the attributes are kept, the outputs written as the kernel writes
+ * them (a new object's handle into the attribute itself, the rest through their pointers). */
+static int verbs_ioctl(struct ib_uverbs_ioctl_hdr *h)
+{
+	int n = h->num_attrs < 16 ? h->num_attrs : 16;
+
+	if (!((h->object_id == UVERBS_OBJECT_DM &&
+	       (h->method_id == UVERBS_METHOD_DM_ALLOC || h->method_id == UVERBS_METHOD_DM_FREE)) ||
+	      (h->object_id == UVERBS_OBJECT_MR && h->method_id == UVERBS_METHOD_DM_MR_REG))) {
+		errno = ENOTTY;
+		return -1;
+	}
+	ncmds++;
+	lastio.object = h->object_id;
+	lastio.method = h->method_id;
+	lastio.n = n;
+	memcpy(lastio.a, h->attrs, n * sizeof(h->attrs[0]));
+	for (int i = 0; i < n; i++) {
+		struct ib_uverbs_attr *a = &h->attrs[i];
+		uint64_t v;
+		uint16_t v16;
+		uint32_t v32;
+
+		if (h->object_id == UVERBS_OBJECT_DM && h->method_id == UVERBS_METHOD_DM_ALLOC) {
+			if (a->attr_id == UVERBS_ATTR_ALLOC_DM_HANDLE)
+				a->data = DM_HANDLE;
+			if (a->attr_id == MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET) {
+				v = DM_START_OFFSET;
+				memcpy((void *)(uintptr_t)a->data, &v, sizeof(v));
+			}
+			if (a->attr_id == MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX) {
+				v16 = DM_PAGE_INDEX;
+				memcpy((void *)(uintptr_t)a->data, &v16, sizeof(v16));
+			}
+		}
+		if (h->object_id == UVERBS_OBJECT_MR) {
+			if (a->attr_id == UVERBS_ATTR_REG_DM_MR_HANDLE)
+				a->data = DM_MR_HANDLE;
+			if (a->attr_id == UVERBS_ATTR_REG_DM_MR_RESP_LKEY || a->attr_id == UVERBS_ATTR_REG_DM_MR_RESP_RKEY) {
+				v32 = a->attr_id == UVERBS_ATTR_REG_DM_MR_RESP_LKEY ? DM_LKEY : DM_RKEY;
+				memcpy((void *)(uintptr_t)a->data, &v32, sizeof(v32));
+			}
+		}
+	}
+	return 0;
+}
+
 int ioctl(int fd, unsigned long req, ...)
 {
 	/* Only the fake device is ever asked here: answer "no ioctl framework" (ENOTTY), which makes libibverbs
 	 * use the write() ABI for every command. Other descriptors go to the kernel. */
-	if (fd == ufd) {
-		errno = ENOTTY;
-		return -1;
-	}
 	va_list ap;
 	va_start(ap, req);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
+	if (fd == ufd) {
+		if (dmmode && req == RDMA_VERBS_IOCTL)
+			return verbs_ioctl(arg);
+		errno = ENOTTY;
+		return -1;
+	}
 	static int (*real_ioctl)(int, unsigned long, void *);
 	if (!real_ioctl)
 		real_ioctl = dlsym(RTLD_NEXT, "ioctl");
@@ -157,6 +239,11 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		void *p = real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (off == (off_t)MLX5_IB_MMAP_CORE_CLOCK << 8 << 12) /* the clock page (4 KiB pages) */
 			clock_page = p;
+		if (((off >> 12 >> 8) & 0xff) == MLX5_IB_MMAP_DEVICE_MEM) { /* MEMIC device memory */
+			dm_page = p;
+			dm_off = off;
+			dm_len = len;
+		}
 		return p;
 	}
 	return real_mmap(addr, len, prot, flags, fd, off);
@@ -233,7 +320,7 @@ static ssize_t command(const void *buf, size_t len)
 		 * libmlx5 to learn that the device has HCA atomics, which its extended QP's atomic ops require. */
 		struct ib_uverbs_query_device_resp r = {0};
 
-		if (ex) {
+		if (ex && !dmmode) {
 			errno = EOPNOTSUPP;
 			return -1;
 		}
@@ -248,6 +335,15 @@ static ssize_t command(const void *buf, size_t len)
 		r.max_qp_init_rd_atom = 16;
 		r.atomic_cap = IBV_ATOMIC_HCA;
 		r.phys_port_cnt = 1;
+		if (ex) { /* dmdump: the extended answer, for max_dm_size */
+			struct ib_uverbs_ex_query_device_resp x = {0};
+
+			x.base = r;
+			x.max_dm_size = DM_MAX_SIZE;
+			x.response_length = sizeof(x) < h->out_words * 8 ? sizeof(x) : h->out_words * 8;
+			put(resp, &x, x.response_length);
+			break;
+		}
 		put(resp, &r, sizeof(r));
 		break;
 	}
@@ -360,6 +456,40 @@ static ssize_t command(const void *buf, size_t len)
 			}
 		}
 		break;
+	case IB_USER_VERBS_EX_CMD_CREATE_WQ: {
+		/* The answer of the mlx5 kernel: max_wr the ring's WQEs, max_sge the data segments a WQE holds. */
+		const struct mlx5_ib_create_wq *d = (const void *)(body + h->in_words * 8);
+		struct ib_uverbs_ex_create_wq_resp r = {0};
+		struct mlx5_ib_create_wq_resp rd = {sizeof(rd), 0};
+
+		if (!ex || h->in_words * 8 < sizeof(struct ib_uverbs_ex_create_wq)) {
+			errno = EINVAL;
+			return -1;
+		}
+		r.response_length = sizeof(r);
+		r.wq_handle = WQ_HANDLE_BASE + nwq;
+		r.max_wr = d->rq_wqe_count;
+		r.max_sge = (1u << d->rq_wqe_shift) / 16;
+		r.wqn = WQN_BASE + nwq;
+		nwq++;
+		put(resp, &r, sizeof(r));
+		if (((const struct ib_uverbs_ex_cmd_hdr *)(h + 1))->provider_out_words)
+			put(resp + h->out_words * 8, &rd, sizeof(rd));
+		break;
+	}
+	case IB_USER_VERBS_EX_CMD_DESTROY_WQ: {
+		struct ib_uverbs_ex_destroy_wq_resp r = {0, sizeof(r), 0, 0};
+		if (h->out_words)
+			put(resp, &r, sizeof(r));
+		break;
+	}
+	case IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL: {
+		struct ib_uverbs_ex_create_rwq_ind_table_resp r = {0, sizeof(r), IND_TBL_HANDLE, IND_TBL_NUM};
+		put(resp, &r, sizeof(r));
+		break;
+	}
+	case IB_USER_VERBS_EX_CMD_MODIFY_WQ:
+	case IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL:
 	case IB_USER_VERBS_CMD_DESTROY_QP:
 	case IB_USER_VERBS_CMD_DESTROY_CQ:
 	case IB_USER_VERBS_CMD_DEREG_MR:
@@ -967,6 +1097,160 @@ static void extdump(void)
 	ibv_destroy_qp(qp);
 }
 
+/* ---------------------------------------------------------------- wqdump mode */
+
+/* A receive WQ of 5 WRs of 3 SGEs on the CQ: its creation, the move to RDY (and one whose expected state is
+ * wrong), a flags change, three receives (the last with more SGEs than a WQE holds), an indirection table
+ * listing it twice, the destroys, and a WQ of no WRs. */
+static void wqdump(void)
+{
+	struct ibv_wq_init_attr wa = {.wq_type = IBV_WQT_RQ, .max_wr = 5, .max_sge = 3, .pd = pd, .cq = cq};
+	struct ibv_wq_attr a = {.attr_mask = IBV_WQ_ATTR_STATE | IBV_WQ_ATTR_CURR_STATE, .wq_state = IBV_WQS_RDY,
+				.curr_wq_state = IBV_WQS_RESET};
+	struct ibv_sge s[5] = {{0x10002000, 100, 0x1111}, {0x10003000, 0, 0x2222}, {0x10004000, 300, 0x3333},
+			       {0x10005000, 64, 0x4444}, {0x10006000, 8, 0x5555}};
+	struct ibv_recv_wr w[3] = {{.wr_id = 1, .sg_list = s, .num_sge = 3, .next = &w[1]},
+				   {.wr_id = 2, .sg_list = s + 3, .num_sge = 1, .next = &w[2]},
+				   {.wr_id = 3, .sg_list = s, .num_sge = 5}};
+	struct ibv_recv_wr *bad = NULL;
+	struct mlx5dv_rwq drwq;
+	struct mlx5dv_obj o = {0};
+	struct ibv_rwq_ind_table *t;
+	struct ibv_wq *wq, *tbl[2];
+	struct ibv_rwq_ind_table_init_attr ia = {.log_ind_tbl_size = 1, .ind_tbl = tbl};
+	const struct mlx5_ib_create_wq *d;
+	int ret;
+
+	printf("wq.prior_qps %d\n", nqp);
+	wq = ibv_create_wq(ctx, &wa);
+	if (!wq)
+		die("ibv_create_wq");
+	dump_last("wq_create");
+	d = (const void *)last.drv;
+	printf("wq_create.wqe_count %u\nwq_create.wqe_shift %u\nwq_create.user_index %u\nwq_create.flags %u\n"
+	       "wq_create.comp_mask %u\nwq_create.buf_page_offset %lu\n", d->rq_wqe_count, d->rq_wqe_shift,
+	       d->user_index, d->flags, d->comp_mask, (unsigned long)(d->buf_addr % 4096));
+	printf("wq.max_wr %u\nwq.max_sge %u\nwq.wq_num %u\nwq.state %d\n", wa.max_wr, wa.max_sge, wq->wq_num, wq->state);
+	o.rwq.in = wq;
+	o.rwq.out = &drwq;
+	if (mlx5dv_init_obj(&o, MLX5DV_OBJ_RWQ))
+		die("mlx5dv_init_obj(RWQ)");
+	printf("rwq.wqe_cnt %u\nrwq.stride %u\nrwq.addrs_match %d\n", drwq.wqe_cnt, drwq.stride,
+	       (uintptr_t)drwq.buf == d->buf_addr && (uintptr_t)drwq.dbrec == d->db_addr);
+
+	printf("wq_modify.ret %d\n", ibv_modify_wq(wq, &a));
+	dump_last("wq_modify");
+	printf("wq.state_after %d\n", wq->state);
+	printf("wq_modify_cur.ret %d\n", ibv_modify_wq(wq, &a));
+	a = (struct ibv_wq_attr){.attr_mask = IBV_WQ_ATTR_FLAGS, .flags = IBV_WQ_FLAGS_SCATTER_FCS,
+				 .flags_mask = IBV_WQ_FLAGS_SCATTER_FCS | IBV_WQ_FLAGS_CVLAN_STRIPPING};
+	printf("wq_flags.ret %d\n", ibv_modify_wq(wq, &a));
+	dump_last("wq_flags");
+	a.flags_mask = IBV_WQ_FLAGS_RESERVED;
+	printf("wq_flags_unknown.ret %d\n", ibv_modify_wq(wq, &a));
+	a.attr_mask = IBV_WQ_ATTR_RESERVED;
+	printf("wq_mask_unknown.ret %d\n", ibv_modify_wq(wq, &a));
+
+	ret = ibv_post_wq_recv(wq, w, &bad);
+	printf("post.ret %d\npost.bad %d\n", ret, bad ? (int)bad->wr_id : 0);
+	hex("post.ring", drwq.buf, drwq.wqe_cnt * drwq.stride);
+	printf("post.dbrec %u\n", be32toh(drwq.dbrec[0]));
+
+	tbl[0] = tbl[1] = wq;
+	t = ibv_create_rwq_ind_table(ctx, &ia);
+	if (!t)
+		die("ibv_create_rwq_ind_table");
+	dump_last("ind_create");
+	printf("ind.handle %u\nind.num %u\n", t->ind_tbl_handle, t->ind_tbl_num);
+	if (ibv_destroy_rwq_ind_table(t))
+		die("ibv_destroy_rwq_ind_table");
+	dump_last("ind_destroy");
+	if (ibv_destroy_wq(wq))
+		die("ibv_destroy_wq");
+	dump_last("wq_destroy");
+	wa.max_wr = 0;
+	errno = 0;
+	wq = ibv_create_wq(ctx, &wa);
+	printf("wq_zero.errno %d\n", wq ? 0 : errno);
+}
+
+/* ---------------------------------------------------------------- dmdump mode */
+
+/* The last ioctl's attributes: "id:len:flags:value" each, the value an input's inline data, or "out" for an
+ * output (a new object's handle, a pointer the kernel writes). */
+static void dump_io(const char *name, const uint16_t *outs, int nouts)
+{
+	printf("%s.object %d\n%s.method %d\n%s.attrs ", name, lastio.object, name, lastio.method, name);
+	for (int i = 0; i < lastio.n; i++) {
+		const struct ib_uverbs_attr *a = &lastio.a[i];
+		int out = 0;
+
+		for (int j = 0; j < nouts; j++)
+			out |= a->attr_id == outs[j];
+		if (out)
+			printf("%s%u:%u:%u:out", i ? "," : "", a->attr_id, a->len, a->flags);
+		else
+			printf("%s%u:%u:%u:%llu", i ? "," : "", a->attr_id, a->len, a->flags, (unsigned long long)a->data);
+	}
+	printf("\n");
+}
+
+/* 5000 bytes aligned to 8: the allocation, the mapping, copies in and out (and the ones libmlx5 refuses), an MR
+ * on 256 bytes from 16 (and the rights it refuses), the frees, and a request past max_dm_size. */
+static void dmdump(void)
+{
+	static const uint16_t alloc_outs[] = {UVERBS_ATTR_ALLOC_DM_HANDLE, MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET,
+					      MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX};
+	static const uint16_t mr_outs[] = {UVERBS_ATTR_REG_DM_MR_HANDLE, UVERBS_ATTR_REG_DM_MR_RESP_LKEY,
+					   UVERBS_ATTR_REG_DM_MR_RESP_RKEY};
+	struct ibv_alloc_dm_attr a = {.length = 5000, .log_align_req = 3};
+	unsigned char src[64], dst[64];
+	struct ibv_dm *dm;
+	struct ibv_mr *mr;
+	int before;
+
+	for (int i = 0; i < 64; i++)
+		src[i] = i * 3 + 1;
+	before = ncmds;
+	dm = ibv_alloc_dm(ctx, &a);
+	if (!dm)
+		die("ibv_alloc_dm");
+	dump_io("dm_alloc", alloc_outs, 3);
+	printf("dm_alloc.cmds %d\ndm.handle %u\n", ncmds - before, dm->handle);
+	printf("dm.mmap_off %lld\ndm.mmap_len %zu\n", (long long)dm_off, dm_len);
+	printf("to.ret %d\n", ibv_memcpy_to_dm(dm, 8, src, 64));
+	hex("to.page", dm_page + (DM_START_OFFSET & 4095), 80);
+	memset(dst, 0, sizeof(dst));
+	printf("from.ret %d\n", ibv_memcpy_from_dm(dst, dm, 8, 64));
+	hex("from.data", dst, 64);
+	printf("to_unaligned_off.ret %d\n", ibv_memcpy_to_dm(dm, 2, src, 4));
+	printf("to_unaligned_len.ret %d\n", ibv_memcpy_to_dm(dm, 4, src, 6));
+	printf("to_past_end.ret %d\n", ibv_memcpy_to_dm(dm, 4996, src, 8));
+	printf("from_past_end.ret %d\n", ibv_memcpy_from_dm(dst, dm, 4992, 12));
+
+	mr = ibv_reg_dm_mr(pd, dm, 16, 256, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!mr)
+		die("ibv_reg_dm_mr");
+	dump_io("dm_mr", mr_outs, 3);
+	printf("dm_mr.lkey %u\ndm_mr.rkey %u\ndm_mr.addr %lu\ndm_mr.length %zu\n", mr->lkey, mr->rkey,
+	       (unsigned long)(uintptr_t)mr->addr, mr->length);
+	errno = 0;
+	printf("dm_mr_based.errno %d\n", ibv_reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_LOCAL_WRITE) ? 0 : errno);
+	errno = 0;
+	printf("dm_mr_bind.errno %d\n",
+	       ibv_reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_MW_BIND) ? 0 : errno);
+	if (ibv_dereg_mr(mr))
+		die("ibv_dereg_mr(DM MR)");
+	if (ibv_free_dm(dm))
+		die("ibv_free_dm");
+	dump_io("dm_free", NULL, 0);
+	a.length = DM_MAX_SIZE + 1;
+	before = ncmds;
+	errno = 0;
+	dm = ibv_alloc_dm(ctx, &a);
+	printf("dm_big.errno %d\ndm_big.cmds %d\n", dm ? 0 : errno, ncmds - before);
+}
+
 /* ---------------------------------------------------------------- count and time modes */
 
 /* The loops are those of the hw package's BenchmarkLibmlx5 (libmlx5_bench_test.go): the operations are timed in
@@ -1065,8 +1349,9 @@ int main(int argc, char **argv)
 {
 	trace = getenv("LIBMLX5EMU_TRACE") != NULL;
 	ext = argc >= 2 && !strcmp(argv[1], "extdump");
+	dmmode = argc >= 2 && !strcmp(argv[1], "dmdump");
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s dump | wrdump | extdump | count OP N | time OP N\n", argv[0]);
+		fprintf(stderr, "usage: %s dump | wrdump | extdump | wqdump | dmdump | count OP N | time OP N\n", argv[0]);
 		return 2;
 	}
 	setup();
@@ -1083,12 +1368,20 @@ int main(int argc, char **argv)
 		extdump();
 		return 0;
 	}
+	if (dmmode) {
+		dmdump();
+		return 0;
+	}
+	if (!strcmp(argv[1], "wqdump")) {
+		wqdump();
+		return 0;
+	}
 	if (argc == 4 && (!strcmp(argv[1], "count") || !strcmp(argv[1], "time"))) {
 		double ns = run(argv[2], atol(argv[3]), argv[1][0] == 't' ? timer_cost() : 0);
 		if (argv[1][0] == 't')
 			printf("ns/op %.3f\n", ns);
 		return 0;
 	}
-	fprintf(stderr, "usage: %s dump | wrdump | extdump | count OP N | time OP N\n", argv[0]);
+	fprintf(stderr, "usage: %s dump | wrdump | extdump | wqdump | dmdump | count OP N | time OP N\n", argv[0]);
 	return 2;
 }
