@@ -29,6 +29,7 @@ func (e *env) globalAH() uverbs.AHAttr {
 // destroy twice is a no-op the second time.
 func TestAH(t *testing.T) {
 	e := newEnv(t)
+	e.skipIWARP(gapAH)
 	if e.port.State != uverbs.PortActive && e.port.State != uverbs.PortInit {
 		t.Skipf("port %d is %v", e.pnum, e.port.State)
 	}
@@ -44,6 +45,7 @@ func TestAH(t *testing.T) {
 // pyverbs: test_addr.AHTest.test_create_ah_roce — on an Ethernet (RoCE) port an AH without GRH is EINVAL.
 func TestNegCreateAHRoCEWithoutGRH(t *testing.T) {
 	e := newEnv(t)
+	e.skipIWARP(gapAH)
 	if e.port.LinkLayer != uverbs.LinkLayerEthernet {
 		t.Skip("port is not RoCE: a local-route AH is legal")
 	}
@@ -58,6 +60,7 @@ func TestNegCreateAHRoCEWithoutGRH(t *testing.T) {
 // Negative: an AH on a port beyond phys_port_cnt is EINVAL.
 func TestNegCreateAHBadPort(t *testing.T) {
 	e := newEnv(t)
+	e.skipIWARP(gapAH)
 	pd := e.pd()
 	a := e.globalAH()
 	a.PortNum = e.dev.PhysPortCnt + 1
@@ -72,6 +75,7 @@ func TestNegCreateAHBadPort(t *testing.T) {
 // attribute for it).
 func TestNegCreateAHEmptySGIDIndex(t *testing.T) {
 	e := newEnv(t)
+	e.skipIWARP(gapAH)
 	idx := e.emptyGIDIndex(min(e.port.GIDTblLen, 256))
 	if idx < 0 {
 		t.Skip("no empty GID index below 256")

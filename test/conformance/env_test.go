@@ -177,6 +177,7 @@ type playerOpts struct {
 	cqEx     bool                 // an extended CQ (CreateCQEx with the standard fields), polled with StartPoll … EndPoll
 	cqFlags  uverbs.CQCreateFlags // its creation flags
 	sendOps  uverbs.SendOps       // an extended QP: post goes through its work-request builder
+	viaCM    bool                 // no QP yet: pairCM creates it on the player's rdma_cm id (iWARP)
 }
 
 func (o *playerOpts) defaults() {
@@ -232,6 +233,16 @@ func (p *player) remoteKey() uint32 {
 func (e *env) newPlayer(o playerOpts) *player {
 	e.t.Helper()
 	o.defaults()
+	if e.iwarp() {
+		switch {
+		case o.qpType == uverbs.QPTypeUD:
+			e.skipIWARP(gapUD)
+		case o.qpType == uverbs.QPTypeUC:
+			e.skipIWARP(gapUC)
+		case o.sendOps != 0:
+			e.skipIWARP(gapExtQP)
+		}
+	}
 	p := &player{e: e, o: o}
 	p.pd = e.pd()
 	var cq *uverbs.CQ
@@ -255,6 +266,9 @@ func (e *env) newPlayer(o playerOpts) *player {
 		p.srq = cleanup(e.t, srq)
 		init.SRQ = srq
 	}
+	if o.viaCM {
+		return p
+	}
 	qp, err := p.pd.CreateQP(init)
 	skipIfUnsupported(e.t, err, fmt.Sprintf("QP type %d", o.qpType))
 	require.NoError(e.t, err)
@@ -267,6 +281,9 @@ func (e *env) newPlayer(o playerOpts) *player {
 func (e *env) pair(o playerOpts) (client, server *player) {
 	e.t.Helper()
 	e.requireActive()
+	if e.iwarp() {
+		return e.pairCM(o)
+	}
 	client, server = e.newPlayer(o), e.newPlayer(o)
 	client.connect(server)
 	server.connect(client)
@@ -306,6 +323,7 @@ func (p *player) endpoint() uverbs.Endpoint {
 func (p *player) connect(remote *player) {
 	t := p.e.t
 	t.Helper()
+	p.e.skipIWARP(gapHandConnect)
 	p.peer = remote
 	p.endpoint()
 	if p.o.qpType == uverbs.QPTypeUD {
@@ -329,6 +347,7 @@ func (p *player) connect(remote *player) {
 func (p *player) restate() {
 	t := p.e.t
 	t.Helper()
+	p.e.skipIWARP(gapHandConnect)
 	require.NoError(t, p.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState))
 	p.connect(p.peer)
 }
@@ -574,6 +593,9 @@ func eachWay(client, server *player, step func(i int, s, r *player)) {
 // checked. op is WRSend or WRSendWithImm (or WRRDMAWriteWithImm, which consumes a receive).
 func traffic(t *testing.T, client, server *player, op uverbs.WROpcode) {
 	t.Helper()
+	if op == uverbs.WRSendWithImm || op == uverbs.WRRDMAWriteWithImm {
+		client.e.skipIWARP(gapImm)
+	}
 	eachWay(client, server, func(i int, s, r *player) {
 		n := s.o.msgSize
 		r.postRecv(uint64(i))

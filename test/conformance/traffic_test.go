@@ -115,6 +115,7 @@ func atomicTraffic(t *testing.T, client, server *player, op uverbs.WROpcode) {
 
 func (e *env) requireAtomics() {
 	e.t.Helper()
+	e.skipIWARP(gapAtomic)
 	if e.dev.AtomicCap == 0 {
 		e.t.Skip("device has no atomic operations (atomic_cap NONE)")
 	}

@@ -213,6 +213,50 @@ int main(int argc, char **argv)
 		report("query_rt_values_ex", ibv_query_rt_values_ex(ctx, &v));
 	}
 	{
+		/* ESP flow actions: no driver of Linux 6.1 or later implements them (mlx5 was the only one). */
+		struct ibv_flow_action_esp_attr a;
+		struct ibv_flow_action *fa;
+
+		memset(&a, 0, sizeof(a));
+		errno = 0;
+		fa = ibv_create_flow_action_esp(ctx, &a);
+		report("c:create_flow_action_esp", fa ? 0 : errno);
+		if (fa)
+			ibv_destroy_flow_action(fa);
+	}
+	{
+		/* Completion counters (rdma-core 65, IBVERBS_1.18; only EFA implements them): reached by dlsym with
+		 * the attribute layouts of rdma-core 65's verbs.h, which the host's headers predate; a library without
+		 * them prints nothing for the cases. */
+		struct cc_caps {
+			uint64_t max_value;
+			uint32_t max_counters;
+			uint32_t supported_qp_attach_ops;
+		} caps = {0};
+		struct cc_init {
+			uint32_t comp_mask;
+			uint32_t type;
+			uint32_t flags;
+		} init = {0};
+		int (*query)(struct ibv_context *, struct cc_caps *, size_t) =
+			(int (*)(struct ibv_context *, struct cc_caps *, size_t))dlsym(RTLD_DEFAULT, "_ibv_query_comp_cntr_caps");
+		void *(*create)(struct ibv_context *, struct cc_init *) =
+			(void *(*)(struct ibv_context *, struct cc_init *))dlsym(RTLD_DEFAULT, "ibv_create_comp_cntr");
+		int (*destroy)(void *) = (int (*)(void *))dlsym(RTLD_DEFAULT, "ibv_destroy_comp_cntr");
+
+		if (query)
+			report("c:query_comp_cntr_caps", query(ctx, &caps, sizeof(caps)));
+		if (create && destroy) {
+			void *c;
+
+			errno = 0;
+			c = create(ctx, &init);
+			report("c:create_comp_cntr", c ? 0 : errno);
+			if (c)
+				destroy(c);
+		}
+	}
+	{
 		struct ibv_mr *mr;
 
 		errno = 0;
