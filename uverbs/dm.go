@@ -20,7 +20,8 @@ import (
 // unix.EOPNOTSUPP there, as libibverbs does.
 //
 // Lifetime: a DM cannot be freed while an MR is registered on it (EBUSY, refused by goverbs before the kernel,
-// which refuses it too).
+// which refuses it too). Another process sharing the command file (ImportContext) uses the DM by its handle
+// (Context.ImportDM, ibv_import_dm); closing the imported DM only forgets it (ibv_unimport_dm).
 
 // DMAttr is what Context.AllocDM allocates (struct ibv_alloc_dm_attr; comp_mask has no counterpart).
 type DMAttr struct {
@@ -35,6 +36,8 @@ type DM struct {
 	length uint64
 	prov   provider.DM
 	mrs    atomic.Int32 // MRs registered on it
+	// imported: made by Context.ImportDM; Close forgets it (the exporter frees it).
+	imported bool
 	life
 }
 
@@ -80,6 +83,34 @@ func (c *Context) AllocDM(attr DMAttr) (*DM, error) {
 	return &DM{ctx: c, handle: handle, length: attr.Length, prov: p}, nil
 }
 
+// ImportDM makes a DM of this context from the handle of device memory the exporting process allocated on
+// the same command file (ibv_import_dm; the exporter reads it with DM.Handle; the context is usually one made
+// by ImportContext, which goverbs' mlx5 provider cannot do yet: on mlx5 today only a DM of the context itself
+// is reachable this way). The provider asks the kernel about the memory and maps it, as its allocation does:
+// mlx5 (as libmlx5's mlx5_import_dm) with its DM query, which gives the memory's length (DM.Len), and copies
+// then work as on the exporter's DM. Close forgets the DM without freeing it (ibv_unimport_dm); the exporter
+// frees it. A provider without device memory (rxe, siw) answers ErrNotSupported (unix.EOPNOTSUPP) before any
+// command, as libibverbs does.
+func (c *Context) ImportDM(handle uint32) (*DM, error) {
+	imp, ok := c.prov.(provider.DMImporter)
+	if !ok {
+		return nil, wrapf(c.dev.Name, fmt.Errorf("goverbs' provider for %v imports no device memory: %w", c.dev.DriverID, unix.EOPNOTSUPP),
+			"import DM %#x", handle)
+	}
+	if err := c.addObject(); err != nil {
+		return nil, wrapf(c.dev.Name, err, "import DM %#x", handle)
+	}
+	d, err := imp.ImportDM(handle, func(cmd *rawcmd.Cmd) error { return cmd.Invoke(c.fd) })
+	if err != nil {
+		c.dropObject()
+		return nil, wrapf(c.dev.Name, err, "import DM %#x", handle)
+	}
+	return &DM{ctx: c, handle: handle, length: d.Length, prov: d.DM, imported: true}, nil
+}
+
+// Imported reports whether the DM was made by Context.ImportDM.
+func (dm *DM) Imported() bool { return dm.imported }
+
 // Handle is the kernel's handle.
 func (dm *DM) Handle() uint32 { return dm.handle }
 
@@ -112,16 +143,26 @@ func (dm *DM) CopyFrom(dst []byte, offset uint64) error {
 	return wrapf(dm.ctx.dev.Name, err, "copy %d bytes from DM %#x at %d", len(dst), dm.handle, offset)
 }
 
-// Close frees the device memory (ibv_free_dm) through DM_FREE. While an MR is registered on it, Close fails
-// with an error matching unix.EBUSY and the DM stays allocated.
+// Close frees the device memory (ibv_free_dm) through DM_FREE; an imported one (Context.ImportDM) it only
+// forgets, with no command (ibv_unimport_dm). While an MR is registered on it through this DM, Close fails
+// with an error matching unix.EBUSY and the DM stays allocated (or imported).
 func (dm *DM) Close() error {
 	if dm == nil {
 		return nil
 	}
 	return dm.life.close(func() error {
 		c := dm.ctx
+		verb := "free"
+		if dm.imported {
+			verb = "unimport"
+		}
 		if n := dm.mrs.Load(); n > 0 {
-			return wrapf(c.dev.Name, fmt.Errorf("%d MRs are registered on it: %w", n, unix.EBUSY), "free DM %#x", dm.handle)
+			return wrapf(c.dev.Name, fmt.Errorf("%d MRs are registered on it: %w", n, unix.EBUSY), "%s DM %#x", verb, dm.handle)
+		}
+		if dm.imported {
+			dm.prov.Freed()
+			c.dropObject()
+			return nil
 		}
 		if err := c.destroyObject(abi.UVERBS_OBJECT_DM, abi.UVERBS_METHOD_DM_FREE, abi.UVERBS_ATTR_FREE_DM_HANDLE, dm.handle); err != nil {
 			return wrapf(c.dev.Name, err, "free DM %#x", dm.handle)

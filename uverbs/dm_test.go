@@ -134,3 +134,68 @@ func TestDMCommandsMatchLibibverbs(t *testing.T) {
 		t.Errorf("MR_DM_REG %s; libibverbs %s", got, golden["dm_mr.attrs"])
 	}
 }
+
+// dmImportProv imports device memory: handle 0 it queries through the core's callback (built as mlx5's
+// query), any other it imports as dm.
+type dmImportProv struct {
+	provider.Context
+	dm *freedDM
+}
+
+func (p dmImportProv) ImportDM(handle uint32, query provider.QueryDMCmd) (provider.ImportedDM, error) {
+	if handle == 0 {
+		return provider.ImportedDM{}, query(rawcmd.New(abi.UVERBS_OBJECT_DM, abi.MLX5_IB_METHOD_DM_QUERY, 1))
+	}
+	return provider.ImportedDM{DM: p.dm, Length: 9000}, nil
+}
+
+// freedDM counts Freed.
+type freedDM struct {
+	fakeDM
+	freed int
+}
+
+func (d *freedDM) Freed() { d.freed++ }
+
+// A provider that imports no device memory (rxe, siw): ErrNotSupported (EOPNOTSUPP) in an *Error naming the
+// device, before any command; nothing is counted.
+func TestImportDMNotSupported(t *testing.T) {
+	c := fakeContext(dmProv{}, DriverRXE)
+	c.fd = -1
+	dm, err := c.ImportDM(65)
+	var e *Error
+	if !errors.Is(err, ErrNotSupported) || !errors.Is(err, unix.EOPNOTSUPP) || !errors.As(err, &e) || e.Device != "fake0" ||
+		dm != nil || c.objects != 0 || !strings.Contains(err.Error(), "import DM 0x41") {
+		t.Errorf("ImportDM: %v, %v; %d objects", dm, err, c.objects)
+	}
+}
+
+// An imported DM: the provider's query goes to the kernel through the core (here it fails: EBADF, nothing
+// counted); the DM has the provider's length and is counted; an MR on it holds it (EBUSY); Close forgets it
+// without a command (the fake context's would fail) and lets the provider unmap it; then ErrClosed.
+func TestImportDMBooks(t *testing.T) {
+	p := &freedDM{}
+	c := fakeContext(dmImportProv{dm: p}, DriverMLX5)
+	c.fd = -1
+	if dm, err := c.ImportDM(0); !errors.Is(err, unix.EBADF) || dm != nil || c.objects != 0 {
+		t.Errorf("ImportDM with the query failing: %v, %v; %d objects", dm, err, c.objects)
+	}
+	dm, err := c.ImportDM(65)
+	if err != nil || !dm.Imported() || dm.Len() != 9000 || dm.Handle() != 65 || c.objects != 1 {
+		t.Fatalf("ImportDM: %v, %v; %d objects", dm, err, c.objects)
+	}
+	dm.mrs.Add(1)
+	if err := dm.Close(); !errors.Is(err, unix.EBUSY) || !strings.Contains(err.Error(), "unimport DM 0x41") || p.freed != 0 {
+		t.Errorf("Close under an MR: %v; freed %d", err, p.freed)
+	}
+	dm.mrs.Add(-1)
+	if err := dm.Close(); err != nil || p.freed != 1 || c.objects != 0 {
+		t.Errorf("Close (unimport): %v; freed %d, %d objects", err, p.freed, c.objects)
+	}
+	if err := dm.CopyTo(0, make([]byte, 4)); !errors.Is(err, ErrClosed) {
+		t.Errorf("CopyTo after Close: %v", err)
+	}
+	if err := dm.Close(); err != nil || p.freed != 1 {
+		t.Errorf("second Close: %v; freed %d", err, p.freed)
+	}
+}

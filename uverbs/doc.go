@@ -32,8 +32,10 @@
 // ErrNotSupported. A WQ listed by a table cannot be closed before the table (EBUSY).
 //
 // Device memory is one as well (dm.go): Context.AllocDM, DM.CopyTo, DM.CopyFrom, PD.RegDMMR (zero-based MRs on
-// it) and DM.Close, which is EBUSY while an MR is registered on the DM. mlx5 has it, as libmlx5 (MEMIC); rxe
-// and siw answer ErrNotSupported.
+// it), Context.ImportDM (another context's DM by its handle) and DM.Close, which is EBUSY while an MR is
+// registered on the DM (an imported DM it only forgets). mlx5 has it, as libmlx5 (MEMIC); rxe and siw answer
+// ErrNotSupported. So is registering a dma-buf (dmabuf.go, PD.RegDmabufMR): mlx5 has it, as libmlx5; rxe and
+// siw answer ErrNotSupported.
 //
 // Close may race with the object's other verbs, data path included (PostSend, PostRecv, Poll, ReqNotify,
 // Modify, CompChannel.GetEvent): each either completes against the live object or fails with ErrClosed; none

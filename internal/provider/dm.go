@@ -41,3 +41,21 @@ type DM interface {
 type DMAllocator interface {
 	AllocDM(p DMParams, alloc AllocDMCmd) (DM, error)
 }
+
+// QueryDMCmd issues a provider's query of an existing DM (ibv_import_dm): the provider builds cmd completely,
+// its driver id and method included, and reads its outputs after a nil return. The query creates no object.
+type QueryDMCmd func(cmd *rawcmd.Cmd) error
+
+// ImportedDM is device memory another context allocated, as the provider imported it: its length, from the
+// provider's query, with the DM.
+type ImportedDM struct {
+	DM     DM
+	Length uint64
+}
+
+// DMImporter is implemented by a Context whose provider can import device memory by its handle (the
+// import_dm op). ImportDM asks the kernel about the DM with query and maps it; the DM's Freed releases the
+// mapping when the importer forgets it (unimport_dm: no command).
+type DMImporter interface {
+	ImportDM(handle uint32, query QueryDMCmd) (ImportedDM, error)
+}

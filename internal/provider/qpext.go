@@ -64,7 +64,7 @@ type NullMRAllocator interface {
 	NullMRKey() (uint32, error)
 }
 
-// OptionalOps names the optional interfaces of this file, wq.go and dm.go that a provider's Context ctx and QP qp implement
+// OptionalOps names the optional interfaces of this file, wq.go, dm.go and dmabuf.go that a provider's Context ctx and QP qp implement
 // (values of their types; nil pointers do): for a provider's test that it has exactly the ops its rdma-core
 // counterpart has.
 func OptionalOps(ctx, qp any) []string {
@@ -76,7 +76,8 @@ func OptionalOps(ctx, qp any) []string {
 		{"QPModifier", is[QPModifier](qp)}, {"ECEQP", is[ECEQP](qp)}, {"RateLimiter", is[RateLimiter](qp)},
 		{"ClockReader", is[ClockReader](ctx)}, {"NullMRAllocator", is[NullMRAllocator](ctx)},
 		{"WQCreator", is[WQCreator](ctx)}, {"RWQIndTableCreator", is[RWQIndTableCreator](ctx)},
-		{"DMAllocator", is[DMAllocator](ctx)},
+		{"DMAllocator", is[DMAllocator](ctx)}, {"DMImporter", is[DMImporter](ctx)},
+		{"DmabufMRRegistrar", is[DmabufMRRegistrar](ctx)},
 	} {
 		if o.has {
 			names = append(names, o.name)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,21 +36,27 @@ func (g *glue) allocDM(p provider.DMParams, drv *string) (*dmem, error) {
 		cmd := rawcmd.New(abi.UVERBS_OBJECT_DM, abi.UVERBS_METHOD_DM_ALLOC, abi.RDMA_DRIVER_MLX5)
 		driver(cmd)
 		*drv = cmd.Describe(abi.MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET, abi.MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX)
-		for i := range int(cmd.Hdr.NumAttrs) {
-			a := &cmd.Attrs[i]
-			switch a.AttrId {
-			case abi.MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET:
-				binary.NativeEndian.PutUint64(hostBytes(a.Data, 8), dmStartOffset)
-			case abi.MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX:
-				binary.NativeEndian.PutUint16(hostBytes(a.Data, 2), dmPageIndex)
-			}
-		}
+		answer(cmd, map[uint16]uint64{abi.MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET: dmStartOffset,
+			abi.MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX: dmPageIndex})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return d.(*dmem), nil
+}
+
+// answer writes the outputs of cmd as the harness's fake kernel does: each attribute of outs (an output
+// pointer of 2 or 8 bytes) gets its value.
+func answer(cmd *rawcmd.Cmd, outs map[uint16]uint64) {
+	for i := range int(cmd.Hdr.NumAttrs) {
+		a := &cmd.Attrs[i]
+		if v, ok := outs[a.AttrId]; ok && a.Len == 2 {
+			binary.NativeEndian.PutUint16(hostBytes(a.Data, 2), uint16(v))
+		} else if ok {
+			binary.NativeEndian.PutUint64(hostBytes(a.Data, 8), v)
+		}
+	}
 }
 
 func TestLibmlx5DM(t *testing.T) {
@@ -134,5 +141,68 @@ func TestDMFailedAlloc(t *testing.T) {
 	d.Freed()
 	if d.mapped != nil {
 		t.Error("Freed kept the mapping")
+	}
+}
+
+// The harness's fake kernel's answers to libmlx5's DM query (csrc/harness.c, IMPORT_DM_*): the start offset
+// is dmStartOffset's.
+const (
+	importDMPageIndex = 0x0107
+	importDMLength    = 9000
+)
+
+// Importing device memory (ImportDM) against libmlx5's mlx5_import_dm in the harness's dmdump mode: the same
+// query (object, method, attributes), the same page mapped, a copy landing on the same bytes, the same refusal
+// past the end; unimporting issues no command (the harness counts none) and unmaps.
+func TestLibmlx5ImportDM(t *testing.T) {
+	want := libmlx5Dump(t, "dmdump")
+	g := newGlue(t, 512)
+	var got, object, method string
+	imp, err := g.ctx.ImportDM(uint32(want.num(t, "dm_import.handle")), func(cmd *rawcmd.Cmd) error {
+		got = cmd.Describe(abi.MLX5_IB_ATTR_QUERY_DM_RESP_START_OFFSET, abi.MLX5_IB_ATTR_QUERY_DM_RESP_PAGE_INDEX,
+			abi.MLX5_IB_ATTR_QUERY_DM_RESP_LENGTH)
+		object, method = fmt.Sprint(cmd.Hdr.ObjectId), fmt.Sprint(cmd.Hdr.MethodId)
+		answer(cmd, map[uint16]uint64{abi.MLX5_IB_ATTR_QUERY_DM_RESP_START_OFFSET: dmStartOffset,
+			abi.MLX5_IB_ATTR_QUERY_DM_RESP_PAGE_INDEX: importDMPageIndex, abi.MLX5_IB_ATTR_QUERY_DM_RESP_LENGTH: importDMLength})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want["dm_import.attrs"] || object != want["dm_import.object"] || method != want["dm_import.method"] ||
+		want.num(t, "dm_import.cmds") != 1 {
+		t.Errorf("DM query %s/%s %s; libmlx5's (%d commands) %s/%s %s", object, method, got, want.num(t, "dm_import.cmds"),
+			want["dm_import.object"], want["dm_import.method"], want["dm_import.attrs"])
+	}
+	d := imp.DM.(*dmem)
+	if imp.Length != importDMLength || d.offset != int64(want.num(t, "dm_import.mmap_off")) ||
+		len(d.mapped) != int(want.num(t, "dm_import.mmap_len")) {
+		t.Errorf("imported %d bytes, mapped %d at offset %#x; libmlx5 mapped %d at %#x", imp.Length, len(d.mapped), d.offset,
+			want.num(t, "dm_import.mmap_len"), want.num(t, "dm_import.mmap_off"))
+	}
+	src := make([]byte, 16)
+	for i := range src {
+		src[i] = byte(i*3 + 1)
+	}
+	if err := d.CopyTo(importDMLength-16, src); err != nil || want.num(t, "import_to.ret") != 0 {
+		t.Errorf("CopyTo the imported DM: %v; libmlx5 %d", err, want.num(t, "import_to.ret"))
+	}
+	at := dmStartOffset&4095 + importDMLength - 16
+	if !bytes.Equal(d.mapped[at:at+16], want.hex(t, "import_to.page")) {
+		t.Errorf("device memory %x; libmlx5 %x", d.mapped[at:at+16], want.hex(t, "import_to.page"))
+	}
+	if err := d.CopyTo(importDMLength-8, src); !errors.Is(err, unix.Errno(want.num(t, "import_past_end.ret"))) {
+		t.Errorf("past the end: %v; libmlx5 %v", err, unix.Errno(want.num(t, "import_past_end.ret")))
+	}
+	if want.num(t, "dm_unimport.cmds") != 0 {
+		t.Errorf("libmlx5's unimport issued %d commands", want.num(t, "dm_unimport.cmds"))
+	}
+	d.Freed()
+	if d.mapped != nil {
+		t.Error("unimport kept the mapping")
+	}
+	// A failed query maps nothing and is the kernel's error.
+	if _, err := g.ctx.ImportDM(66, func(*rawcmd.Cmd) error { return unix.EINVAL }); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("failed query: %v", err)
 	}
 }

@@ -45,7 +45,9 @@
 // TestLibmlx5WQ compares them with libmlx5's in the harness (wqdump mode). Device memory follows libmlx5's
 // MEMIC (dm.go): the MEMIC type and the start-offset and page-index outputs added to DM_ALLOC, the page mapped
 // through the command fd at libmlx5's offset, 4-byte word copies with libmlx5's refusals, the MR rights it
-// accepts; TestLibmlx5DM compares them in the harness (dmdump mode).
+// accepts; TestLibmlx5DM compares them in the harness (dmdump mode), and TestLibmlx5ImportDM the import of a
+// DM by its handle (libmlx5's DM query, the same mapping; no command to unimport). A dma-buf MR is the core's
+// REG_DMABUF_MR with no driver data, as libmlx5's (dmabuf.go; TestLibmlx5DmabufMR, same mode).
 //
 // # Errors
 //
@@ -113,7 +115,10 @@
 //     written by hand in the tests, as the emulator has no WQs), and that an indirection table spreads
 //     packets (no raw packet QP is made: goverbs' mlx5 has none).
 //   - Device memory on a device: that the kernel answers DM_ALLOC as the harness does, that the mapped page is
-//     the device's MEMIC, that 32-bit stores through the mapping reach it, and that a DM MR's lkey works.
+//     the device's MEMIC, that 32-bit stores through the mapping reach it, and that a DM MR's lkey works; that
+//     the kernel answers the DM query of an imported DM as the harness does.
+//   - dma-buf MRs on a device: that the kernel registers a real dma-buf (the harness passes a number, not an
+//     exported buffer) and that traffic through the MR reaches the exporter's memory.
 //
 // # Not implemented
 //

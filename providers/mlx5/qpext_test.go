@@ -248,7 +248,7 @@ func libmlx5ExtDump(t *testing.T) extDump {
 // mlx5 has every optional op libmlx5 has.
 func TestOptionalOps(t *testing.T) {
 	got := provider.OptionalOps((*mctx)(nil), (*qpAdapter)(nil))
-	if strings.Join(got, " ") != "QPModifier ECEQP RateLimiter ClockReader NullMRAllocator WQCreator RWQIndTableCreator DMAllocator" {
+	if strings.Join(got, " ") != "QPModifier ECEQP RateLimiter ClockReader NullMRAllocator WQCreator RWQIndTableCreator DMAllocator DMImporter DmabufMRRegistrar" {
 		t.Errorf("mlx5 implements %v", got)
 	}
 }

@@ -24,11 +24,12 @@ import (
 // counterpart: thread and parent domains, XRC domains, CQ moderation, an extended CQ with completion
 // timestamps or ignoring overruns, an extended QP with TSO, importing the context, a port's effective speed
 // (rdma-core 65; absent from the VM's own library), the null MR, the device clock, a QP's rate limit, setting
-// and querying a QP's ECE, a receive WQ, an RSS indirection table and device memory (goverbs has them for
-// mlx5; on rxe libibverbs refuses each), and the in-order placement hint (an answer, 0 on rxe, not an errno).
-// Where C says EOPNOTSUPP, goverbs' error matches both uverbs.ErrNotSupported and unix.EOPNOTSUPP. The cases
-// named "c:..." are calls goverbs has no counterpart for (counters, dmabuf MRs): the test asserts libibverbs
-// refuses each on the device, the fact docs/api-coverage.md's "not yet" rests on.
+// and querying a QP's ECE, a receive WQ, an RSS indirection table, device memory, its import and a dma-buf MR
+// (goverbs has them for mlx5; on rxe libibverbs refuses each), and the in-order placement hint (an answer, 0 on
+// rxe, not an errno). Where C says EOPNOTSUPP, goverbs' error matches both uverbs.ErrNotSupported and
+// unix.EOPNOTSUPP. The cases named "c:..." are calls goverbs has no counterpart for (counters, flow actions,
+// completion counters): the test asserts libibverbs refuses each on the device, the fact docs/api-coverage.md's
+// "not yet" (or "refused") rests on.
 func TestRefusalsMatchLibibverbs(t *testing.T) {
 	e := newEnv(t)
 	labtest.RequireRoot(t)
@@ -93,8 +94,13 @@ func TestRefusalsMatchLibibverbs(t *testing.T) {
 			return closed(pd.CreateWQ(uverbs.WQInitAttr{Type: uverbs.WQTypeRQ, MaxWR: 4, MaxSGE: 1, CQ: cq}))
 		},
 		"create_rwq_ind_table": func() error { return closed(e.ctx.CreateRWQIndTable(nil)) },
-		// The C side: 4096 bytes of device memory.
-		"alloc_dm": func() error { return closed(e.ctx.AllocDM(uverbs.DMAttr{Length: 4096})) },
+		// The C side: 4096 bytes of device memory; the import of DM handle 0; a dma-buf MR of 4096 bytes from 0
+		// of fd -1 at IOVA 0 with LOCAL_WRITE (the provider's op is asked first, so no argument is looked at).
+		"alloc_dm":  func() error { return closed(e.ctx.AllocDM(uverbs.DMAttr{Length: 4096})) },
+		"import_dm": func() error { return closed(e.ctx.ImportDM(0)) },
+		"reg_dmabuf_mr": func() error {
+			return closed(pd.RegDmabufMR(0, 4096, 0, -1, uverbs.AccessLocalWrite))
+		},
 		"query_ece": func() error {
 			return onQP(t, pd, cq, func(qp *uverbs.QP) error {
 				_, err := qp.QueryECE()

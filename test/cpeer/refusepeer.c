@@ -169,6 +169,16 @@ int main(int argc, char **argv)
 			ibv_free_dm(dm);
 	}
 	{
+		/* Device memory of handle 0 (none: the provider's op is asked first). */
+		struct ibv_dm *dm;
+
+		errno = 0;
+		dm = ibv_import_dm(ctx, 0);
+		report("import_dm", dm ? 0 : errno);
+		if (dm)
+			ibv_unimport_dm(dm);
+	}
+	{
 		struct ibv_counters_init_attr a = {0};
 		struct ibv_counters *c;
 
@@ -261,7 +271,7 @@ int main(int argc, char **argv)
 
 		errno = 0;
 		mr = ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE);
-		report("c:reg_dmabuf_mr", mr ? 0 : errno);
+		report("reg_dmabuf_mr", mr ? 0 : errno);
 		if (mr)
 			ibv_dereg_mr(mr);
 	}

@@ -9,7 +9,9 @@
 // compares with goverbs'. Its wqdump mode answers the WQ and indirection-table commands and dumps what
 // libmlx5 sends for ibv_create_wq, ibv_modify_wq and ibv_create_rwq_ind_table and the ring ibv_post_wq_recv
 // writes, which TestLibmlx5WQ compares with goverbs'; its dmdump mode answers the extended QUERY_DEVICE and the
-// device-memory ioctls and dumps libmlx5's DM_ALLOC attributes, its mapping and its copies (TestLibmlx5DM).
+// device-memory ioctls and dumps libmlx5's DM_ALLOC attributes, its mapping and its copies (TestLibmlx5DM),
+// the REG_DMABUF_MR of ibv_reg_dmabuf_mr (TestLibmlx5DmabufMR) and libmlx5's DM query, mapping and copies for
+// ibv_import_dm (TestLibmlx5ImportDM).
 //
 // Nothing here is linked into goverbs: the package only embeds the C source and runs the C compiler, as the
 // golden-vector generator does. No rdma-core code is copied: the harness calls the public verbs and mlx5dv API.

@@ -27,9 +27,10 @@
  *                         ibv_create_wq, ibv_modify_wq, ibv_create_rwq_ind_table and the destroys, the ring and
  *                         doorbell record after ibv_post_wq_recv, and libmlx5's answers ("name value" lines)
  *   harness dmdump        with a kernel that answers the extended QUERY_DEVICE (max_dm_size) and the device-memory
- *                         ioctls (DM_ALLOC, DM_FREE, MR's DM_MR_REG; every other ioctl is still ENOTTY): the
- *                         attributes of ibv_alloc_dm, ibv_reg_dm_mr and ibv_free_dm, the mapping libmlx5 asks
- *                         for, the bytes ibv_memcpy_to_dm writes and the answers ("name value" lines)
+ *                         ioctls (DM_ALLOC, DM_FREE, libmlx5's DM_QUERY, MR's DM_MR_REG and REG_DMABUF_MR; every
+ *                         other ioctl is still ENOTTY): the attributes of ibv_alloc_dm, ibv_reg_dm_mr,
+ *                         ibv_free_dm, ibv_reg_dmabuf_mr and ibv_import_dm, the mappings libmlx5 asks for, the
+ *                         bytes ibv_memcpy_to_dm writes and the answers ("name value" lines)
  *   harness count OP N    N operations (callgrind: --toggle-collect=op_*)
  *   harness time OP N     N operations; prints "ns/op X" per unit (WR, CQE): CLOCK_MONOTONIC around batches of
  *                         operations only, less the cost of the clock reads
@@ -92,6 +93,13 @@ static int nwq;
 #define DM_MR_HANDLE 0x51
 #define DM_LKEY 0x5a5a01
 #define DM_RKEY 0x5a5a02
+/* ... and of REG_DMABUF_MR and of libmlx5's DM query (an import of DM_HANDLE: another page, the same offset
+ * within it, IMPORT_DM_LENGTH bytes). */
+#define DMABUF_MR_HANDLE 0x52
+#define DMABUF_LKEY 0x6b6b01
+#define DMABUF_RKEY 0x6b6b02
+#define IMPORT_DM_PAGE_INDEX 0x0107
+#define IMPORT_DM_LENGTH 9000
 static int dmmode;
 static unsigned char *dm_page;
 static off_t dm_off;
@@ -172,8 +180,10 @@ static int verbs_ioctl(struct ib_uverbs_ioctl_hdr *h)
 	int n = h->num_attrs < 16 ? h->num_attrs : 16;
 
 	if (!((h->object_id == UVERBS_OBJECT_DM &&
-	       (h->method_id == UVERBS_METHOD_DM_ALLOC || h->method_id == UVERBS_METHOD_DM_FREE)) ||
-	      (h->object_id == UVERBS_OBJECT_MR && h->method_id == UVERBS_METHOD_DM_MR_REG))) {
+	       (h->method_id == UVERBS_METHOD_DM_ALLOC || h->method_id == UVERBS_METHOD_DM_FREE ||
+		h->method_id == MLX5_IB_METHOD_DM_QUERY)) ||
+	      (h->object_id == UVERBS_OBJECT_MR &&
+	       (h->method_id == UVERBS_METHOD_DM_MR_REG || h->method_id == UVERBS_METHOD_REG_DMABUF_MR)))) {
 		errno = ENOTTY;
 		return -1;
 	}
@@ -200,7 +210,30 @@ static int verbs_ioctl(struct ib_uverbs_ioctl_hdr *h)
 				memcpy((void *)(uintptr_t)a->data, &v16, sizeof(v16));
 			}
 		}
-		if (h->object_id == UVERBS_OBJECT_MR) {
+		if (h->object_id == UVERBS_OBJECT_DM && h->method_id == MLX5_IB_METHOD_DM_QUERY) {
+			if (a->attr_id == MLX5_IB_ATTR_QUERY_DM_RESP_START_OFFSET) {
+				v = DM_START_OFFSET;
+				memcpy((void *)(uintptr_t)a->data, &v, sizeof(v));
+			}
+			if (a->attr_id == MLX5_IB_ATTR_QUERY_DM_RESP_PAGE_INDEX) {
+				v16 = IMPORT_DM_PAGE_INDEX;
+				memcpy((void *)(uintptr_t)a->data, &v16, sizeof(v16));
+			}
+			if (a->attr_id == MLX5_IB_ATTR_QUERY_DM_RESP_LENGTH) {
+				v = IMPORT_DM_LENGTH;
+				memcpy((void *)(uintptr_t)a->data, &v, sizeof(v));
+			}
+		}
+		if (h->object_id == UVERBS_OBJECT_MR && h->method_id == UVERBS_METHOD_REG_DMABUF_MR) {
+			if (a->attr_id == UVERBS_ATTR_REG_DMABUF_MR_HANDLE)
+				a->data = DMABUF_MR_HANDLE;
+			if (a->attr_id == UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY ||
+			    a->attr_id == UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY) {
+				v32 = a->attr_id == UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY ? DMABUF_LKEY : DMABUF_RKEY;
+				memcpy((void *)(uintptr_t)a->data, &v32, sizeof(v32));
+			}
+		}
+		if (h->object_id == UVERBS_OBJECT_MR && h->method_id == UVERBS_METHOD_DM_MR_REG) {
 			if (a->attr_id == UVERBS_ATTR_REG_DM_MR_HANDLE)
 				a->data = DM_MR_HANDLE;
 			if (a->attr_id == UVERBS_ATTR_REG_DM_MR_RESP_LKEY || a->attr_id == UVERBS_ATTR_REG_DM_MR_RESP_RKEY) {
@@ -1196,13 +1229,18 @@ static void dump_io(const char *name, const uint16_t *outs, int nouts)
 }
 
 /* 5000 bytes aligned to 8: the allocation, the mapping, copies in and out (and the ones libmlx5 refuses), an MR
- * on 256 bytes from 16 (and the rights it refuses), the frees, and a request past max_dm_size. */
+ * on 256 bytes from 16 (and the rights it refuses), the frees, and a request past max_dm_size; then a dma-buf
+ * MR and an imported DM. */
 static void dmdump(void)
 {
 	static const uint16_t alloc_outs[] = {UVERBS_ATTR_ALLOC_DM_HANDLE, MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET,
 					      MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX};
 	static const uint16_t mr_outs[] = {UVERBS_ATTR_REG_DM_MR_HANDLE, UVERBS_ATTR_REG_DM_MR_RESP_LKEY,
 					   UVERBS_ATTR_REG_DM_MR_RESP_RKEY};
+	static const uint16_t dmabuf_outs[] = {UVERBS_ATTR_REG_DMABUF_MR_HANDLE, UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY,
+					       UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY};
+	static const uint16_t import_outs[] = {MLX5_IB_ATTR_QUERY_DM_RESP_START_OFFSET, MLX5_IB_ATTR_QUERY_DM_RESP_PAGE_INDEX,
+					       MLX5_IB_ATTR_QUERY_DM_RESP_LENGTH};
 	struct ibv_alloc_dm_attr a = {.length = 5000, .log_align_req = 3};
 	unsigned char src[64], dst[64];
 	struct ibv_dm *dm;
@@ -1249,6 +1287,32 @@ static void dmdump(void)
 	errno = 0;
 	dm = ibv_alloc_dm(ctx, &a);
 	printf("dm_big.errno %d\ndm_big.cmds %d\n", dm ? 0 : errno, ncmds - before);
+
+	/* A dma-buf MR: 8192 bytes from 4096 of dma-buf fd 77 (a number only: the fake kernel imports nothing) at
+	 * I/O virtual address 0x7f0000001000, LOCAL_WRITE|REMOTE_READ. */
+	mr = ibv_reg_dmabuf_mr(pd, 4096, 8192, 0x7f0000001000ULL, 77, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!mr)
+		die("ibv_reg_dmabuf_mr");
+	dump_io("dmabuf_mr", dmabuf_outs, 3);
+	printf("dmabuf_mr.handle %u\ndmabuf_mr.lkey %u\ndmabuf_mr.rkey %u\ndmabuf_mr.addr %lu\ndmabuf_mr.length %zu\n",
+	       mr->handle, mr->lkey, mr->rkey, (unsigned long)(uintptr_t)mr->addr, mr->length);
+	if (ibv_dereg_mr(mr))
+		die("ibv_dereg_mr(dma-buf MR)");
+
+	/* Device memory of handle DM_HANDLE imported: libmlx5's query, the page it maps, where a copy lands. */
+	before = ncmds;
+	dm = ibv_import_dm(ctx, DM_HANDLE);
+	if (!dm)
+		die("ibv_import_dm");
+	dump_io("dm_import", import_outs, 3);
+	printf("dm_import.cmds %d\ndm_import.handle %u\n", ncmds - before, dm->handle);
+	printf("dm_import.mmap_off %lld\ndm_import.mmap_len %zu\n", (long long)dm_off, dm_len);
+	printf("import_to.ret %d\n", ibv_memcpy_to_dm(dm, IMPORT_DM_LENGTH - 16, src, 16));
+	hex("import_to.page", dm_page + (DM_START_OFFSET & 4095) + IMPORT_DM_LENGTH - 16, 16);
+	printf("import_past_end.ret %d\n", ibv_memcpy_to_dm(dm, IMPORT_DM_LENGTH - 8, src, 16));
+	before = ncmds;
+	ibv_unimport_dm(dm);
+	printf("dm_unimport.cmds %d\n", ncmds - before);
 }
 
 /* ---------------------------------------------------------------- count and time modes */
