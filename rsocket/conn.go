@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/goverbs/goverbs/netlinkrdma"
 	"github.com/goverbs/goverbs/rdmacm"
 	"github.com/goverbs/goverbs/uverbs"
 	"golang.org/x/sys/unix"
@@ -38,6 +39,24 @@ type Conn struct {
 	inline         int
 	sbufSize       int
 	pollTime       time.Duration
+
+	// Message-send mode (librdmacm's RS_OPT_MSG_SEND, chosen on iWARP devices, which have no immediate data):
+	// a message is a 4-byte inline SEND of its word, after the RDMA WRITE of its bytes when it has any. Each
+	// receive has a 4-byte slot of rmsg (after the receive buffer, in its registration) for the word.
+	msgSend bool
+	msgOff  int          // the message word's place in sb (after the control slots), copied by the inline SEND
+	rmsg    []byte       // the receive slots: rqSize words
+	rsge    []uverbs.SGE // one SGE per receive slot
+	rnext   int          // the slot the next posted receive gets (rbuf_msg_index)
+	// holdSends: an iWARP connection we accepted sends nothing (no credits, data, control message or probe)
+	// until the initiator's first message arrived. MPA lets the responder send only after the initiator's
+	// first FPDU (RFC 6581's enhanced connection setup, which siw does not use, is what relaxes that), and
+	// siw's initiator enforces it by accident: reading the MPA reply's private data it asks for 4 bytes more,
+	// and when an FPDU sent right behind the reply is already there it fails the connection
+	// (siw_recv_mpa_rr: EPROTO; the initiator's CONNECT_ERROR with EINVAL), which goverbs' listener, quick to
+	// send its first credits, met in 3 of nettest's 66 connections in one lab run (6.12). librdmacm has no such
+	// wait; an initiator always sends first here (its first credits, on any call).
+	holdSends bool
 
 	local, remote *Addr
 
@@ -69,8 +88,8 @@ type Conn struct {
 	armed                         bool // the CQ is armed: its next completion raises an event (rs cq_armed)
 
 	wc   [32]uverbs.WC
-	swr  [1]uverbs.SendWR
-	ssge [2]uverbs.SGE
+	swr  [2]uverbs.SendWR // a message; in message-send mode a WRITE and its SEND
+	ssge [3]uverbs.SGE    // the WRITE's (the send ring, split over its end), the message word's
 	rwr  []uverbs.RecvWR
 
 	rmu, wmu     sync.Mutex // one reader, one writer at a time
@@ -156,6 +175,11 @@ func (c *Conn) create(o *Options) error {
 	if err != nil {
 		return err
 	}
+	if ctx.Device().NodeType == netlinkrdma.NodeTypeRNIC { // libibverbs: an RNIC's transport is IBV_TRANSPORT_IWARP
+		if err := s.setMsgSend(ctx.Name(), attr); err != nil {
+			return err
+		}
+	}
 	if err := s.checkMemory(ctx.Name()); err != nil {
 		return err
 	}
@@ -173,15 +197,25 @@ func (c *Conn) create(o *Options) error {
 		return err
 	}
 	c.inline = int(c.qp.Cap().MaxInlineData)
-	// The send ring, then the four 16-byte control slots (SGEs sent by credit messages).
-	if c.sbuf, err = uverbs.AllocBuffer(c.sbufSize + ctrlSlots*sgeLen); err != nil {
+	c.msgSend = s.msgSend
+	if c.msgSend && c.inline < msgWordLen {
+		// librdmacm's rs_create_ep: message-send mode needs the word inline.
+		return fmt.Errorf("rsocket: %s: QP's max_inline_data %d, message-send mode (iWARP) needs %d: %w",
+			ctx.Name(), c.inline, msgWordLen, unix.ENOTSUP)
+	}
+	// The send ring, then the four 16-byte control slots (SGEs sent by credit messages), then in
+	// message-send mode the message word.
+	c.msgOff = c.sbufSize + ctrlSlots*sgeLen
+	if c.sbuf, err = uverbs.AllocBuffer(s.sbufTotal()); err != nil {
 		return fmt.Errorf("rsocket: send buffer: %w", err)
 	}
-	c.sb = c.sbuf.Bytes()[:c.sbufSize+ctrlSlots*sgeLen]
-	if c.rbuf, err = uverbs.AllocBuffer(s.rbuf); err != nil {
+	c.sb = c.sbuf.Bytes()[:s.sbufTotal()]
+	// The receive buffer, then in message-send mode the receive slots: registered together, as librdmacm does.
+	if c.rbuf, err = uverbs.AllocBuffer(s.rbufTotal()); err != nil {
 		return fmt.Errorf("rsocket: receive buffer: %w", err)
 	}
 	c.rb = c.rbuf.Bytes()[:s.rbuf]
+	c.rmsg = c.rbuf.Bytes()[s.rbuf:s.rbufTotal()]
 	c.iomapSize = s.iomap
 	if c.tbuf, err = uverbs.AllocBuffer(s.tl); err != nil {
 		return fmt.Errorf("rsocket: target SGL: %w", err)
@@ -191,23 +225,107 @@ func (c *Conn) create(o *Options) error {
 		return err
 	}
 	remote := uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite
-	if c.rmr, err = pd.RegMR(c.rb, remote); err != nil {
+	if c.rmr, err = pd.RegMR(c.rbuf.Bytes()[:s.rbufTotal()], remote); err != nil {
 		return err
 	}
 	if c.tmr, err = pd.RegMR(c.tl, remote); err != nil {
 		return err
 	}
 	c.rx = newRx(s.rbuf, c.rqSize)
+	c.rx.msgSend = c.msgSend
 	c.sqeAvail = int(c.sqSize) - ctrlSlots
 	c.sbufAvail = c.sbufSize
 	c.rwr = make([]uverbs.RecvWR, c.rqSize)
 	for i := range c.rwr {
 		c.rwr[i].WRID = recvWRIDFlag
 	}
+	if c.msgSend {
+		// Receive i has slot i: wr_id says which (rs_post_recv). Receives complete in the order they were
+		// posted, so reposting from rnext on gives each completed receive's slot to the next.
+		c.rsge = make([]uverbs.SGE, c.rqSize)
+		for i := range c.rwr {
+			c.rsge[i] = c.rmr.SGE(s.rbuf+i*msgWordLen, msgWordLen)
+			c.rwr[i].WRID = recvWRIDFlag | uint64(i)
+			c.rwr[i].SGL = c.rsge[i : i+1]
+		}
+	}
 	if _, err := c.qp.PostRecv(c.rwr); err != nil {
 		return err
 	}
 	return nil
+}
+
+// postRecvs posts n receives (n <= rqSize): in message-send mode those of the next n slots, in order.
+func (c *Conn) postRecvs(n int) error {
+	if !c.msgSend {
+		_, err := c.qp.PostRecv(c.rwr[:n])
+		return err
+	}
+	first := min(n, len(c.rwr)-c.rnext)
+	if _, err := c.qp.PostRecv(c.rwr[c.rnext : c.rnext+first]); err != nil {
+		return err
+	}
+	c.rnext += first
+	if c.rnext == len(c.rwr) {
+		c.rnext = 0
+	}
+	if n > first {
+		if _, err := c.qp.PostRecv(c.rwr[:n-first]); err != nil {
+			return err
+		}
+		c.rnext = n - first
+	}
+	return nil
+}
+
+// recvMsg is the message of a successful receive completion: its immediate data, or in message-send mode the
+// word the peer's SEND left in the receive's slot.
+func (c *Conn) recvMsg(wc *uverbs.WC) (uint32, error) {
+	if wc.Flags&uverbs.WCWithImm != 0 {
+		return wc.Imm, nil
+	}
+	if !c.msgSend {
+		return 0, fmt.Errorf("receive without immediate data (%d bytes): %w", wc.ByteLen, ErrProtocol)
+	}
+	i := int(uint32(wc.WRID))
+	if i >= len(c.rwr) || wc.ByteLen != msgWordLen {
+		return 0, fmt.Errorf("message SEND of %d bytes in receive slot %d (want %d bytes, %d slots): %w",
+			wc.ByteLen, i, msgWordLen, len(c.rwr), ErrProtocol)
+	}
+	return getMsgWord(c.rmsg[i*msgWordLen:], c.peerBE), nil
+}
+
+// msgWR makes w the SEND of message m's word (message-send mode), inline, with wr_id wrid.
+func (c *Conn) msgWR(w *uverbs.SendWR, m uint32, wrid uint64) {
+	putMsgWord(c.sb[c.msgOff:], m)
+	c.ssge[2] = c.smr.SGE(c.msgOff, msgWordLen)
+	*w = uverbs.SendWR{WRID: wrid, SGL: c.ssge[2:3], Opcode: uverbs.WRSend, Flags: uverbs.SendInline}
+}
+
+// postMsg sends message m alone (rs_post_msg): a zero-length WRITE WITH IMM, or in message-send mode a SEND of
+// its word. Its wr_id is m.
+func (c *Conn) postMsg(m uint32) error {
+	if c.msgSend {
+		c.msgWR(&c.swr[0], m, uint64(m))
+	} else {
+		c.swr[0] = uverbs.SendWR{WRID: uint64(m), Opcode: uverbs.WRRDMAWriteWithImm, Imm: m}
+	}
+	_, err := c.qp.PostSend(c.swr[:1])
+	return err
+}
+
+// postWriteMsg posts c.swr[0], a WRITE WITH IMM m that the caller filled in, as message m (rs_post_write_msg):
+// as it is, or in message-send mode as a plain WRITE followed by the SEND of m's word, whose wr_id is m's
+// opcode with the MSG_SEND flag (its completion gives back no send buffer bytes).
+func (c *Conn) postWriteMsg(m uint32) error {
+	if !c.msgSend {
+		_, err := c.qp.PostSend(c.swr[:1])
+		return err
+	}
+	c.swr[0].Opcode, c.swr[0].Imm = uverbs.WRRDMAWrite, 0
+	c.msgWR(&c.swr[1], m, uint64(msg(msgOp(m), 0))|msgSendFlag)
+	_, err := c.qp.PostSend(c.swr[:2])
+	return err
 }
 
 // localData is our rs_conn_data.
@@ -449,14 +567,16 @@ func (c *Conn) process() {
 					continue
 				}
 				recvs++
-				if wc.Flags&uverbs.WCWithImm == 0 {
-					c.fail(fmt.Errorf("receive without immediate data (%d bytes): %w", wc.ByteLen, ErrProtocol))
+				c.holdSends = false
+				m, err := c.recvMsg(wc)
+				if err != nil {
+					c.fail(err)
 					continue
 				}
 				if c.err != nil {
 					continue
 				}
-				if err := c.rx.onRecv(wc.Imm); err != nil {
+				if err := c.rx.onRecv(m); err != nil {
 					c.fail(err)
 					continue
 				}
@@ -488,7 +608,9 @@ func (c *Conn) process() {
 				}
 			case opIOMapSGL:
 				c.sqeAvail++
-				c.sbufAvail += iomapLen
+				if wc.WRID&msgSendFlag == 0 {
+					c.sbufAvail += iomapLen
+				}
 			default:
 				c.sqeAvail++
 				c.sbufAvail += int(msgData(m))
@@ -502,7 +624,7 @@ func (c *Conn) process() {
 			}
 		}
 		if recvs > 0 && c.connected {
-			if _, err := c.qp.PostRecv(c.rwr[:recvs]); err != nil {
+			if err := c.postRecvs(recvs); err != nil {
 				c.fail(err)
 			}
 		}
@@ -515,23 +637,24 @@ func (c *Conn) process() {
 
 // updateCredits sends the credit messages that are due (rs_update_credits).
 func (c *Conn) updateCredits() {
-	if c.connected && c.rx.creditsDue() {
+	if c.connected && !c.holdSends && c.rx.creditsDue() {
 		cr := c.rx.takeCredit()
-		w := &c.swr[0]
-		*w = uverbs.SendWR{WRID: uint64(cr.imm), Opcode: uverbs.WRRDMAWriteWithImm, Imm: cr.imm}
-		if cr.publish {
-			slot := c.sbufSize + cr.slot*sgeLen
-			o := binary.ByteOrder(binary.LittleEndian)
-			if c.peerBE {
-				o = binary.BigEndian
+		if !cr.publish {
+			if err := c.postMsg(cr.imm); err != nil {
+				c.fail(err)
 			}
-			putSGE(c.sb[slot:], sge{Addr: c.rmr.Addr() + uint64(cr.offset), Key: c.rmr.RKey(), Length: uint32(len(c.rb) / 2)}, o)
-			c.ssge[0] = c.smr.SGE(slot, sgeLen)
-			w.SGL = c.ssge[:1]
-			w.RemoteAddr = c.remoteSGL.Addr + uint64(cr.sgeIndex)*sgeLen
-			w.RKey = c.remoteSGL.Key
+			return
 		}
-		if _, err := c.qp.PostSend(c.swr[:]); err != nil {
+		slot := c.sbufSize + cr.slot*sgeLen
+		o := binary.ByteOrder(binary.LittleEndian)
+		if c.peerBE {
+			o = binary.BigEndian
+		}
+		putSGE(c.sb[slot:], sge{Addr: c.rmr.Addr() + uint64(cr.offset), Key: c.rmr.RKey(), Length: uint32(len(c.rb) / 2)}, o)
+		c.ssge[0] = c.smr.SGE(slot, sgeLen)
+		c.swr[0] = uverbs.SendWR{WRID: uint64(cr.imm), SGL: c.ssge[:1], Opcode: uverbs.WRRDMAWriteWithImm, Imm: cr.imm,
+			RemoteAddr: c.remoteSGL.Addr + uint64(cr.sgeIndex)*sgeLen, RKey: c.remoteSGL.Key}
+		if err := c.postWriteMsg(cr.imm); err != nil {
 			c.fail(err)
 		}
 	}
@@ -545,6 +668,12 @@ func (c *Conn) target() (addr uint64, key, length uint32) {
 
 func (c *Conn) canSend() bool {
 	_, _, l := c.target()
+	if c.holdSends {
+		return false
+	}
+	if c.msgSend {
+		return c.sqeAvail >= 2 && c.sbufAvail >= sndLowat && c.sseqNo != c.rx.sseqComp && l != 0
+	}
 	return c.sqeAvail > 0 && c.sbufAvail >= sndLowat && c.sseqNo != c.rx.sseqComp && l != 0
 }
 
@@ -566,9 +695,11 @@ func (c *Conn) writeChunk(p []byte) error {
 }
 
 // postWrite copies p into the send ring (split over its end with two SGEs)
-// and posts one RDMA WRITE of it (WITH IMM m when op says so) to addr/key,
-// with wr_id m for the completion's bookkeeping. It takes a send WQE and
-// len(p) bytes of send buffer; the caller checked canSend and sized p.
+// and posts one RDMA WRITE of it (WITH IMM m when op says so: then message
+// m, which in message-send mode is a plain WRITE and the SEND of m's word)
+// to addr/key, with wr_id m for the completion's bookkeeping. It takes a
+// send WQE (two for a message in message-send mode) and len(p) bytes of
+// send buffer; the caller checked canSend and sized p.
 func (c *Conn) postWrite(p []byte, m uint32, op uverbs.WROpcode, addr uint64, key uint32) error {
 	n := len(p)
 	nsge := 1
@@ -595,8 +726,12 @@ func (c *Conn) postWrite(p []byte, m uint32, op uverbs.WROpcode, addr uint64, ke
 	c.swr[0] = uverbs.SendWR{WRID: uint64(m), SGL: c.ssge[:nsge], Opcode: op, Flags: flags, RemoteAddr: addr, RKey: key}
 	if op == uverbs.WRRDMAWriteWithImm {
 		c.swr[0].Imm = m
+		if c.msgSend {
+			c.sqeAvail-- // the SEND of the word
+		}
+		return c.postWriteMsg(m)
 	}
-	_, err := c.qp.PostSend(c.swr[:])
+	_, err := c.qp.PostSend(c.swr[:1])
 	return err
 }
 
@@ -790,14 +925,12 @@ func (c *Conn) shutdown(how int, deadline time.Time) error {
 				ctrl = ctrlShutdown
 			}
 		}
-		if !c.waitLocked(func() bool { return c.rx.ctrlSeqno != c.rx.ctrlMaxSeqno || !c.connected }, deadline) {
+		if !c.waitLocked(func() bool { return c.rx.ctrlSeqno != c.rx.ctrlMaxSeqno && !c.holdSends || !c.connected }, deadline) {
 			return os.ErrDeadlineExceeded
 		}
 		if c.connected {
 			c.rx.ctrlSeqno++
-			m := msg(opCtrl, ctrl)
-			c.swr[0] = uverbs.SendWR{WRID: uint64(m), Opcode: uverbs.WRRDMAWriteWithImm, Imm: m}
-			if _, err := c.qp.PostSend(c.swr[:]); err != nil {
+			if err := c.postMsg(msg(opCtrl, ctrl)); err != nil {
 				c.fail(err)
 				return err
 			}

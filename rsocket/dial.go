@@ -171,7 +171,8 @@ func await(ctx context.Context, ch *rdmacm.Channel, id *rdmacm.ID, want rdmacm.E
 // DialContext connects like rconnect: resolve the address and route (with
 // librdmacm's retries on timeouts), create the QP and buffers, post the
 // receives and CONNECT with the 40-byte connection data, responder resources
-// and initiator depth 0, flow control 1, retry and RNR retry 7.
+// and initiator depth 0 (initiator depth 1 on iWARP), flow control 1, retry
+// and RNR retry 7.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	if d.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -184,7 +185,8 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	}
 	c, err := d.dial(ctx, dst)
 	if err != nil {
-		if dst.Addr().IsLoopback() && errors.Is(err, unix.ENODEV) {
+		// rxe's kernel refuses a loopback destination with ENODEV; with an iWARP device (siw) it is EINVAL.
+		if dst.Addr().IsLoopback() && (errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EINVAL)) {
 			err = &loopbackError{err}
 		}
 		return nil, &net.OpError{Op: "dial", Net: network, Addr: &Addr{dst}, Err: err}
@@ -245,6 +247,11 @@ func (d *Dialer) dial(ctx context.Context, dst netip.AddrPort) (_ *Conn, err err
 	}()
 	p := &rdmacm.ConnParam{PrivateData: c.localData(), ResponderResources: 0, InitiatorDepth: 0,
 		FlowControl: 1, RetryCount: 7, RNRRetryCount: 7}
+	if c.msgSend {
+		// iWARP: librdmacm's rs_do_connect asks for initiator depth 1 there, its work-around for the RDMA READ
+		// an iWARP connection may issue while it is set up.
+		p.InitiatorDepth = 1
+	}
 	if err := id.Connect(p); err != nil {
 		return nil, err
 	}
@@ -384,6 +391,7 @@ func (l *Listener) accept(ctx context.Context, req *rdmacm.Request) (_ *Conn, er
 		}
 	}()
 	c.saveData(cd)
+	c.holdSends = c.msgSend // the initiator sends first on iWARP (see holdSends)
 	p := req.Param
 	p.PrivateData = c.localData()
 	if err := id.Accept(&p); err != nil {

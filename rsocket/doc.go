@@ -41,6 +41,21 @@
 // carry no buffers. Four send WQEs are kept for control messages. Sizes and
 // defaults are librdmacm's (Options).
 //
+// iWARP (siw) has no immediate data; on an iWARP device (node type RNIC) a
+// connection uses librdmacm's message-send mode (RS_OPT_MSG_SEND), as C
+// rsockets on that device do: a message with bytes (DATA, SGL publishing a
+// half, IOMAP_SGL) is a plain RDMA WRITE followed by a 4-byte inline SEND
+// of the message word (in the sender's byte order), a message without (a
+// credit alone, CTRL) that SEND alone. Each receive has a 4-byte slot after
+// the receive buffer, in its registration, where the word lands. A message
+// takes two send WQEs, a credit publishing a half two control slots; inline
+// data is at least 4 bytes, and Dial connects with initiator depth 1. An
+// accepted iWARP connection sends nothing until the initiator's first
+// message has arrived (MPA's rule, which siw's initiator enforces by failing
+// the connection; librdmacm does not wait, and C against C met no such
+// failure in 15 lab tries): its first credits, data and control messages
+// wait for that.
+//
 // # Waiting
 //
 // A blocked Read or Write first polls the CQ itself for Options.PollTime.

@@ -103,14 +103,14 @@ func (c *Conn) keepAlive(gen uint64) {
 			return
 		}
 	}
-	if c.connected && c.rx.ctrlSeqno != c.rx.ctrlMaxSeqno {
+	if c.connected && !c.holdSends && c.rx.ctrlSeqno != c.rx.ctrlMaxSeqno {
 		c.rx.ctrlSeqno++
 		m := msg(opCtrl, ctrlKeepalive)
 		// librdmacm addresses the probe at address 0 with key 0, which a responder must not check for a
 		// zero-length WRITE; the peer's target SGL array with its key is valid on any responder, and the
 		// peer cannot tell the difference (no bytes, no receive).
 		c.swr[0] = uverbs.SendWR{WRID: uint64(m), Opcode: uverbs.WRRDMAWrite, RemoteAddr: c.remoteSGL.Addr, RKey: c.remoteSGL.Key}
-		if _, err := c.qp.PostSend(c.swr[:]); err != nil {
+		if _, err := c.qp.PostSend(c.swr[:1]); err != nil {
 			c.fail(fmt.Errorf("rsocket: keepalive probe: %w", err))
 		} else {
 			c.kaSent++

@@ -36,14 +36,15 @@ type sizes struct {
 	tl         int // target SGL array and iomap table, bytes
 	inline     int
 	iomap      int
+	msgSend    bool // message-send mode (iWARP): see setMsgSend
 }
 
-// pinned is the number of bytes the connection registers: the send ring with its control slots, the receive
-// buffer and the target SGL array, each rounded up to whole pages as AllocBuffer maps them.
+// pinned is the number of bytes the connection registers: the send ring with its control slots (and message
+// word), the receive buffer (and receive slots) and the target SGL array, each rounded up to whole pages as AllocBuffer maps them.
 func (s sizes) pinned() uint64 {
 	pg := uint64(unix.Getpagesize())
 	up := func(n int) uint64 { return (uint64(n) + pg - 1) / pg * pg }
-	return up(s.sbuf+ctrlSlots*sgeLen) + up(s.rbuf) + up(s.tl)
+	return up(s.sbufTotal()) + up(s.rbufTotal()) + up(s.tl)
 }
 
 // plan turns Options into the sizes of a connection on a device with attr, as librdmacm does, and checks
@@ -118,4 +119,36 @@ func (s sizes) checkMemory(dev string) error {
 		return le
 	}
 	return nil
+}
+
+// setMsgSend makes s message-send mode's (librdmacm's RS_OPT_MSG_SEND, which rs_create_ep chooses on an iWARP
+// device): inline data of at least the message word (as librdmacm since rdma-core 51 (commit fc82b150b); 44 refused a smaller
+// inline size with ENOTSUP), a 4-byte receive slot per receive after the receive buffer, registered with it,
+// and the message word's place after the control slots.
+func (s *sizes) setMsgSend(dev string, attr *uverbs.DeviceAttr) error {
+	s.msgSend = true
+	s.inline = max(s.inline, msgWordLen)
+	if attr != nil && attr.MaxMRSize > 0 && uint64(s.rbufTotal()) > attr.MaxMRSize {
+		return &LimitError{Option: "RecvBuffer", Value: uint64(s.rbufTotal()), Limit: attr.MaxMRSize,
+			What: "the device's max_mr_size (" + dev + ")", Err: unix.EINVAL}
+	}
+	return nil
+}
+
+// sbufTotal is the send buffer's registered size: the ring, the control slots and, in message-send mode, the
+// message word.
+func (s sizes) sbufTotal() int {
+	n := s.sbuf + ctrlSlots*sgeLen
+	if s.msgSend {
+		n += msgWordLen
+	}
+	return n
+}
+
+// rbufTotal is the receive buffer's registered size: the buffer and, in message-send mode, the receive slots.
+func (s sizes) rbufTotal() int {
+	if s.msgSend {
+		return s.rbuf + int(s.rq)*msgWordLen
+	}
+	return s.rbuf
 }

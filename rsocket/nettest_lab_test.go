@@ -18,36 +18,55 @@ import (
 
 // makePipe is a nettest.MakePipe over rsocket on the lab's rxe netdev: a listener on a port the kernel picks,
 // one connection dialed to it; stop closes both ends and the listener. With acceptorFirst, c1 is the accepted end.
-func makePipe(acceptorFirst bool) nettest.MakePipe {
+// Where siw loses a connection's first message (firstMessageLost) a pipe that stalled so is made again.
+func makePipe(t *testing.T, acceptorFirst bool) nettest.MakePipe {
 	return func() (c1, c2 net.Conn, stop func(), err error) {
-		ln, err := rsocket.Listen("rdma", net.JoinHostPort(labIP, "0"))
-		if err != nil {
-			return nil, nil, nil, err
+		for attempt := 0; ; attempt++ {
+			c1, c2, stop, err = makePipeOnce(acceptorFirst)
+			if err != nil || attempt == siwRaceReruns {
+				return c1, c2, stop, err
+			}
+			lost, err := firstMessageLostErr(t, c1, c2)
+			if err != nil {
+				stop()
+				return nil, nil, nil, err
+			}
+			if !lost {
+				return c1, c2, stop, nil
+			}
+			stop()
 		}
-		ch := acceptOne(ln)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		d, err := rsocket.DialContext(ctx, "rdma", ln.Addr().String())
-		if err != nil {
-			ln.Close()
-			return nil, nil, nil, err
-		}
-		a := <-ch
-		if a.err != nil {
-			d.Close()
-			ln.Close()
-			return nil, nil, nil, a.err
-		}
-		stop = func() {
-			d.Close()
-			a.c.Close()
-			ln.Close()
-		}
-		if acceptorFirst {
-			return a.c, d, stop, nil
-		}
-		return d, a.c, stop, nil
 	}
+}
+
+func makePipeOnce(acceptorFirst bool) (c1, c2 net.Conn, stop func(), err error) {
+	ln, err := rsocket.Listen("rdma", net.JoinHostPort(labIP, "0"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ch := acceptOne(ln)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := rsocket.DialContext(ctx, "rdma", ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	a := <-ch
+	if a.err != nil {
+		d.Close()
+		ln.Close()
+		return nil, nil, nil, a.err
+	}
+	stop = func() {
+		d.Close()
+		a.c.Close()
+		ln.Close()
+	}
+	if acceptorFirst {
+		return a.c, d, stop, nil
+	}
+	return d, a.c, stop, nil
 }
 
 // TestLabNettest runs golang.org/x/net/nettest's net.Conn conformance suite (basic I/O, ping-pong, racy
@@ -57,15 +76,15 @@ func TestLabNettest(t *testing.T) {
 	labtest.Require(t)
 	// nettest may miss a race in one run (its doc: false negatives are possible): three rounds.
 	for round := range 3 {
-		t.Run(fmt.Sprintf("Dialer%d", round), func(t *testing.T) { nettest.TestConn(t, makePipe(false)) })
-		t.Run(fmt.Sprintf("Acceptor%d", round), func(t *testing.T) { nettest.TestConn(t, makePipe(true)) })
+		t.Run(fmt.Sprintf("Dialer%d", round), func(t *testing.T) { nettest.TestConn(t, makePipe(t, false)) })
+		t.Run(fmt.Sprintf("Acceptor%d", round), func(t *testing.T) { nettest.TestConn(t, makePipe(t, true)) })
 	}
 }
 
 // pipe is a connected pair (dialer first), stopped when the test ends.
 func pipe(t *testing.T) (c1, c2 net.Conn) {
 	t.Helper()
-	c1, c2, stop, err := makePipe(false)()
+	c1, c2, stop, err := makePipe(t, false)()
 	if err != nil {
 		t.Fatal(err)
 	}

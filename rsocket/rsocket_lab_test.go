@@ -32,24 +32,100 @@ const labIP = "10.233.0.1"
 
 func hostPort(port int) string { return net.JoinHostPort(labIP, fmt.Sprint(port)) }
 
+// listenAddr is where the tests listen on port: every address (":port", the dual-stack wildcard "::") on rxe;
+// on siw the lab's address, since siw's iWARP listener on "::" takes no IPv4 connection: measured on 6.12, a
+// connection to 10.233.0.1 is refused by goverbs' rstream -b :: and fails with C rstream -b :: too (the C
+// client: "rpoll: Operation now in progress"), while both serve with -b 0.0.0.0.
+func listenAddr(port int) string {
+	if labtest.Provider() == "siw" {
+		return hostPort(port)
+	}
+	return fmt.Sprintf(":%d", port)
+}
+
+// siwLosesFirstMessage is whether the lab runs siw on a kernel whose siw loses a connection's first message
+// now and then (7.3.4: docs/kernels.md 11): the initiator's first FPDU, arriving right after the passive
+// side's MPA reply, stays in the passive side's socket until the connection closes, so the connection never
+// moves.
+func siwLosesFirstMessage() bool {
+	return labtest.Provider() == "siw" && labtest.Kernel().AtLeast(7, 3)
+}
+
+// siwRaceReruns bounds the new connections made for one that met siw's lost first message (5 of nettest's 66
+// connections in one run on 7.3.4): eleven in a row are a chance of about 1e-12.
+const siwRaceReruns = 10
+
+// firstMessageLost checks a new connection (d dialed, a accepted) where siwLosesFirstMessage: one byte each
+// way within 10 s (milliseconds when nothing is lost). It returns true when the connection stalled that way,
+// the symptom of siw's lost first message, after a note; any other failure fails t. The deadlines are cleared
+// and the bytes read, so the connection is as the test wants it, only warm.
+func firstMessageLost(t testing.TB, d, a net.Conn) bool {
+	t.Helper()
+	lost, err := firstMessageLostErr(t, d, a)
+	if err != nil {
+		t.Fatalf("first round trip of a new connection: %v", err)
+	}
+	return lost
+}
+
+// firstMessageLostErr is firstMessageLost returning the other failures (for callers outside t's goroutine).
+func firstMessageLostErr(t testing.TB, d, a net.Conn) (bool, error) {
+	if !siwLosesFirstMessage() {
+		return false, nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	d.SetDeadline(deadline)
+	a.SetDeadline(deadline)
+	b := make([]byte, 1)
+	_, err := d.Write([]byte{1})
+	if err == nil {
+		_, err = io.ReadFull(a, b)
+	}
+	if err == nil {
+		_, err = a.Write([]byte{2})
+	}
+	if err == nil {
+		_, err = io.ReadFull(d, b)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		labtest.Note(t, "a new connection moved nothing in 10 s (siw's lost first message, docs/kernels.md 11): connecting again")
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	d.SetDeadline(time.Time{})
+	a.SetDeadline(time.Time{})
+	return false, nil
+}
+
 // pair listens on port and returns a connected (client, server) pair.
 func pair(t *testing.T, port int) (net.Conn, net.Conn, net.Listener) {
 	t.Helper()
-	ln, err := rsocket.Listen("rdma", fmt.Sprintf(":%d", port))
+	ln, err := rsocket.Listen("rdma", listenAddr(port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	ch := acceptOne(ln)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := rsocket.DialContext(ctx, "rdma", hostPort(port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := <-ch
-	if s.err != nil {
-		t.Fatal(s.err)
+	var c net.Conn
+	var s acceptResult
+	for attempt := 0; ; attempt++ {
+		ch := acceptOne(ln)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c, err = rsocket.DialContext(ctx, "rdma", hostPort(port))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = <-ch
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+		if attempt == siwRaceReruns || !firstMessageLost(t, c, s.c) {
+			break
+		}
+		c.Close()
+		s.c.Close()
 	}
 	t.Cleanup(func() {
 		for _, x := range []net.Conn{c, s.c} {
@@ -212,7 +288,7 @@ func TestLabDeadlineClose(t *testing.T) {
 func TestLabConcurrent(t *testing.T) {
 	labtest.Require(t)
 	const n = 8
-	ln, err := rsocket.Listen("rdma", ":20404")
+	ln, err := rsocket.Listen("rdma", listenAddr(20404))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +326,7 @@ func TestLabConcurrent(t *testing.T) {
 
 func TestLabHTTP(t *testing.T) {
 	labtest.Require(t)
-	ln, err := rsocket.Listen("rdma", ":20405")
+	ln, err := rsocket.Listen("rdma", listenAddr(20405))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,64 +454,92 @@ func TestLabRstreamInterop(t *testing.T) {
 			port++
 			name := fmt.Sprintf("S%d_C%d_I%d_%s", tc.size, tc.count, tc.iters, map[bool]string{false: "Cserver", true: "Goserver"}[goServer])
 			t.Run(name, func(t *testing.T) {
-				args := []string{"-p", fmt.Sprint(port), "-S", fmt.Sprint(tc.size), "-C", fmt.Sprint(tc.count),
-					"-I", fmt.Sprint(tc.iters), "-T", "v"}
-				args = append(args, tc.extra...)
-				var cmd *exec.Cmd
-				var goErr error
-				var out bytes.Buffer
-				if goServer {
-					ln, err := rsocket.Listen("rdma", fmt.Sprintf(":%d", port))
-					if err != nil {
-						t.Fatal(err)
+				for attempt := 0; ; attempt++ {
+					// A new port for each attempt: a stalled one's C side is killed, its port left alone.
+					if !rstreamPairOnce(t, port+1000*attempt, goServer, tc.size, tc.count, tc.iters, tc.extra) || attempt == siwRaceReruns {
+						return
 					}
-					defer ln.Close()
-					cmd = exec.Command("rstream", append([]string{"-s", labIP}, args...)...)
-					cmd.Stdout, cmd.Stderr = &out, &out
-					if err := cmd.Start(); err != nil {
-						t.Fatal(err)
-					}
-					c, err := ln.Accept()
-					if err != nil {
-						t.Fatal(err)
-					}
-					goErr = rstreamGo(c, false, tc.size, tc.count, tc.iters)
-					if err := c.Close(); err != nil {
-						t.Errorf("close: %v", err)
-					}
-				} else {
-					cmd = exec.Command("rstream", append([]string{"-b", labIP}, args...)...)
-					cmd.Stdout, cmd.Stderr = &out, &out
-					if err := cmd.Start(); err != nil {
-						t.Fatal(err)
-					}
-					if err := interop.WaitCMListening(labtest.Device(), uint16(port), 30*time.Second); err != nil {
-						cmd.Process.Kill()
-						cmd.Wait()
-						t.Fatal(err)
-					}
-					c, err := rsocket.Dial("rdma", hostPort(port))
-					if err != nil {
-						cmd.Process.Kill()
-						cmd.Wait()
-						t.Fatal(err)
-					}
-					goErr = rstreamGo(c, true, tc.size, tc.count, tc.iters)
-					if err := c.Close(); err != nil {
-						t.Errorf("close: %v", err)
-					}
-				}
-				waitExit(t, cmd, "rstream", &out, 60*time.Second)
-				if goErr != nil {
-					t.Errorf("Go side: %v", goErr)
-				}
-				t.Logf("rstream %s:\n%s", strings.Join(cmd.Args[1:], " "), out.String())
-				if !strings.Contains(out.String(), "custom") {
-					t.Errorf("no result line from rstream")
+					labtest.Note(t, "%s: the pair stalled after connecting (siw's lost first message, docs/kernels.md 11), running it again", name)
 				}
 			})
 		}
 	}
+}
+
+// rstreamPairOnce runs rstreamGo against C rstream (goServer: Go listens) on port. It returns true, after
+// killing the C side, when the pair stalled as siw's lost first message makes it (siwLosesFirstMessage: the Go
+// side's 60 s deadline passed, and rstream printed no result); every other outcome is checked here.
+func rstreamPairOnce(t *testing.T, port int, goServer bool, size, count, iters int, extra []string) (stalled bool) {
+	args := []string{"-p", fmt.Sprint(port), "-S", fmt.Sprint(size), "-C", fmt.Sprint(count),
+		"-I", fmt.Sprint(iters), "-T", "v"}
+	args = append(args, extra...)
+	var cmd *exec.Cmd
+	var goErr error
+	var out labtest.SyncBuffer
+	// Where siw may lose the first message, the Go side gets a deadline: a stalled pair ends instead of hanging.
+	bound := func(c net.Conn) {
+		if siwLosesFirstMessage() {
+			c.SetDeadline(time.Now().Add(60 * time.Second))
+		}
+	}
+	if goServer {
+		ln, err := rsocket.Listen("rdma", listenAddr(port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		cmd = exec.Command("rstream", append([]string{"-s", labIP}, args...)...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound(c)
+		goErr = rstreamGo(c, false, size, count, iters)
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	} else {
+		cmd = exec.Command("rstream", append([]string{"-b", labIP}, args...)...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := interop.WaitCMListening(labtest.Device(), uint16(port), 30*time.Second); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal(err)
+		}
+		c, err := rsocket.Dial("rdma", hostPort(port))
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal(err)
+		}
+		bound(c)
+		goErr = rstreamGo(c, true, size, count, iters)
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	if siwLosesFirstMessage() && errors.Is(goErr, os.ErrDeadlineExceeded) && !strings.Contains(out.String(), "custom") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Logf("stalled: Go side %v; rstream %s:\n%s", goErr, strings.Join(cmd.Args[1:], " "), out.String())
+		return true
+	}
+	waitExit(t, cmd, "rstream", &out, 60*time.Second)
+	if goErr != nil {
+		t.Errorf("Go side: %v", goErr)
+	}
+	t.Logf("rstream %s:\n%s", strings.Join(cmd.Args[1:], " "), out.String())
+	if !strings.Contains(out.String(), "custom") {
+		t.Errorf("no result line from rstream")
+	}
+	return false
 }
 
 // TestLabNoLeak: many connections opened and closed leave no goroutines behind.
@@ -462,7 +566,9 @@ func TestLabNoLeak(t *testing.T) {
 
 // hostileDial connects to an rsocket listener with a raw rdma_cm RC
 // connection that presents valid rsockets connection data, and returns it
-// with a function that sends one zero-length WRITE WITH IMM.
+// with a function that sends one message: a zero-length WRITE WITH IMM, or
+// on siw (iWARP has no immediate data) a 4-byte inline SEND of the message
+// word in host order, as librdmacm's message-send mode does.
 func hostileDial(t *testing.T, port int) func(imm uint32) bool {
 	t.Helper()
 	var mr *uverbs.MR
@@ -474,7 +580,7 @@ func hostileDial(t *testing.T, port int) func(imm uint32) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := rdmacm.Dial(ctx, netip.MustParseAddrPort(hostPort(port)), &rdmacm.Options{
-		Cap:         uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1},
+		Cap:         uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 4},
 		PrivateData: priv,
 		Setup: func(c *rdmacm.Conn) error {
 			var err error
@@ -491,6 +597,12 @@ func hostileDial(t *testing.T, port int) func(imm uint32) bool {
 			binary.BigEndian.PutUint32(priv[32:], mr.RKey())
 			binary.BigEndian.PutUint32(priv[36:], 1024)
 			wrs := make([]uverbs.RecvWR, 64)
+			if labtest.Provider() == "siw" {
+				// The rsocket's messages are 4-byte SENDs there: each receive needs room for the word.
+				for i := range wrs {
+					wrs[i].SGL = []uverbs.SGE{mr.SGE(3500, 4)}
+				}
+			}
 			_, err = c.QP().PostRecv(wrs)
 			return err
 		},
@@ -504,11 +616,16 @@ func hostileDial(t *testing.T, port int) func(imm uint32) bool {
 		buf.Close()
 	})
 	wr := []uverbs.SendWR{{Opcode: uverbs.WRRDMAWriteWithImm, Flags: uverbs.SendSignaled}}
+	msgSend := labtest.Provider() == "siw"
+	if msgSend {
+		wr[0] = uverbs.SendWR{Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled | uverbs.SendInline, SGL: []uverbs.SGE{mr.SGE(4000, 4)}}
+	}
 	wc := make([]uverbs.WC, 16)
 	// send returns false once a send does not complete: after a violation the
 	// rsocket moves its QP to the error state and stops acknowledging.
 	return func(imm uint32) bool {
 		wr[0].Imm = imm
+		binary.NativeEndian.PutUint32(buf.Bytes()[4000:], imm)
 		if _, err := c.QP().PostSend(wr); err != nil {
 			t.Fatal(err)
 		}
@@ -552,7 +669,7 @@ func TestLabHostile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			port := 20440 + i
-			ln, err := rsocket.Listen("rdma", fmt.Sprintf(":%d", port))
+			ln, err := rsocket.Listen("rdma", listenAddr(port))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -571,6 +688,12 @@ func TestLabHostile(t *testing.T) {
 			for _, imm := range tc.imms {
 				if !send(imm) {
 					break
+				}
+				if labtest.Provider() == "siw" {
+					// iWARP has no RNR retry: a SEND finding no receive posted terminates the connection
+					// (no EPROTO to see), so the rsocket takes each message as it comes and reposts its
+					// receive; it reads nothing, so it grants no further credits.
+					rsocket.DebugProcess(c)
 				}
 			}
 			// Let the connection process everything without reading (so it grants no further
@@ -669,7 +792,7 @@ func BenchmarkLabRsocket(b *testing.B) {
 	labtest.Require(b)
 	for i, size := range []int{64, 4096, 65536, 1 << 20} {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			ln, err := rsocket.Listen("rdma", fmt.Sprintf(":%d", 20460+i))
+			ln, err := rsocket.Listen("rdma", listenAddr(20460+i))
 			if err != nil {
 				b.Fatal(err)
 			}

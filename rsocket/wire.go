@@ -23,7 +23,9 @@ const (
 	maxTransfer   = 65536     // RS_MAX_TRANSFER
 	qpMinSize     = 16        // RS_QP_MIN_SIZE
 	qpMaxSize     = 0xFFFE    // RS_QP_MAX_SIZE
-	recvWRIDFlag  = 1 << 63
+	recvWRIDFlag  = 1 << 63   // RS_WR_ID_FLAG_RECV
+	msgSendFlag   = 1 << 62   // RS_WR_ID_FLAG_MSG_SEND: the wr_id of the SEND that follows a WRITE in message-send mode
+	msgWordLen    = 4         // RS_MSG_SIZE: the message word a SEND carries in message-send mode
 	msgDataMask   = 0x1FFFFFFF
 	ctrlDisc      = 0 // RS_CTRL_DISCONNECT
 	ctrlKeepalive = 1 // RS_CTRL_KEEPALIVE
@@ -42,6 +44,23 @@ const (
 func msg(op, data uint32) uint32 { return op<<29 | data&msgDataMask }
 func msgOp(m uint32) uint32      { return m >> 29 }
 func msgData(m uint32) uint32    { return m & msgDataMask }
+
+// putMsgWord writes the message word m as a SEND of message-send mode
+// carries it: in the sender's own byte order, as librdmacm sends the 32-bit
+// value it would otherwise put in the immediate (rs_post_msg,
+// rs_post_write_msg).
+func putMsgWord(b []byte, m uint32) { binary.NativeEndian.PutUint32(b, m) }
+
+// getMsgWord reads a message word a peer's SEND left in a receive slot. The
+// word is in the sender's byte order: senderBE is the peer's NET flag.
+// librdmacm reads it in its own order (rs_poll_cq), which is the same
+// whenever the two hosts agree, the only case where C to C works.
+func getMsgWord(b []byte, senderBE bool) uint32 {
+	if senderBE {
+		return binary.BigEndian.Uint32(b)
+	}
+	return binary.LittleEndian.Uint32(b)
+}
 
 // ErrProtocol is what a connection fails with when the peer breaks the rsockets
 // protocol (an unknown message, more data than it was given room or credits
@@ -148,6 +167,10 @@ type rx struct {
 	remoteSGE               int // entry of the peer's target SGL array we publish into next
 	remoteSGLLen            int // number of entries (2)
 
+	// msgSend is librdmacm's RS_OPT_MSG_SEND (iWARP): a credit message that publishes
+	// a receive half is two work requests (a WRITE and a SEND) and takes two control slots.
+	msgSend bool
+
 	discReceived bool // CTRL DISCONNECT
 	shutReceived bool // CTRL SHUTDOWN
 	iomapUpdates int  // IOMAP_SGL messages seen (nothing to do on them)
@@ -238,15 +261,19 @@ func (r *rx) read(p []byte, rbuf []byte) int {
 
 // creditsDue is rs_give_credits without the connected check: half the
 // buffer is free to publish, or the peer is at or past its message credit, and
-// a control slot is free.
+// a control slot is free (two in message-send mode, whichever message it is).
 func (r *rx) creditsDue() bool {
-	return (r.bytesAvail >= r.rbufSize/2 || int16(r.rseqNo-r.rseqComp) >= 0) && r.ctrlSeqno != r.ctrlMaxSeqno
+	due := r.bytesAvail >= r.rbufSize/2 || int16(r.rseqNo-r.rseqComp) >= 0
+	if r.msgSend {
+		return due && int32(r.ctrlSeqno+1-r.ctrlMaxSeqno) < 0
+	}
+	return due && r.ctrlSeqno != r.ctrlMaxSeqno
 }
 
-// credit is one credit message to send (rs_send_credits): imm for a
-// zero-length WRITE WITH IMM, or, with publish, for a write of the 16-byte
-// SGE {rbuf+offset, rkey, rbufSize/2} to entry sgeIndex of the peer's target
-// SGL array.
+// credit is one credit message to send (rs_send_credits): the message imm
+// alone (a zero-length WRITE WITH IMM; in message-send mode a SEND of the
+// word), or, with publish, with a write of the 16-byte SGE {rbuf+offset,
+// rkey, rbufSize/2} to entry sgeIndex of the peer's target SGL array.
 type credit struct {
 	imm      uint32
 	publish  bool
@@ -263,6 +290,9 @@ func (r *rx) takeCredit() credit {
 	r.granted = r.rseqNo + r.rqSize
 	c.imm = msg(opSGL, uint32(r.rseqNo)+uint32(r.rqSize))
 	if r.bytesAvail >= r.rbufSize/2 {
+		if r.msgSend {
+			r.ctrlSeqno++ // the WRITE of the SGE and the SEND of the message word
+		}
 		c.publish, c.offset, c.sgeIndex = true, r.freeOffset, r.remoteSGE
 		r.bytesAvail -= r.rbufSize / 2
 		if r.freeOffset += r.rbufSize / 2; r.freeOffset >= r.rbufSize {

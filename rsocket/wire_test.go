@@ -182,3 +182,59 @@ func FuzzRx(f *testing.F) {
 		}
 	})
 }
+
+// TestMsgWord: message-send mode's SEND carries the 32-bit message word in the sender's byte order
+// (librdmacm sends the host-order value it would put in the immediate); the receiver reads it in the
+// sender's order, which its NET flag says.
+func TestMsgWord(t *testing.T) {
+	m := msg(opSGL, 0x12345)
+	b := make([]byte, msgWordLen)
+	putMsgWord(b, m)
+	want := []byte{0x45, 0x23, 0x01, 0x80} // 0x80012345 little-endian
+	if hostBigEndian {
+		want = []byte{0x80, 0x01, 0x23, 0x45}
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatalf("putMsgWord(%#x) = %x, want %x", m, b, want)
+	}
+	if got := getMsgWord(b, hostBigEndian); got != m {
+		t.Fatalf("getMsgWord of our own word = %#x, want %#x", got, m)
+	}
+	if got := getMsgWord([]byte{0xe0, 0, 0, 2}, true); got != msg(opCtrl, ctrlShutdown) {
+		t.Fatalf("a big-endian sender's CTRL SHUTDOWN read as %#x", got)
+	}
+	if got := getMsgWord([]byte{0, 0x10, 0, 0}, false); got != msg(opData, 4096) {
+		t.Fatalf("a little-endian sender's DATA 4096 read as %#x", got)
+	}
+}
+
+// TestRxCreditsMsgSend: in message-send mode a credit needs two free control slots (rs_2ctrl_avail), and one
+// that publishes a half takes both (its WRITE and its SEND); one that does not takes one.
+func TestRxCreditsMsgSend(t *testing.T) {
+	const size = 8192
+	r := newRx(size, 16)
+	r.msgSend = true
+	c := r.takeCredit()
+	if !c.publish || r.ctrlSeqno != 2 {
+		t.Fatalf("first credit %+v took %d control slots, want a publishing one taking 2", c, r.ctrlSeqno)
+	}
+	// The peer used its credits without our reading a byte: a credit is due without a half to publish.
+	r.rseqNo = r.rseqComp
+	if c := r.takeCredit(); c.publish || r.ctrlSeqno != 3 {
+		t.Fatalf("second credit %+v, control slots taken %d; want no publishing, 3", c, r.ctrlSeqno)
+	}
+	// One slot left of four: due without message-send mode, not with it.
+	r.rseqNo = r.rseqComp
+	r.msgSend = false
+	if !r.creditsDue() {
+		t.Fatal("one free control slot: no credit due even without message-send mode")
+	}
+	r.msgSend = true
+	if r.creditsDue() {
+		t.Fatalf("credit due with one free control slot in message-send mode (%d/%d)", r.ctrlSeqno, r.ctrlMaxSeqno)
+	}
+	r.ctrlMaxSeqno++ // a credit's completion
+	if !r.creditsDue() {
+		t.Fatalf("no credit due with two free control slots (%d/%d)", r.ctrlSeqno, r.ctrlMaxSeqno)
+	}
+}
