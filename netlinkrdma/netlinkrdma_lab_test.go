@@ -17,19 +17,39 @@ import (
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
-// TestLabLibrary checks netlinkrdma against the lab's kernel (rxe0 on
+// labLink describes the lab's software device and the links the tests add beside it: rxe0 (Soft-RoCE) or, in
+// the lab run with -provider siw, siw0 (Soft-iWARP), both on veth0 with veth1 free.
+type labLink struct {
+	dev      string               // the lab's device
+	typ      string               // its link type
+	extra    string               // the name of a link the tests add on veth1 and delete
+	nodeType netlinkrdma.NodeType // what the kernel reports
+	protocol string               // the device's protocol
+	driver   netlinkrdma.DriverID // its uverbs driver
+	abi      uint64               // the driver's uverbs ABI version
+}
+
+func lab() labLink {
+	if labtest.Provider() == "siw" {
+		return labLink{labtest.Device(), netlinkrdma.LinkTypeSIW, "siw9", netlinkrdma.NodeTypeRNIC, "iw", netlinkrdma.DriverSIW, 1}
+	}
+	return labLink{labtest.Device(), netlinkrdma.LinkTypeRXE, "rxe9", netlinkrdma.NodeTypeCA, "roce", netlinkrdma.DriverRXE, 2}
+}
+
+// TestLabLibrary checks netlinkrdma against the lab's kernel (rxe0 or siw0 on
 // veth0, veth1 free): discovery against sysfs and /dev, typed errors for
 // what the kernel refuses, link add and delete.
 func TestLabLibrary(t *testing.T) {
 	c := dialLinkLab(t)
-	d, err := c.Device("rxe0")
+	l := lab()
+	d, err := c.Device(l.dev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.NodeType != netlinkrdma.NodeTypeCA || d.NumPorts != 1 || d.Protocol != "roce" {
-		t.Errorf("rxe0: %+v", d)
+	if d.NodeType != l.nodeType || d.NumPorts != 1 || d.Protocol != l.protocol {
+		t.Errorf("%s: %+v", l.dev, d)
 	}
-	guid, err := os.ReadFile("/sys/class/infiniband/rxe0/node_guid")
+	guid, err := os.ReadFile("/sys/class/infiniband/" + l.dev + "/node_guid")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +67,7 @@ func TestLabLibrary(t *testing.T) {
 	if unix.Major(st.Rdev) != cd.Major || unix.Minor(st.Rdev) != cd.Minor {
 		t.Errorf("%s: stat says %d:%d, netlink %d:%d", cd.Name, unix.Major(st.Rdev), unix.Minor(st.Rdev), cd.Major, cd.Minor)
 	}
-	if cd.DriverID != netlinkrdma.DriverRXE || cd.ABI != 2 {
+	if cd.DriverID != l.driver || cd.ABI != l.abi {
 		t.Errorf("uverbs chardev: %+v", cd)
 	}
 	if _, err := c.Chardev(d.Index, "bogus"); err == nil {
@@ -63,14 +83,24 @@ func TestLabLibrary(t *testing.T) {
 		t.Errorf("system: %+v, %v", s, err)
 	}
 	sum, err := c.ResourceSummaries()
-	if err != nil || len(sum) == 0 || sum[0].DevName != "rxe0" {
+	if err != nil || len(sum) == 0 || sum[0].DevName != l.dev {
 		t.Errorf("resource summaries: %+v, %v", sum, err)
 	}
 	qps, err := c.QPs(netlinkrdma.ResQuery{DevIndex: d.Index})
-	if err != nil || len(qps) == 0 || qps[0].Type.String() != "GSI" || qps[0].KernelName == "" {
+	if l.typ == netlinkrdma.LinkTypeSIW {
+		// iWARP has no management datagrams: ib_core creates no GSI QP (QP1) on siw0, and nothing else holds one.
+		if err != nil || len(qps) != 0 {
+			t.Errorf("qps on %s: want none (no GSI QP on iWARP), got %+v, %v", l.dev, qps, err)
+		}
+	} else if err != nil || len(qps) == 0 || qps[0].Type.String() != "GSI" || qps[0].KernelName == "" {
 		t.Errorf("qps: %+v, %v", qps, err)
 	}
-	if _, err := c.PortStats(d.Index, 1); err != nil {
+	if _, err := c.PortStats(d.Index, 1); l.typ == netlinkrdma.LinkTypeSIW {
+		// siw has no hardware counters (no alloc_hw_port_stats): the kernel refuses the port's statistics.
+		if !errors.Is(err, unix.EINVAL) {
+			t.Errorf("port statistics of %s/1: want EINVAL (siw keeps no port counters), got %v", l.dev, err)
+		}
+	} else if err != nil {
 		t.Error(err)
 	}
 
@@ -78,25 +108,25 @@ func TestLabLibrary(t *testing.T) {
 		name, typ, netdev string
 		want              error
 	}{
-		{"rxe9", "rxe", "veth0", unix.EEXIST},
-		{"rxe9", "rxe", "nosuch0", unix.ENODEV},
-		{"rxe9", "bogus", "veth1", unix.EINVAL},
+		{l.extra, l.typ, "veth0", unix.EEXIST}, // rxe and siw both take a netdev once
+		{l.extra, l.typ, "nosuch0", unix.ENODEV},
+		{l.extra, "bogus", "veth1", unix.EINVAL},
 	} {
 		err := c.LinkAdd(tc.name, tc.typ, tc.netdev)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("LinkAdd(%s, %s, %s): want %v, got %v", tc.name, tc.typ, tc.netdev, tc.want, err)
 		}
 	}
-	if err := c.LinkAdd("rxe9", "rxe", "veth1"); err != nil {
+	if err := c.LinkAdd(l.extra, l.typ, "veth1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Device("rxe9"); err != nil {
+	if _, err := c.Device(l.extra); err != nil {
 		t.Error(err)
 	}
-	if err := c.LinkDel("rxe9"); err != nil {
+	if err := c.LinkDel(l.extra); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.LinkDel("rxe9"); !errors.Is(err, unix.ENODEV) {
+	if err := c.LinkDel(l.extra); !errors.Is(err, unix.ENODEV) {
 		t.Errorf("deleting a deleted link: want ENODEV, got %v", err)
 	}
 }
@@ -110,13 +140,14 @@ func TestLabUnprivileged(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		if _, err := c.Device("rxe0"); err != nil {
+		l := lab()
+		if _, err := c.Device(l.dev); err != nil {
 			t.Errorf("listing devices needs no privilege: %v", err)
 		}
-		if err := c.LinkAdd("rxe9", netlinkrdma.LinkTypeRXE, "veth1"); !errors.Is(err, unix.EPERM) {
+		if err := c.LinkAdd(l.extra, l.typ, "veth1"); !errors.Is(err, unix.EPERM) {
 			t.Errorf("LinkAdd without CAP_NET_ADMIN: want EPERM, got %v", err)
 		}
-		if err := c.LinkDel("rxe0"); !errors.Is(err, unix.EPERM) {
+		if err := c.LinkDel(l.dev); !errors.Is(err, unix.EPERM) {
 			t.Errorf("LinkDel without CAP_NET_ADMIN: want EPERM, got %v", err)
 		}
 		if err := c.SetDeviceName(0, "foo"); !errors.Is(err, unix.EPERM) {
@@ -148,7 +179,7 @@ func TestLabUnprivileged(t *testing.T) {
 }
 
 // TestLabMonitor subscribes to device events and adds and deletes an rxe
-// link: on kernels with monitor mode (6.12+) the events name the device,
+// (or siw) link: on kernels with monitor mode (6.12+) the events name the device,
 // its port and its netdev; on 6.1 the kernel reports no monitor mode and
 // sends nothing. Cancellation and Close end a waiting Next.
 func TestLabMonitor(t *testing.T) {
@@ -169,11 +200,12 @@ func TestLabMonitor(t *testing.T) {
 	}
 	cancel()
 
-	t.Cleanup(func() { c.LinkDel("rxe9") })
-	if err := c.LinkAdd("rxe9", netlinkrdma.LinkTypeRXE, "veth1"); err != nil {
+	l := lab()
+	t.Cleanup(func() { c.LinkDel(l.extra) })
+	if err := c.LinkAdd(l.extra, l.typ, "veth1"); err != nil {
 		t.Fatal(err)
 	}
-	d, err := c.Device("rxe9")
+	d, err := c.Device(l.extra)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +213,7 @@ func TestLabMonitor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.LinkDel("rxe9"); err != nil {
+	if err := c.LinkDel(l.extra); err != nil {
 		t.Fatal(err)
 	}
 	if !s.Monitor {
@@ -205,7 +237,7 @@ func TestLabMonitor(t *testing.T) {
 		if err != nil {
 			t.Fatalf("after %+v: %v", seen, err)
 		}
-		if e.DevName == "rxe9" || e.DevIndex == d.Index {
+		if e.DevName == l.extra || e.DevIndex == d.Index {
 			seen = append(seen, e)
 		}
 	}
@@ -243,13 +275,13 @@ func TestLabMonitor(t *testing.T) {
 	}
 }
 
-// dialLinkLab is the start of a test that adds and deletes rxe links: it
+// dialLinkLab is the start of a test that adds and deletes rxe (or siw) links: it
 // runs only in the lab VM, and gets a Conn closed at the test's end.
 func dialLinkLab(t *testing.T) *netlinkrdma.Conn {
 	t.Helper()
 	labtest.Require(t)
 	if !labtest.InLab() {
-		t.Skip("adds and deletes rxe links on the lab's veth pair; runs only in the lab VM")
+		t.Skip("adds and deletes rxe or siw links on the lab's veth pair; runs only in the lab VM")
 	}
 	c, err := netlinkrdma.Dial()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/goverbs/goverbs/netlinkrdma"
 	"github.com/goverbs/goverbs/uverbs"
 )
 
@@ -116,6 +117,18 @@ func findDevice(name string, stderr io.Writer) (uverbs.Device, bool) {
 	}
 	fmt.Fprintf(stderr, "IB device %s not found\n", name)
 	return uverbs.Device{}, false
+}
+
+// transportName is perftest's transport_str of the device's transport, which libibverbs derives from its node
+// type: IB for a CA, switch or router, IW for an RNIC (iWARP: siw), Unknown for the rest (usNIC).
+func transportName(nt uverbs.NodeType) string {
+	switch nt {
+	case netlinkrdma.NodeTypeCA, netlinkrdma.NodeTypeSwitch, netlinkrdma.NodeTypeRouter:
+		return "IB"
+	case netlinkrdma.NodeTypeRNIC:
+		return "IW"
+	}
+	return "Unknown"
 }
 
 // roNonCompliant is check_pcie_relaxed_ordering_compliant negated: an Intel root port known to mishandle

@@ -206,7 +206,7 @@ func (r *runner) run() int {
 	} else {
 		p.OutReads = 1
 	}
-	r.info = testInfo{DevName: dev.Name, Transport: "IB", LinkLayer: ll, OldPost: !newPost,
+	r.info = testInfo{DevName: dev.Name, Transport: transportName(dev.NodeType), LinkLayer: ll, OldPost: !newPost,
 		RelaxOrder: !(p.Verb == VerbWrite && p.Kind == KindLat) && !p.DisablePCIR}
 	if r.info.RelaxOrder {
 		r.info.ROWarning = roNonCompliant()

@@ -4,9 +4,10 @@
 // statuses, so a goverbs side pairs with a C side in either role.
 //
 // Where the C tools' behaviour is left to chance or cannot be matched, the clones choose:
-//   - perror() after a read that hit the end of the stream prints whatever errno was left over in C; the clones
-//     print ECONNRESET's text ("Connection reset by peer"), and "Success" where the srq server's final read is
-//     short without an error.
+//   - perror() after a read that hit the end of the stream prints whatever errno was left over in C. For the
+//     rc, uc and ud clients that is ENOSPC ("No space left on device"), which libibverbs' probe at device open
+//     leaves behind (has_ioctl_write); elsewhere the clones print ECONNRESET's text ("Connection reset by peer"),
+//     and "Success" where the srq server's final read is short without an error.
 //   - srq_pingpong's record reads loop forever on an early end of stream; the clones treat it like a failed read
 //     (report it, go on with the records read so far, as rdma-core does after a read error).
 //   - ibv_xsrq_pingpong stops at the XRC domain: on a device without XRC (rxe) exactly as rdma-core's, on one with
