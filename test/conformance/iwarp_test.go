@@ -59,8 +59,15 @@ func (e *env) pairCM(o playerOpts) (client, server *player) {
 	t := e.t
 	t.Helper()
 	o.defaults()
-	if o.qpType != uverbs.QPTypeRC {
+	switch {
+	case o.qpType == uverbs.QPTypeUD:
+		e.skipIWARP(gapUD)
+	case o.qpType == uverbs.QPTypeUC:
+		e.skipIWARP(gapUC)
+	case o.qpType != uverbs.QPTypeRC:
 		t.Fatalf("pairCM connects RC players, not %v", o.qpType)
+	case o.sendOps != 0:
+		e.skipIWARP(gapExtQP)
 	}
 	o.viaCM = true
 	client, server = e.newPlayer(o), e.newPlayer(o)
@@ -134,7 +141,19 @@ const (
 	gapPKey        iwarpGap = "P_Key table"
 	gapHandConnect iwarpGap = "QPs connected by hand (the CM moves them to RTS)"
 	gapExtQP       iwarpGap = "extended QP send operations"
+	gapRemoteErr   iwarpGap = "IB completion statuses for remote errors"
+	gapStateMach   iwarpGap = "IB QP state machine"
+	gapPathAttrs   iwarpGap = "IB path attributes in a QP query"
 )
+
+// dgramType is the QP type the tests that need any QP (not its traffic) create: UD, and on iWARP, which has
+// none, RC.
+func (e *env) dgramType() uverbs.QPType {
+	if e.iwarp() {
+		return uverbs.QPTypeRC
+	}
+	return uverbs.QPTypeUD
+}
 
 // skipIWARP skips the test on an iWARP device, which lacks gap.
 func (e *env) skipIWARP(gap iwarpGap) {
@@ -211,6 +230,41 @@ func TestIWARPDifferences(t *testing.T) {
 		_, err := e.ctx.QueryPKey(e.pnum, 0)
 		require.Error(t, err, "P_Key 0 of an iWARP port")
 		t.Logf("P_Key query on iWARP: %v", err)
+	})
+	// iWARP completes an RDMA WRITE on the requester once TCP has the data: the responder's refusal (a
+	// TERMINATE message) arrives afterwards and moves the connection's QPs to ERROR, where IB and RoCE
+	// report REM_ACCESS_ERR on the request itself.
+	run(gapRemoteErr, func(t *testing.T, e *env) {
+		client, server := e.pairCM(playerOpts{})
+		wc := rdmaWriteOnce(t, client, server.mr.RKey()+1, server.mr.Addr()+uint64(server.recvOff()), 8)
+		require.Equal(t, uverbs.WCSuccess.String(), wc.Status.String(), "RDMA WRITE with a wrong rkey, on the requester")
+		deadline := time.Now().Add(hangGuard)
+		for {
+			a, err := client.qp.Query(uverbs.QPAttrState)
+			require.NoError(t, err)
+			if a.State == uverbs.QPStateErr {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the requester's QP is still %v %v after the refused WRITE", a.State, hangGuard)
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	// siw checks no IB transition: the kernel's ib_modify_qp_is_ok is for IB and RoCE drivers, and siw's own
+	// state machine follows the CM, so a move a RoCE device refuses (RESET to RTR, without any attribute) is
+	// taken.
+	run(gapStateMach, func(t *testing.T, e *env) {
+		p := e.newPlayer(playerOpts{})
+		require.NoError(t, p.qp.Modify(uverbs.QPAttr{State: uverbs.QPStateRTR, PathMTU: pathMTU}, uverbs.QPAttrState|uverbs.QPAttrPathMTU),
+			"RESET->RTR without a destination")
+	})
+	// A connected iWARP QP's query reports no IB path: the destination QP number is 0 (iWARP addresses the
+	// peer by its TCP connection).
+	run(gapPathAttrs, func(t *testing.T, e *env) {
+		client, _ := e.pairCM(playerOpts{})
+		a, err := client.qp.Query(uverbs.QPAttrState | uverbs.QPAttrDestQPN)
+		require.NoError(t, err)
+		require.Equal(t, "RTS", a.State.String())
+		require.Zero(t, a.DestQPN)
 	})
 	run(gapHandConnect, func(t *testing.T, e *env) {
 		p := e.newPlayer(playerOpts{})

@@ -44,6 +44,9 @@ func TestCreateQP(t *testing.T) {
 					}
 					p := e.newPlayer(o)
 					want := uverbs.QPStateReset
+					if e.iwarp() {
+						want = uverbs.QPStateInit // an iWARP QP is created in INIT (siw: IDLE)
+					}
 					if withAttr {
 						if tc.typ == uverbs.QPTypeUD {
 							p.endpoint()
@@ -147,7 +150,7 @@ func TestNegCreateQPIllegalCaps(t *testing.T) {
 			}
 			c := base
 			tc.edit(&c)
-			qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeUD, SendCQ: cq, RecvCQ: cq, Cap: c})
+			qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: e.dgramType(), SendCQ: cq, RecvCQ: cq, Cap: c})
 			if err == nil {
 				qp.Close()
 			}

@@ -252,8 +252,11 @@ func TestLabCustomKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	link(siw.Path, filepath.Join(rel, "kernel", "drivers", "infiniband", "sw", "siw", "siw.ko"))
-	t.Setenv(lab.KernelImageEnv, image)
-	t.Setenv(lab.KernelModulesEnv, mods)
+	// Not t.Setenv: the VM tests run in parallel. Only the custom selector reads these variables.
+	for k, v := range map[string]string{lab.KernelImageEnv: image, lab.KernelModulesEnv: mods} {
+		os.Setenv(k, v)
+		t.Cleanup(func() { os.Unsetenv(k) })
+	}
 	script := `set -e
 uname -r
 ibv_devices
