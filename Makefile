@@ -53,11 +53,16 @@ unit:
 ## (one per core, at most 2): each kernel's cmd/goverbs/internal/interop in a boot of its own, the other packages in another,
 ## longest first. LAB_KERNELS=6.12 (or a comma list) narrows the matrix; LAB_JOBS=N runs N VMs at once (passed
 ## as labsuite -j N; unset: $GOVERBS_LAB_JOBS, else min(2, cores)); LAB_JOBS=1 is one boot per kernel, one after
-## another, as before (what cost measurements need).
+## another, as before (what cost measurements need). The packages proven on soft-iWARP too (LAB_SIW) run again
+## on siw0 on LAB_SIW_KERNELS (default: the newest kernel), in the same schedule; LAB_SIW= turns that off.
+## test/siwlab (rdma-core's tools against goverbs' on siw0, 7 minutes a kernel) runs on demand:
+## go run ./test/lab/cmd/labsuite -provider siw -kernels all ./test/siwlab
 LAB_KERNELS ?= all
 LAB_JOBS ?=
+LAB_SIW ?= ./test/conformance ./rsocket ./netlinkrdma ./test/smoke
+LAB_SIW_KERNELS ?= newest
 lab:
-	$(GO) run ./test/lab/cmd/labsuite -kernels $(LAB_KERNELS)$(if $(LAB_JOBS), -j $(LAB_JOBS))
+	$(GO) run ./test/lab/cmd/labsuite -kernels $(LAB_KERNELS)$(if $(LAB_JOBS), -j $(LAB_JOBS))$(if $(strip $(LAB_SIW)), -siw '$(strip $(LAB_SIW))' -siw-kernels $(LAB_SIW_KERNELS))
 
 ## bench: data-path microbenchmarks on the host, goverbs' mlx5 path against libmlx5 (callgrind + ns), then the
 ## Go-vs-C tables in the lab: instruction cost (QEMU -icount, repeatable), then wall clock under TCG (ping-pong,
