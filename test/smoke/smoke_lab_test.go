@@ -120,7 +120,7 @@ func TestLabRCLoopback(t *testing.T) {
 		t.Fatalf("post send in RESET: %v; want a post send error on %s matching %v", err, ctx.Name(), want)
 	}
 	if labtest.Provider() == "siw" {
-		t.Skip("the rest connects two RC QPs by hand (INIT, RTR, RTS with each other's QPN and PSN): an iWARP QP is connected only through the iWARP connection manager (rdma_cm over TCP), so siw cannot run it; test/siwlab runs siw's data path through rdma_cm")
+		t.Skip("the rest connects two RC QPs by hand (INIT, RTR, RTS with each other's QPN and PSN): an iWARP QP is connected only through the iWARP connection manager (rdma_cm over TCP), so siw cannot run it; test/conformance and test/siwlab run siw's data path through rdma_cm")
 	}
 
 	// Exchange endpoints (here in memory; over TCP they travel as MarshalBinary's bytes) and connect.
