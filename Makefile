@@ -54,13 +54,14 @@ unit:
 ## longest first. LAB_KERNELS=6.12 (or a comma list) narrows the matrix; LAB_JOBS=N runs N VMs at once (passed
 ## as labsuite -j N; unset: $GOVERBS_LAB_JOBS, else min(2, cores)); LAB_JOBS=1 is one boot per kernel, one after
 ## another, as before (what cost measurements need). The packages proven on soft-iWARP too (LAB_SIW) run again
-## on siw0 on LAB_SIW_KERNELS (default: the newest kernel), in the same schedule; LAB_SIW= turns that off.
+## on siw0 on LAB_SIW_KERNELS (default 6.12: on 7.3.4 siw loses a connection's first message now and then,
+## docs/kernels.md 11, which a test without a rerun meets as a hang), in the same schedule; LAB_SIW= turns it off.
 ## test/siwlab (rdma-core's tools against goverbs' on siw0, 7 minutes a kernel) runs on demand:
 ## go run ./test/lab/cmd/labsuite -provider siw -kernels all ./test/siwlab
 LAB_KERNELS ?= all
 LAB_JOBS ?=
 LAB_SIW ?= ./test/conformance ./rsocket ./netlinkrdma ./test/smoke
-LAB_SIW_KERNELS ?= newest
+LAB_SIW_KERNELS ?= 6.12
 lab:
 	$(GO) run ./test/lab/cmd/labsuite -kernels $(LAB_KERNELS)$(if $(LAB_JOBS), -j $(LAB_JOBS))$(if $(strip $(LAB_SIW)), -siw '$(strip $(LAB_SIW))' -siw-kernels $(LAB_SIW_KERNELS))
 

@@ -4,9 +4,6 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,15 +25,21 @@ import (
 // iwarp reports whether the device under test speaks iWARP (node type RNIC).
 func (e *env) iwarp() bool { return e.ctx.Device().NodeType == netlinkrdma.NodeTypeRNIC }
 
-// netdevAddr is the first IPv4 address of the netdev under the test port's first GID (rdma_cm on iWARP
-// connects over TCP between such addresses; 127.0.0.1 never reaches an RDMA device).
+// netdevAddr is the first IPv4 address of the netdev behind the test port, as RDMA netlink names it
+// (RDMA_NLDEV_ATTR_NDEV_INDEX; 6.1's siw leaves sysfs' gid_attrs/ndevs unreadable): rdma_cm on iWARP connects
+// over TCP between such addresses, and 127.0.0.1 never reaches an RDMA device.
 func (e *env) netdevAddr() netip.Addr {
 	t := e.t
 	t.Helper()
-	dir := filepath.Join("/sys/class/infiniband", e.ctx.Name(), "ports", strconv.Itoa(e.pnum), "gid_attrs", "ndevs", "0")
-	b, err := os.ReadFile(dir)
-	require.NoError(t, err, "the netdev of %s port %d", e.ctx.Name(), e.pnum)
-	ifi, err := net.InterfaceByName(strings.TrimSpace(string(b)))
+	c, err := netlinkrdma.Dial()
+	require.NoError(t, err)
+	defer c.Close()
+	dev, err := c.Device(e.ctx.Name())
+	require.NoError(t, err, "RDMA netlink device %s", e.ctx.Name())
+	port, err := c.Port(dev.Index, uint32(e.pnum))
+	require.NoError(t, err, "RDMA netlink port %d of %s", e.pnum, e.ctx.Name())
+	require.NotZero(t, port.NetdevIndex, "port %d of %s has no netdev", e.pnum, e.ctx.Name())
+	ifi, err := net.InterfaceByIndex(int(port.NetdevIndex))
 	require.NoError(t, err)
 	addrs, err := ifi.Addrs()
 	require.NoError(t, err)
