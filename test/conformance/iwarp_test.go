@@ -12,6 +12,7 @@ import (
 
 	"github.com/goverbs/goverbs/netlinkrdma"
 	"github.com/goverbs/goverbs/rdmacm"
+	"github.com/goverbs/goverbs/test/labtest"
 	"github.com/goverbs/goverbs/uverbs"
 )
 
@@ -149,6 +150,19 @@ const (
 	gapPathAttrs   iwarpGap = "IB path attributes in a QP query"
 )
 
+// queryReportsState reports whether a QP query reports the QP's state: 6.1's siw (siw_query_qp) leaves it
+// unset, so every QP reads RESET there; the lab's 6.12 and 7.3.4 fill it (docs/devices.md).
+func (e *env) queryReportsState() bool { return !e.iwarp() || labtest.Kernel().AtLeast(6, 12) }
+
+// bornState is the state a query reports for a new QP: RESET, INIT on iWARP (siw's IDLE) where the query
+// reports states.
+func (e *env) bornState() string {
+	if e.iwarp() && e.queryReportsState() {
+		return "INIT"
+	}
+	return "RESET"
+}
+
 // dgramType is the QP type the tests that need any QP (not its traffic) create: UD, and on iWARP, which has
 // none, RC.
 func (e *env) dgramType() uverbs.QPType {
@@ -239,16 +253,18 @@ func TestIWARPDifferences(t *testing.T) {
 	// report REM_ACCESS_ERR on the request itself.
 	run(gapRemoteErr, func(t *testing.T, e *env) {
 		client, server := e.pairCM(playerOpts{})
-		wc := rdmaWriteOnce(t, client, server.mr.RKey()+1, server.mr.Addr()+uint64(server.recvOff()), 8)
+		raddr := server.mr.Addr() + uint64(server.recvOff())
+		wc := rdmaWriteOnce(t, client, server.mr.RKey()+1, raddr, 8)
 		require.Equal(t, uverbs.WCSuccess.String(), wc.Status.String(), "RDMA WRITE with a wrong rkey, on the requester")
+		// The TERMINATE follows: a valid WRITE posted after it is flushed.
 		deadline := time.Now().Add(hangGuard)
 		for {
-			a, err := client.qp.Query(uverbs.QPAttrState)
-			require.NoError(t, err)
-			if a.State == uverbs.QPStateErr {
+			wc := rdmaWriteOnce(t, client, server.mr.RKey(), raddr, 8)
+			if wc.Status != uverbs.WCSuccess {
+				t.Logf("after the refused WRITE: %v", wc.Status)
 				break
 			}
-			require.True(t, time.Now().Before(deadline), "the requester's QP is still %v %v after the refused WRITE", a.State, hangGuard)
+			require.True(t, time.Now().Before(deadline), "valid WRITEs still succeed %v after the refused one", hangGuard)
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
@@ -266,7 +282,9 @@ func TestIWARPDifferences(t *testing.T) {
 		client, _ := e.pairCM(playerOpts{})
 		a, err := client.qp.Query(uverbs.QPAttrState | uverbs.QPAttrDestQPN)
 		require.NoError(t, err)
-		require.Equal(t, "RTS", a.State.String())
+		if e.queryReportsState() {
+			require.Equal(t, "RTS", a.State.String())
+		}
 		require.Zero(t, a.DestQPN)
 	})
 	run(gapHandConnect, func(t *testing.T, e *env) {

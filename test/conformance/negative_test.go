@@ -535,11 +535,7 @@ func TestNegUseAfterCloseHandleReuse(t *testing.T) {
 	requireErrorIsClosed(t, err, "query a closed QP")
 	a, err := qp.Query(uverbs.QPAttrState)
 	require.NoError(t, err)
-	want := "RESET"
-	if e.iwarp() {
-		want = "INIT" // where an iWARP QP is born (docs/devices.md)
-	}
-	require.Equal(t, want, a.State.String(), "the new QP was not touched")
+	require.Equal(t, e.bornState(), a.State.String(), "the new QP was not touched")
 }
 
 func requireErrorIsClosed(t *testing.T, err error, what string) {
