@@ -256,6 +256,11 @@ func TestIWARPDifferences(t *testing.T) {
 		raddr := server.mr.Addr() + uint64(server.recvOff())
 		wc := rdmaWriteOnce(t, client, server.mr.RKey()+1, raddr, 8)
 		require.Equal(t, uverbs.WCSuccess.String(), wc.Status.String(), "RDMA WRITE with a wrong rkey, on the requester")
+		if !e.queryReportsState() {
+			// 6.1's siw neither reports the QP's state nor completes a request posted after the TERMINATE
+			// (seen in the lab: no completion within hangGuard), so the connection's end is not observable here.
+			return
+		}
 		// The TERMINATE follows: a valid WRITE posted after it is flushed.
 		deadline := time.Now().Add(hangGuard)
 		for {
