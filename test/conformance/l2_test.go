@@ -18,10 +18,12 @@ import (
 
 // TestResolveEthL2MatchesLibibverbs: Context.ResolveEthL2 answers what libibverbs' ibv_resolve_eth_l2_from_gid
 // answers (test/cpeer/l2peer.c, the VM's libibverbs) for destinations that take each of its ways: the port's
-// own address and another local one (the netdev's MAC), a neighbour the kernel's table holds (a permanent
-// entry made for the test), IPv4 and IPv6 multicast and an IPv6 link-local address (the MAC the address
-// encodes), an address on the subnet nobody answers (EHOSTUNREACH after libibverbs' 3 seconds of probes) and
-// one no route reaches. On iWARP the source GID holds no IP address, and both refuse alike.
+// own address (the netdev's MAC), a neighbour the kernel's table holds (a permanent entry made for the test),
+// IPv4 and IPv6 multicast and an IPv6 link-local address (the MAC the address encodes), veth1's address (local
+// to the VM but not reached through veth0: both probe and give up, EHOSTUNREACH), an address on the subnet
+// nobody answers (EHOSTUNREACH after libibverbs' 3 seconds of probes) and one no route reaches. On rxe five
+// resolve to the same MAC and three are refused alike (seen with -v, 6.12); on iWARP the source GID holds no IP
+// address, and both refuse alike.
 func TestResolveEthL2MatchesLibibverbs(t *testing.T) {
 	e := newEnv(t)
 	labtest.RequireRoot(t)
