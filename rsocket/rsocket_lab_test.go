@@ -68,25 +68,53 @@ func firstMessageLost(t testing.TB, d, a net.Conn) bool {
 	return lost
 }
 
-// firstMessageLostErr is firstMessageLost returning the other failures (for callers outside t's goroutine).
+// firstMessageLostErr is firstMessageLost returning the other failures (for callers outside t's goroutine). A nil
+// a is an end this process does not hold, whose server echoes (echoServer, an HTTP server behind echoFirstByte):
+// d's byte must come back.
 func firstMessageLostErr(t testing.TB, d, a net.Conn) (bool, error) {
+	b := make([]byte, 1)
+	if a == nil {
+		return firstExchangeLost(t, func() error {
+			if _, err := d.Write([]byte{1}); err != nil {
+				return err
+			}
+			if _, err := io.ReadFull(d, b); err != nil {
+				return err
+			}
+			if b[0] != 1 {
+				return fmt.Errorf("the first byte came back as %#02x, want 0x01", b[0])
+			}
+			return nil
+		}, d)
+	}
+	return firstExchangeLost(t, func() error {
+		_, err := d.Write([]byte{1})
+		if err == nil {
+			_, err = io.ReadFull(a, b)
+		}
+		if err == nil {
+			_, err = a.Write([]byte{2})
+		}
+		if err == nil {
+			_, err = io.ReadFull(d, b)
+		}
+		return err
+	}, d, a)
+}
+
+// firstExchangeLost runs exchange, the first round trip of a new connection, where siwLosesFirstMessage (it does
+// nothing elsewhere) under a 10 s deadline on conns, the connection's ends this process holds. It returns true,
+// after a note, when the deadline passed (the connection stalled as siw's lost first message makes it), and
+// exchange's other errors; after a round trip the deadlines are cleared.
+func firstExchangeLost(t testing.TB, exchange func() error, conns ...net.Conn) (bool, error) {
 	if !siwLosesFirstMessage() {
 		return false, nil
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	d.SetDeadline(deadline)
-	a.SetDeadline(deadline)
-	b := make([]byte, 1)
-	_, err := d.Write([]byte{1})
-	if err == nil {
-		_, err = io.ReadFull(a, b)
+	for _, c := range conns {
+		c.SetDeadline(deadline)
 	}
-	if err == nil {
-		_, err = a.Write([]byte{2})
-	}
-	if err == nil {
-		_, err = io.ReadFull(d, b)
-	}
+	err := exchange()
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		labtest.Note(t, "a new connection moved nothing in 10 s (siw's lost first message, docs/kernels.md 11): connecting again")
 		return true, nil
@@ -94,10 +122,14 @@ func firstMessageLostErr(t testing.TB, d, a net.Conn) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	d.SetDeadline(time.Time{})
-	a.SetDeadline(time.Time{})
+	for _, c := range conns {
+		c.SetDeadline(time.Time{})
+	}
 	return false, nil
 }
+
+// errStalledAlways is the failure after siwRaceReruns+1 new connections in a row met siw's lost first message.
+var errStalledAlways = fmt.Errorf("%d new connections in a row moved nothing in 10 s (siw's lost first message, docs/kernels.md 11)", siwRaceReruns+1)
 
 // pair listens on port and returns a connected (client, server) pair.
 func pair(t *testing.T, port int) (net.Conn, net.Conn, net.Listener) {
@@ -121,11 +153,14 @@ func pair(t *testing.T, port int) (net.Conn, net.Conn, net.Listener) {
 		if s.err != nil {
 			t.Fatal(s.err)
 		}
-		if attempt == siwRaceReruns || !firstMessageLost(t, c, s.c) {
+		if !firstMessageLost(t, c, s.c) {
 			break
 		}
 		c.Close()
 		s.c.Close()
+		if attempt == siwRaceReruns {
+			t.Fatal(errStalledAlways)
+		}
 	}
 	t.Cleanup(func() {
 		for _, x := range []net.Conn{c, s.c} {
@@ -307,9 +342,9 @@ func TestLabConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := rsocket.Dial("rdma", hostPort(20404))
+			c, err := dialEcho(t, 20404, rsocket.Options{}, nil)
 			if err != nil {
-				t.Error(err)
+				t.Errorf("conn %d: %v", i, err)
 				return
 			}
 			defer c.Close()
@@ -336,10 +371,33 @@ func TestLabHTTP(t *testing.T) {
 		fmt.Fprintf(w, "%s %s %d\n", r.Method, r.URL.Path, len(b))
 		w.Write(body)
 	})}
-	go srv.Serve(ln)
+	// Where siw may lose a connection's first message, each connection starts with one byte there and back
+	// (firstMessageLostErr, echoFirstByte), and one that stalled is dialed again.
+	var sln net.Listener = ln
+	if siwLosesFirstMessage() {
+		sln = echoFirstByte{ln}
+	}
+	go srv.Serve(sln)
 	defer srv.Close()
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return rsocket.DialContext(ctx, "rdma", addr)
+		for attempt := 0; ; attempt++ {
+			c, err := rsocket.DialContext(ctx, "rdma", addr)
+			if err != nil {
+				return nil, err
+			}
+			lost, err := firstMessageLostErr(t, c, nil)
+			if err != nil {
+				c.Close()
+				return nil, fmt.Errorf("first round trip of a new connection: %w", err)
+			}
+			if !lost {
+				return c, nil
+			}
+			c.Close()
+			if attempt == siwRaceReruns {
+				return nil, errStalledAlways
+			}
+		}
 	}}
 	defer tr.CloseIdleConnections()
 	cl := &http.Client{Transport: tr, Timeout: 60 * time.Second}
@@ -358,6 +416,37 @@ func TestLabHTTP(t *testing.T) {
 			t.Fatalf("response %d: %d bytes, prefix %q", i, len(b), b[:min(len(b), 40)])
 		}
 	}
+}
+
+// echoFirstByte is a listener whose connections send back the first byte they receive before their first Read
+// returns (the server's side of firstMessageLostErr with a nil accepted end).
+type echoFirstByte struct{ net.Listener }
+
+func (l echoFirstByte) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &firstByteEchoed{Conn: c}, nil
+}
+
+type firstByteEchoed struct {
+	net.Conn
+	once sync.Once
+	err  error
+}
+
+func (c *firstByteEchoed) Read(p []byte) (int, error) {
+	c.once.Do(func() {
+		b := make([]byte, 1)
+		if _, c.err = io.ReadFull(c.Conn, b); c.err == nil {
+			_, c.err = c.Conn.Write(b)
+		}
+	})
+	if c.err != nil {
+		return 0, c.err
+	}
+	return c.Conn.Read(p)
 }
 
 // TestLabAllocs: steady-state Read/Write allocate nothing.
@@ -568,8 +657,9 @@ func TestLabNoLeak(t *testing.T) {
 // connection that presents valid rsockets connection data, and returns it
 // with a function that sends one message: a zero-length WRITE WITH IMM, or
 // on siw (iWARP has no immediate data) a 4-byte inline SEND of the message
-// word in host order, as librdmacm's message-send mode does.
-func hostileDial(t *testing.T, port int) func(imm uint32) bool {
+// word in host order, as librdmacm's message-send mode does; and one that
+// closes it (at the latest when t ends).
+func hostileDial(t *testing.T, port int) (send func(imm uint32) bool, hangUp func()) {
 	t.Helper()
 	var mr *uverbs.MR
 	buf, err := uverbs.AllocBuffer(4096)
@@ -610,11 +700,12 @@ func hostileDial(t *testing.T, port int) func(imm uint32) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	hangUp = sync.OnceFunc(func() {
 		c.Close()
 		mr.Close()
 		buf.Close()
 	})
+	t.Cleanup(hangUp)
 	wr := []uverbs.SendWR{{Opcode: uverbs.WRRDMAWriteWithImm, Flags: uverbs.SendSignaled}}
 	msgSend := labtest.Provider() == "siw"
 	if msgSend {
@@ -645,7 +736,29 @@ func hostileDial(t *testing.T, port int) func(imm uint32) bool {
 		}
 		t.Logf("hostile send did not complete")
 		return false
+	}, hangUp
+}
+
+// hostileFirstLost checks, where siwLosesFirstMessage, that the first message a hostile peer sent reached c, the
+// accepted end: within 10 s c processed it (its ring took a data message, or it failed). It returns true, after a
+// note, when nothing arrived: the connection stalled as siw's lost first message makes it.
+func hostileFirstLost(t *testing.T, c net.Conn) bool {
+	t.Helper()
+	if !siwLosesFirstMessage() {
+		return false
 	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		rsocket.DebugProcess(c)
+		var head, tail, unread int
+		if _, err := fmt.Sscanf(rsocket.DebugState(c), "head %d tail %d unread %d", &head, &tail, &unread); err != nil {
+			t.Fatalf("state %q: %v", rsocket.DebugState(c), err)
+		}
+		if rsocket.DebugErr(c) != nil || tail != 0 || unread != 0 {
+			return false
+		}
+	}
+	labtest.Note(t, "the hostile peer's first message did not arrive in 10 s (siw's lost first message, docs/kernels.md 11): connecting again")
+	return true
 }
 
 // TestLabHostile: a peer sending garbage or exceeding what it was given gets
@@ -674,19 +787,33 @@ func TestLabHostile(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			acc := make(chan net.Conn, 1)
-			go func() {
-				c, _ := ln.Accept()
-				acc <- c
-			}()
-			send := hostileDial(t, port)
-			c := <-acc
-			if c == nil {
-				t.Fatal("no connection accepted")
+			var c net.Conn
+			var send func(uint32) bool
+			var firstSent bool
+			for attempt := 0; ; attempt++ {
+				acc := make(chan net.Conn, 1)
+				go func() {
+					c, _ := ln.Accept()
+					acc <- c
+				}()
+				var hangUp func()
+				send, hangUp = hostileDial(t, port)
+				if c = <-acc; c == nil {
+					t.Fatal("no connection accepted")
+				}
+				defer c.Close()
+				// The first message is sent here: where siw may lose it, a connection it did not reach is made again.
+				if firstSent = send(tc.imms[0]); !firstSent || !hostileFirstLost(t, c) {
+					break
+				}
+				c.Close()
+				hangUp()
+				if attempt == siwRaceReruns {
+					t.Fatal(errStalledAlways)
+				}
 			}
-			defer c.Close()
-			for _, imm := range tc.imms {
-				if !send(imm) {
+			for j, imm := range tc.imms {
+				if j == 0 && !firstSent || j > 0 && !send(imm) {
 					break
 				}
 				if labtest.Provider() == "siw" {
@@ -732,21 +859,46 @@ func TestLabPeerKilled(t *testing.T) {
 	if _, err := exec.LookPath("rstream"); err != nil {
 		t.Skip("rstream (rdmacm-utils) not installed")
 	}
-	const port = 20450
-	cmd := exec.Command("rstream", "-b", labIP, "-p", fmt.Sprint(port), "-S", "65536", "-C", "100000", "-T", "b")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	var cmd *exec.Cmd
+	var c net.Conn
+	for attempt := 0; ; attempt++ {
+		// A new port for each attempt: a stalled one's C side is killed, its port left alone.
+		port := 20450 + 1000*attempt
+		cmd = exec.Command("rstream", "-b", labIP, "-p", fmt.Sprint(port), "-S", "65536", "-C", "100000", "-T", "b")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Wait()
+		defer cmd.Process.Kill()
+		if err := interop.WaitCMListening(labtest.Device(), uint16(port), 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		c, err = rsocket.Dial("rdma", hostPort(port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// Where siw may lose the first message: rstream's sync (16 bytes each way) within 10 s, or a new pair.
+		lost, err := firstExchangeLost(t, func() error {
+			if _, err := c.Write(make([]byte, 16)); err != nil {
+				return err
+			}
+			_, err := io.ReadFull(c, make([]byte, 16))
+			return err
+		}, c)
+		if err != nil {
+			t.Fatalf("rstream's sync: %v", err)
+		}
+		if !lost {
+			break
+		}
+		c.Close()
+		cmd.Process.Kill()
+		if attempt == siwRaceReruns {
+			t.Fatal(errStalledAlways)
+		}
 	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	if err := interop.WaitCMListening(labtest.Device(), port, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	c, err := rsocket.Dial("rdma", hostPort(port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	// Sync, then send until the C side has taken some data, then kill it.
 	var sent int64
 	errc := make(chan error, 1)
@@ -780,7 +932,7 @@ func TestLabPeerKilled(t *testing.T) {
 		t.Fatal("Write still blocked 40 s after the peer was killed")
 	}
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, err = io.Copy(io.Discard, c) // the 16-byte sync reply, then the error
+	_, err := io.Copy(io.Discard, c) // the 16-byte sync reply (unless read above), then the error
 	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("read after the peer was killed: %v", err)
 	}
@@ -797,14 +949,28 @@ func BenchmarkLabRsocket(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer ln.Close()
-			acc := make(chan net.Conn, 1)
-			go func() { c, _ := ln.Accept(); acc <- c }()
-			c, err := rsocket.Dial("rdma", hostPort(20460+i))
-			if err != nil {
-				b.Fatal(err)
+			var c, s net.Conn
+			for attempt := 0; ; attempt++ {
+				acc := make(chan net.Conn, 1)
+				go func() { c, _ := ln.Accept(); acc <- c }()
+				c, err = rsocket.Dial("rdma", hostPort(20460+i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if s = <-acc; s == nil {
+					c.Close()
+					b.Fatal("no connection accepted")
+				}
+				if !firstMessageLost(b, c, s) {
+					break
+				}
+				c.Close()
+				s.Close()
+				if attempt == siwRaceReruns {
+					b.Fatal(errStalledAlways)
+				}
 			}
 			defer c.Close()
-			s := <-acc
 			defer s.Close()
 			go func() {
 				buf := make([]byte, size)

@@ -91,15 +91,43 @@ func settled(t *testing.T, before usage, what string) {
 	}
 }
 
-// echoOnce dials port with o, checks one round trip through the server's echo and closes.
-func echoOnce(port int, o rsocket.Options) error {
-	d := rsocket.Dialer{Options: o, Timeout: 30 * time.Second}
-	c, err := d.DialContext(context.Background(), "rdma", hostPort(port))
+// echoOnce dials port with o, checks one round trip through the server's echo and closes. The connection is
+// dialEcho's.
+func echoOnce(t testing.TB, port int, o rsocket.Options, stalled func()) error {
+	c, err := dialEcho(t, port, o, stalled)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	return echoCheck(c)
+}
+
+// dialEcho dials port, an echo server, with o. Where siwLosesFirstMessage it checks the connection with one byte
+// through the echo (firstMessageLostErr), and a connection that stalled is closed, stalled (when not nil) runs, and
+// it dials again, up to siwRaceReruns times.
+func dialEcho(t testing.TB, port int, o rsocket.Options, stalled func()) (net.Conn, error) {
+	d := rsocket.Dialer{Options: o, Timeout: 30 * time.Second}
+	for attempt := 0; ; attempt++ {
+		c, err := d.DialContext(context.Background(), "rdma", hostPort(port))
+		if err != nil {
+			return nil, err
+		}
+		lost, err := firstMessageLostErr(t, c, nil)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("first round trip of a new connection: %w", err)
+		}
+		if !lost {
+			return c, nil
+		}
+		c.Close()
+		if attempt == siwRaceReruns {
+			return nil, errStalledAlways
+		}
+		if stalled != nil {
+			stalled()
+		}
+	}
 }
 
 func echoCheck(c net.Conn) error {
@@ -175,7 +203,7 @@ func TestLabSetupFailures(t *testing.T) {
 	}
 	defer ln.Close()
 	go echoServer(ln, nil)
-	if err := echoOnce(port, rsocket.Options{}); err != nil { // warm-up: lazily made process state
+	if err := echoOnce(t, port, rsocket.Options{}, nil); err != nil { // warm-up: lazily made process state
 		t.Fatal(err)
 	}
 	avail := memAvailable(t)
@@ -214,14 +242,14 @@ func TestLabSetupFailures(t *testing.T) {
 				t.Errorf("error %T %v is not the typed error expected", errors.Unwrap(err), err)
 			}
 			settled(t, before, "after the failed dial")
-			if err := echoOnce(port, rsocket.Options{}); err != nil {
+			if err := echoOnce(t, port, rsocket.Options{}, nil); err != nil {
 				t.Fatalf("the listener stopped serving: %v", err)
 			}
 		})
 	}
 	t.Run("QueuesOverDeviceClamped", func(t *testing.T) {
 		before := measure(t)
-		if err := echoOnce(port, rsocket.Options{SQSize: 1 << 20, RQSize: 1 << 20}); err != nil {
+		if err := echoOnce(t, port, rsocket.Options{SQSize: 1 << 20, RQSize: 1 << 20}, nil); err != nil {
 			t.Fatalf("queue depths over the device's maximum are clamped as librdmacm does: %v", err)
 		}
 		settled(t, before, "after the connection")
@@ -251,7 +279,7 @@ func TestLabSetupFailures(t *testing.T) {
 	})
 	t.Run("CgroupLimitAfter", func(t *testing.T) { // out of the cgroup again (its cleanup ran)
 		settled(t, before, "after the refused dial")
-		if err := echoOnce(port, rsocket.Options{}); err != nil {
+		if err := echoOnce(t, port, rsocket.Options{}, nil); err != nil {
 			t.Fatalf("the listener stopped serving: %v", err)
 		}
 	})
@@ -260,7 +288,7 @@ func TestLabSetupFailures(t *testing.T) {
 		if err != nil {
 			t.Fatalf("child client: %v\n%s", err, out)
 		}
-		if err := echoOnce(port, rsocket.Options{}); err != nil {
+		if err := echoOnce(t, port, rsocket.Options{}, nil); err != nil {
 			t.Fatalf("the listener stopped serving: %v", err)
 		}
 	})
@@ -360,14 +388,26 @@ func memlockServer(t *testing.T, port int) {
 		}
 	}
 	waitLine("child: listening")
-	d := rsocket.Dialer{Timeout: 30 * time.Second}
-	first, err := d.DialContext(context.Background(), "rdma", hostPort(port))
+	// The limit holds one connection: a connection that stalled (dialEcho) is gone in the child before the next.
+	closes := 0
+	waitClosed := func() {
+		t.Helper()
+		closes++
+		io.WriteString(stdin, "wait closed\n")
+		for deadline := time.Now().Add(30 * time.Second); strings.Count(out.String(), "child: closed") < closes; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("child server never said \"child: closed\" %d times:\n%s", closes, out.String())
+			}
+		}
+	}
+	first, err := dialEcho(t, port, rsocket.Options{}, waitClosed)
 	if err != nil {
 		t.Fatalf("first client: %v\n%s", err, out.String())
 	}
 	if err := echoCheck(first); err != nil {
 		t.Fatal(err)
 	}
+	d := rsocket.Dialer{Timeout: 30 * time.Second}
 	second, err := d.DialContext(context.Background(), "rdma", hostPort(port))
 	if err == nil {
 		second.Close()
@@ -378,9 +418,8 @@ func memlockServer(t *testing.T, port int) {
 	}
 	waitLine("RLIMIT_MEMLOCK")
 	first.Close()
-	io.WriteString(stdin, "wait closed\n")
-	waitLine("child: closed")
-	if err := echoOnce(port, rsocket.Options{}); err != nil {
+	waitClosed()
+	if err := echoOnce(t, port, rsocket.Options{}, waitClosed); err != nil {
 		t.Fatalf("third client, after the first closed: %v\n%s", err, out.String())
 	}
 	t.Logf("child server:\n%s", out.String())
