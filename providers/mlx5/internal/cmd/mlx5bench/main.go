@@ -9,6 +9,18 @@
 // one-time costs (first-call symbol binding, page faults of the first pass). ns: -runs alternating runs of each
 // side, median and min-max.
 //
+// The public path (issue 28 part 4): the same streams through uverbs' QP.PostSend, QP.PostRecv and CQ.Poll (the
+// closed gate and the status-to-error step, then goverbs' mlx5 provider with its QP state check and queue locks,
+// then the hw package) in uverbs' BenchmarkMlx5Public, over the registered mlx5 provider behind a fake kernel;
+// against libmlx5's ibv_post_send, ibv_post_recv and ibv_poll_cq with its defaults (locks on, BlueFlame for every
+// single-WQE post that fits, MLX5_POST_SEND_PREFER_BF unset: so is goverbs' provider). Rows pub-*: a QP and CQ as
+// CreateQP and CreateCQ make them, against libmlx5's default locking; rows td-*: the QP and CQ made in a parent
+// domain with a thread domain (goverbs' QP then posts without its queue locks; its CQ still locks), against
+// libmlx5 with MLX5_SINGLE_THREADED=1 (no lock anywhere, as libmlx5's QP and CQ in such a parent domain). Measured
+// calls: Go (*QP).PostSend, (*QP).PostRecv, (*CQ).Poll of package uverbs.
+//
+// -set hw, public or td runs only those rows (default: all); -op one row by name (inline, pub-inline, td-inline, ...).
+//
 // Run from the module root: go run ./providers/mlx5/internal/cmd/mlx5bench (make bench does).
 package main
 
@@ -35,37 +47,84 @@ type op struct {
 	goFn       string // callgrind --toggle-collect pattern of the Go method
 	cFn        string
 	n          int // operations in the callgrind run (and 2n)
-}
-
-var ops = []op{
-	{"inline", "one signaled 32 B inline SEND + BlueFlame", 1, "*hw.(*SendQueue).PostSend", "op_post", 20000},
-	{"doorbell", "one signaled SEND, 1 SGE + 8 B doorbell", 1, "*hw.(*SendQueue).PostSend", "op_post", 20000},
-	{"list16", "16 RDMA WRITEs, one doorbell (per WR)", 16, "*hw.(*SendQueue).PostSend", "op_post", 2000},
-	{"recv", "post one receive, 1 SGE", 1, "*hw.(*RecvQueue).PostRecv", "op_recv", 20000},
-	{"pollsend", "poll send CQEs, 16 per poll (per CQE)", 16, "*hw.(*CQ).Poll", "op_poll", 2000},
-	{"pollrecv", "poll receive CQEs, 16 per poll (per CQE)", 16, "*hw.(*CQ).Poll", "op_poll", 2000},
+	// set is the row's group: hw (the hw package against unlocked libmlx5), public or td (uverbs' public path).
+	set string
+	// goBench is the Go benchmark (-test.bench pattern, without the trailing $), cOp the harness's operation and
+	// cEnv the harness's libmlx5 configuration.
+	goBench, cOp string
+	cEnv         []string
 }
 
 // cEnv: libmlx5 without locks (as goverbs' hw queues, which leave serialisation to the caller) and BlueFlame for
 // inline WQEs only, so that the SGE SEND rings the 8-byte doorbell. cLockedEnv is libmlx5's default locking.
+// cPublicEnv and cTDEnv are the public rows' libmlx5: its defaults (locks, BlueFlame for every single-WQE post
+// that fits, as goverbs' provider), and the same without locks.
 var (
 	cEnv       = []string{"MLX5_SINGLE_THREADED=1", "MLX5_POST_SEND_PREFER_BF=0"}
 	cLockedEnv = []string{"MLX5_SINGLE_THREADED=0", "MLX5_POST_SEND_PREFER_BF=0"}
+	cPublicEnv = []string{"MLX5_SINGLE_THREADED=0", "MLX5_POST_SEND_PREFER_BF=1"}
+	cTDEnv     = []string{"MLX5_SINGLE_THREADED=1", "MLX5_POST_SEND_PREFER_BF=1"}
 )
+
+var hwOps = []op{
+	{"inline", "one signaled 32 B inline SEND + BlueFlame", 1, "*hw.(*SendQueue).PostSend", "op_post", 20000, "", "", "", nil},
+	{"doorbell", "one signaled SEND, 1 SGE + 8 B doorbell", 1, "*hw.(*SendQueue).PostSend", "op_post", 20000, "", "", "", nil},
+	{"list16", "16 RDMA WRITEs, one doorbell (per WR)", 16, "*hw.(*SendQueue).PostSend", "op_post", 2000, "", "", "", nil},
+	{"recv", "post one receive, 1 SGE", 1, "*hw.(*RecvQueue).PostRecv", "op_recv", 20000, "", "", "", nil},
+	{"pollsend", "poll send CQEs, 16 per poll (per CQE)", 16, "*hw.(*CQ).Poll", "op_poll", 2000, "", "", "", nil},
+	{"pollrecv", "poll receive CQEs, 16 per poll (per CQE)", 16, "*hw.(*CQ).Poll", "op_poll", 2000, "", "", "", nil},
+}
+
+// ops are the hw rows, then the public path's: the same streams, with the provider's default BlueFlame (the
+// doorbell stream's SEND is BlueFlamed on both sides).
+var ops = func() []op {
+	var all []op
+	for _, o := range hwOps {
+		o.set, o.goBench, o.cOp, o.cEnv = "hw", "Libmlx5/"+o.name, o.name, cEnv
+		all = append(all, o)
+	}
+	pubFn := map[string]string{"op_post": "*uverbs.(*QP).PostSend", "op_recv": "*uverbs.(*QP).PostRecv",
+		"op_poll": "*uverbs.(*CQ).Poll"}
+	for _, v := range []struct{ set, prefix, bench string }{{"public", "pub-", "locked"}, {"td", "td-", "td"}} {
+		for _, o := range hwOps {
+			p := o
+			p.set, p.name, p.goFn, p.goBench, p.cOp = v.set, v.prefix+o.name, pubFn[o.cFn], "Mlx5Public/"+v.bench+"/"+o.name, o.name
+			p.cEnv = cPublicEnv
+			if v.set == "td" {
+				p.cEnv = cTDEnv
+			}
+			if o.name == "doorbell" {
+				p.what = "one signaled SEND, 1 SGE, BlueFlame (default PREFER_BF)"
+			}
+			all = append(all, p)
+		}
+	}
+	return all
+}()
 
 func main() {
 	runs := flag.Int("runs", 5, "timed runs of each side (alternating)")
 	timeN := flag.Int("n", 200000, "operations per timed run (lists and polls: n/10)")
 	instr := flag.Bool("instr", true, "count instructions with callgrind (needs valgrind)")
-	only := flag.String("op", "", "run only this operation")
+	only := flag.String("op", "", "run only this operation (a row name: inline, pub-inline, td-inline, ...)")
+	set := flag.String("set", "", "run only this group of rows: hw, public or td (default: all)")
 	flag.Parse()
-	if err := run(*runs, *timeN, *instr, *only); err != nil {
+	if err := run(*runs, *timeN, *instr, *only, *set); err != nil {
 		fmt.Fprintln(os.Stderr, "mlx5bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs, timeN int, instr bool, only string) error {
+func run(runs, timeN int, instr bool, only, set string) error {
+	var sel []op
+	for _, o := range ops {
+		if (only == "" || o.name == only) && (set == "" || o.set == set) {
+			sel = append(sel, o)
+		}
+	}
+	if len(sel) == 0 {
+		return fmt.Errorf("no row named %q in set %q", only, set)
+	}
 	if err := libmlx5emu.Available(); err != nil {
 		return fmt.Errorf("%w (scripts/install-deps.sh installs what is needed)", err)
 	}
@@ -83,13 +142,31 @@ func run(runs, timeN int, instr bool, only string) error {
 	if err != nil {
 		return err
 	}
-	goBin := filepath.Join(dir, "hw.test")
 	gocmd := os.Getenv("GO")
 	if gocmd == "" {
 		gocmd = "go"
 	}
-	if out, err := exec.Command(gocmd, "test", "-c", "-o", goBin, "./providers/mlx5/internal/hw").CombinedOutput(); err != nil {
-		return fmt.Errorf("go test -c: %w\n%s", err, out)
+	// goBins: the hw rows' test binary (package hw) and the public rows' (package uverbs), built when needed.
+	goBins := map[string]string{}
+	for _, o := range sel {
+		pkg := "./providers/mlx5/internal/hw"
+		if o.set != "hw" {
+			pkg = "./uverbs"
+		}
+		if _, ok := goBins[pkg]; ok {
+			continue
+		}
+		bin := filepath.Join(dir, filepath.Base(pkg)+".test")
+		if out, err := exec.Command(gocmd, "test", "-c", "-o", bin, pkg).CombinedOutput(); err != nil {
+			return fmt.Errorf("go test -c %s: %w\n%s", pkg, err, out)
+		}
+		goBins[pkg] = bin
+	}
+	binOf := func(o op) string {
+		if o.set == "hw" {
+			return goBins["./providers/mlx5/internal/hw"]
+		}
+		return goBins["./uverbs"]
 	}
 
 	type row struct {
@@ -99,21 +176,21 @@ func run(runs, timeN int, instr bool, only string) error {
 		goErr, cErr, notes string
 	}
 	var rows []row
-	for _, o := range ops {
-		if only != "" && o.name != only {
-			continue
-		}
+	for _, o := range sel {
 		r := row{op: o}
+		goBin := binOf(o)
 		if instr {
 			fmt.Fprintf(os.Stderr, "mlx5bench: %s: callgrind\n", o.name)
 			if r.goI, err = perUnit(o, func(n int) (float64, error) { return goInstr(dir, goBin, o, n) }); err != nil {
 				return err
 			}
-			if r.cI, err = perUnit(o, func(n int) (float64, error) { return cInstr(dir, cBin, o, n, cEnv) }); err != nil {
+			if r.cI, err = perUnit(o, func(n int) (float64, error) { return cInstr(dir, cBin, o, n, o.cEnv) }); err != nil {
 				return err
 			}
-			if r.cLockedI, err = perUnit(o, func(n int) (float64, error) { return cInstr(dir, cBin, o, n, cLockedEnv) }); err != nil {
-				return err
+			if o.set == "hw" {
+				if r.cLockedI, err = perUnit(o, func(n int) (float64, error) { return cInstr(dir, cBin, o, n, cLockedEnv) }); err != nil {
+					return err
+				}
 			}
 		}
 		n := timeN
@@ -143,21 +220,53 @@ func run(runs, timeN int, instr bool, only string) error {
 	}
 
 	host, _ := os.Hostname()
-	fmt.Printf("\ngoverbs mlx5 (hw package) vs rdma-core libmlx5 (%s), same work-request streams, host %s\n",
-		libmlx5emu.ProviderGlob, host)
-	fmt.Println("instructions per unit: callgrind, (Ir(2N) - Ir(N)) / N of the measured call; C = libmlx5 with",
-		"MLX5_SINGLE_THREADED=1 (no locks, as goverbs' queues), C locked = libmlx5's default locks")
-	fmt.Printf("ns per unit: median (min-max) of %d alternating runs; noisy on a shared machine\n\n", runs)
-	fmt.Println("| operation (unit) | Go instr | C instr | Go/C instr | C locked instr | Go ns | C ns | Go/C ns |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	hw, pub := false, false
 	for _, r := range rows {
-		gi, ci, ratio, li := "-", "-", "-", "-"
-		if instr {
-			gi, ci, ratio, li = f1(r.goI), f1(r.cI), fmt.Sprintf("%.2f", r.goI/r.cI), f1(r.cLockedI)
+		hw, pub = hw || r.op.set == "hw", pub || r.op.set != "hw"
+	}
+	if hw {
+		fmt.Printf("\ngoverbs mlx5 (hw package) vs rdma-core libmlx5 (%s), same work-request streams, host %s\n",
+			libmlx5emu.ProviderGlob, host)
+		fmt.Println("instructions per unit: callgrind, (Ir(2N) - Ir(N)) / N of the measured call; C = libmlx5 with",
+			"MLX5_SINGLE_THREADED=1 (no locks, as goverbs' queues), C locked = libmlx5's default locks")
+		fmt.Printf("ns per unit: median (min-max) of %d alternating runs; noisy on a shared machine\n\n", runs)
+		fmt.Println("| operation (unit) | Go instr | C instr | Go/C instr | C locked instr | Go ns | C ns | Go/C ns |")
+		fmt.Println("|---|---|---|---|---|---|---|---|")
+		for _, r := range rows {
+			if r.op.set != "hw" {
+				continue
+			}
+			gi, ci, ratio, li := "-", "-", "-", "-"
+			if instr {
+				gi, ci, ratio, li = f1(r.goI), f1(r.cI), fmt.Sprintf("%.2f", r.goI/r.cI), f1(r.cLockedI)
+			}
+			gm, cm := median(r.goNs), median(r.cNs)
+			fmt.Printf("| %s: %s | %s | %s | %s | %s | %s | %s | %.2f |\n", r.op.name, r.op.what, gi, ci, ratio, li,
+				spread(r.goNs), spread(r.cNs), gm/cm)
 		}
-		gm, cm := median(r.goNs), median(r.cNs)
-		fmt.Printf("| %s: %s | %s | %s | %s | %s | %s | %s | %.2f |\n", r.op.name, r.op.what, gi, ci, ratio, li,
-			spread(r.goNs), spread(r.cNs), gm/cm)
+	}
+	if pub {
+		fmt.Printf("\ngoverbs' public path (uverbs QP.PostSend, QP.PostRecv, CQ.Poll over the mlx5 provider) vs "+
+			"libmlx5's ibv_post_send, ibv_post_recv, ibv_poll_cq (%s), host %s\n", libmlx5emu.ProviderGlob, host)
+		fmt.Println("pub-*: default locking on both sides (C: MLX5_SINGLE_THREADED=0); td-*: goverbs' QP and CQ in a",
+			"parent domain with a thread domain, C: MLX5_SINGLE_THREADED=1; both: BlueFlame for every single-WQE",
+			"post that fits (MLX5_POST_SEND_PREFER_BF=1, goverbs' default)")
+		fmt.Println("instructions per unit: callgrind, (Ir(2N) - Ir(N)) / N of the measured call")
+		fmt.Printf("ns per unit: median (min-max) of %d alternating runs; noisy on a shared machine\n\n", runs)
+		fmt.Println("| operation (unit) | Go instr | C instr | Go/C instr | Go ns | C ns | Go/C ns |")
+		fmt.Println("|---|---|---|---|---|---|---|")
+		for _, r := range rows {
+			if r.op.set == "hw" {
+				continue
+			}
+			gi, ci, ratio := "-", "-", "-"
+			if instr {
+				gi, ci, ratio = f1(r.goI), f1(r.cI), fmt.Sprintf("%.2f", r.goI/r.cI)
+			}
+			gm, cm := median(r.goNs), median(r.cNs)
+			fmt.Printf("| %s: %s | %s | %s | %s | %s | %s | %.2f |\n", r.op.name, r.op.what, gi, ci, ratio,
+				spread(r.goNs), spread(r.cNs), gm/cm)
+		}
 	}
 	return nil
 }
@@ -245,17 +354,17 @@ func goInstr(dir, goBin string, o op, n int) (float64, error) {
 	// was counted in a first version (95-2623 instructions for the same receive post): GOGC=off, the benchmark
 	// locked to its thread and only the profiles of threads that ran the measured call are summed.
 	return callgrind(dir, []string{"GODEBUG=asyncpreemptoff=1", "GOGC=off"}, o.goFn, goBin, "-test.run", "^$",
-		"-test.bench", "Libmlx5/"+o.name+"$", "-test.benchtime", fmt.Sprintf("%dx", n))
+		"-test.bench", o.goBench+"$", "-test.benchtime", fmt.Sprintf("%dx", n))
 }
 
 func cInstr(dir, cBin string, o op, n int, env []string) (float64, error) {
-	return callgrind(dir, env, o.cFn, cBin, "count", o.name, strconv.Itoa(n))
+	return callgrind(dir, env, o.cFn, cBin, "count", o.cOp, strconv.Itoa(n))
 }
 
 var nsUnit = regexp.MustCompile(`([0-9.]+) ns/unit`)
 
 func goTime(goBin, _ string, o op, n int) (bool, float64, error) {
-	c := exec.Command(goBin, "-test.run", "^$", "-test.bench", "Libmlx5/"+o.name+"$", "-test.benchtime",
+	c := exec.Command(goBin, "-test.run", "^$", "-test.bench", o.goBench+"$", "-test.benchtime",
 		fmt.Sprintf("%dx", n), "-test.cpu", "1")
 	b, err := c.CombinedOutput()
 	if err != nil {
@@ -270,8 +379,8 @@ func goTime(goBin, _ string, o op, n int) (bool, float64, error) {
 }
 
 func cTime(_, cBin string, o op, n int) (bool, float64, error) {
-	c := libmlx5emu.Command(cBin, "time", o.name, strconv.Itoa(n))
-	c.Env = append(c.Env, cEnv...)
+	c := libmlx5emu.Command(cBin, "time", o.cOp, strconv.Itoa(n))
+	c.Env = append(c.Env, o.cEnv...) // after libmlx5emu.Env: the last value of a variable wins
 	b, err := c.CombinedOutput()
 	if err != nil {
 		return false, 0, fmt.Errorf("C %s: %w\n%s", o.name, err, b)
