@@ -35,7 +35,9 @@ const ABIVersion = abi.RDMA_USER_CM_ABI_VERSION
 // called from one goroutine while others issue commands.
 //
 // Closing the channel destroys every id still on it (the kernel does so when
-// the file is closed) and releases the device contexts it opened.
+// the file is closed) and releases its hold on the device contexts its ids
+// used (they are the process's, shared by every channel, as librdmacm's: the
+// last release closes one).
 type Channel struct {
 	f  *os.File
 	rc syscall.RawConn
@@ -44,23 +46,36 @@ type Channel struct {
 	mu     sync.Mutex
 	ids    map[uint64]*ID // by uid
 	mcasts map[uint64]*Multicast
-	devs   map[uint64]*devRef // by node GUID (host order)
+	devs   map[devKey]*devRef // the devices this channel's ids used: it holds each until it is closed
 	closed bool
 
 	evMu  sync.Mutex // one GetEvent at a time (it owns the read deadline)
 	evBuf *abi.RdmaUcmEventResp
 }
 
-// devRef is a device context shared by the ids of one channel, with its PD
-// (librdmacm's cma_device: one context and one PD per device).
+// devRef is a device context shared by every id of the process on that device, with its PD and attributes
+// (librdmacm's cma_device: one context and one PD per device and process). It is open while an id uses it
+// or a channel whose ids used it is open; the last release closes it.
 type devRef struct {
-	owner *Channel
-	guid  uint64
-	ctx   *uverbs.Context
-	pd    *uverbs.PD
-	attr  *uverbs.DeviceAttr
-	refs  int
+	key  devKey
+	ctx  *uverbs.Context
+	pd   *uverbs.PD
+	attr *uverbs.DeviceAttr
+	refs int // ids using it, and channels holding it; under devices.mu
 }
+
+// devKey names a device: its node GUID (host order) and its index, which a device removed and added again
+// does not keep (an rxe or siw link re-created), so that its new ids never meet the old context.
+type devKey struct {
+	guid  uint64
+	index uint32
+}
+
+// devices are the device contexts open in this process.
+var devices = struct {
+	mu sync.Mutex
+	m  map[devKey]*devRef
+}{m: map[devKey]*devRef{}}
 
 // devicePath finds /dev/infiniband/rdma_cm: RDMA netlink GET_CHARDEV
 // "rdma_cm" first, then sysfs, and checks the ABI version.
@@ -112,7 +127,7 @@ func NewChannel() (*Channel, error) {
 		f.Close()
 		return nil, &Error{Op: "create event channel", Err: err}
 	}
-	return &Channel{f: f, rc: rc, fd: fd, ids: map[uint64]*ID{}, mcasts: map[uint64]*Multicast{}, devs: map[uint64]*devRef{},
+	return &Channel{f: f, rc: rc, fd: fd, ids: map[uint64]*ID{}, mcasts: map[uint64]*Multicast{}, devs: map[devKey]*devRef{},
 		evBuf: new(abi.RdmaUcmEventResp)}, nil
 }
 
@@ -140,23 +155,14 @@ func (ch *Channel) Close() error {
 	}
 	ch.mu.Lock()
 	ch.closed = true
-	var idle []*devRef
-	for _, d := range ch.devs {
-		if d.refs == 0 { // ids migrated elsewhere still hold theirs; the last one closes it
-			idle = append(idle, d)
-		}
-	}
-	ch.devs = map[uint64]*devRef{}
+	held := ch.devs
+	ch.devs = map[devKey]*devRef{}
 	ch.mu.Unlock()
-	for _, d := range idle {
-		errs = append(errs, d.close())
+	for _, d := range held { // ids migrated elsewhere, and other channels' ids, still hold theirs
+		errs = append(errs, releaseDevice(d))
 	}
 	errs = append(errs, ch.f.Close())
 	return errors.Join(errs...)
-}
-
-func (d *devRef) close() error {
-	return errors.Join(d.pd.Close(), d.ctx.Close())
 }
 
 // exec issues one command through ucmWrite while holding the fd open.

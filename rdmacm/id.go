@@ -345,7 +345,8 @@ type QPInitAttr struct {
 }
 
 // Device resolves the id's device (from its bound or resolved address) and
-// returns the channel's shared context and PD for it, opening them on first
+// returns the process's shared context and PD for it (librdmacm's id->verbs
+// and id->pd: one per device, whatever the channel), opening them on first
 // use. It fails with ENODEV while the id has no device.
 func (id *ID) Device() (*uverbs.Context, *uverbs.PD, error) {
 	id.mu.Lock()
@@ -360,7 +361,7 @@ func (id *ID) Device() (*uverbs.Context, *uverbs.PD, error) {
 }
 
 // DeviceAttr is the attributes of the id's device (ibv_query_device on
-// id->verbs), queried once per device and channel: what a caller sizes its
+// id->verbs), queried once per device: what a caller sizes its
 // queues and buffers against before creating them.
 func (id *ID) DeviceAttr() (*uverbs.DeviceAttr, error) {
 	id.mu.Lock()
@@ -395,28 +396,48 @@ func (id *ID) acquireDeviceLocked() error {
 	return nil
 }
 
+// acquireDevice returns the process's context for the device with node GUID guid and index index, opening
+// it (with its PD and attributes) on first use; the id takes a reference, and the channel one the first time
+// one of its ids uses the device, which it keeps until it is closed.
 func (ch *Channel) acquireDevice(guid uint64, index uint32) (*devRef, error) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if ch.closed {
 		return nil, ErrClosed
 	}
-	if d := ch.devs[guid]; d != nil {
-		d.refs++
-		return d, nil
+	devices.mu.Lock()
+	defer devices.mu.Unlock()
+	key := devKey{guid, index}
+	d := devices.m[key]
+	if d == nil {
+		var err error
+		if d, err = openDevice(key); err != nil {
+			return nil, err
+		}
+		devices.m[key] = d
 	}
+	if ch.devs[key] == nil {
+		ch.devs[key] = d
+		d.refs++
+	}
+	d.refs++
+	return d, nil
+}
+
+// openDevice opens the device's context, queries it and allocates its PD.
+func openDevice(key devKey) (*devRef, error) {
 	devs, err := uverbs.Devices()
 	if err != nil {
 		return nil, err
 	}
 	var pick *uverbs.Device
 	for i := range devs {
-		if uint64(devs[i].NodeGUID) == guid && (pick == nil || devs[i].Index == index) {
+		if uint64(devs[i].NodeGUID) == key.guid && (pick == nil || devs[i].Index == key.index) {
 			pick = &devs[i]
 		}
 	}
 	if pick == nil {
-		return nil, fmt.Errorf("no verbs device with node GUID %v: %w", uverbs.GUID(guid), unix.ENODEV)
+		return nil, fmt.Errorf("no verbs device with node GUID %v: %w", uverbs.GUID(key.guid), unix.ENODEV)
 	}
 	ctx, err := pick.Open()
 	if err != nil {
@@ -432,23 +453,21 @@ func (ch *Channel) acquireDevice(guid uint64, index uint32) (*devRef, error) {
 		ctx.Close()
 		return nil, err
 	}
-	d := &devRef{owner: ch, guid: guid, ctx: ctx, pd: pd, attr: attr, refs: 1}
-	ch.devs[guid] = d
-	return d, nil
+	return &devRef{key: key, ctx: ctx, pd: pd, attr: attr}, nil
 }
 
-// releaseDevice drops an id's reference. The context and PD stay open for
-// the channel's other and future ids (and for what the application made on
-// the shared PD) until the channel is closed, as librdmacm keeps its device
-// contexts; only a device whose channel is already closed (an id migrated
-// away from it) is closed with its last id.
-func (ch *Channel) releaseDevice(d *devRef) error {
-	ch.mu.Lock()
+// releaseDevice drops one reference (an id's or a channel's); the last one closes the context and its PD,
+// as librdmacm keeps its device contexts while they are in use (it keeps them until the process ends).
+func releaseDevice(d *devRef) error {
+	devices.mu.Lock()
 	d.refs--
-	last := d.refs == 0 && ch.closed
-	ch.mu.Unlock()
+	last := d.refs == 0
 	if last {
-		return d.close()
+		delete(devices.m, d.key)
+	}
+	devices.mu.Unlock()
+	if last {
+		return errors.Join(d.pd.Close(), d.ctx.Close())
 	}
 	return nil
 }
@@ -1019,7 +1038,7 @@ func (id *ID) Close() error {
 	id.destroyed = true
 	id.ch.unregister(id)
 	if id.dev != nil {
-		errs = append(errs, id.dev.owner.releaseDevice(id.dev))
+		errs = append(errs, releaseDevice(id.dev))
 		id.dev = nil
 	}
 	return errors.Join(errs...)

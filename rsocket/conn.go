@@ -1015,7 +1015,8 @@ func (c *Conn) Close() error {
 
 // release frees everything: the connection's own objects, then the id
 // (which sends DREQ if still connected) and its event channel. The id must go
-// last: destroying a channel's last id releases the channel's PD and context.
+// last: the last id of the device's shared PD and context (the process's,
+// rdmacm's) releases them, and this connection's objects live on that PD.
 func (c *Conn) release() error {
 	err := c.releaseLocal()
 	return errors.Join(err, c.id.Close(), c.ch.Close())
