@@ -52,13 +52,18 @@ func TestCgroupHeadroom(t *testing.T) {
 	write(filepath.Join(root, "a", "b", "memory.stat"), "anon 400000\nfile 200000\n")
 	proc := filepath.Join(root, "cgroup")
 	write(proc, "0::/a/b\n")
-	room, where, ok := cgroupHeadroom(proc, root)
+	room, where, ok := cgroupHeadroom(proc, root, 500000)
 	if !ok || room != 600000 || where != "memory.max of cgroup /a/b" {
 		t.Fatalf("headroom %d %q %v, want 600000 in /a/b", room, where, ok)
 	}
+	// A length the limit leaves room for without the page cache: memory.stat is not read, the room is
+	// reported without the cache.
+	if room, _, ok = cgroupHeadroom(proc, root, 1000); !ok || room != 400000 {
+		t.Fatalf("headroom for 1000 bytes %d %v, want 400000 (memory.stat not read)", room, ok)
+	}
 	write(filepath.Join(root, "a", "memory.max"), "500000\n")
 	write(filepath.Join(root, "a", "memory.current"), "400000\n")
-	if room, where, _ = cgroupHeadroom(proc, root); room != 100000 || where != "memory.max of cgroup /a" {
+	if room, where, _ = cgroupHeadroom(proc, root, 500000); room != 100000 || where != "memory.max of cgroup /a" {
 		t.Fatalf("headroom %d %q, want 100000 in /a (the parent's limit binds)", room, where)
 	}
 	// v1
@@ -66,11 +71,11 @@ func TestCgroupHeadroom(t *testing.T) {
 	write(filepath.Join(root, "memory", "x", "memory.usage_in_bytes"), "250000\n")
 	write(filepath.Join(root, "memory", "x", "memory.stat"), "total_cache 50000\n")
 	write(proc, "12:cpu,memory:/x\n")
-	if room, where, _ = cgroupHeadroom(proc, root); room != 100000 || where != "memory.limit_in_bytes of cgroup /x" {
+	if room, where, _ = cgroupHeadroom(proc, root, 500000); room != 100000 || where != "memory.limit_in_bytes of cgroup /x" {
 		t.Fatalf("v1 headroom %d %q, want 100000", room, where)
 	}
 	write(proc, "0::/\n")
-	if _, _, ok := cgroupHeadroom(proc, root); ok {
+	if _, _, ok := cgroupHeadroom(proc, root, 500000); ok {
 		t.Fatal("the root cgroup has no limit")
 	}
 }
