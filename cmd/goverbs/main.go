@@ -11,12 +11,57 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
+	"syscall"
 )
 
 func main() {
-	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+	stop := startProfile(os.Stderr)
+	code := run(os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// ProfileEnv names a directory where each run writes a CPU profile of itself, TOOL-PID.pprof (for go tool
+// pprof; 1000 samples per second of CPU). A run ended by SIGINT or SIGTERM writes its profile before it exits
+// (status 128+signal), so a server tool stopped that way is profiled too. Unset, nothing changes.
+const ProfileEnv = "GOVERBS_CPUPROFILE"
+
+func startProfile(stderr io.Writer) (stop func()) {
+	dir := os.Getenv(ProfileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	tool := filepath.Base(os.Args[0])
+	if len(os.Args) > 1 && tool == "goverbs" {
+		tool = filepath.Base(os.Args[1])
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", tool, os.Getpid())))
+	if err == nil {
+		runtime.SetCPUProfileRate(1000)
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "goverbs: %s: %v\n", ProfileEnv, err)
+		return func() {}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		pprof.StopCPUProfile()
+		f.Close()
+		os.Exit(128 + int(s.(syscall.Signal)))
+	}()
+	return func() {
+		signal.Stop(sigs)
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // findCommand returns the command called name, as subcommand name or alias.

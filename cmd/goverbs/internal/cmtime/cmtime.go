@@ -58,10 +58,13 @@ type test struct {
 
 	ch    *rdmacm.Channel
 	nodes []node
-	byID  map[*rdmacm.ID]*node
-	times [stepCnt][2]time.Time
-	srcAP netip.AddrPort
-	dstAP netip.AddrPort
+
+	// qpAttr is the C tool's one static init_qp_attr (see createQP).
+	qpAttr rdmacm.QPInitAttr
+	byID   map[*rdmacm.ID]*node
+	times  [stepCnt][2]time.Time
+	srcAP  netip.AddrPort
+	dstAP  netip.AddrPort
 
 	mu        sync.Mutex
 	cond      *sync.Cond
@@ -332,8 +335,7 @@ func (t *test) runClient() int {
 		return n.id.ResolveRoute(timeout)
 	})
 	ret = t.step(stepCreateQP, false, "creating qp\n", "failure creating qp", ret, func(n *node) error {
-		_, err := n.id.CreateQP(rdmacm.QPInitAttr{Cap: qpCap})
-		return err
+		return t.createQP(n.id)
 	})
 	ret = t.step(stepConnect, true, "connecting\n", "failure rconnecting", ret, func(n *node) error {
 		return n.id.Connect(param)
@@ -344,6 +346,30 @@ func (t *test) runClient() int {
 		return nil
 	})
 	return ret
+}
+
+// createQP is rdma_create_qp(id, NULL, &init_qp_attr) as the C tool calls it, with one static
+// init_qp_attr for every QP: librdmacm writes the CQs it made for the first QP back into it, so every
+// later QP of the process (client and server alike) is created on the first one's CQs. The Go tool does
+// the same, so that both do the same work per connection (cmtime's numbers are compared with C's). Where
+// the C tool would go on with CQs already destroyed (the first connection gone with no other QP on its
+// CQs), the Go tool makes new ones instead.
+func (t *test) createQP(id *rdmacm.ID) error {
+	if t.qpAttr.Cap == (uverbs.QPCap{}) {
+		t.qpAttr.Cap = qpCap
+	}
+	_, err := id.CreateQP(t.qpAttr)
+	if err != nil && t.qpAttr.SendCQ != nil {
+		t.qpAttr.SendCQ, t.qpAttr.RecvCQ = nil, nil
+		_, err = id.CreateQP(t.qpAttr)
+	}
+	if err != nil {
+		return err
+	}
+	if t.qpAttr.SendCQ == nil {
+		t.qpAttr.SendCQ, t.qpAttr.RecvCQ = id.SendCQ(), id.RecvCQ()
+	}
+	return nil
 }
 
 // step is one of the client's timed steps, taken on each node not failed yet. A step that an event completes
@@ -428,7 +454,7 @@ func (t *test) runServer(ctx context.Context) int {
 		case rdmacm.EventConnectRequest:
 			id := ev.ID
 			children[id] = true
-			if _, err := id.CreateQP(rdmacm.QPInitAttr{Cap: qpCap}); err != nil {
+			if err := t.createQP(id); err != nil {
 				t.perror("failure creating qp", err)
 			} else if err := id.Accept(nil); err != nil {
 				t.perror("failure accepting", err)
