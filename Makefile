@@ -65,13 +65,15 @@ LAB_SIW_KERNELS ?= 6.12
 lab:
 	$(GO) run ./test/lab/cmd/labsuite -kernels $(LAB_KERNELS)$(if $(LAB_JOBS), -j $(LAB_JOBS))$(if $(strip $(LAB_SIW)), -siw '$(strip $(LAB_SIW))' -siw-kernels $(LAB_SIW_KERNELS))
 
-## bench: data-path microbenchmarks on the host, goverbs' mlx5 path against libmlx5 (callgrind + ns), then the
-## Go-vs-C tables in the lab: instruction cost (QEMU -icount, repeatable), then wall clock under TCG (ping-pong,
-## perftest, rstream)
+## bench: data-path microbenchmarks on the host, goverbs' mlx5 path against libmlx5 (callgrind + ns; the hw
+## package, the public path locked and with a thread domain), then the Go-vs-C tables in the lab: instruction
+## cost (QEMU -icount, repeatable), the scale curves at N = 1..1000 (icount; plot in .lab/scalebench/scale.svg),
+## then wall clock under TCG (ping-pong, perftest, rstream)
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./providers/... ./internal/ioctl/... ./uverbs/...
 	$(GO) run ./providers/mlx5/internal/cmd/mlx5bench
 	$(GO) run ./test/bench/cmd/costbench
+	$(GO) run ./test/bench/cmd/scalebench -svg .lab/scalebench/scale.svg
 	$(GO) run ./test/bench/cmd/ppbench
 	$(GO) run ./test/bench/cmd/bench
 	$(GO) run ./test/bench/cmd/rsbench
