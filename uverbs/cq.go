@@ -106,13 +106,18 @@ func (cq *CQ) Handle() uint32 { return cq.handle }
 // error is non-nil only when polling itself failed (ibv_poll_cq < 0): the CQ is closed (ErrClosed), or the
 // device wrote a completion the provider cannot match to a queue (EIO); the n completions before it are valid.
 // A failed work request is not a Poll error: it is a completion whose WC.Err is non-nil.
+//
+//go:nosplit
 func (cq *CQ) Poll(wc []WC) (int, error) {
 	if !cq.g.Enter() {
 		return 0, cq.ctx.dpErrs.get(opPollCQ, provider.Destroyed)
 	}
 	n, st := cq.prov.Poll(wc)
 	cq.g.Exit()
-	return cq.ctx.dpErrs.result(opPollCQ, n, st)
+	if st != provider.OK {
+		return n, cq.ctx.dpErrs.get(opPollCQ, st)
+	}
+	return n, nil
 }
 
 // ReqNotify arms the CQ: the next completion (only solicited ones if solicitedOnly) raises an event on its

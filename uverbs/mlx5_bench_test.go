@@ -32,9 +32,12 @@ import (
 //
 // Variants: locked (a QP and CQ as CreateQP and CreateCQ make them: the provider takes its SQ, RQ and CQ locks;
 // against libmlx5's default locking) and td (the QP and the CQ made in a parent domain with a thread domain:
-// the QP's queues take no lock, as libmlx5's in a TD; goverbs' CQ still locks, libmlx5's CQ in such a parent
-// domain does not). Both use the provider's defaults: BlueFlame for every single-WQE post that fits (libmlx5's
-// default MLX5_POST_SEND_PREFER_BF), so the doorbell stream's SEND is BlueFlamed here.
+// the QP's queues take no lock, as libmlx5's in a TD; the CQ keeps its lock, as libmlx5's does in such a parent
+// domain: its create_cq sets the CQ lock from MLX5_SINGLE_THREADED alone, where the QP's and SRQ's locks follow
+// the PD, mlx5_spinlock_init_pd. mlx5bench's C side of these rows sets MLX5_SINGLE_THREADED=1, which drops the CQ
+// lock too, so its td-poll rows compare a locked CQ with an unlocked one). Both use the provider's defaults:
+// BlueFlame for every single-WQE post that fits (libmlx5's default MLX5_POST_SEND_PREFER_BF), so the doorbell
+// stream's SEND is BlueFlamed here.
 //
 // Sub-benchmarks and loops are BenchmarkLibmlx5's: inline, doorbell, list16, recv, pollsend, pollrecv; batches of
 // 32 posts, 4 lists of 16 or 16 polls, timed with "ns/unit" per WR or CQE; between batches (untimed) the posted
@@ -90,6 +93,7 @@ type mlx5Emu struct {
 	list16    []SendWR
 	recv      []RecvWR
 	wc        []verbs.WC // consume's (allocated once: a slice passed to an interface method escapes)
+	pollWC    [16]WC     // the measured polls' (in e for the same reason: a local array would be allocated)
 }
 
 const (
@@ -348,7 +352,7 @@ func (e *mlx5Emu) run(op string, n int, ns *time.Duration) error {
 				e.putCQE(i, mlx5CQEReq, mlx5OpcodeSend, uint16(i), 0)
 			}
 		}
-		var wcs [16]WC
+		wcs := &e.pollWC
 		for done := 0; done < n; {
 			k := min(n-done, mlx5EmuCQSize/16)
 			bad := false

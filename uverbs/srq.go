@@ -106,7 +106,10 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) (int, error) {
 	}
 	n, st := srq.prov.PostRecv(wrs)
 	srq.g.Exit()
-	return srq.ctx.dpErrs.result(opPostSRQRecv, n, st)
+	if st != provider.OK {
+		return n, srq.ctx.dpErrs.get(opPostSRQRecv, st)
+	}
+	return n, nil
 }
 
 // SRQAttrMask selects the SRQAttr fields SRQ.Modify changes (IBV_SRQ_*).

@@ -187,7 +187,10 @@ func (wq *WQ) PostRecv(wrs []RecvWR) (int, error) {
 	}
 	n, st := wq.prov.PostRecv(wrs)
 	wq.g.Exit()
-	return wq.ctx.dpErrs.result(opPostWQRecv, n, st)
+	if st != provider.OK {
+		return n, wq.ctx.dpErrs.get(opPostWQRecv, st)
+	}
+	return n, nil
 }
 
 // WQAttrMask selects the WQAttr fields WQ.Modify changes (enum ibv_wq_attr_mask).

@@ -410,7 +410,9 @@ type cqAdapter struct {
 	newMem []byte
 }
 
-// Poll implements provider.CQ.
+// Poll implements provider.CQ (nosplit: as qpAdapter.PostSend).
+//
+//go:nosplit
 func (a *cqAdapter) Poll(wc []verbs.WC) (int, provider.Status) {
 	a.mu.Lock()
 	n, st := a.CQ.Poll(wc)
@@ -581,6 +583,7 @@ func (c *mctx) CreateQP(p provider.QPParams, create provider.Create[provider.QPP
 			return nil, res, err
 		}
 	}
+	q.post.Store(postBits(verbs.QPStateReset, q.RQ != nil))
 	if err := scq.Attach(q.QP); err != nil {
 		q.release()
 		return nil, res, err
@@ -614,13 +617,15 @@ type qpAdapter struct {
 	ctx      *mctx
 	scq, rcq *cqAdapter
 	queueMem
-	dbr   hw.DoorbellRecord
-	bf    bfSlot
-	tdBF  bool // bf is the thread domain's: not returned to the free list
-	uidx  uint32
-	state atomic.Uint32 // verbs.QPState: posts read it while Modify's StateChanged writes it
-	sqMu  sync.Mutex
-	rqMu  sync.Mutex
+	dbr  hw.DoorbellRecord
+	bf   bfSlot
+	tdBF bool // bf is the thread domain's: not returned to the free list
+	uidx uint32
+	// post is what the QP's state allows (postSend, postRecv) and whether it has a receive queue of its own
+	// (postHasRQ): one load answers a post's checks. Modify's StateChanged writes it while posts read it.
+	post atomic.Uint32
+	sqMu sync.Mutex
+	rqMu sync.Mutex
 	// single: the QP is in a thread domain and posts without sqMu and rqMu.
 	single bool
 	// ECE (qpext.go): the options SetECE set, which the next modify sends (0: none pending), and the options
@@ -628,23 +633,61 @@ type qpAdapter struct {
 	setECE, getECE atomic.Uint32
 }
 
-// PostSend implements provider.QP.
+// The bits of qpAdapter.post.
+const (
+	postSend  = 1 << iota // the state is RTS or SQD: sends may be posted
+	postRecv              // the state is not RESET: receives may be posted
+	postHasRQ             // the QP has a receive queue of its own (not an SRQ's)
+)
+
+// postBits is qpAdapter.post for a QP in state s, with a receive queue of its own or not.
+func postBits(s verbs.QPState, hasRQ bool) uint32 {
+	var b uint32
+	if s == verbs.QPStateRTS || s == verbs.QPStateSQD {
+		b |= postSend
+	}
+	if s != verbs.QPStateReset {
+		b |= postRecv
+	}
+	if hasRQ {
+		b |= postHasRQ
+	}
+	return b
+}
+
+// PostSend implements provider.QP. One request goes to hw's PostOne directly (hw's PostSend would call it): one
+// call level less on the latency path. The calls are written out in both branches so that PostSend stays one
+// frame (a helper holding them would not be inlined).
+//
+// nosplit, as hw's post path (sq.go): a small frame, so the stack-bound check is left out (2 instructions a
+// call); the linker verifies that the frame fits the stack guard, and the callees have their own checks.
+//
+//go:nosplit
 func (q *qpAdapter) PostSend(wrs []hw.SendWR) (int, provider.Status) {
-	if s := verbs.QPState(q.state.Load()); s != verbs.QPStateRTS && s != verbs.QPStateSQD {
+	if q.post.Load()&postSend == 0 {
 		return 0, provider.NotReady
 	}
 	if q.single {
+		if len(wrs) == 1 {
+			return q.SQ.PostOne(&wrs[0])
+		}
 		return q.SQ.PostSend(wrs)
 	}
+	var n int
+	var st provider.Status
 	q.sqMu.Lock()
-	n, st := q.SQ.PostSend(wrs)
+	if len(wrs) == 1 {
+		n, st = q.SQ.PostOne(&wrs[0])
+	} else {
+		n, st = q.SQ.PostSend(wrs)
+	}
 	q.sqMu.Unlock()
 	return n, st
 }
 
 // PostSendAll implements provider.QP.
 func (q *qpAdapter) PostSendAll(wrs []hw.SendWR) (int, provider.Status) {
-	if s := verbs.QPState(q.state.Load()); s != verbs.QPStateRTS && s != verbs.QPStateSQD {
+	if q.post.Load()&postSend == 0 {
 		return 0, provider.NotReady
 	}
 	if q.single {
@@ -656,13 +699,12 @@ func (q *qpAdapter) PostSendAll(wrs []hw.SendWR) (int, provider.Status) {
 	return n, st
 }
 
-// PostRecv implements provider.QP.
+// PostRecv implements provider.QP (nosplit: as PostSend).
+//
+//go:nosplit
 func (q *qpAdapter) PostRecv(wrs []hw.RecvWR) (int, provider.Status) {
-	if q.RQ == nil {
-		return 0, provider.NoRecvQueue
-	}
-	if verbs.QPState(q.state.Load()) == verbs.QPStateReset {
-		return 0, provider.NotReady
+	if q.post.Load()&(postRecv|postHasRQ) != postRecv|postHasRQ {
+		return 0, q.recvRefused()
 	}
 	if q.single {
 		return q.RQ.PostRecv(wrs)
@@ -673,11 +715,19 @@ func (q *qpAdapter) PostRecv(wrs []hw.RecvWR) (int, provider.Status) {
 	return n, st
 }
 
+// recvRefused is why PostRecv refused: no receive queue of its own before the state.
+func (q *qpAdapter) recvRefused() provider.Status {
+	if q.RQ == nil {
+		return provider.NoRecvQueue
+	}
+	return provider.NotReady
+}
+
 // StateChanged implements provider.QP: a transition to RESET removes the QP's completions from its CQs (and
 // returns its SRQ receives) and zeroes the indices and doorbell records, with the queues and the CQs locked
 // (rdma-core mlx5_modify_qp).
 func (q *qpAdapter) StateChanged(s verbs.QPState) {
-	q.state.Store(uint32(s))
+	q.post.Store(postBits(s, q.RQ != nil))
 	if s != verbs.QPStateReset {
 		return
 	}

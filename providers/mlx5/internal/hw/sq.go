@@ -274,7 +274,7 @@ var fmFlags = [8]uint8{
 // requests. No outcome allocates.
 func (sq *SendQueue) PostSend(wrs []SendWR) (int, provider.Status) {
 	if len(wrs) == 1 {
-		return sq.postOne(&wrs[0])
+		return sq.PostOne(&wrs[0])
 	}
 	var (
 		nreq    int
@@ -340,15 +340,16 @@ func (sq *SendQueue) PostSendAll(wrs []SendWR) (int, provider.Status) {
 	return len(wrs), provider.OK
 }
 
-// postOne is PostSend for a single work request, the latency-critical case: the same steps without the batch
-// loop's bookkeeping.
+// PostOne is PostSend of the one work request *w, the latency-critical case: the same steps and outcomes
+// without the batch loop's bookkeeping. PostSend calls it for a one-element slice, and so may a caller that has
+// already looked at the slice's length (the provider's QP, one call level less on the public path).
 //
 // nosplit: a short straight-line function on the post path; without the stack-bound check each call saves 3-4
 // instructions (mlx5bench: inline SEND 318 -> 312, 16 RDMA writes 178 -> 174 per WR). The linker verifies that
 // the nosplit frames fit the stack guard; the callees it may reach are ordinary functions with their own checks.
 //
 //go:nosplit
-func (sq *SendQueue) postOne(w *SendWR) (int, provider.Status) {
+func (sq *SendQueue) PostOne(w *SendWR) (int, provider.Status) {
 	head, curPost := sq.head, sq.curPost
 	if head-loadTail(&sq.tail) >= sq.maxPost {
 		return 0, provider.QueueFull

@@ -15,8 +15,10 @@
 // against libmlx5's ibv_post_send, ibv_post_recv and ibv_poll_cq with its defaults (locks on, BlueFlame for every
 // single-WQE post that fits, MLX5_POST_SEND_PREFER_BF unset: so is goverbs' provider). Rows pub-*: a QP and CQ as
 // CreateQP and CreateCQ make them, against libmlx5's default locking; rows td-*: the QP and CQ made in a parent
-// domain with a thread domain (goverbs' QP then posts without its queue locks; its CQ still locks), against
-// libmlx5 with MLX5_SINGLE_THREADED=1 (no lock anywhere, as libmlx5's QP and CQ in such a parent domain). Measured
+// domain with a thread domain (goverbs' QP then posts without its queue locks; its CQ still locks, as libmlx5's
+// CQ in such a parent domain does: create_cq takes its lock setting from MLX5_SINGLE_THREADED alone), against
+// libmlx5 with MLX5_SINGLE_THREADED=1 (no lock anywhere: the QP's as in such a parent domain, and the CQ's as
+// well, which a thread domain alone does not drop; the td-poll rows are locked Go against unlocked C). Measured
 // calls: Go (*QP).PostSend, (*QP).PostRecv, (*CQ).Poll of package uverbs.
 //
 // -set hw, public or td runs only those rows (default: all); -op one row by name (inline, pub-inline, td-inline, ...).
