@@ -45,6 +45,7 @@ func main() {
 	runRE := flag.String("run", "", "only the curves whose name matches this regular expression (cm, objects, mr, rsidle)")
 	svgPath := flag.String("svg", "", "write the curves as an SVG plot to this file")
 	mdPath := flag.String("md", "", "write the tables as Markdown to this file")
+	from := flag.String("results", "", "render this results.json of an earlier run (.lab/scalebench/out/results.json) instead of measuring")
 	profile := flag.Bool("profile", false, "the Go peers write CPU profiles into .lab/scalebench/out/profiles (go tool pprof)")
 	cpeer := flag.String("cpeer", "", "the C peer (inner mode)")
 	peerRoot := flag.String("peerroot", "", "root of the C libraries the C peer runs with (inner mode; \"\": the system's)")
@@ -70,6 +71,9 @@ func main() {
 			os.Setenv("GOVERBS_CPUPROFILE", dir) // cmd/goverbs' ProfileEnv: the Go cmtime client and server
 		}
 		os.Exit(measure(bin, *cpeer, *peerRoot, counts, *reps, re))
+	}
+	if *from != "" {
+		os.Exit(render(*from, *svgPath, *mdPath))
 	}
 	os.Exit(host(*ns, *reps, *runRE, *svgPath, *mdPath, *profile))
 }
@@ -123,9 +127,14 @@ func host(ns string, reps int, runRE, svgPath, mdPath string, profile bool) int 
 		"-cpeer", cpeer, "-peerroot", peerRoot, "-n", ns, "-reps", strconv.Itoa(reps), "-run", runRE, "-profile="+strconv.FormatBool(profile)); code != 0 {
 		return code
 	}
-	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	return render(filepath.Join(out, "results.json"), svgPath, mdPath)
+}
+
+// render prints the tables of a run's results.json and writes its plot and Markdown tables when asked.
+func render(file, svgPath, mdPath string) int {
+	b, err := os.ReadFile(file)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "scalebench: the lab wrote no results:", err)
+		fmt.Fprintln(os.Stderr, "scalebench: no results:", err)
 		return 1
 	}
 	var res results
@@ -171,7 +180,7 @@ func measure(bin, cpeer, peerRoot string, counts []int, reps int, re *regexp.Reg
 		}
 		chroot = peerRoot
 	}
-	res := results{Kernel: kernelRelease(), Reps: reps, PeerLibs: peerLibs(peerRoot)}
+	res := results{Date: time.Now().UTC().Format("2006-01-02"), Kernel: kernelRelease(), Reps: reps, PeerLibs: peerLibs(peerRoot)}
 	failed := false
 	port := 9100
 	for _, w := range workloads {

@@ -8,6 +8,7 @@ import (
 
 // results is what the lab run measured: each point's median per side, written as results.json.
 type results struct {
+	Date     string  `json:"date"` // the run's day (UTC)
 	Kernel   string  `json:"kernel"`
 	Reps     int     `json:"reps"`
 	PeerLibs string  `json:"peer_libs"`
@@ -34,36 +35,39 @@ type curve struct {
 	scale         float64 // value × scale is in unit
 	xname         string
 	plot          bool
+	perPage       bool // divided by the 4 KiB pages of x (bytes)
 }
 
 var curves = []curve{
-	{"cm", "machine", "rdma_cm set-up and tear-down per connection (cmtime -c N): the machine's work (processes, kernel threads, softirqs)", "k-inst", 1, "N", true},
-	{"cm", "cpu", "cmtime -c N: CPU of the client and server processes per connection, start-up included", "k-inst", 1, "N", false},
-	{"cm", "clock", "cmtime -c N: the guest clock over the client's run, per connection", "k-inst", 1, "N", false},
-	{"cm", "steps", "cmtime -c N: the sum of the client's per-connection step times", "k-inst", 1, "N", false},
-	{"cm", "create_id", "cmtime step create id", "k-inst", 1, "N", false},
-	{"cm", "bind_addr", "cmtime step bind addr", "k-inst", 1, "N", false},
-	{"cm", "resolve_addr", "cmtime step resolve addr", "k-inst", 1, "N", false},
-	{"cm", "resolve_route", "cmtime step resolve route", "k-inst", 1, "N", false},
-	{"cm", "create_qp", "cmtime step create qp", "k-inst", 1, "N", false},
-	{"cm", "connect", "cmtime step connect", "k-inst", 1, "N", false},
-	{"cm", "disconnect", "cmtime step disconnect", "k-inst", 1, "N", false},
-	{"cm", "destroy", "cmtime step destroy", "k-inst", 1, "N", false},
-	{"objects", "cq_create", "CQ create (16 entries), per CQ, N held", "k-inst", 1e-3, "N", true},
-	{"objects", "cq_destroy", "CQ destroy, per CQ", "k-inst", 1e-3, "N", false},
-	{"objects", "qp_create", "RC QP create (16/16 WRs) on one CQ, per QP, N held", "k-inst", 1e-3, "N", true},
-	{"objects", "qp_destroy", "RC QP destroy, per QP", "k-inst", 1e-3, "N", false},
-	{"cqload", "cqload_machine", "one CQ serving N RC QP pairs under load: the machine's work per 64-byte SEND (events when the CQ is empty)", "k-inst", 1e-3, "N", true},
-	{"cqload", "cqload", "one CQ serving N RC QP pairs: guest clock per message", "k-inst", 1e-3, "N", false},
-	{"mr", "mr_reg", "memory registration by size, per call", "k-inst", 1e-3, "bytes", true},
-	{"mr", "mr_dereg", "memory deregistration by size, per call", "k-inst", 1e-3, "bytes", false},
-	{"rsidle", "connect_machine", "rsocket connection set-up, per connection (both ends, a byte each way): the machine's work", "k-inst", 1e-3, "N", true},
-	{"rsidle", "connect_cpu", "rsocket connection set-up, per connection: CPU of both processes", "k-inst", 1e-3, "N", false},
-	{"rsidle", "connect", "rsocket connection set-up, per connection: guest clock (with the time both sides wait)", "k-inst", 1e-3, "N", false},
-	{"rsidle", "rss_per_conn", "rsocket resident memory per connection (both ends, N held)", "KiB", 1, "N", true},
-	{"rsidle", "idle_cpu", fmt.Sprintf("CPU of both processes (all threads) over %d s idle with N connections open (the second %d s)", idleSeconds, idleSeconds), "k-inst", 1e-3, "N", true},
-	{"rsidle", "idle_cpu_first", fmt.Sprintf("CPU of both processes over the first %d s idle after the set-up", idleSeconds), "k-inst", 1e-3, "N", false},
-	{"rsidle", "goroutines_per_conn", "goroutines per connection (both ends; Go only)", "", 1, "N", false},
+	{"cm", "machine", "rdma_cm set-up and tear-down per connection (cmtime -c N): the machine's work (processes, kernel threads, softirqs)", "k-inst", 1, "N", true, false},
+	{"cm", "cpu", "cmtime -c N: CPU of the client and server processes per connection, start-up included", "k-inst", 1, "N", false, false},
+	{"cm", "clock", "cmtime -c N: the guest clock over the client's run, per connection", "k-inst", 1, "N", false, false},
+	{"cm", "steps", "cmtime -c N: the sum of the client's per-connection step times", "k-inst", 1, "N", false, false},
+	{"cm", "create_id", "cmtime step create id", "k-inst", 1, "N", false, false},
+	{"cm", "bind_addr", "cmtime step bind addr", "k-inst", 1, "N", false, false},
+	{"cm", "resolve_addr", "cmtime step resolve addr", "k-inst", 1, "N", false, false},
+	{"cm", "resolve_route", "cmtime step resolve route", "k-inst", 1, "N", false, false},
+	{"cm", "create_qp", "cmtime step create qp", "k-inst", 1, "N", false, false},
+	{"cm", "connect", "cmtime step connect", "k-inst", 1, "N", false, false},
+	{"cm", "disconnect", "cmtime step disconnect", "k-inst", 1, "N", false, false},
+	{"cm", "destroy", "cmtime step destroy", "k-inst", 1, "N", false, false},
+	{"objects", "cq_create", "CQ create (16 entries), per CQ, N held", "k-inst", 1e-3, "N", true, false},
+	{"objects", "cq_destroy", "CQ destroy, per CQ", "k-inst", 1e-3, "N", false, false},
+	{"objects", "qp_create", "RC QP create (16/16 WRs) on one CQ, per QP, N held", "k-inst", 1e-3, "N", true, false},
+	{"objects", "qp_destroy", "RC QP destroy, per QP", "k-inst", 1e-3, "N", false, false},
+	{"cqload", "cqload", "one CQ serving N RC QP pairs under load: guest clock per 64-byte SEND (events when the CQ is empty)", "k-inst", 1e-3, "N", true, false},
+	{"cqload", "cqload_machine", "one CQ serving N RC QP pairs: the machine's task work per message (softirq work while the CPU idles not counted)", "k-inst", 1e-3, "N", false, false},
+	{"mr", "mr_reg", "memory registration by size, per call", "k-inst", 1e-3, "bytes", true, false},
+	{"mr", "mr_dereg", "memory deregistration by size, per call", "k-inst", 1e-3, "bytes", false, false},
+	{"mr", "mr_reg", "memory registration by size, per 4 KiB page", "inst", 1, "bytes", false, true},
+	{"mr", "mr_dereg", "memory deregistration by size, per 4 KiB page", "inst", 1, "bytes", false, true},
+	{"rsidle", "connect_machine", "rsocket connection set-up, per connection (both ends, a byte each way): the machine's work", "k-inst", 1e-3, "N", true, false},
+	{"rsidle", "connect_cpu", "rsocket connection set-up, per connection: CPU of both processes", "k-inst", 1e-3, "N", false, false},
+	{"rsidle", "connect", "rsocket connection set-up, per connection: guest clock (with the time both sides wait)", "k-inst", 1e-3, "N", false, false},
+	{"rsidle", "rss_per_conn", "rsocket resident memory per connection (both ends, N held)", "KiB", 1, "N", true, false},
+	{"rsidle", "idle_cpu", fmt.Sprintf("CPU of both processes (all threads) over %d s idle with N connections open (the second %d s)", idleSeconds, idleSeconds), "k-inst", 1e-3, "N", false, false},
+	{"rsidle", "idle_cpu_first", fmt.Sprintf("CPU of both processes over the first %d s idle after the set-up", idleSeconds), "k-inst", 1e-3, "N", false, false},
+	{"rsidle", "goroutines_per_conn", "goroutines per connection (both ends; Go only)", "", 1, "N", false, false},
 }
 
 // series is a curve's points of one side, by x.
@@ -71,7 +75,11 @@ func (r *results) series(c curve, side string) map[int]float64 {
 	m := map[int]float64{}
 	for _, p := range r.Points {
 		if p.Workload == c.workload && p.Key == c.key && p.Side == side {
-			m[p.X] = p.Value * c.scale
+			v := p.Value * c.scale
+			if c.perPage {
+				v /= float64(max(p.X, 4096)) / 4096
+			}
+			m[p.X] = v
 		}
 	}
 	return m
