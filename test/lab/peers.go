@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"os"
 	"os/exec"
@@ -31,6 +32,27 @@ var peerPackages = []string{
 // PeerMountPoints are the directories of a peer root where the VM's own /dev, /sys, /proc and a tmpfs go
 // (libibverbs reads /sys/class/infiniband_verbs and opens /dev/infiniband/uverbsN; the tools write /tmp).
 var PeerMountPoints = []string{"dev", "sys", "proc", "tmp", "run"}
+
+// MountPeerRoot prepares root (EnsurePeerRoot's, read-only in the VM) for chroot, inside the VM: the VM's
+// /dev and /sys bound onto it (recursively), a proc, and a tmpfs on /tmp and /run — PeerMountPoints. Once per
+// VM and root: mounting twice stacks the mounts.
+func MountPeerRoot(root string) error {
+	for _, m := range []struct {
+		src, dir, fstype string
+		flags            uintptr
+	}{
+		{"/dev", "dev", "", unix.MS_BIND | unix.MS_REC},
+		{"/sys", "sys", "", unix.MS_BIND | unix.MS_REC},
+		{"proc", "proc", "proc", 0},
+		{"tmpfs", "tmp", "tmpfs", 0},
+		{"tmpfs", "run", "tmpfs", 0},
+	} {
+		if err := unix.Mount(m.src, filepath.Join(root, m.dir), m.fstype, m.flags, ""); err != nil {
+			return &os.PathError{Op: "mount " + m.src + " on", Path: filepath.Join(root, m.dir), Err: err}
+		}
+	}
+	return nil
+}
 
 // EnsurePeerRoot returns the directory of a root filesystem holding era's C tools (apt-get download of
 // era's packages through the private apt configuration, dpkg -x, Debian's merged-/usr links), building it in

@@ -2,12 +2,11 @@ package labtest
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/goverbs/test/lab"
 )
 
 // PeerEnv names the variable that carries the root of an era's C tools (labsuite builds it with
@@ -28,23 +27,7 @@ func PeerRoot(t testing.TB, era string) string {
 		}
 		t.Skipf("%s is not set: run with go run ./test/lab/cmd/labsuite, which builds %s's tools root", PeerEnv(era), era)
 	}
-	errv, _ := peerMounts.LoadOrStore(era, sync.OnceValue(func() error {
-		for _, m := range []struct {
-			src, dir, fstype string
-			flags            uintptr
-		}{
-			{"/dev", "dev", "", unix.MS_BIND | unix.MS_REC},
-			{"/sys", "sys", "", unix.MS_BIND | unix.MS_REC},
-			{"proc", "proc", "proc", 0},
-			{"tmpfs", "tmp", "tmpfs", 0},
-			{"tmpfs", "run", "tmpfs", 0},
-		} {
-			if err := unix.Mount(m.src, filepath.Join(root, m.dir), m.fstype, m.flags, ""); err != nil {
-				return &os.PathError{Op: "mount " + m.src + " on", Path: filepath.Join(root, m.dir), Err: err}
-			}
-		}
-		return nil
-	}))
+	errv, _ := peerMounts.LoadOrStore(era, sync.OnceValue(func() error { return lab.MountPeerRoot(root) }))
 	if err := errv.(func() error)(); err != nil {
 		t.Fatalf("%s peer root %s: %v", era, root, err)
 	}

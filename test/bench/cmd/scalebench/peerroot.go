@@ -6,26 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/goverbs/test/lab"
 )
 
-// enterPeerRoot prepares root (lab.EnsurePeerRoot's, read-only in the VM) for chroot as test/labtest's
-// PeerRoot does — the VM's /dev and /sys bound, a proc, tmpfs on /tmp and /run — and copies the C peer into
-// its /tmp. It returns the peer's path inside root.
+// enterPeerRoot prepares root (lab.EnsurePeerRoot's, read-only in the VM) for chroot (lab.MountPeerRoot) and
+// copies the C peer into its /tmp. It returns the peer's path inside root.
 func enterPeerRoot(root, cpeer string) (string, error) {
-	for _, m := range []struct {
-		src, dir, fstype string
-		flags            uintptr
-	}{
-		{"/dev", "dev", "", unix.MS_BIND | unix.MS_REC},
-		{"/sys", "sys", "", unix.MS_BIND | unix.MS_REC},
-		{"proc", "proc", "proc", 0},
-		{"tmpfs", "tmp", "tmpfs", 0},
-		{"tmpfs", "run", "tmpfs", 0},
-	} {
-		if err := unix.Mount(m.src, filepath.Join(root, m.dir), m.fstype, m.flags, ""); err != nil {
-			return "", &os.PathError{Op: "mount " + m.src + " on", Path: filepath.Join(root, m.dir), Err: err}
-		}
+	if err := lab.MountPeerRoot(root); err != nil {
+		return "", err
 	}
 	b, err := os.ReadFile(cpeer)
 	if err != nil {
