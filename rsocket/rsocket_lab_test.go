@@ -380,24 +380,7 @@ func TestLabHTTP(t *testing.T) {
 	go srv.Serve(sln)
 	defer srv.Close()
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		for attempt := 0; ; attempt++ {
-			c, err := rsocket.DialContext(ctx, "rdma", addr)
-			if err != nil {
-				return nil, err
-			}
-			lost, err := firstMessageLostErr(t, c, nil)
-			if err != nil {
-				c.Close()
-				return nil, fmt.Errorf("first round trip of a new connection: %w", err)
-			}
-			if !lost {
-				return c, nil
-			}
-			c.Close()
-			if attempt == siwRaceReruns {
-				return nil, errStalledAlways
-			}
-		}
+		return dialChecked(t, func() (net.Conn, error) { return rsocket.DialContext(ctx, "rdma", addr) }, nil)
 	}}
 	defer tr.CloseIdleConnections()
 	cl := &http.Client{Transport: tr, Timeout: 60 * time.Second}

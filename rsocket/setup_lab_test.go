@@ -102,13 +102,20 @@ func echoOnce(t testing.TB, port int, o rsocket.Options, stalled func()) error {
 	return echoCheck(c)
 }
 
-// dialEcho dials port, an echo server, with o. Where siwLosesFirstMessage it checks the connection with one byte
-// through the echo (firstMessageLostErr), and a connection that stalled is closed, stalled (when not nil) runs, and
-// it dials again, up to siwRaceReruns times.
+// dialEcho dials port, an echo server, with o, through dialChecked.
 func dialEcho(t testing.TB, port int, o rsocket.Options, stalled func()) (net.Conn, error) {
 	d := rsocket.Dialer{Options: o, Timeout: 30 * time.Second}
+	return dialChecked(t, func() (net.Conn, error) {
+		return d.DialContext(context.Background(), "rdma", hostPort(port))
+	}, stalled)
+}
+
+// dialChecked dials with dial, a connection to an echo server. Where siwLosesFirstMessage it checks the
+// connection with one byte through the echo (firstMessageLostErr), and a connection that stalled is closed,
+// stalled (when not nil) runs, and it dials again, up to siwRaceReruns times.
+func dialChecked(t testing.TB, dial func() (net.Conn, error), stalled func()) (net.Conn, error) {
 	for attempt := 0; ; attempt++ {
-		c, err := d.DialContext(context.Background(), "rdma", hostPort(port))
+		c, err := dial()
 		if err != nil {
 			return nil, err
 		}
