@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -44,23 +45,38 @@ import (
 // WQEs are retired as the C harness retires them: CQEs written into the CQ ring as the device writes them and
 // polled through the provider. Under callgrind (mlx5bench) the measured methods are (*QP).PostSend,
 // (*QP).PostRecv and (*CQ).Poll.
+//
+// The extended API's streams (mlx5bench -set ext): wr-inline, wr-doorbell and wr-list16 are the inline,
+// doorbell and list16 streams built with QP.StartWR … Complete (the builder of a QP created with SendOps SEND |
+// RDMA_WRITE), one chain per call of mlx5WRInline, mlx5WRDoorbell or mlx5WRList16 (the measured functions);
+// pollex-send and pollex-recv are the poll streams read with StartPoll, NextPoll and EndPoll, 16 per call of
+// mlx5PollEx, from a CQ as CreateCQEx makes it (WCStandardFlags; CQSingleThreaded in the td variant). Neither
+// has an mlx5-specific path in goverbs: the builder collects SendWRs and posts them with the provider's
+// PostSendAll, and each StartPoll or NextPoll is a provider Poll of one completion.
 func BenchmarkMlx5Public(b *testing.B) {
 	for _, v := range []string{"locked", "td"} {
 		b.Run(v, func(b *testing.B) {
-			for _, op := range []string{"inline", "doorbell", "list16", "recv", "pollsend", "pollrecv"} {
+			for _, op := range mlx5PublicOps {
 				b.Run(op, func(b *testing.B) { benchMlx5Public(b, v == "td", op) })
 			}
 		})
 	}
 }
 
+// mlx5PublicOps are BenchmarkMlx5Public's streams: the classic API's, then the extended API's.
+var mlx5PublicOps = []string{"inline", "doorbell", "list16", "recv", "pollsend", "pollrecv",
+	"wr-inline", "wr-doorbell", "wr-list16", "pollex-send", "pollex-recv"}
+
 // TestMlx5PublicPath runs each stream of BenchmarkMlx5Public a few batches, so that `go test` keeps the fake
 // kernel and the loops working.
 func TestMlx5PublicPath(t *testing.T) {
 	for _, td := range []bool{false, true} {
-		for _, op := range []string{"inline", "doorbell", "list16", "recv", "pollsend", "pollrecv"} {
+		for _, op := range mlx5PublicOps {
 			t.Run(fmt.Sprintf("td=%v/%s", td, op), func(t *testing.T) {
 				e := newMlx5Emu(t, td)
+				if strings.HasPrefix(op, "wr-") || strings.HasPrefix(op, "pollex-") {
+					e.extend(td)
+				}
 				if err := e.run(op, 100, nil); err != nil {
 					t.Fatal(err)
 				}
@@ -82,6 +98,7 @@ type mlx5Emu struct {
 	cq        *CQ
 	cqBuf     []byte
 	cqn, qpn  uint32
+	qpCap     verbs.QPCap // the capacities QP_CREATE granted
 	uidx      uint32
 	cqN       uint32 // CQEs written so far
 	sqIdx     uint16 // the next send WQE index (the producer's counter)
@@ -203,7 +220,7 @@ func newMlx5Emu(tb testing.TB, td bool) *mlx5Emu {
 	}
 	// libmlx5emu's QP: RC, 64 send WRs of up to 4 SGEs or 128 inline bytes, 64 receives of one SGE.
 	cap := verbs.QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 4, MaxRecvSGE: 1, MaxInlineData: 128}
-	pqp, _, err := e.prov.CreateQP(provider.QPParams{Type: verbs.QPTypeRC, Cap: cap, SendCQ: e.pcq,
+	pqp, qres, err := e.prov.CreateQP(provider.QPParams{Type: verbs.QPTypeRC, Cap: cap, SendCQ: e.pcq,
 		RecvCQ: e.pcq, ParentDomain: dom},
 		func(r provider.QPParams, in, out []byte) (provider.QPResult, error) {
 			var req abi.Mlx5IbCreateQp
@@ -216,6 +233,7 @@ func newMlx5Emu(tb testing.TB, td bool) *mlx5Emu {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	e.qpCap = qres.Cap
 	for _, s := range []verbs.QPState{verbs.QPStateInit, verbs.QPStateRTR, verbs.QPStateRTS} {
 		pqp.StateChanged(s)
 	}
@@ -247,6 +265,81 @@ func newMlx5Emu(tb testing.TB, td bool) *mlx5Emu {
 	e.list16[15].Flags = SendSignaled
 	e.recv = []RecvWR{{WRID: 1, SGL: s1}}
 	return e
+}
+
+// extend makes the QP and CQ those of the extended API, as CreateQP with SendOps and CreateCQEx leave them (the
+// provider's objects are the same: neither passes the provider anything more): the QP's builder may post SEND
+// and RDMA WRITE with the granted capacities, and the CQ is read with StartPoll … EndPoll, without the poll lock
+// when single (CQSingleThreaded).
+func (e *mlx5Emu) extend(single bool) {
+	e.qp.sendOps, e.qp.cap = SendOpSend|SendOpRDMAWrite, e.qpCap
+	x := &cqCursor{locking: !single, wcFlags: WCStandardFlags}
+	if single {
+		x.flags = CQSingleThreaded
+	}
+	e.cq.ex = x
+}
+
+// The measured functions of the extended API's streams (mlx5bench's callgrind toggles on them, as on the C
+// harness's op_wr_inline, op_wr_doorbell, op_wr_list16 and op_pollex): one chain built and posted, one extended
+// poll of up to n completions.
+
+//go:noinline
+func mlx5WRInline(qp *QP, pl []byte) error {
+	b := qp.StartWR()
+	b.Send(1, SendSignaled).SetInlineData(pl)
+	return b.Complete()
+}
+
+//go:noinline
+func mlx5WRDoorbell(qp *QP) error {
+	b := qp.StartWR()
+	b.Send(1, SendSignaled).SetSGE(0x11223344, 0x00007f0011223340, 0x1000)
+	return b.Complete()
+}
+
+//go:noinline
+func mlx5WRList16(qp *QP) error {
+	b := qp.StartWR()
+	for i := range 16 {
+		var f SendFlags
+		if i == 15 {
+			f = SendSignaled
+		}
+		b.RDMAWrite(uint64(i), f, 7, 0x1000).SetSGE(0x11223344, 0x00007f0011223340, 0x1000)
+	}
+	return b.Complete()
+}
+
+// mlx5PollEx reads up to n completions with StartPoll, NextPoll and EndPoll; of each it reads WRID, Status,
+// Opcode and ByteLen (the fields the C harness's op_pollex reads). It returns how many it read (their sum added
+// to *sum), or -1 for a failed completion.
+//
+//go:noinline
+func mlx5PollEx(cq *CQ, n int, sum *uint64) (int, error) {
+	wc, err := cq.StartPoll()
+	if wc == nil {
+		return 0, err
+	}
+	got := 0
+	var s uint64
+	for {
+		if wc.Status != verbs.WCSuccess {
+			got = -1
+			break
+		}
+		s += wc.WRID + uint64(wc.Opcode) + uint64(wc.ByteLen)
+		got++
+		if got == n {
+			break
+		}
+		if wc, err = cq.NextPoll(); wc == nil {
+			break
+		}
+	}
+	cq.EndPoll()
+	*sum += s
+	return got, err
 }
 
 // putCQE writes CQE number n into the ring as the device does (libmlx5emu's put_cqe): the fields, then op_own
@@ -300,6 +393,67 @@ func (e *mlx5Emu) run(op string, n int, ns *time.Duration) error {
 		}
 	}
 	switch op {
+	case "wr-inline", "wr-doorbell", "wr-list16":
+		batch, per := 32, 1
+		if op == "wr-list16" {
+			batch, per = 4, 16
+		}
+		pl := e.pl[:32]
+		for done := 0; done < n; {
+			k := min(n-done, batch)
+			start()
+			for range k {
+				var err error
+				switch op {
+				case "wr-inline":
+					err = mlx5WRInline(e.qp, pl)
+				case "wr-doorbell":
+					err = mlx5WRDoorbell(e.qp)
+				default:
+					err = mlx5WRList16(e.qp)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			stop()
+			done += k
+			e.sqIdx += uint16(k * per)
+			e.putCQE(e.cqN, mlx5CQEReq, mlx5OpcodeSend, e.sqIdx-1, 0) // retires every WQE up to it
+			e.cqN++
+			if err := e.consume(1); err != nil {
+				return err
+			}
+		}
+	case "pollex-send", "pollex-recv":
+		for i := uint32(0); i < mlx5EmuCQSize; i++ {
+			if op == "pollex-recv" {
+				e.putCQE(i, mlx5CQERespSend, 0, uint16(i), 64)
+			} else {
+				e.putCQE(i, mlx5CQEReq, mlx5OpcodeSend, uint16(i), 0)
+			}
+		}
+		var sum uint64
+		for done := 0; done < n; {
+			k := min(n-done, mlx5EmuCQSize/16)
+			bad := false
+			start()
+			for range k {
+				got, err := mlx5PollEx(e.cq, 16, &sum)
+				bad = bad || got != 16 || err != nil
+			}
+			stop()
+			if bad {
+				return fmt.Errorf("extended poll read fewer than 16 CQEs")
+			}
+			done += k
+			e.cqN += uint32(16 * k)
+			if e.cqN%mlx5EmuCQSize == 0 { // the device wrote the next pass
+				for i := 63; i < len(e.cqBuf); i += 64 {
+					e.cqBuf[i] ^= 1
+				}
+			}
+		}
 	case "inline", "doorbell", "list16":
 		w, batch, per := e.inline, 32, 1
 		switch op {
@@ -393,8 +547,11 @@ func benchMlx5Public(b *testing.B, td bool, op string) {
 	e := newMlx5Emu(b, td)
 	units := b.N
 	switch op {
-	case "list16", "pollsend", "pollrecv":
+	case "list16", "pollsend", "pollrecv", "wr-list16", "pollex-send", "pollex-recv":
 		units = 16 * b.N
+	}
+	if strings.HasPrefix(op, "wr-") || strings.HasPrefix(op, "pollex-") {
+		e.extend(td)
 	}
 	var ns time.Duration
 	b.ReportAllocs()

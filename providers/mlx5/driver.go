@@ -685,16 +685,28 @@ func (q *qpAdapter) PostSend(wrs []hw.SendWR) (int, provider.Status) {
 	return n, st
 }
 
-// PostSendAll implements provider.QP.
+// PostSendAll implements provider.QP (nosplit: as PostSend). A chain of one request (the builder's single-WR
+// Complete) goes straight to PostOne, as PostSend sends it: one request is posted whole or not at all.
+//
+//go:nosplit
 func (q *qpAdapter) PostSendAll(wrs []hw.SendWR) (int, provider.Status) {
 	if q.post.Load()&postSend == 0 {
 		return 0, provider.NotReady
 	}
 	if q.single {
+		if len(wrs) == 1 {
+			return q.SQ.PostOne(&wrs[0])
+		}
 		return q.SQ.PostSendAll(wrs)
 	}
+	var n int
+	var st provider.Status
 	q.sqMu.Lock()
-	n, st := q.SQ.PostSendAll(wrs)
+	if len(wrs) == 1 {
+		n, st = q.SQ.PostOne(&wrs[0])
+	} else {
+		n, st = q.SQ.PostSendAll(wrs)
+	}
 	q.sqMu.Unlock()
 	return n, st
 }

@@ -314,8 +314,12 @@ func (sq *SendQueue) PostSend(wrs []SendWR) (int, provider.Status) {
 
 // PostSendAll is PostSend for a chain posted whole (ibv_wr_complete): when wrs[bad] cannot be posted, nothing
 // is: the WQEs already built stay past the producer (sq.head, sq.curPost unchanged), where the device never
-// reads them, and the doorbell is not rung. It returns bad and why, or len(wrs) and provider.OK.
+// reads them, and the doorbell is not rung. It returns bad and why, or len(wrs) and provider.OK. A chain of one
+// request is PostOne's (which posts nothing when it refuses), as in PostSend.
 func (sq *SendQueue) PostSendAll(wrs []SendWR) (int, provider.Status) {
+	if len(wrs) == 1 {
+		return sq.PostOne(&wrs[0])
+	}
 	head, curPost := sq.head, sq.curPost
 	var ds uint32
 	var ctrlPos uintptr

@@ -269,6 +269,8 @@ func TestPostSendAll(t *testing.T) {
 	pl := payload()
 	chains := [][]SendWR{
 		{sendWR(1, gS1)},
+		// one inline request alone (PostOne's path, as PostSend's): BlueFlamed the same way
+		{{WRID: 3, Opcode: verbs.WRSend, Flags: verbs.SendSignaled | verbs.SendInline, SGL: []SGE{{Addr: addrOf(pl), Length: 32}}}},
 		{{WRID: 1, Opcode: verbs.WRRDMAWrite, RemoteAddr: 0x2000, RKey: 7, SGL: []SGE{gS2}}, // the queue holds two
 			{WRID: 2, Opcode: verbs.WRSendWithImm, Flags: verbs.SendSignaled | verbs.SendInline, Imm: 5,
 				SGL: []SGE{{Addr: addrOf(pl), Length: 16}}}},
@@ -294,6 +296,7 @@ func TestPostSendAll(t *testing.T) {
 	}{
 		{"queue full at the third", []SendWR{sendWR(1, gS1), sendWR(2, gS1), sendWR(3, gS1)}, 2, provider.QueueFull},
 		{"bad opcode second", []SendWR{sendWR(1, gS1), {Opcode: 99}}, 1, provider.BadOpcode},
+		{"bad opcode alone", []SendWR{{Opcode: 99}}, 0, provider.BadOpcode},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ts := newTestSQ(t, QPTypeRC, 256, false)
@@ -309,7 +312,7 @@ func TestPostSendAll(t *testing.T) {
 				t.Errorf("a refused chain moved the producer (head %d, cur %d, outstanding %d) or rang",
 					ts.sq.head, ts.sq.curPost, ts.sq.Outstanding())
 			}
-			if n, st := ts.sq.PostSend(c.wrs[:1]); n != 1 || st != provider.OK { // the queue works on
+			if n, st := ts.sq.PostSend([]SendWR{sendWR(1, gS1)}); n != 1 || st != provider.OK { // the queue works on
 				t.Fatalf("PostSend after a refused chain = %d, %v", n, st)
 			}
 		})

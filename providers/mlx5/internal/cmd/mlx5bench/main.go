@@ -21,7 +21,20 @@
 // well, which a thread domain alone does not drop; the td-poll rows are locked Go against unlocked C). Measured
 // calls: Go (*QP).PostSend, (*QP).PostRecv, (*CQ).Poll of package uverbs.
 //
-// -set hw, public or td runs only those rows (default: all); -op one row by name (inline, pub-inline, td-inline, ...).
+// The extended API (issue 25; -set ext): the inline, doorbell and list16 streams built with the work-request
+// builder, uverbs' QP.StartWR … Complete on a QP created with SendOps SEND | RDMA_WRITE, against ibv_wr_start,
+// ibv_wr_send or ibv_wr_rdma_write, ibv_wr_set_inline_data or ibv_wr_set_sge, ibv_wr_complete on a QP made by
+// ibv_create_qp_ex with IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE (rows wr-*); and the poll streams read with
+// the extended poll, uverbs' CQ.StartPoll, NextPoll, EndPoll on a CQ as CreateCQEx makes it, against
+// ibv_start_poll, ibv_next_poll, ibv_end_poll on a CQ from ibv_create_cq_ex, 16 completions per poll, reading
+// wr_id, status, opcode and byte_len of each (rows pollex-*). Locked (Go: the public QP and CQ; C: libmlx5's
+// defaults) and td-* (Go: the td variant's QP, and the CQ with CQSingleThreaded; C: MLX5_SINGLE_THREADED=1 and
+// IBV_CREATE_CQ_ATTR_SINGLE_THREADED). Measured calls: Go uverbs' mlx5WRInline, mlx5WRDoorbell, mlx5WRList16,
+// mlx5PollEx (test functions of one chain or one poll each); C the harness's op_wr_inline, op_wr_doorbell,
+// op_wr_list16, op_pollex.
+//
+// -set hw, public, td or ext runs only those rows (default: all); -op one row by name (inline, pub-inline,
+// td-inline, wr-inline, td-pollex-send, ...).
 //
 // Run from the module root: go run ./providers/mlx5/internal/cmd/mlx5bench (make bench does).
 package main
@@ -101,15 +114,35 @@ var ops = func() []op {
 			all = append(all, p)
 		}
 	}
+	for _, v := range []struct{ prefix, bench string }{{"", "locked"}, {"td-", "td"}} {
+		for _, x := range extOps {
+			p := x
+			p.set, p.name, p.goBench, p.cOp = "ext", v.prefix+x.name, "Mlx5Public/"+v.bench+"/"+x.name, x.name
+			p.cEnv = cPublicEnv
+			if v.bench == "td" {
+				p.cEnv = cTDEnv
+			}
+			all = append(all, p)
+		}
+	}
 	return all
 }()
+
+// extOps are the extended API's rows (set ext), locked and td-*.
+var extOps = []op{
+	{"wr-inline", "builder: one signaled 32 B inline SEND + BlueFlame", 1, "*uverbs.mlx5WRInline", "op_wr_inline", 20000, "", "", "", nil},
+	{"wr-doorbell", "builder: one signaled SEND, 1 SGE, BlueFlame", 1, "*uverbs.mlx5WRDoorbell", "op_wr_doorbell", 20000, "", "", "", nil},
+	{"wr-list16", "builder: 16 RDMA WRITEs, one doorbell (per WR)", 16, "*uverbs.mlx5WRList16", "op_wr_list16", 2000, "", "", "", nil},
+	{"pollex-send", "extended poll of send CQEs, 16 per poll (per CQE)", 16, "*uverbs.mlx5PollEx", "op_pollex", 2000, "", "", "", nil},
+	{"pollex-recv", "extended poll of receive CQEs, 16 per poll (per CQE)", 16, "*uverbs.mlx5PollEx", "op_pollex", 2000, "", "", "", nil},
+}
 
 func main() {
 	runs := flag.Int("runs", 5, "timed runs of each side (alternating)")
 	timeN := flag.Int("n", 200000, "operations per timed run (lists and polls: n/10)")
 	instr := flag.Bool("instr", true, "count instructions with callgrind (needs valgrind)")
 	only := flag.String("op", "", "run only this operation (a row name: inline, pub-inline, td-inline, ...)")
-	set := flag.String("set", "", "run only this group of rows: hw, public or td (default: all)")
+	set := flag.String("set", "", "run only this group of rows: hw, public, td or ext (default: all)")
 	flag.Parse()
 	if err := run(*runs, *timeN, *instr, *only, *set); err != nil {
 		fmt.Fprintln(os.Stderr, "mlx5bench:", err)
@@ -171,12 +204,6 @@ func run(runs, timeN int, instr bool, only, set string) error {
 		return goBins["./uverbs"]
 	}
 
-	type row struct {
-		op                 op
-		goI, cI, cLockedI  float64
-		goNs, cNs          []float64
-		goErr, cErr, notes string
-	}
 	var rows []row
 	for _, o := range sel {
 		r := row{op: o}
@@ -222,9 +249,9 @@ func run(runs, timeN int, instr bool, only, set string) error {
 	}
 
 	host, _ := os.Hostname()
-	hw, pub := false, false
+	hw, pub, ext := false, false, false
 	for _, r := range rows {
-		hw, pub = hw || r.op.set == "hw", pub || r.op.set != "hw"
+		hw, pub, ext = hw || r.op.set == "hw", pub || r.op.set == "public" || r.op.set == "td", ext || r.op.set == "ext"
 	}
 	if hw {
 		fmt.Printf("\ngoverbs mlx5 (hw package) vs rdma-core libmlx5 (%s), same work-request streams, host %s\n",
@@ -257,20 +284,45 @@ func run(runs, timeN int, instr bool, only, set string) error {
 		fmt.Printf("ns per unit: median (min-max) of %d alternating runs; noisy on a shared machine\n\n", runs)
 		fmt.Println("| operation (unit) | Go instr | C instr | Go/C instr | Go ns | C ns | Go/C ns |")
 		fmt.Println("|---|---|---|---|---|---|---|")
-		for _, r := range rows {
-			if r.op.set == "hw" {
-				continue
-			}
-			gi, ci, ratio := "-", "-", "-"
-			if instr {
-				gi, ci, ratio = f1(r.goI), f1(r.cI), fmt.Sprintf("%.2f", r.goI/r.cI)
-			}
-			gm, cm := median(r.goNs), median(r.cNs)
-			fmt.Printf("| %s: %s | %s | %s | %s | %s | %s | %.2f |\n", r.op.name, r.op.what, gi, ci, ratio,
-				spread(r.goNs), spread(r.cNs), gm/cm)
-		}
+		printRows(rows, instr, "public", "td")
+	}
+	if ext {
+		fmt.Printf("\ngoverbs' extended API (uverbs QP.StartWR … Complete, CQ.StartPoll/NextPoll/EndPoll over the mlx5 "+
+			"provider) vs libmlx5's ibv_wr_* and ibv_start_poll/ibv_next_poll/ibv_end_poll (%s), host %s\n",
+			libmlx5emu.ProviderGlob, host)
+		fmt.Println("locked rows: the public QP and CQ, C: libmlx5's defaults (MLX5_SINGLE_THREADED=0); td-*: the QP in a",
+			"thread domain and the CQ with CQSingleThreaded, C: MLX5_SINGLE_THREADED=1 and a single-threaded CQ;",
+			"both: MLX5_POST_SEND_PREFER_BF=1")
+		fmt.Println("instructions per unit: callgrind, (Ir(2N) - Ir(N)) / N of the measured call (one chain or one poll)")
+		fmt.Printf("ns per unit: median (min-max) of %d alternating runs; noisy on a shared machine\n\n", runs)
+		fmt.Println("| operation (unit) | Go instr | C instr | Go/C instr | Go ns | C ns | Go/C ns |")
+		fmt.Println("|---|---|---|---|---|---|---|")
+		printRows(rows, instr, "ext")
 	}
 	return nil
+}
+
+// printRows prints the public-style table rows of the given sets.
+func printRows(rows []row, instr bool, sets ...string) {
+	for _, r := range rows {
+		if !slices.Contains(sets, r.op.set) {
+			continue
+		}
+		gi, ci, ratio := "-", "-", "-"
+		if instr {
+			gi, ci, ratio = f1(r.goI), f1(r.cI), fmt.Sprintf("%.2f", r.goI/r.cI)
+		}
+		gm, cm := median(r.goNs), median(r.cNs)
+		fmt.Printf("| %s: %s | %s | %s | %s | %s | %s | %.2f |\n", r.op.name, r.op.what, gi, ci, ratio,
+			spread(r.goNs), spread(r.cNs), gm/cm)
+	}
+}
+
+type row struct {
+	op                 op
+	goI, cI, cLockedI  float64
+	goNs, cNs          []float64
+	goErr, cErr, notes string
 }
 
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }

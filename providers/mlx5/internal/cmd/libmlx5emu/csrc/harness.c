@@ -34,7 +34,11 @@
  *   harness count OP N    N operations (callgrind: --toggle-collect=op_*)
  *   harness time OP N     N operations; prints "ns/op X" per unit (WR, CQE): CLOCK_MONOTONIC around batches of
  *                         operations only, less the cost of the clock reads
- * OP: inline, doorbell, list16, recv, pollsend, pollrecv.
+ * OP: inline, doorbell, list16, recv, pollsend, pollrecv (ibv_post_send, ibv_post_recv, ibv_poll_cq), and the
+ * extended API's: wr-inline, wr-doorbell, wr-list16 (the first three streams built with ibv_wr_start ...
+ * ibv_wr_complete on an extended RC QP made by ibv_create_qp_ex with IBV_QP_EX_WITH_SEND | _RDMA_WRITE) and
+ * pollex-send, pollex-recv (the poll streams read with ibv_start_poll, ibv_next_poll, ibv_end_poll from a CQ made
+ * by ibv_create_cq_ex; IBV_CREATE_CQ_ATTR_SINGLE_THREADED when MLX5_SINGLE_THREADED=1).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -817,11 +821,13 @@ static void consume(int want)
 
 /* retire_sq completes the send queue up to WQE index idx with one requester CQE (libmlx5 retires every WQE up to
  * the one a CQE names). */
-static void retire_sq(uint16_t idx)
+static void retire_sq_of(struct ibv_qp *qp, uint32_t uidx, uint16_t idx)
 {
-	put_cqe(cq_n++, MLX5_CQE_REQ, MLX5_OPCODE_SEND, rc->qp_num, qp_uidx[0], idx, 0);
+	put_cqe(cq_n++, MLX5_CQE_REQ, MLX5_OPCODE_SEND, qp->qp_num, uidx, idx, 0);
 	consume(1);
 }
+
+static void retire_sq(uint16_t idx) { retire_sq_of(rc, qp_uidx[0], idx); }
 
 static void retire_rq(int k)
 {
@@ -875,6 +881,61 @@ __attribute__((noinline)) int op_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)
 }
 
 __attribute__((noinline)) int op_poll(struct ibv_cq *c, int n, struct ibv_wc *wc) { return ibv_poll_cq(c, n, wc); }
+
+/* The extended API's streams (count/time modes wr-*): the inline, doorbell and list16 streams built with
+ * ibv_wr_* on the extended QP, one chain per call. */
+__attribute__((noinline)) int op_wr_inline(struct ibv_qp_ex *q)
+{
+	ibv_wr_start(q);
+	q->wr_id = 1, q->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(q);
+	ibv_wr_set_inline_data(q, payload, 32);
+	return ibv_wr_complete(q);
+}
+
+__attribute__((noinline)) int op_wr_doorbell(struct ibv_qp_ex *q)
+{
+	ibv_wr_start(q);
+	q->wr_id = 1, q->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(q);
+	ibv_wr_set_sge(q, 0x11223344, 0x00007f0011223340, 0x1000);
+	return ibv_wr_complete(q);
+}
+
+__attribute__((noinline)) int op_wr_list16(struct ibv_qp_ex *q)
+{
+	ibv_wr_start(q);
+	for (int i = 0; i < 16; i++) {
+		q->wr_id = i, q->wr_flags = i == 15 ? IBV_SEND_SIGNALED : 0;
+		ibv_wr_rdma_write(q, 7, 0x1000);
+		ibv_wr_set_sge(q, 0x11223344, 0x00007f0011223340, 0x1000);
+	}
+	return ibv_wr_complete(q);
+}
+
+/* op_pollex reads up to n completions with ibv_start_poll / ibv_next_poll / ibv_end_poll; of each it reads
+ * wr_id, status, opcode and byte_len (the Go side reads the same fields of its WC). It returns how many it read
+ * (the sum of the fields in *sum), or -1 for a failed completion. */
+__attribute__((noinline)) int op_pollex(struct ibv_cq_ex *c, int n, uint64_t *sum)
+{
+	struct ibv_poll_cq_attr a = {0};
+	uint64_t s = 0;
+	int got = 0;
+
+	if (ibv_start_poll(c, &a))
+		return 0;
+	do {
+		if (c->status != IBV_WC_SUCCESS) {
+			got = -1;
+			break;
+		}
+		s += c->wr_id + ibv_wc_read_opcode(c) + ibv_wc_read_byte_len(c);
+		got++;
+	} while (got < n && ibv_next_poll(c) == 0);
+	ibv_end_poll(c);
+	*sum += s;
+	return got;
+}
 
 /* ---------------------------------------------------------------- dump mode */
 
@@ -1342,12 +1403,108 @@ static double timer_cost(void)
 #define BATCH 32 /* posts between retirements (the queues hold 64 and more) */
 #define LISTS 4  /* lists of 16 between retirements */
 
+/* run_ex runs the extended API's operations (wr-*, pollex-*): the loops of run's inline/doorbell/list16 and
+ * pollsend/pollrecv, on an extended RC QP (made here, after setup's QPs, so the other operations' objects are
+ * unchanged) and on an extended CQ. */
+static double run_ex(const char *op, long n, double tc)
+{
+	double ns = 0, t;
+	long done = 0;
+
+	if (!strncmp(op, "wr-", 3)) {
+		struct ibv_qp_cap c;
+		struct mlx5dv_qp d;
+		struct ibv_qp *qp = make_qp_ops(IBV_QPT_RC, &d, &c, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE);
+		struct ibv_qp_ex *q = ibv_qp_to_qp_ex(qp);
+		uint32_t uidx = qp_uidx[nqp - 1];
+		uint16_t idx = sq_pi(&d);
+		int (*f)(struct ibv_qp_ex *) = NULL;
+		long per = 1, batch = BATCH;
+
+		if (!strcmp(op, "wr-inline"))
+			f = op_wr_inline;
+		else if (!strcmp(op, "wr-doorbell"))
+			f = op_wr_doorbell;
+		else if (!strcmp(op, "wr-list16"))
+			f = op_wr_list16, per = 16, batch = LISTS;
+		if (!f) {
+			fprintf(stderr, "libmlx5emu: unknown operation %s\n", op);
+			exit(2);
+		}
+		while (done < n) {
+			long k = n - done < batch ? n - done : batch;
+			t = now();
+			for (long i = 0; i < k; i++)
+				if (f(q))
+					die("ibv_wr_complete");
+			ns += now() - t - tc;
+			idx += k * per;
+			done += k;
+			retire_sq_of(qp, uidx, idx - 1);
+		}
+		return ns / (n * per);
+	}
+	if (!strcmp(op, "pollex-send") || !strcmp(op, "pollex-recv")) { /* n polls of 16: ns per CQE */
+		const char *st = getenv("MLX5_SINGLE_THREADED");
+		int recv = op[7] == 'r';
+		struct ibv_cq_init_attr_ex ca = {.cqe = CQ_SIZE - 1, .wc_flags = IBV_WC_STANDARD_FLAGS,
+						 .comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS};
+		struct mlx5dv_obj o = {0};
+		struct mlx5dv_cq dc;
+		struct ibv_cq_ex *cx;
+		uint64_t sum = 0;
+
+		if (st && !strcmp(st, "1"))
+			ca.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+		cx = ibv_create_cq_ex(ctx, &ca);
+		if (!cx)
+			die("ibv_create_cq_ex");
+		o.cq.in = ibv_cq_ex_to_cq(cx);
+		o.cq.out = &dc;
+		if (mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ))
+			die("mlx5dv_init_obj(CQ ex)");
+		if (dc.cqe_cnt != CQ_SIZE || dc.cqe_size != 64) {
+			fprintf(stderr, "libmlx5emu: extended CQ of %u CQEs of %u bytes\n", dc.cqe_cnt, dc.cqe_size);
+			exit(1);
+		}
+		dcq = dc; /* put_cqe writes into the extended CQ's ring */
+		for (uint32_t i = 0; i < CQ_SIZE; i++) {
+			if (recv)
+				put_cqe(i, MLX5_CQE_RESP_SEND, 0, rc->qp_num, qp_uidx[0], i, 64);
+			else
+				put_cqe(i, MLX5_CQE_REQ, MLX5_OPCODE_SEND, rc->qp_num, qp_uidx[0], i, 0);
+		}
+		while (done < n) {
+			long k = n - done < CQ_SIZE / 16 ? n - done : CQ_SIZE / 16;
+			int bad = 0;
+			t = now();
+			for (long i = 0; i < k; i++)
+				bad |= op_pollex(cx, 16, &sum) != 16;
+			ns += now() - t - tc;
+			if (bad) {
+				fprintf(stderr, "libmlx5emu: extended poll read fewer than 16 CQEs\n");
+				exit(1);
+			}
+			done += k;
+			cq_n += 16 * k;
+			if (cq_n % CQ_SIZE == 0) /* the device wrote the next pass */
+				for (uint32_t j = 63; j < CQ_SIZE * 64; j += 64)
+					((unsigned char *)dcq.buf)[j] ^= 1;
+		}
+		return ns / (16.0 * n);
+	}
+	fprintf(stderr, "libmlx5emu: unknown operation %s\n", op);
+	exit(2);
+}
+
 static double run(const char *op, long n, double tc)
 {
 	double ns = 0, t;
 	uint16_t idx = sq_pi(&drc);
 	long done = 0;
 
+	if (!strncmp(op, "wr-", 3) || !strncmp(op, "pollex-", 7))
+		return run_ex(op, n, tc);
 	if (!strcmp(op, "inline") || !strcmp(op, "doorbell") || !strcmp(op, "list16")) {
 		struct ibv_send_wr *w = op[0] == 'i' ? &wr_inline : op[0] == 'd' ? &wr_db : wr_list;
 		long per = op[0] == 'l' ? 16 : 1, batch = op[0] == 'l' ? LISTS : BATCH;
