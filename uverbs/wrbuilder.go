@@ -91,6 +91,7 @@ type WRBuilder struct {
 	inline []byte   // maxInline bytes per request
 	maxSGE int
 	err    error // the first problem, reported by Complete
+	hasAH  bool  // a request of the chain holds an AH (SetUDAddr): end clears the chain so none stays referenced
 }
 
 // StartWR begins a chain of work requests on a QP created with QPInitAttr.SendOps (ibv_wr_start). On a QP
@@ -387,6 +388,7 @@ func (b *WRBuilder) SetUDAddr(ah *AH, remoteQPN, remoteQKey uint32) *WRBuilder {
 		return b
 	}
 	wr.AH, wr.RemoteQPN, wr.RemoteQKey = ah.Data(), remoteQPN, remoteQKey
+	b.hasAH = true
 	return b
 }
 
@@ -427,7 +429,12 @@ func (b *WRBuilder) Abort() { b.end() }
 
 // end clears the chain and releases the builder.
 func (b *WRBuilder) end() {
-	clear(b.wrs) // drop references to AHs
+	if b.hasAH {
+		// The only references a request holds are to AHs; each request is written whole when the next chain
+		// appends it, so a chain without one leaves nothing to clear.
+		clear(b.wrs)
+		b.hasAH = false
+	}
 	b.wrs = b.wrs[:0]
 	b.err = nil
 	if b.active {

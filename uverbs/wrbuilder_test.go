@@ -114,6 +114,12 @@ func TestWRBuilderChain(t *testing.T) {
 	check(p[10].Bind == MWBind{MWRKey: 0x500, NewRKey: 0x501, MRLKey: 0x77, Addr: 0x9000, Length: 100, Access: uint32(AccessRemoteWrite)}, "BindMW")
 	check(p[11].Imm == 0x501, "LocalInv")
 
+	// No request of the posted chain keeps the AH referenced.
+	for i, wr := range qp.wrb.wrs[:cap(qp.wrb.wrs)] {
+		if wr.AH != nil {
+			t.Errorf("request slot %d still holds an AH after Complete", i)
+		}
+	}
 	// The builder is free again, and empty.
 	b = qp.StartWR()
 	if b.Len() != 0 {
