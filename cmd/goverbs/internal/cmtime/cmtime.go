@@ -1,10 +1,22 @@
-// Package cmtime is rdmacm-utils 44's cmtime on goverbs' pure-Go rdma_cm:
-// the client times each rdma_cm step (create id, bind, resolve address,
-// resolve route, create QP, connect, disconnect, destroy) over -c
-// connections and prints the C tool's table; the server accepts and
-// disconnects connections until it is stopped. Same options, messages and
-// exit status as the C tool (v44, not the rewritten HEAD one); the numbers
-// differ by nature.
+// Package cmtime is cmtime, in two generations, on goverbs' pure-Go rdma_cm.
+//
+// Without -C it is rdmacm-utils 44's cmtime: the client (-s server) times each rdma_cm step (create id,
+// bind, resolve address, resolve route, create QP, connect, disconnect, destroy) over -c connections and
+// prints the C tool's table; the server accepts and disconnects connections until it is stopped. Same
+// options, messages and exit status as that C tool; the numbers differ by nature.
+//
+// With -C controller_address it is rdma-core 65's rewritten cmtime (cmtime65.go): every instance names the
+// controller; the one that can bind that address (and the OOB port, -p, 7471 by default) is the OOB root
+// and synchronizes the -P peers over TCP with 65's wire protocol (oob65.go), so goverbs' and the C tool's
+// instances can be each other's controller or peer. Listeners (-L) accept -c connections per client peer,
+// clients connect -c per listener; after a warmup round the table of 17 steps is printed, and with two
+// peers a second round without QPs (-q base QPN) follows. -m mimics the QP verbs with a delay and uses
+// QP numbers from -q instead of hardware QPs; -S is the plain TCP socket baseline.
+//
+// Which cmtime runs, and so which usage text a bad option prints, is decided by the options: arguments that
+// 65's getopt parses with -C or another option only 65 has (-B -L -m -n -P -q -S) among them run 65's tool
+// (its usage on every error, -C and one of -b/-B required, as in C); all others (-s, -b, -c, -p, -r, -t, -h,
+// unknown options) run 44's, whose usage is printed for -h and every other unknown option.
 package cmtime
 
 import (
@@ -88,6 +100,9 @@ func Main(prog string, args []string, stdout, stderr io.Writer) int {
 
 // MainContext is Main with a context that stops the server (the C server never returns; tests stop ours).
 func MainContext(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	if wants65(prog, args) {
+		return main65(ctx, prog, args, stdout, stderr)
+	}
 	t := &test{stdout: stdout, stderr: stderr, port: "7471", connections: 100, retries: 2, timeout: 2000}
 	t.cond = sync.NewCond(&t.mu)
 	p := getopt.New(prog, args, "s:b:c:p:r:t:", nil, stderr, false)
