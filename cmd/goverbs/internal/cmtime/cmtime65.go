@@ -1002,31 +1002,7 @@ func (t *t65) runClient() bool {
 	if !t.setupMesh() {
 		return false
 	}
-	t.printf("Client warmup\n")
-	save := t.numConns
-	t.numConns = t.numListeners
-	if !t.clientConnect() {
-		return false
-	}
-	t.numConns = save
-	if !t.mimic {
-		t.printf("Connect (%d) QPs test\n", int32(t.numConns))
-	} else {
-		t.printf("Connect (%d) simulated QPs test (delay %d us)\n", int32(t.numConns), int32(t.mimicDelay))
-		t.curQPN.Store(t.baseQPN)
-	}
-	if !t.clientConnect() || !t.showPerf() {
-		return false
-	}
-	if t.numPeers == 2 {
-		t.printf("Connect (%d) test - no QPs\n", int32(t.numConns))
-		t.curQPN.Store(t.baseQPN)
-		t.mimicDelay = 0
-		if !t.clientConnect() || !t.showPerf() {
-			return false
-		}
-	}
-	return true
+	return t.runRounds("Client", "Connect", t.numListeners, t.clientConnect)
 }
 
 func (t *t65) runServer() bool {
@@ -1049,27 +1025,34 @@ func (t *t65) runServer() bool {
 	if !t.setupMesh() {
 		return false
 	}
-	t.printf("Server warmup\n")
+	return t.runRounds("Server", "Accept", t.numPeers-t.numListeners, t.serverConnect)
+}
+
+// runRounds is the C tool's sequence, the same for both roles: a warmup round of warm connections, the timed
+// round (with QPs, or simulated with -m), then with two peers a round without QPs; role and verb name them in
+// the output ("Client"/"Connect", "Server"/"Accept").
+func (t *t65) runRounds(role, verb string, warm uint32, connect func() bool) bool {
+	t.printf("%s warmup\n", role)
 	save := t.numConns
-	t.numConns = t.numPeers - t.numListeners
-	if !t.serverConnect() {
+	t.numConns = warm
+	if !connect() {
 		return false
 	}
 	t.numConns = save
 	if !t.mimic {
-		t.printf("Accept (%d) QPs test\n", int32(t.numConns))
+		t.printf("%s (%d) QPs test\n", verb, int32(t.numConns))
 	} else {
-		t.printf("Accept (%d) simulated QPs test (delay %d us)\n", int32(t.numConns), int32(t.mimicDelay))
+		t.printf("%s (%d) simulated QPs test (delay %d us)\n", verb, int32(t.numConns), int32(t.mimicDelay))
 		t.curQPN.Store(t.baseQPN)
 	}
-	if !t.serverConnect() || !t.showPerf() {
+	if !connect() || !t.showPerf() {
 		return false
 	}
 	if t.numPeers == 2 {
-		t.printf("Accept (%d) test - no QPs\n", int32(t.numConns))
+		t.printf("%s (%d) test - no QPs\n", verb, int32(t.numConns))
 		t.curQPN.Store(t.baseQPN)
 		t.mimicDelay = 0
-		if !t.serverConnect() || !t.showPerf() {
+		if !connect() || !t.showPerf() {
 			return false
 		}
 	}
