@@ -72,21 +72,31 @@ func atoi(s string) int {
 	return n
 }
 
+// openPD opens dev and allocates a PD on it.
+func openPD(dev string) (*uverbs.Context, *uverbs.PD, error) {
+	ctx, err := uverbs.Open(dev)
+	if err != nil {
+		return nil, nil, err
+	}
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		ctx.Close()
+		return nil, nil, err
+	}
+	return ctx, pd, nil
+}
+
 // perObject is the guest nanoseconds per object of what ran from t0 to t1.
 func perObject(t0, t1 time.Time, n int) float64 {
 	return float64(t1.Sub(t0).Nanoseconds()) / float64(n)
 }
 
 func objects(dev string, n int) error {
-	ctx, err := uverbs.Open(dev)
+	ctx, pd, err := openPD(dev)
 	if err != nil {
 		return err
 	}
 	defer ctx.Close()
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		return err
-	}
 	defer pd.Close()
 	cqs := make([]*uverbs.CQ, n)
 	t0 := time.Now()
@@ -130,15 +140,11 @@ func objects(dev string, n int) error {
 }
 
 func mrCurve(dev string, size, reps int) error {
-	ctx, err := uverbs.Open(dev)
+	ctx, pd, err := openPD(dev)
 	if err != nil {
 		return err
 	}
 	defer ctx.Close()
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		return err
-	}
 	defer pd.Close()
 	buf, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
@@ -349,15 +355,11 @@ func rsidle(ip, port string, n int) error {
 // from the CQ, waiting for its event when it is empty. It prints cqload, ns per message. (gidx is the C
 // peer's; QP.Endpoint chooses the port's GID as goverbs does.)
 func cqload(dev string, n, msgs int) error {
-	ctx, err := uverbs.Open(dev)
+	ctx, pd, err := openPD(dev)
 	if err != nil {
 		return err
 	}
 	defer ctx.Close()
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		return err
-	}
 	defer pd.Close()
 	ch, err := ctx.CreateCompChannel(nil)
 	if err != nil {
