@@ -97,6 +97,8 @@ var commands = []Command{
 		Run: rcopy.Main},
 	{Name: "riostream", Aliases: []string{"riostream"}, Summary: "rsockets iomap/riowrite benchmark over package rsocket, same as rdmacm-utils' riostream",
 		Run: rstream.MainRiostream},
+	{Name: "udpong", Aliases: []string{"udpong"}, Summary: "UDP ping-pong, same as rdmacm-utils' udpong (-T s; datagram rsockets are refused, as they fail on RoCE in C too)",
+		Run: rstream.MainUdpong},
 	{Name: "ucmatose", Aliases: []string{"ucmatose"}, Summary: "RC connections through rdma_cm with SEND traffic, same as rdmacm-utils' ucmatose",
 		Run: cmatose.Main},
 	{Name: "udaddy", Aliases: []string{"udaddy"}, Summary: "UD QPs resolved through rdma_cm with SEND traffic, same as rdmacm-utils' udaddy",

@@ -63,6 +63,24 @@ func Listening(file, portSuffix string) bool {
 	return false
 }
 
+// Bound reports whether a /proc/net/udp-style table (file) has a socket whose local address ends in
+// portSuffix (":PORT" in the table's upper-case hex), whatever its state: a bound UDP socket.
+func Bound(file, portSuffix string) bool {
+	f, err := os.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) > 1 && strings.HasSuffix(fields[1], portSuffix) {
+			return true
+		}
+	}
+	return false
+}
+
 // Port returns a TCP port for test n, away from the tools' defaults.
 func Port(n int) int { return 19000 + n }
 

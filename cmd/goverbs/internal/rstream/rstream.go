@@ -2,7 +2,8 @@
 // over package rsocket: the same options, test sequence, data pattern (-T v)
 // and result lines, wire-compatible with the C tool in both roles. It also
 // holds riostream (riostream.c, v44; MainRiostream), which shares them and
-// moves its data with rsocket's IOMap/IOWrite.
+// moves its data with rsocket's IOMap/IOWrite, and udpong (udpong.c; MainUdpong), which
+// shares its result formatting.
 package rstream
 
 import (
