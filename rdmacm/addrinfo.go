@@ -171,8 +171,9 @@ func GetAddrInfo(node, service string, hints *AddrInfoHints) ([]AddrInfo, error)
 //     AINumericHost both set, turns the IPv6 answer into an AF_IB sockaddr_ib. GetAddrInfo does the
 //     same lookup but refuses that last conversion with ErrNotSupported: package rdmacm's ids bind and
 //     resolve IPv4 and IPv6 addresses only (netip.AddrPort), never sockaddr_ib.
-//   - AISA (IB service resolution through the SA) is refused with ErrNotSupported: it needs rdma_cm's
-//     RESOLVE_IB_SERVICE command, which the uAPI headers of package abi (6.1) do not have.
+//   - AISA (IB service resolution through the SA) is refused with ErrNotSupported: its results are AF_IB
+//     addresses, which the package does not represent (ID.ResolveAddrInfo sends the SA request itself, for
+//     the kernel to answer).
 //   - Node and service both empty with hints: the hints' flags, family, QP type, port space and
 //     addresses are the result. With nil hints too: unix.EINVAL.
 //
@@ -440,8 +441,8 @@ func (r resolver) getAddrInfo(ctx context.Context, node, service string, hints *
 		h = *hints
 	}
 	if h.Flags&AISA != 0 {
-		return AddrInfo{}, fmt.Errorf("%v: resolution through the InfiniBand SA needs rdma_cm's RESOLVE_IB_SERVICE, "+
-			"which package abi's uAPI headers (6.1) lack: %w", h.Flags, ErrNotSupported)
+		return AddrInfo{}, fmt.Errorf("%v: resolution through the InfiniBand SA gives AF_IB addresses, which package "+
+			"rdmacm does not represent: %w", h.Flags, ErrNotSupported)
 	}
 	if node == "" && service == "" {
 		ai := AddrInfo{Flags: h.Flags, Family: h.Family, QPType: h.QPType, PortSpace: h.PortSpace, DstAddr: h.DstAddr,

@@ -165,6 +165,13 @@ func (ch *Channel) Close() error {
 	return errors.Join(errs...)
 }
 
+// isClosed reports whether Close has begun (it marks the channel before closing the file).
+func (ch *Channel) isClosed() bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.closed
+}
+
 // exec issues one command through ucmWrite while holding the fd open.
 func exec[T any](ch *Channel, cmd uint32, req *T, resp unsafe.Pointer, outLen uintptr) error {
 	var werr error
@@ -230,7 +237,7 @@ func (ch *Channel) GetEvent(ctx context.Context) (*Event, error) {
 // process turns a kernel event into the application's, doing librdmacm's
 // per-event work. It returns nil for events of ids that no longer exist.
 func (ch *Channel) process(r rawEvent) *Event {
-	ev := &Event{Type: r.typ, Status: r.status, Conn: r.conn, UD: r.ud}
+	ev := &Event{Type: r.typ, Status: r.status, Conn: r.conn, UD: r.ud, Arg: r.arg}
 	ev.ECE.VendorID, ev.ECE.AttrMod = r.ece[0], r.ece[1]
 	if r.typ == EventMulticastJoin || r.typ == EventMulticastError {
 		m := ch.lookupMcast(r.uid)
@@ -300,6 +307,24 @@ func (ch *Channel) process(r rawEvent) *Event {
 		if err != nil {
 			ev.Type, ev.Status = EventRouteError, -errnoOf(err)
 		}
+	case abi.RDMA_CM_EVENT_INTERNAL:
+		// The library's own event (ResolveAddrInfo's DNS path), librdmacm's rule: only ADDRINFO_RESOLVED.
+		if r.arg != uint64(EventAddrInfoResolved) {
+			return nil
+		}
+		ev.Type, ev.Arg = EventAddrInfoResolved, 0
+	case EventAddrInfoResolved:
+		// The SA's answer (RESOLVE_IB_SERVICE): AF_IB service records, which the package does not represent.
+		id.mu.Lock()
+		if id.aiResult == nil {
+			id.aiResolving = false
+			ev.Type, ev.Status = EventAddrInfoError, int32(unix.EOPNOTSUPP)
+		}
+		id.mu.Unlock()
+	case EventAddrInfoError:
+		id.mu.Lock()
+		id.aiResolving, id.aiResult = false, nil
+		id.mu.Unlock()
 	case EventConnectResponse:
 		id.mu.Lock()
 		if id.qp == nil {
@@ -381,7 +406,7 @@ func (ch *Channel) fetch(ctx context.Context) (rawEvent, error) {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return rawEvent{}, context.DeadlineExceeded
 		}
-		if errors.Is(err, os.ErrClosed) {
+		if errors.Is(err, os.ErrClosed) || ch.isClosed() { // RawConn.Read says "use of closed file"
 			return rawEvent{}, ErrClosed
 		}
 		return rawEvent{}, err

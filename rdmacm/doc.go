@@ -17,6 +17,10 @@
 //	rdma_notify                ID.Notify             rdma_migrate_id     ID.Migrate
 //	rdma_join_multicast(_ex)   ID.JoinMulticast      rdma_leave_multicast Multicast.Leave
 //	QUERY (addr, gid, path)    ID.QueryAddr, ID.QueryGID, ID.QueryPath
+//	rdma_create_srq(_ex)       ID.CreateSRQ          rdma_destroy_srq    ID.DestroySRQ
+//	rdma_get_devices           Devices               rdma_free_devices   DeviceList.Close
+//	rdma_write_cm_event        ID.WriteCMEvent       rdma_create_ep      CreateEP
+//	rdma_resolve_addrinfo      ID.ResolveAddrInfo    rdma_query_addrinfo ID.QueryAddrInfo
 //
 // Events are copies (Event): they need no rdma_ack_cm_event. Like librdmacm,
 // GetEvent does the work some events imply before returning them: a

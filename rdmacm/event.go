@@ -1,6 +1,7 @@
 package rdmacm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unsafe"
 
@@ -29,14 +30,20 @@ const (
 	EventMulticastError
 	EventAddrChange
 	EventTimewaitExit
+	EventAddrInfoResolved // RESOLVE_IB_SERVICE's answer (kernels newer than 6.12)
+	EventAddrInfoError
+	// EventUser is the event an application writes onto a channel with ID.WriteCMEvent; Event.Arg carries
+	// its argument.
+	EventUser
 )
 
 var eventNames = [...]string{"ADDR_RESOLVED", "ADDR_ERROR", "ROUTE_RESOLVED", "ROUTE_ERROR", "CONNECT_REQUEST",
 	"CONNECT_RESPONSE", "CONNECT_ERROR", "UNREACHABLE", "REJECTED", "ESTABLISHED", "DISCONNECTED",
-	"DEVICE_REMOVAL", "MULTICAST_JOIN", "MULTICAST_ERROR", "ADDR_CHANGE", "TIMEWAIT_EXIT"}
+	"DEVICE_REMOVAL", "MULTICAST_JOIN", "MULTICAST_ERROR", "ADDR_CHANGE", "TIMEWAIT_EXIT", "ADDRINFO_RESOLVED",
+	"ADDRINFO_ERROR"}
 
 // String is what librdmacm's rdma_event_str returns: "RDMA_CM_EVENT_ESTABLISHED",
-// or "UNKNOWN EVENT".
+// or "UNKNOWN EVENT" (which rdma-core 65 answers for EventUser too).
 func (t EventType) String() string {
 	if int(t) < len(eventNames) {
 		return "RDMA_CM_EVENT_" + eventNames[t]
@@ -92,6 +99,8 @@ type Event struct {
 	// ECE is the enhanced connection establishment data of CONNECT_REQUEST and CONNECT_RESPONSE /
 	// ESTABLISHED (zero when the peer set none).
 	ECE ECE
+	// Arg is the argument of an EventUser (librdmacm's param.arg), as WriteCMEvent wrote it.
+	Arg uint64
 }
 
 // ECE are enhanced connection establishment options (struct rdma_ucm_ece; librdmacm's struct ibv_ece
@@ -123,6 +132,7 @@ type rawEvent struct {
 	conn   ConnParam
 	ud     UDParam
 	ece    [2]uint32
+	arg    uint64
 }
 
 // decodeEvent decodes a GET_EVENT response. ud selects the param union's
@@ -136,6 +146,10 @@ func decodeEvent(b []byte, isUD func(uid uint64) bool) (rawEvent, error) {
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&r)), abi.SizeofRdmaUcmEventResp), b)
 	e := rawEvent{uid: r.Uid, id: r.Id, typ: EventType(r.Event), status: int32(r.Status),
 		ece: [2]uint32{r.Ece.VendorId, r.Ece.AttrMod}}
+	if e.typ == EventUser || e.typ == abi.RDMA_CM_EVENT_INTERNAL { // the union's arg32[2], one u64 as written
+		e.arg = binary.NativeEndian.Uint64(r.Param[:8])
+		return e, nil
+	}
 	if isUD(r.Uid) || e.typ == EventMulticastJoin || e.typ == EventMulticastError {
 		u := r.Ud()
 		e.ud = UDParam{QPNum: u.QpNum, QKey: u.Qkey, AHAttr: ahAttr(&u.AhAttr),

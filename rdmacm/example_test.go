@@ -124,3 +124,110 @@ func ExampleGetAddrInfo() {
 	// RAI_PASSIVE UD UDP 0.0.0.0:7471
 	// true
 }
+
+// An incoming connection whose QP receives through the id's shared receive
+// queue: CreateSRQ before CreateQP, receives posted to the SRQ.
+func ExampleID_CreateSRQ() {
+	l, err := rdmacm.NewChannel()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	lid, _ := l.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+	lid.Bind(netip.MustParseAddrPort("0.0.0.0:7471"))
+	lid.Listen(0)
+	ev, err := l.GetEvent(context.Background()) // CONNECT_REQUEST
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	id := ev.ID
+	srq, err := id.CreateSRQ(rdmacm.SRQInitAttr{Attr: uverbs.SRQAttr{MaxWR: 64, MaxSGE: 1}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, pd, _ := id.Device()
+	buf := make([]byte, 64*1024)
+	mr, _ := pd.RegMR(buf, uverbs.AccessLocalWrite)
+	defer mr.Close()
+	for i := range 64 {
+		srq.PostRecv([]uverbs.RecvWR{{WRID: uint64(i), SGL: []uverbs.SGE{mr.SGE(i*1024, 1024)}}})
+	}
+	id.CreateQP(rdmacm.QPInitAttr{Cap: uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	id.Accept(nil)
+	// Close destroys the QP, then the SRQ.
+}
+
+// Devices lists the process's device contexts, the ones the ids use.
+func ExampleDevices() {
+	l, err := rdmacm.Devices()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	for _, c := range l.Contexts() {
+		fmt.Println(c.Name(), c.Device().NodeGUID)
+	}
+}
+
+// WriteCMEvent wakes the goroutine that waits in GetEvent with an event of
+// the application's own.
+func ExampleID_WriteCMEvent() {
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ch.Close()
+	id, _ := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+	if err := id.WriteCMEvent(rdmacm.EventUser, 0, 42); errors.Is(err, rdmacm.ErrNotSupported) {
+		fmt.Println("kernel without WRITE_CM_EVENT")
+		return
+	}
+	ev, err := ch.GetEvent(context.Background())
+	fmt.Println(ev.Type == rdmacm.EventUser, ev.Arg, err)
+}
+
+// ResolveAddrInfo is GetAddrInfo whose answer arrives as an event.
+func ExampleID_ResolveAddrInfo() {
+	ch, err := rdmacm.NewChannel()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ch.Close()
+	id, _ := ch.CreateID(rdmacm.PortSpaceTCP, uverbs.QPTypeRC)
+	if err := id.ResolveAddrInfo("10.233.0.1", "7471", nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if ev, err := ch.GetEvent(context.Background()); err != nil || ev.Type != rdmacm.EventAddrInfoResolved {
+		fmt.Println(ev, err)
+		return
+	}
+	ai, err := id.QueryAddrInfo()
+	fmt.Println(ai, err)
+}
+
+// CreateEP resolves an endpoint from GetAddrInfo's result, makes its QP,
+// and leaves the connecting to the caller.
+func ExampleCreateEP() {
+	ctx := context.Background()
+	ai, err := rdmacm.GetAddrInfo("10.233.0.1", "7471", &rdmacm.AddrInfoHints{Flags: rdmacm.AINumericHost})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ep, err := rdmacm.CreateEP(ctx, ai[0], &rdmacm.QPInitAttr{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ep.Close() // the endpoint's channel too
+	ep.Connect(nil)
+	ev, err := ep.Channel().GetEvent(ctx) // ESTABLISHED
+	fmt.Println(ev, err)
+}

@@ -79,11 +79,19 @@ type ID struct {
 	compCh    *uverbs.CompChannel
 	ownCQs    bool
 	ownedCQs  []*uverbs.CQ
-	reqParam  ConnParam // the CONNECT_REQUEST's parameters (passive ids)
-	initDepth uint8     // explicit initiator depth / responder resources of Connect/Accept,
-	respRes   uint8     // MaxResources when not given (librdmacm's override of INIT_QP_ATTR)
+	qpSRQ     bool        // the QP receives through an SRQ (conn_param's srq flag)
+	srq       *uverbs.SRQ // made by CreateSRQ; destroyed after the QP
+	reqParam  ConnParam   // the CONNECT_REQUEST's parameters (passive ids)
+	initDepth uint8       // explicit initiator depth / responder resources of Connect/Accept,
+	respRes   uint8       // MaxResources when not given (librdmacm's override of INIT_QP_ATTR)
 
 	mcasts map[uint64]*Multicast
+
+	ownCh bool // the channel is the id's own (CreateEP): Close closes it, Migrate away from it too
+
+	// ResolveAddrInfo's state (librdmacm's resolving_ai and resolved_ai).
+	aiResolving bool
+	aiResult    []AddrInfo
 
 	// ECE (librdmacm's local_ece / remote_ece): what SetLocalECE set (CreateQP replaces it with the QP's),
 	// and what the peer's CONNECT_REQUEST or CONNECT_RESPONSE carried.
@@ -339,9 +347,13 @@ type QPInitAttr struct {
 	// channel and one CQ per direction, sized Cap.MaxSendWR and
 	// Cap.MaxRecvWR, and destroys them with the QP.
 	SendCQ, RecvCQ *uverbs.CQ
-	SRQ            *uverbs.SRQ
-	Cap            uverbs.QPCap
-	SigAll         bool
+	// SRQ defaults to the id's own (CreateSRQ), if it has one.
+	SRQ    *uverbs.SRQ
+	Cap    uverbs.QPCap
+	SigAll bool
+	// SendOps are the operations the QP's work-request builder (QP.StartWR) may post
+	// (ibv_qp_init_attr_ex.send_ops_flags of rdma_create_qp_ex); 0 for a QP posted with PostSend only.
+	SendOps uverbs.SendOps
 }
 
 // Device resolves the id's device (from its bound or resolved address) and
@@ -472,7 +484,7 @@ func releaseDevice(d *devRef) error {
 	return nil
 }
 
-// CreateQP creates the id's QP (rdma_create_qp) on the id's device and moves
+// CreateQP creates the id's QP (rdma_create_qp; rdma_create_qp_ex with SendOps) on the id's device and moves
 // it to INIT with the attributes the kernel gives (INIT_QP_ATTR); a UD QP is
 // taken on to RTS at once, as librdmacm does. The zero QPInitAttr asks for
 // the defaults: the id's PD, two new CQs and 16 work requests each way.
@@ -499,6 +511,9 @@ func (id *ID) CreateQP(attr QPInitAttr) (*uverbs.QP, error) {
 	pd := a.PD
 	if pd == nil {
 		pd = id.dev.pd
+	}
+	if a.SRQ == nil {
+		a.SRQ = id.srq
 	}
 	var made []*uverbs.CQ
 	var ch *uverbs.CompChannel
@@ -529,11 +544,12 @@ func (id *ID) CreateQP(attr QPInitAttr) (*uverbs.QP, error) {
 		return undo(fmt.Errorf("give both CQs or none: %w", unix.EINVAL))
 	}
 	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: id.qpType, SendCQ: a.SendCQ, RecvCQ: a.RecvCQ, SRQ: a.SRQ,
-		Cap: a.Cap, SigAll: a.SigAll})
+		Cap: a.Cap, SigAll: a.SigAll, SendOps: a.SendOps})
 	if err != nil {
 		return undo(err)
 	}
 	id.qp, id.sendCQ, id.recvCQ, id.compCh, id.ownedCQs = qp, a.SendCQ, a.RecvCQ, ch, made
+	id.qpSRQ = a.SRQ != nil
 	err = id.initECELocked()
 	if err == nil {
 		err = id.initQPLocked()
@@ -658,7 +674,7 @@ func (id *ID) destroyQPLocked() error {
 	if id.compCh != nil {
 		errs = append(errs, id.compCh.Close())
 	}
-	id.qp, id.sendCQ, id.recvCQ, id.compCh, id.ownedCQs = nil, nil, nil, nil, nil
+	id.qp, id.sendCQ, id.recvCQ, id.compCh, id.ownedCQs, id.qpSRQ = nil, nil, nil, nil, nil, false
 	if err := errors.Join(errs...); err != nil {
 		return opErr("destroy QP", id.kid, err)
 	}
@@ -701,6 +717,12 @@ func (id *ID) connParamLocked(p *ConnParam, accept bool) (abi.RdmaUcmConnParam, 
 		k.QpNum = id.qp.QPN()
 	}
 	k.Srq = p.SRQ
+	if id.qp != nil { // librdmacm: whether the id's QP receives through an SRQ
+		k.Srq = 0
+		if id.qpSRQ {
+			k.Srq = 1
+		}
+	}
 	copy(k.PrivateData[:], p.PrivateData)
 	k.PrivateDataLen = uint8(len(p.PrivateData))
 	k.FlowControl, k.RetryCount, k.RnrRetryCount = p.FlowControl, p.RetryCount, p.RNRRetryCount
@@ -990,7 +1012,8 @@ func (id *ID) Notify(event uverbs.AsyncEventType) error {
 	return opErr("notify", id.kid, exec(id.ch, abi.RDMA_USER_CM_CMD_NOTIFY, &req, nil, 0))
 }
 
-// Migrate moves the id and its pending events to another channel (rdma_migrate_id).
+// Migrate moves the id and its pending events to another channel (rdma_migrate_id). An id of CreateEP
+// leaves its own channel closed behind, as librdmacm closes a synchronous id's.
 func (id *ID) Migrate(to *Channel) error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
@@ -1010,12 +1033,18 @@ func (id *ID) Migrate(to *Channel) error {
 		return opErr("migrate id", id.kid, err)
 	}
 	id.ch.unregister(id)
+	old := id.ch
 	id.ch = to
+	if id.ownCh { // librdmacm closes a synchronous id's channel when the id leaves it
+		id.ownCh = false
+		return opErr("migrate id", id.kid, old.Close())
+	}
 	return nil
 }
 
-// Close destroys the id (rdma_destroy_id), and with it the QP and CQs
-// CreateQP made and the id's multicast joins. A connected id sends DREQ.
+// Close destroys the id (rdma_destroy_id; rdma_destroy_ep for CreateEP's ids, whose channel it closes
+// too), and with it the QP and CQs CreateQP made, then the SRQ CreateSRQ made, and the id's multicast
+// joins. A connected id sends DREQ.
 // Events already fetched stay valid; events still queued for it are dropped.
 // A second Close returns an error that matches ErrClosed.
 func (id *ID) Close() error {
@@ -1025,6 +1054,9 @@ func (id *ID) Close() error {
 		return opErr("destroy id", id.kid, ErrClosed)
 	}
 	errs := []error{id.destroyQPLocked()}
+	if err := id.destroySRQLocked(); err != nil { // after the QP that uses it
+		errs = append(errs, err)
+	}
 	for _, m := range id.mcasts {
 		id.ch.unregisterMcast(m)
 	}
@@ -1040,6 +1072,9 @@ func (id *ID) Close() error {
 	if id.dev != nil {
 		errs = append(errs, releaseDevice(id.dev))
 		id.dev = nil
+	}
+	if id.ownCh { // CreateEP's channel: nothing else is on it
+		errs = append(errs, id.ch.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -132,7 +132,11 @@ func TestEventTypeString(t *testing.T) {
 	if s := EventTimewaitExit.String(); s != "RDMA_CM_EVENT_TIMEWAIT_EXIT" {
 		t.Error(s)
 	}
-	if s := EventType(16).String(); s != "UNKNOWN EVENT" {
+	// rdma-core 60 and later name the ADDRINFO events, not RDMA_CM_EVENT_USER.
+	if s := EventAddrInfoError.String(); s != "RDMA_CM_EVENT_ADDRINFO_ERROR" {
+		t.Error(s)
+	}
+	if s := EventUser.String(); s != "UNKNOWN EVENT" {
 		t.Error(s)
 	}
 }
