@@ -74,6 +74,9 @@ type Conn struct {
 	iomb      [iomapLen]byte
 	peerBE    bool // the peer is big-endian: what we write into its memory is big-endian
 
+	noDelay  bool          // TCP_NODELAY as set (stored, as librdmacm: rsockets never delays a send)
+	linger   int           // SO_LINGER as set (stored, as librdmacm); -1: not set
+	tos      uint8         // IP_TOS as the Dialer set it
 	kaPeriod time.Duration // keepalive period (0: off)
 	kaTimer  *time.Timer
 	kaGen    uint64    // which timer is current (see startKeepAlive)
@@ -150,7 +153,8 @@ func stoppedTimer() *time.Timer {
 func setup(ch *rdmacm.Channel, id *rdmacm.ID, o *Options) (*Conn, error) {
 	c := &Conn{ch: ch, id: id, pollTime: o.pollTime(),
 		rwake: newWake(), wwake: newWake(), cwake: newWake(), done: make(chan struct{}),
-		rtimer: stoppedTimer(), wtimer: stoppedTimer(), ctimer: stoppedTimer(), kaPeriod: max(o.KeepAlive, 0)}
+		rtimer: stoppedTimer(), wtimer: stoppedTimer(), ctimer: stoppedTimer(), kaPeriod: max(o.KeepAlive, 0),
+		noDelay: o.NoDelay, linger: -1}
 	c.readReady = func() bool { return c.rx.haveData() || !c.readable || c.err != nil }
 	c.writeReady = func() bool { return c.canSend() || !c.writable || c.err != nil }
 	if err := c.create(o); err != nil {
@@ -679,7 +683,38 @@ func (c *Conn) canSend() bool {
 
 // writeChunk sends p (len(p) <= what canSend allows) as one DATA message.
 func (c *Conn) writeChunk(p []byte) error {
-	n := len(p)
+	addr, key := c.takeTarget(len(p))
+	return c.postWrite(p, msg(opData, uint32(len(p))), uverbs.WRRDMAWriteWithImm, addr, key)
+}
+
+// writeChunkV sends the next n bytes of bufs, from buffer *i at offset *off
+// on, as one DATA message (rsendv's chunk: copied from the buffers straight
+// into the send ring, one WRITE for all of them), and advances *i and *off
+// past them. n <= what canSend allows and what bufs hold from there.
+func (c *Conn) writeChunkV(bufs [][]byte, i, off *int, n int) error {
+	addr, key := c.takeTarget(n)
+	a, b, nsge := c.reserve(n)
+	gather(a, bufs, i, off)
+	gather(b, bufs, i, off)
+	return c.postReserved(n, nsge, msg(opData, uint32(n)), uverbs.WRRDMAWriteWithImm, addr, key)
+}
+
+// gather fills dst from bufs, starting at buffer *i, offset *off, and
+// advances them (rs_copy_iov).
+func gather(dst []byte, bufs [][]byte, i, off *int) {
+	for len(dst) > 0 {
+		k := copy(dst, bufs[*i][*off:])
+		dst = dst[k:]
+		if *off += k; *off == len(bufs[*i]) {
+			*i, *off = *i+1, 0
+		}
+	}
+}
+
+// takeTarget takes n bytes of our current target SGE (the peer's receive
+// buffer) for a DATA message and returns where they go; the message takes a
+// credit.
+func (c *Conn) takeTarget(n int) (uint64, uint32) {
 	addr, key, length := c.target()
 	c.sseqNo++
 	b := c.tl[c.targetSGE*sgeLen:]
@@ -690,8 +725,7 @@ func (c *Conn) writeChunk(p []byte) error {
 			c.targetSGE = 0
 		}
 	}
-	m := msg(opData, uint32(n))
-	return c.postWrite(p, m, uverbs.WRRDMAWriteWithImm, addr, key)
+	return addr, key
 }
 
 // postWrite copies p into the send ring (split over its end with two SGEs)
@@ -701,22 +735,34 @@ func (c *Conn) writeChunk(p []byte) error {
 // send WQE (two for a message in message-send mode) and len(p) bytes of
 // send buffer; the caller checked canSend and sized p.
 func (c *Conn) postWrite(p []byte, m uint32, op uverbs.WROpcode, addr uint64, key uint32) error {
-	n := len(p)
-	nsge := 1
+	a, b, nsge := c.reserve(len(p))
+	copy(a, p)
+	copy(b, p[len(a):])
+	return c.postReserved(len(p), nsge, m, op, addr, key)
+}
+
+// reserve takes the next n bytes of the send ring for a WRITE: a, then b
+// when they wrap over the ring's end (nil otherwise), described by the first
+// nsge entries of c.ssge.
+func (c *Conn) reserve(n int) (a, b []byte, nsge int) {
 	if left := c.sbufSize - c.soff; n <= left {
-		copy(c.sb[c.soff:], p)
+		a = c.sb[c.soff : c.soff+n]
 		c.ssge[0] = c.smr.SGE(c.soff, n)
 		if c.soff += n; c.soff == c.sbufSize {
 			c.soff = 0
 		}
-	} else {
-		copy(c.sb[c.soff:c.sbufSize], p[:left])
-		copy(c.sb, p[left:])
-		c.ssge[0] = c.smr.SGE(c.soff, left)
-		c.ssge[1] = c.smr.SGE(0, n-left)
-		c.soff = n - left
-		nsge = 2
+		return a, nil, 1
 	}
+	left := c.sbufSize - c.soff
+	a, b = c.sb[c.soff:c.sbufSize], c.sb[:n-left]
+	c.ssge[0] = c.smr.SGE(c.soff, left)
+	c.ssge[1] = c.smr.SGE(0, n-left)
+	c.soff = n - left
+	return a, b, 2
+}
+
+// postReserved posts the WRITE of the n bytes reserve described (see postWrite).
+func (c *Conn) postReserved(n, nsge int, m uint32, op uverbs.WROpcode, addr uint64, key uint32) error {
 	c.sqeAvail--
 	c.sbufAvail -= n
 	var flags uverbs.SendFlags
@@ -810,7 +856,9 @@ func (c *Conn) opErr(op string, err error) error {
 }
 
 // Read reads received bytes (rrecv). After the peer's orderly close it
-// returns io.EOF; after a reset, an error matching unix.ECONNRESET.
+// returns io.EOF; after a reset, an error matching unix.ECONNRESET. After
+// CloseRead it returns the bytes already received, then io.EOF without
+// waiting. MSG_DONTWAIT is a read deadline (SetReadDeadline).
 func (c *Conn) Read(p []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
@@ -820,29 +868,107 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if err := c.lockReadable(); err != nil {
+		return 0, c.readErr("read", err)
+	}
+	n := c.rx.read(p, c.rb)
+	c.updateCredits()
+	c.mu.Unlock()
+	return n, nil
+}
+
+// Peek is rrecv with MSG_PEEK: it waits, as Read does, until bytes are there
+// and copies up to len(p) of them into p without consuming them: the next
+// Read or Peek returns them again. It returns io.EOF where Read would, and
+// honours the read deadline (MSG_DONTWAIT is a deadline in the past).
+func (c *Conn) Peek(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if expired(&c.rdl) {
+		return 0, c.opErr("peek", os.ErrDeadlineExceeded)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if err := c.lockReadable(); err != nil {
+		return 0, c.readErr("peek", err)
+	}
+	n := c.rx.peek(p, c.rb)
+	c.mu.Unlock()
+	return n, nil
+}
+
+// ReadBuffers is a scatter read (rreadv, rrecvmsg without control data): it
+// waits, as Read does, until bytes are there, then fills bufs in order with
+// what has arrived, and returns the total. librdmacm's rreadv fills only the
+// first buffer (a short read, which readv allows); ReadBuffers goes on into
+// the next buffers while received bytes remain, in the same one pass under
+// the connection's lock. Empty buffers are skipped; with no room at all it
+// returns 0 at once. Errors and io.EOF are Read's.
+func (c *Conn) ReadBuffers(bufs net.Buffers) (int64, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if expired(&c.rdl) {
+		return 0, c.opErr("read", os.ErrDeadlineExceeded)
+	}
+	room := false
+	for _, b := range bufs {
+		if len(b) > 0 {
+			room = true
+			break
+		}
+	}
+	if !room {
+		return 0, nil
+	}
+	if err := c.lockReadable(); err != nil {
+		return 0, c.readErr("read", err)
+	}
+	var n int64
+	for _, b := range bufs {
+		if !c.rx.haveData() {
+			break
+		}
+		n += int64(c.rx.read(b, c.rb))
+	}
+	c.updateCredits()
+	c.mu.Unlock()
+	return n, nil
+}
+
+// readErr is the error of a read-side call: io.EOF as it is, the others in a *net.OpError.
+func (c *Conn) readErr(op string, err error) error {
+	if err == io.EOF {
+		return err
+	}
+	return c.opErr(op, err)
+}
+
+// lockReadable returns with c.mu held and received bytes to read, or with
+// c.mu released and the error that ends the wait: io.EOF (no bytes and not
+// readable: the peer's DISCONNECT or SHUTDOWN, or CloseRead), the
+// connection's error, net.ErrClosed, the read deadline. rmu is held.
+func (c *Conn) lockReadable() error {
 	spun := false
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return 0, c.opErr("read", net.ErrClosed)
+			return net.ErrClosed
 		}
 		if !c.rx.haveData() {
 			c.process()
 		}
 		if c.rx.haveData() {
-			n := c.rx.read(p, c.rb)
-			c.updateCredits()
-			c.mu.Unlock()
-			return n, nil
+			return nil
 		}
 		readable, err := c.readable, c.err
 		c.mu.Unlock()
 		if err != nil {
-			return 0, c.opErr("read", err)
+			return err
 		}
 		if !readable {
-			return 0, io.EOF
+			return io.EOF
 		}
 		if !spun {
 			spun = true
@@ -854,7 +980,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 			continue
 		}
 		if err := c.wait(c.rwake, &c.rdl, c.rtimer); err != nil {
-			return 0, c.opErr("read", err)
+			return err
 		}
 	}
 }
@@ -905,25 +1031,75 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return done, nil
 }
 
+// WriteBuffers is a gather write (rwritev, rsendmsg without control data,
+// librdmacm's rsendv): it sends the bytes of bufs in order as one stream, in
+// chunks of 2 KiB doubling up to 64 KiB as Write does, each chunk copied from
+// the buffers it spans straight into the send ring and sent as one RDMA WRITE
+// (no copy per buffer beyond Write's, no message per buffer). It returns the
+// bytes sent and, when short, why (Write's errors). bufs is not modified.
+// net.Buffers.WriteTo on a Conn makes one Write per buffer instead (the
+// net package's gather path is for its own types).
+func (c *Conn) WriteBuffers(bufs net.Buffers) (int64, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if expired(&c.wdl) {
+		return 0, c.opErr("write", os.ErrDeadlineExceeded)
+	}
+	total := 0
+	for _, b := range bufs {
+		total += len(b)
+	}
+	i, off := 0, 0 // the next byte to send: bufs[i][off] (empty buffers are passed over by gather)
+	done := 0
+	olen := olapStart
+	spun := false
+	for done < total {
+		if err := c.lockSendable(&spun); err != nil {
+			return int64(done), c.opErr("write", err)
+		}
+		for done < total && c.canSend() {
+			xfer := c.nextXfer(total-done, &olen)
+			if _, _, l := c.target(); xfer > int(l) {
+				xfer = int(l)
+			}
+			if err := c.writeChunkV(bufs, &i, &off, xfer); err != nil {
+				c.fail(err)
+				c.mu.Unlock()
+				return int64(done), c.opErr("write", err)
+			}
+			done += xfer
+		}
+		c.mu.Unlock()
+	}
+	return int64(done), nil
+}
+
 // allSendsDone is rs_conn_all_sends_done.
 func (c *Conn) allSendsDone() bool {
 	return int(c.rx.ctrlMaxSeqno-c.rx.ctrlSeqno)+c.sqeAvail == int(c.sqSize) || !c.connected
 }
 
-// shutdown is rshutdown: how is unix.SHUT_WR or SHUT_RDWR. c.mu is held; it
-// may be released while waiting (until deadline).
+// shutdown is rshutdown: how is unix.SHUT_RD, SHUT_WR or SHUT_RDWR. c.mu is
+// held; it may be released while waiting (until deadline).
 func (c *Conn) shutdown(how int, deadline time.Time) error {
 	if c.connected {
 		var ctrl uint32
-		if how == unix.SHUT_RDWR {
+		switch how {
+		case unix.SHUT_RDWR:
 			ctrl = ctrlDisc
 			c.readable, c.writable = false, false
-		} else {
+		case unix.SHUT_WR:
 			c.writable = false
 			ctrl = ctrlDisc
 			if c.readable {
 				ctrl = ctrlShutdown
 			}
+		default: // SHUT_RD: nothing goes on the wire while we may still send
+			c.readable = false
+			if c.writable {
+				return nil
+			}
+			ctrl = ctrlDisc
 		}
 		if !c.waitLocked(func() bool { return c.rx.ctrlSeqno != c.rx.ctrlMaxSeqno && !c.holdSends || !c.connected }, deadline) {
 			return os.ErrDeadlineExceeded
@@ -976,6 +1152,27 @@ func (c *Conn) CloseWrite() error {
 		return nil
 	}
 	return c.opErr("close write", c.shutdown(unix.SHUT_WR, time.Now().Add(5*time.Second)))
+}
+
+// CloseRead shuts down the receiving side (rshutdown SHUT_RD): Read, Peek
+// and ReadBuffers return the bytes already received, then io.EOF at once
+// instead of waiting, and a blocked Read returns. While the connection is
+// still writable nothing is sent: the peer is not told (as with librdmacm,
+// its writes go on landing in our buffer until that is full, and they are
+// not reported); writing here goes on. After CloseWrite, CloseRead sends
+// the rsockets DISCONNECT, as Close does (the peer reads EOF after what we
+// sent, and its writes fail with ECONNRESET), waiting up to 5 s for our
+// sends to complete. Close is still needed to release the connection.
+func (c *Conn) CloseRead() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return c.opErr("close read", net.ErrClosed)
+	}
+	err := c.shutdown(unix.SHUT_RD, time.Now().Add(5*time.Second))
+	c.mu.Unlock()
+	c.wakeAll()
+	return c.opErr("close read", err)
 }
 
 // Close sends the rsockets DISCONNECT, waits (boundedly) for outstanding sends,

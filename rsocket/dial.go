@@ -2,6 +2,7 @@ package rsocket
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goverbs/goverbs/abi"
 	"github.com/goverbs/goverbs/rdmacm"
 	"github.com/goverbs/goverbs/uverbs"
 	"golang.org/x/sys/unix"
@@ -45,6 +47,10 @@ type Options struct {
 	// sleeping on the completion channel (default 10µs, librdmacm's
 	// polling_time; negative: never poll).
 	PollTime time.Duration
+	// NoDelay is TCP_NODELAY, stored and reported (Conn.SocketOptions) as
+	// librdmacm does: rsockets never holds a send back to coalesce it, so it
+	// changes nothing on the wire. Default off, as librdmacm reports it.
+	NoDelay bool
 }
 
 func clampQ(n int) uint16 {
@@ -87,10 +93,32 @@ func (o *Options) pollTime() time.Duration {
 // Dialer connects stream rsockets.
 type Dialer struct {
 	Options
-	// LocalAddr is the source address (IP; the port is ignored), default from the routing table.
+	// LocalAddr is the source address (rbind before rconnect): an IP of a
+	// netdev carrying an RDMA device (the kernel binds it: another is
+	// EADDRNOTAVAIL). Default: from the routing table.
 	LocalAddr netip.Addr
+	// LocalPort is the source port (rbind's port); 0: one the kernel picks.
+	// A port another rdma_cm id holds fails the dial: EADDRINUSE for the
+	// same address, EADDRNOTAVAIL where either is the unspecified address
+	// (LocalPort without LocalAddr binds that).
+	LocalPort uint16
 	// Timeout bounds the whole connection setup (default: none beyond ctx and the CM's own timeouts).
 	Timeout time.Duration
+	// Route is librdmacm's RDMA_ROUTE: the paths to connect over, given to
+	// rdma_cm (rdma_set_option RDMA_OPTION_IB_PATH) in place of route
+	// resolution, as rconnect does when the option was set. One must be
+	// flagged primary, GMP and bidirectional (IB_PATH_*), as the paths
+	// Conn.Route returns are; the kernel refuses the set otherwise (EINVAL)
+	// and Dial fails. On RoCE the kernel fills in the path's Ethernet fields
+	// from the resolved address. nil: resolve the route.
+	Route []rdmacm.PathRecord
+	// TOS is librdmacm's IP_TOS: the type of service rdma_cm resolves the
+	// route with (rdma_set_option RDMA_OPTION_ID_TOS before the route is
+	// resolved); on RoCE it is the path's traffic class, which the accepting
+	// side takes from the connection request too. 0: not set (rdma_cm's
+	// default_roce_tos, 0 unless configured). Not used with Route, whose
+	// paths carry their own traffic class.
+	TOS uint8
 }
 
 // Dial connects to address ("host:port", host an IP of an RDMA netdev or a
@@ -212,8 +240,19 @@ func (d *Dialer) dial(ctx context.Context, dst netip.AddrPort) (_ *Conn, err err
 		}
 	}()
 	var src netip.AddrPort
-	if d.LocalAddr.IsValid() {
-		src = netip.AddrPortFrom(d.LocalAddr, 0)
+	if a := d.LocalAddr; a.IsValid() || d.LocalPort != 0 {
+		if !a.IsValid() {
+			a = netip.IPv6Unspecified()
+			if dst.Addr().Is4() {
+				a = netip.IPv4Unspecified()
+			}
+		}
+		src = netip.AddrPortFrom(a, d.LocalPort)
+	}
+	if d.TOS != 0 {
+		if err = id.SetTOS(d.TOS); err != nil {
+			return nil, err
+		}
 	}
 	for step, retries := 0, 0; step < 2; {
 		to := time.Duration(1000<<retries) * time.Millisecond
@@ -222,7 +261,11 @@ func (d *Dialer) dial(ctx context.Context, dst netip.AddrPort) (_ *Conn, err err
 			err = id.ResolveAddr(src, dst, to)
 		} else {
 			want = rdmacm.EventRouteResolved
-			err = id.ResolveRoute(to)
+			if len(d.Route) > 0 {
+				err = id.SetOption(abi.RDMA_OPTION_IB, abi.RDMA_OPTION_IB_PATH, encodePaths(d.Route))
+			} else {
+				err = id.ResolveRoute(to)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -264,9 +307,25 @@ func (d *Dialer) dial(ctx context.Context, dst netip.AddrPort) (_ *Conn, err err
 		return nil, fmt.Errorf("connection data of %v: %w", dst, err)
 	}
 	c.saveData(cd)
+	c.tos = d.TOS
 	c.local, c.remote = &Addr{id.LocalAddr()}, &Addr{id.RemoteAddr()}
 	c.start()
 	return c, nil
+}
+
+// pathDataLen is the size of struct ibv_path_data (the kernel's ib_path_rec_data): flags, reserved, the
+// 64-byte path record.
+const pathDataLen = 8 + 64
+
+// encodePaths is RDMA_ROUTE's option value: an array of struct ibv_path_data (flags in host order).
+func encodePaths(paths []rdmacm.PathRecord) []byte {
+	b := make([]byte, len(paths)*pathDataLen)
+	for i, p := range paths {
+		e := b[i*pathDataLen:]
+		binary.NativeEndian.PutUint32(e, p.Flags)
+		copy(e[8:pathDataLen], p.Record[:])
+	}
+	return b
 }
 
 // loopbackError explains rdma_cm's ENODEV for a loopback destination.

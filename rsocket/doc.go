@@ -96,5 +96,16 @@
 // probe's completion failing never fires there), or with EIO when the
 // probe's completion fails.
 //
+// # Socket calls
+//
+// Conn.CloseRead, CloseWrite and Close are rshutdown's SHUT_RD, SHUT_WR and
+// SHUT_RDWR; Peek is rrecv's MSG_PEEK; ReadBuffers and WriteBuffers are
+// rreadv and rwritev (scatter and gather); Dialer.LocalAddr and LocalPort
+// are rbind before rconnect. Options (and Dialer.Route and TOS: RDMA_ROUTE,
+// IP_TOS) set what librdmacm's rsetsockopt takes before the connection;
+// SocketOptions, SocketError and Route are rgetsockopt's; SetNoDelay,
+// SetLinger, SetKeepAlive and SetKeepAlivePeriod its options that may
+// change later (SetReadBuffer and SetWriteBuffer answer *OptionError).
+//
 // Not implemented: datagram rsockets (which do not work on rxe).
 package rsocket

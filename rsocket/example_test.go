@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/goverbs/goverbs/rsocket"
 )
@@ -59,4 +60,50 @@ func ExampleDialer() {
 	}
 	defer c.Close()
 	c.Write([]byte("ping"))
+}
+
+// A header and a body sent as one stream without joining them first (rwritev), read back into two buffers
+// (rreadv) after a look at the first bytes (MSG_PEEK).
+func ExampleConn_WriteBuffers() {
+	nc, err := rsocket.Dial("rdma", "10.233.0.1:7471")
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := nc.(*rsocket.Conn)
+	defer c.Close()
+	hdr, body := []byte("LEN 5\n"), []byte("hello")
+	if _, err := c.WriteBuffers(net.Buffers{hdr, body}); err != nil {
+		log.Fatal(err)
+	}
+	first := make([]byte, 4)
+	if _, err := c.Peek(first); err != nil { // the answer's first bytes, left in place
+		log.Fatal(err)
+	}
+	h, b := make([]byte, 6), make([]byte, 64)
+	n, err := c.ReadBuffers(net.Buffers{h, b}) // what has arrived, h first
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%q: %d bytes\n", first, n)
+}
+
+// The options a connection runs with (rgetsockopt), and what may change once it exists (rsetsockopt).
+func ExampleConn_SocketOptions() {
+	nc, err := rsocket.Dial("rdma", "10.233.0.1:7471")
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := nc.(*rsocket.Conn)
+	defer c.Close()
+	o := c.SocketOptions()
+	fmt.Println("buffers", o.SendBuffer, o.RecvBuffer, "inline", o.InlineSize, "queues", o.SQSize, o.RQSize)
+	c.SetKeepAlivePeriod(30 * time.Second)
+	c.SetKeepAlive(true)
+	if err := c.SetReadBuffer(1 << 20); err != nil { // fixed at creation: Options.RecvBuffer
+		var oe *rsocket.OptionError
+		fmt.Println(errors.As(err, &oe), oe.Field)
+	}
+	if err := c.SocketError(); err != nil { // SO_ERROR
+		log.Print(err)
+	}
 }

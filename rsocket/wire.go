@@ -259,6 +259,28 @@ func (r *rx) read(p []byte, rbuf []byte) int {
 	return n
 }
 
+// peek copies received bytes into p as read does, without consuming them
+// (rs_peek): the ring, the read offset and the counts are left as they are.
+func (r *rx) peek(p []byte, rbuf []byte) int {
+	n := 0
+	off := r.offset
+	for h := r.head; n < len(p) && h != r.tail; {
+		size := min(int(r.ring[h]), len(p)-n)
+		if h++; h == len(r.ring) {
+			h = 0
+		}
+		for size > 0 {
+			c := copy(p[n:n+size], rbuf[off:r.rbufSize])
+			n += c
+			size -= c
+			if off += c; off == r.rbufSize {
+				off = 0
+			}
+		}
+	}
+	return n
+}
+
 // creditsDue is rs_give_credits without the connected check: half the
 // buffer is free to publish, or the peer is at or past its message credit, and
 // a control slot is free (two in message-send mode, whichever message it is).

@@ -146,11 +146,54 @@ func TestRxMessages(t *testing.T) {
 	}
 }
 
+// TestRxPeek: a peek copies what the next read returns (across messages, a partial message and the buffer's
+// end) and leaves the receive state as it was (rs_peek).
+func TestRxPeek(t *testing.T) {
+	const size = 8192
+	r := newRx(size, 16)
+	rbuf := make([]byte, size)
+	for i := range rbuf {
+		rbuf[i] = byte(i * 13)
+	}
+	r.offset = size - 100 // the next bytes start 100 before the end
+	for _, n := range []uint32{60, 90, 50} {
+		if err := r.onRecv(msg(opData, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := append(append([]byte{}, rbuf[size-100:]...), rbuf[:100]...)
+	for _, n := range []int{1, 60, 61, 150, 200, 300} {
+		before := r
+		p := make([]byte, n)
+		k := r.peek(p, rbuf)
+		if k != min(n, 200) || !bytes.Equal(p[:k], want[:k]) {
+			t.Fatalf("peek %d: %d bytes %x, want %x", n, k, p[:k], want[:min(n, 200)])
+		}
+		if r.head != before.head || r.offset != before.offset || r.unread != before.unread || r.ring[r.head] != before.ring[r.head] {
+			t.Fatalf("peek %d changed the state", n)
+		}
+	}
+	// Part of the first message read: a peek starts after it, inside that message.
+	p := make([]byte, 10)
+	r.read(p, rbuf)
+	q := make([]byte, 300)
+	if k := r.peek(q, rbuf); k != 190 || !bytes.Equal(q[:k], want[10:]) {
+		t.Fatalf("peek after a partial read: %d bytes", k)
+	}
+	if n := r.read(q, rbuf); n != 190 || !bytes.Equal(q[:n], want[10:]) {
+		t.Fatalf("read after peeks: %d bytes", n)
+	}
+	if r.haveData() || r.peek(q, rbuf) != 0 {
+		t.Fatal("data left")
+	}
+}
+
 // FuzzRx drives the receive bookkeeping with arbitrary messages and reads: it
 // must never panic, and its invariants must hold whatever the peer sends.
 func FuzzRx(f *testing.F) {
 	f.Add([]byte{0, 0, 8, 0, 0x80, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}, uint16(16), uint16(4096))
 	f.Add([]byte{0xe0, 0, 0, 0, 0x80, 0, 1, 0}, uint16(1), uint16(1))
+	f.Add([]byte{0, 0, 8, 0, 0, 0, 0, 9, 0xff, 0xff, 0xff, 0xfd, 0xff, 0xff, 0xff, 0xfd}, uint16(16), uint16(4096))
 	f.Fuzz(func(t *testing.T, data []byte, rq uint16, size uint16) {
 		rq = uint16(clampQ(int(rq)))
 		rsize := max(int(size)&^1, 2*sndLowat)
@@ -163,6 +206,17 @@ func FuzzRx(f *testing.F) {
 			switch {
 			case imm == 0xffffffff:
 				r.read(p, rbuf)
+			case imm == 0xfffffffd:
+				// A peek sees what the next read takes, and changes nothing.
+				before := r
+				q := make([]byte, len(p))
+				k := r.peek(q, rbuf)
+				if r.head != before.head || r.offset != before.offset || r.unread != before.unread || r.bytesAvail != before.bytesAvail || r.rseqNo != before.rseqNo {
+					t.Fatal("peek changed the ring")
+				}
+				if n := r.read(p, rbuf); n != k || !bytes.Equal(p[:n], q[:k]) {
+					t.Fatalf("peek saw %d bytes, read took %d", k, n)
+				}
 			case imm == 0xfffffffe:
 				for r.creditsDue() {
 					r.takeCredit()
