@@ -45,6 +45,10 @@ type Options struct {
 	Setup func(c *Conn) error
 	// Backlog for Listen (default 0 = the kernel's maximum).
 	Backlog int
+	// AFOnly makes Listen's id take only its own address family
+	// (RDMA_OPTION_ID_AFONLY, set before binding: IPV6_V6ONLY): a listener on
+	// "::" then takes no IPv4 connection. Default: dual-stack, as the kernel.
+	AFOnly bool
 	// DisconnectTimeout bounds how long Close waits for DISCONNECTED (default 3 s).
 	DisconnectTimeout time.Duration
 }
@@ -391,6 +395,9 @@ func Listen(addr netip.AddrPort, opts *Options) (*Listener, error) {
 		return nil, err
 	}
 	id, err := ch.CreateID(o.PortSpace, o.QPType)
+	if err == nil && o.AFOnly {
+		err = id.SetAFOnly(true)
+	}
 	if err == nil {
 		err = id.Bind(addr)
 		if err == nil {

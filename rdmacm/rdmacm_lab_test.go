@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -488,28 +485,7 @@ func TestLabGetEventCancel(t *testing.T) {
 // with a scope id).
 func TestLabIPv6(t *testing.T) {
 	labtest.Require(t)
-	ifi, err := net.InterfaceByName(labtest.Netdev())
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrs, err := ifi.Addrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var a6 netip.Addr
-	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is6() && !p.Addr().Is4In6() {
-			a6 = p.Addr()
-			if a6.IsLinkLocalUnicast() {
-				a6 = a6.WithZone(ifi.Name)
-			}
-			break
-		}
-	}
-	if !a6.IsValid() {
-		t.Skipf("%s has no IPv6 address (%v)", ifi.Name, addrs)
-	}
-	waitDAD(t, ifi.Name)
+	a6 := labtest.IPv6Addr(t)
 	ctx := testCtx(t)
 	addr := netip.AddrPortFrom(a6, 20108)
 	l := mustListen(t, addr, nil)
@@ -532,36 +508,6 @@ func TestLabIPv6(t *testing.T) {
 	}
 	if err := <-errc; err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitDAD waits (bounded) until no IPv6 address of netdev is tentative: a
-// freshly booted lab VM is still doing duplicate address detection, and the
-// kernel refuses tentative addresses as sources (EADDRNOTAVAIL).
-func waitDAD(t *testing.T, netdev string) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile("/proc/net/if_inet6")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tentative := false
-		for _, l := range strings.Split(string(b), "\n") {
-			f := strings.Fields(l)
-			// address ifindex prefixlen scope flags name; IFA_F_TENTATIVE = 0x40
-			if len(f) == 6 && f[5] == netdev {
-				if v, err := strconv.ParseUint(f[4], 16, 32); err == nil && v&0x40 != 0 {
-					tentative = true
-				}
-			}
-		}
-		if !tentative {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still has tentative IPv6 addresses after 10 s", netdev)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -77,6 +77,7 @@ type Conn struct {
 	noDelay  bool          // TCP_NODELAY as set (stored, as librdmacm: rsockets never delays a send)
 	linger   int           // SO_LINGER as set (stored, as librdmacm); -1: not set
 	tos      uint8         // IP_TOS as the Dialer set it
+	maxSeg   int           // TCP_MAXSEG from the path MTU, once read (0: not yet)
 	kaPeriod time.Duration // keepalive period (0: off)
 	kaTimer  *time.Timer
 	kaGen    uint64    // which timer is current (see startKeepAlive)

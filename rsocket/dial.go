@@ -342,6 +342,10 @@ type ListenConfig struct {
 	Options
 	// Backlog of the rdma_cm listen (default: the kernel's maximum).
 	Backlog int
+	// V6Only is IPV6_V6ONLY: a listener on "::" takes IPv6 connections only
+	// (rdma_cm's AFONLY, set before binding, as librdmacm does for a
+	// listening rsocket). Default false: dual-stack.
+	V6Only bool
 	// ErrorLog gets one line for each connection request the listener could
 	// not set up (a *LimitError, a registration the kernel refused, a peer
 	// speaking another protocol version, ...): the requester is rejected and
@@ -383,7 +387,7 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 	if network == "rdma4" && ap.Addr() == netip.IPv6Unspecified() {
 		ap = netip.AddrPortFrom(netip.IPv4Unspecified(), ap.Port())
 	}
-	rl, err := rdmacm.Listen(ap, &rdmacm.Options{Backlog: lc.Backlog})
+	rl, err := rdmacm.Listen(ap, &rdmacm.Options{Backlog: lc.Backlog, AFOnly: lc.V6Only})
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: network, Addr: &Addr{ap}, Err: err}
 	}

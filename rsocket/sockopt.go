@@ -43,7 +43,23 @@ type SocketOptions struct {
 	// accepted one (as librdmacm reports an option not set; its path's
 	// traffic class is the dialer's, which Route shows).
 	TOS int
+	// MaxSegment is TCP_MAXSEG as librdmacm computes it: the path MTU in
+	// bytes (1 << (7 + the path record's MTU code)), 2048 where the
+	// connection has no path record (iWARP).
+	MaxSegment int
+	// Established is TCP_INFO's tcpi_state, the one field of it librdmacm
+	// fills besides tcpi_snd_cwnd (which is SQSize): true while the
+	// connection is up (TCP_ESTABLISHED), false once the peer disconnected,
+	// the connection failed or was closed (TCP_CLOSE).
+	Established bool
 }
+
+// Socket options librdmacm accepts and only stores, which goverbs does not
+// offer: SO_OOBINLINE (rsockets carry no out-of-band data), SO_BROADCAST
+// (a no-op for a stream socket in librdmacm too), TCP_CONGESTION,
+// TCP_KEEPCNT and TCP_KEEPINTVL (librdmacm reports 1, "not applicable":
+// a keepalive probe is an RDMA WRITE the peer's device acknowledges, with
+// no count or interval of retries), and SO_REUSEADDR (see ListenConfig).
 
 // SocketOptions returns the options in effect (rgetsockopt's SOL_SOCKET,
 // IPPROTO_TCP and SOL_RDMA options of a stream rsocket; SO_ERROR is
@@ -57,12 +73,32 @@ func (c *Conn) SocketOptions() SocketOptions {
 	}
 	o := SocketOptions{Options: Options{SendBuffer: c.sbufSize, RecvBuffer: len(c.rb), InlineSize: inline,
 		SQSize: int(c.sqSize), RQSize: int(c.rqSize), IOMapSize: c.iomapSize, PollTime: c.pollTime,
-		NoDelay: c.noDelay}, KeepAlivePeriod: c.kaPeriod, Linger: c.linger, TOS: int(c.tos)}
+		NoDelay: c.noDelay}, KeepAlivePeriod: c.kaPeriod, Linger: c.linger, TOS: int(c.tos),
+		MaxSegment: c.maxSegmentLocked(), Established: c.connected && !c.closed && c.err == nil}
 	if c.kaTimer != nil {
 		o.KeepAlive = c.kaPeriod
 	}
 	return o
 }
+
+// maxSegmentLocked is TCP_MAXSEG (SocketOptions.MaxSegment), read from the
+// first path record once and kept (so that it is still there after Close).
+func (c *Conn) maxSegmentLocked() int {
+	if c.maxSeg == 0 && !c.closed {
+		c.maxSeg = 2048
+		if p, err := c.id.QueryPath(); err == nil && len(p) > 0 {
+			c.maxSeg = 1 << (7 + p[0].Record[pathMTUByte]&0x3f)
+		}
+	}
+	if c.maxSeg == 0 {
+		return 2048
+	}
+	return c.maxSeg
+}
+
+// pathMTUByte is the byte of an IB SA path record (wire format) whose low
+// six bits are the MTU code (1: 256 bytes ... 5: 4096).
+const pathMTUByte = 54
 
 // SocketError is SO_ERROR: the error that failed the connection (the peer
 // reset it: unix.ECONNRESET; a send or receive completion failed: unix.EIO;
