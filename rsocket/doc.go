@@ -107,5 +107,10 @@
 // SetLinger, SetKeepAlive and SetKeepAlivePeriod its options that may
 // change later (SetReadBuffer and SetWriteBuffer answer *OptionError).
 //
-// Not implemented: datagram rsockets (which do not work on rxe).
+// ListenConfig.V6Only is IPV6_V6ONLY; SocketOptions also reports TCP_MAXSEG
+// and TCP_INFO's state.
+//
+// Datagram rsockets (SOCK_DGRAM) are refused: ListenPacket answers
+// ErrDatagram. librdmacm's cannot run on RoCE or iWARP (see ErrDatagram),
+// so there is nothing there to be wire-compatible with.
 package rsocket
