@@ -45,7 +45,15 @@ func WaitListeningIn(pid, port int, timeout time.Duration, exited <-chan struct{
 
 // Listening reports whether a /proc/net/tcp-style table (file) has a socket in state LISTEN whose local
 // address ends in portSuffix (":PORT" in the table's upper-case hex, as WaitListening builds it).
-func Listening(file, portSuffix string) bool {
+func Listening(file, portSuffix string) bool { return hasSocket(file, portSuffix, "0A") }
+
+// Bound reports whether a /proc/net/udp-style table (file) has a socket whose local address ends in
+// portSuffix (":PORT" in the table's upper-case hex), whatever its state: a bound UDP socket.
+func Bound(file, portSuffix string) bool { return hasSocket(file, portSuffix, "") }
+
+// hasSocket reports whether the table has a socket whose local address ends in portSuffix and whose state
+// is state ("" for any).
+func hasSocket(file, portSuffix, state string) bool {
 	f, err := os.Open(file)
 	if err != nil {
 		return false
@@ -55,26 +63,8 @@ func Listening(file, portSuffix string) bool {
 	sc.Scan() // header
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		// sl local_address rem_address st ...; state 0A is LISTEN.
-		if len(fields) > 3 && strings.HasSuffix(fields[1], portSuffix) && fields[3] == "0A" {
-			return true
-		}
-	}
-	return false
-}
-
-// Bound reports whether a /proc/net/udp-style table (file) has a socket whose local address ends in
-// portSuffix (":PORT" in the table's upper-case hex), whatever its state: a bound UDP socket.
-func Bound(file, portSuffix string) bool {
-	f, err := os.Open(file)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Scan() // header
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) > 1 && strings.HasSuffix(fields[1], portSuffix) {
+		// sl local_address rem_address st ...
+		if len(fields) > 3 && strings.HasSuffix(fields[1], portSuffix) && (state == "" || fields[3] == state) {
 			return true
 		}
 	}
