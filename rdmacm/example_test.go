@@ -231,3 +231,37 @@ func ExampleCreateEP() {
 	ev, err := ep.Channel().GetEvent(ctx) // ESTABLISHED
 	fmt.Println(ev, err)
 }
+
+// A passive endpoint keeps its QP attributes; GetRequest returns each
+// request as an endpoint of its own with its QP made from them.
+func ExampleID_GetRequest() {
+	ctx := context.Background()
+	ai, err := rdmacm.GetAddrInfo("10.233.0.1", "7471", &rdmacm.AddrInfoHints{Flags: rdmacm.AIPassive | rdmacm.AINumericHost})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	lep, err := rdmacm.CreateEP(ctx, ai[0], &rdmacm.QPInitAttr{Cap: uverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lep.Close()
+	if err := lep.Listen(0); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ep, err := lep.GetRequest(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ep.Close() // its channel too
+	// Post the first receives on ep.QP() here, then accept.
+	if err := ep.Accept(nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ev, err := ep.Channel().GetEvent(ctx) // ESTABLISHED
+	fmt.Println(ev, err)
+}

@@ -87,7 +87,8 @@ type ID struct {
 
 	mcasts map[uint64]*Multicast
 
-	ownCh bool // the channel is the id's own (CreateEP): Close closes it, Migrate away from it too
+	ownCh bool        // the channel is the id's own (CreateEP): Close closes it, Migrate away from it too
+	epQP  *QPInitAttr // a passive CreateEP's QP attributes: GetRequest makes each request's QP with them
 
 	// ResolveAddrInfo's state (librdmacm's resolving_ai and resolved_ai).
 	aiResolving bool
