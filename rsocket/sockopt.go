@@ -84,7 +84,7 @@ func (c *Conn) SocketOptions() SocketOptions {
 // maxSegmentLocked is TCP_MAXSEG (SocketOptions.MaxSegment), read from the
 // first path record once and kept (so that it is still there after Close).
 func (c *Conn) maxSegmentLocked() int {
-	if c.maxSeg == 0 && !c.closed {
+	if c.maxSeg == 0 && !c.closed && c.id != nil {
 		c.maxSeg = 2048
 		if p, err := c.id.QueryPath(); err == nil && len(p) > 0 {
 			c.maxSeg = 1 << (7 + p[0].Record[pathMTUByte]&0x3f)

@@ -26,7 +26,7 @@ func bareConn() *Conn {
 func TestSocketOptions(t *testing.T) {
 	c := bareConn()
 	want := SocketOptions{Options: Options{SendBuffer: 8192, RecvBuffer: 65536, InlineSize: -1, SQSize: 100, RQSize: 50,
-		IOMapSize: 1, PollTime: 10 * time.Microsecond}, Linger: -1}
+		IOMapSize: 1, PollTime: 10 * time.Microsecond}, Linger: -1, MaxSegment: 2048}
 	if got := c.SocketOptions(); got != want {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
