@@ -15,9 +15,24 @@ import (
 	"github.com/goverbs/goverbs/uverbs"
 )
 
-// destSize is sizeof(struct pingpong_dest) on x86-64: the size of perftest's rdma_cm key record and of the
-// one receive its out-of-band QP keeps posted.
-const destSize = 56
+// destSize is sizeof(struct pingpong_dest) on x86-64 up to perftest 6.28: the size of perftest's rdma_cm key
+// record and of the one receive its out-of-band QP keeps posted. wideDestSize is 6.29's, with
+// tail_markers_vaddr (the data validation's) after vaddr; 6.29 posts receives of at least that size.
+const (
+	destSize     = 56
+	wideDestSize = 64
+)
+
+// wideDestVersion is the first perftest release whose rdma_cm key record is wideDestSize bytes.
+const wideDestVersion = 6.29
+
+// destLen is the key record's size for the peer's layout.
+func destLen(wide bool) int {
+	if wide {
+		return wideDestSize
+	}
+	return destSize
+}
 
 // cmComm is perftest's -z out-of-band channel: an RC QP connected with rdma_cm on the perftest port. Every
 // record the TCP channel would carry goes as one SEND; the peer has exactly one 56-byte receive posted and
@@ -49,8 +64,10 @@ func (c *cmComm) setup(conn *rdmacm.Conn) error {
 	return c.postRecv()
 }
 
+// postRecv posts the one receive, large enough for either layout of the key record (the larger takes any
+// message an older peer sends).
 func (c *cmComm) postRecv() error {
-	_, err := c.conn.QP().PostRecv([]uverbs.RecvWR{{WRID: cmWRID, SGL: []uverbs.SGE{c.mr.SGE(cmRecvOff, destSize)}}})
+	_, err := c.conn.QP().PostRecv([]uverbs.RecvWR{{WRID: cmWRID, SGL: []uverbs.SGE{c.mr.SGE(cmRecvOff, wideDestSize)}}})
 	return err
 }
 
@@ -236,26 +253,38 @@ func (c *cmComm) Close() error {
 }
 
 // encodeDest is rdma_write_keys' record: struct pingpong_dest with every field big-endian (perftest is built
-// with HAVE_ENDIAN) and the padding after rkey zero.
-func encodeDest(d *Dest, gidIndex int) []byte {
-	b := make([]byte, destSize)
+// with HAVE_ENDIAN) and the padding after rkey zero; wide is 6.29's layout, whose tail_markers_vaddr (zero:
+// goverbs offers no data validation) shifts the GID and what follows by 8 bytes.
+func encodeDest(d *Dest, gidIndex int, wide bool) []byte {
+	b := make([]byte, destLen(wide))
 	binary.BigEndian.PutUint32(b[0:], uint32(d.LID))
 	binary.BigEndian.PutUint32(b[4:], uint32(int32(d.OutReads)))
 	binary.BigEndian.PutUint32(b[8:], d.QPN)
 	binary.BigEndian.PutUint32(b[12:], d.PSN)
 	binary.BigEndian.PutUint32(b[16:], d.RKey)
 	binary.BigEndian.PutUint64(b[24:], d.VAddr)
-	copy(b[32:48], d.GID[:])
-	binary.BigEndian.PutUint32(b[48:], d.SRQN)
-	binary.BigEndian.PutUint32(b[52:], uint32(int32(gidIndex)))
+	g := gidOffset(wide)
+	copy(b[g:g+16], d.GID[:])
+	binary.BigEndian.PutUint32(b[g+16:], d.SRQN)
+	binary.BigEndian.PutUint32(b[g+20:], uint32(int32(gidIndex)))
 	return b
 }
 
-// decodeDest is rdma_read_keys: it takes everything but the SRQ number and GID index, which perftest ignores.
-func decodeDest(b []byte) Dest {
+// decodeDest is rdma_read_keys: it takes everything but the SRQ number, the GID index and 6.29's
+// tail_markers_vaddr, which perftest ignores (the last without data validation).
+func decodeDest(b []byte, wide bool) Dest {
+	g := gidOffset(wide)
 	return Dest{LID: uint16(binary.BigEndian.Uint32(b[0:])), OutReads: int(int32(binary.BigEndian.Uint32(b[4:]))),
 		QPN: binary.BigEndian.Uint32(b[8:]), PSN: binary.BigEndian.Uint32(b[12:]), RKey: binary.BigEndian.Uint32(b[16:]),
-		VAddr: binary.BigEndian.Uint64(b[24:]), GID: [16]byte(b[32:48])}
+		VAddr: binary.BigEndian.Uint64(b[24:]), GID: [16]byte(b[g : g+16])}
+}
+
+// gidOffset is where the GID starts in the key record: after vaddr, and after 6.29's tail_markers_vaddr.
+func gidOffset(wide bool) int {
+	if wide {
+		return 40
+	}
+	return 32
 }
 
 // perftest's client connects its rdma_cm QPs up to 10 times, 100 ms apart.

@@ -373,6 +373,7 @@ func (r *runner) exchangeSetup() int {
 		p.RemVersion = v
 	}
 	rv := Atof(p.RemVersion)
+	r.conn.WideDest = r.conn.RDMACM && rv >= wideDestVersion
 	if rv < 5.70 {
 		fmt.Fprintf(r.stderr, "Current implementation is not compatible with versions older than 5.70\n")
 		return 1

@@ -140,6 +140,10 @@ type Conn struct {
 	// GID index) and there is no final "done".
 	RDMACM   bool
 	GIDIndex int
+	// WideDest is set for a peer of perftest 6.29 or later on the -z channel: its struct pingpong_dest has
+	// tail_markers_vaddr after vaddr (64 bytes, not 56), and it sends the larger record to every peer, so
+	// 6.29 and older releases no longer pair over rdma_cm. goverbs sends each peer the layout it reads.
+	WideDest bool
 	// Stderr, if set, receives what perftest's ctx_xchg_data_ethernet prints when a data exchange (versions,
 	// page size, MTU, reports) fails on the TCP channel.
 	Stderr io.Writer
@@ -280,11 +284,11 @@ func Atof(s string) float64 {
 // Keys swaps one per-QP key record.
 func (c *Conn) Keys(mine *Dest, withGID bool) (Dest, error) {
 	if c.RDMACM {
-		t := make([]byte, destSize)
-		if err := c.Exchange(encodeDest(mine, c.GIDIndex), t); err != nil {
+		t := make([]byte, destLen(c.WideDest))
+		if err := c.Exchange(encodeDest(mine, c.GIDIndex, c.WideDest), t); err != nil {
 			return Dest{}, fmt.Errorf("exchange QP keys: %w", err)
 		}
-		return decodeDest(t), nil
+		return decodeDest(t, c.WideDest), nil
 	}
 	m := EncodeKey(mine, withGID)
 	t := make([]byte, len(m))
