@@ -12,9 +12,10 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # debian-archive-keyring signs trixie, trixie-backports and sid, which the lab reaches through an apt
 # configuration of its own in its cache (the system's apt sources are never changed). The mlx5 comparison with
 # libmlx5 (tests and `make bench`) builds a C harness against libibverbs-dev and ibverbs-providers' libmlx5, and
-# `make bench` counts instructions with valgrind (callgrind).
+# `make bench` counts instructions with valgrind (callgrind). libibumad-dev: perftest built from its source
+# (test/perftestsrc, on demand) needs umad.h.
 pkgs=(qemu-system-x86 ibverbs-utils ibverbs-providers infiniband-diags perftest rdma-core rdmacm-utils
-      iproute2 libibverbs-dev librdmacm-dev linux-libc-dev gcc make dpkg cpio kmod xz-utils zstd debian-archive-keyring
+      iproute2 libibverbs-dev librdmacm-dev libibumad-dev linux-libc-dev gcc make dpkg cpio kmod xz-utils zstd debian-archive-keyring
       ca-certificates valgrind)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 const serverAddr = "10.233.0.1"
 
 type side struct {
-	impl string // "go", "c" or "c@ERA" (another Debian release's C tool, run from its root: peers_lab_test.go)
+	impl string // "go", "c", "c@ERA" (another Debian release's C tool, run from its root: peers_lab_test.go) or srcImpl
 	out  bytes.Buffer
 	err  bytes.Buffer
 	rc   int
@@ -46,6 +46,11 @@ func command(ctx context.Context, t *testing.T, impl, tool string, args []string
 	t.Helper()
 	if impl == "c" {
 		return exec.CommandContext(ctx, tool, args...)
+	}
+	if impl == srcImpl { // perftest built from its source (perftestsrc_lab_test.go)
+		cmd := exec.CommandContext(ctx, filepath.Join(os.Getenv(perftestBinEnv), tool), args...)
+		cmd.Args[0] = tool
+		return cmd
 	}
 	if era, ok := strings.CutPrefix(impl, "c@"); ok { // another Debian release's C tool, from its root
 		cmd := exec.CommandContext(ctx, "/usr/bin/"+tool, args...)
