@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/goverbs/goverbs/rsocket"
+	"github.com/goverbs/goverbs/test/interop"
 	"github.com/goverbs/goverbs/test/labtest"
 )
 
@@ -245,4 +246,154 @@ func TestLabPreloadCurl(t *testing.T) {
 			t.Errorf("curl got %d bytes, sha256 %s; want %d bytes, %s", len(got), hex.EncodeToString(g[:]), n, hex.EncodeToString(w[:]))
 		}
 	}
+}
+
+// sinkResult is what serveSink read: the byte count and FNV-1a 64 of a connection's data up to EOF.
+type sinkResult struct {
+	n, sum uint64
+	err    error
+}
+
+// serveSink accepts one connection on a goverbs rsocket listener and reads it to EOF.
+func serveSink(t *testing.T, port int) <-chan sinkResult {
+	ln, err := rsocket.Listen("rdma4", hostPort(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan sinkResult, 1)
+	go func() {
+		defer ln.Close()
+		c, err := ln.Accept()
+		if err != nil {
+			done <- sinkResult{err: err}
+			return
+		}
+		defer c.Close()
+		h := fnv.New64a()
+		n, err := io.Copy(h, c)
+		done <- sinkResult{uint64(n), h.Sum64(), err}
+	}()
+	return done
+}
+
+// patternSum is the FNV-1a 64 of n bytes of copyPattern.
+func patternSum(n uint64) uint64 {
+	b := make([]byte, n)
+	copyPattern(0, b)
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// TestLabPreloadSocat: socat, an unmodified C program, under sid's librspreload (rdma-core 65) against goverbs'
+// rsocket, both roles, with socat against socat as the control: a file of 3 MiB + 5 bytes goes from the
+// client to the server (socat -u, from a file to the connection or from the connection to a file), and the
+// receiver's count and FNV-1a equal the sender's.
+func TestLabPreloadSocat(t *testing.T) {
+	labtest.Require(t)
+	if labtest.Provider() == "siw" {
+		t.Skip("runs on rxe, as TestLabPreloadCopy")
+	}
+	labtest.RequireRoot(t)
+	root := labtest.PeerRoot(t, "sid")
+	if _, err := os.Stat(filepath.Join(root, "usr/bin/socat")); err != nil {
+		t.Fatalf("sid's peer root has no socat (lab.EnsurePeerRoot makes it again when its package list changes): %v", err)
+	}
+	const n = 3<<20 + 5
+	in := make([]byte, n)
+	copyPattern(0, in)
+	if err := os.WriteFile(filepath.Join(root, "tmp", "socat-in"), in, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := patternSum(n)
+	socat := func(args ...string) *exec.Cmd {
+		cmd := exec.Command("/usr/bin/socat", args...)
+		cmd.Env = append(os.Environ(), "LD_PRELOAD="+rspreload)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
+		cmd.Dir = "/"
+		return cmd
+	}
+	// startServer starts socat -u from the connection into /tmp/socat-out-PORT, once its rsocket listens.
+	startServer := func(t *testing.T, port int) (wait func() ([]byte, error)) {
+		out := fmt.Sprintf("/tmp/socat-out-%d", port)
+		cmd := socat("-u", fmt.Sprintf("TCP4-LISTEN:%d,bind=%s", port, labIP), "CREATE:"+out)
+		var errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &errOut, &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		timer := time.AfterFunc(3*time.Minute, func() { cmd.Process.Kill() })
+		if err := interop.WaitCMListening(labtest.Device(), uint16(port), time.Minute); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("socat server under librspreload: %v; output: %s", err, errOut.String())
+		}
+		return func() ([]byte, error) {
+			err := cmd.Wait()
+			timer.Stop()
+			if err != nil {
+				return nil, fmt.Errorf("socat server: %v; output: %s", err, errOut.String())
+			}
+			return os.ReadFile(filepath.Join(root, out))
+		}
+	}
+	client := func(port int) error {
+		out, err := socat("-u", "OPEN:/tmp/socat-in,rdonly", fmt.Sprintf("TCP4:%s:%d", labIP, port)).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("socat client: %v; output: %s", err, out)
+		}
+		return nil
+	}
+	check := func(t *testing.T, what string, got []byte) {
+		h := fnv.New64a()
+		h.Write(got)
+		if uint64(len(got)) != n || h.Sum64() != want {
+			t.Fatalf("%s received %d bytes, fnv %016x; sent %d, %016x", what, len(got), h.Sum64(), n, want)
+		}
+	}
+	port := 19980
+	t.Run("socat-socat", func(t *testing.T) {
+		port++
+		wait := startServer(t, port)
+		cerr := client(port)
+		got, serr := wait()
+		if cerr != nil || serr != nil {
+			t.Fatalf("%v; %v", cerr, serr)
+		}
+		check(t, "socat server", got)
+	})
+	t.Run("Go-socat", func(t *testing.T) { // server-client
+		port++
+		done := serveSink(t, port)
+		if err := client(port); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			if r.err != nil || r.n != n || r.sum != want {
+				t.Fatalf("Go server read %d bytes, fnv %016x, %v; socat sent %d, %016x", r.n, r.sum, r.err, n, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("Go server: no EOF a minute after socat's end")
+		}
+	})
+	t.Run("socat-Go", func(t *testing.T) {
+		port++
+		wait := startServer(t, port)
+		c, err := rsocket.Dial("rdma4", hostPort(port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(in); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, "socat server", got)
+	})
 }

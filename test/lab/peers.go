@@ -27,6 +27,8 @@ var peerPackages = []string{
 	"librdmacm1t64", "rdmacm-utils", "perftest", "libpci3", "libudev1", "zlib1g", "iproute2", "libmnl0", "libcap2",
 	"libselinux1", "libpcre2-8-0", "libbpf1", "libelf1t64", "libzstd1", "libibumad3", "libibmad5",
 	"libibnetdisc5t64", "infiniband-diags",
+	// socat, an unmodified C program the rsocket tests run under librspreload (rsocket TestLabPreloadSocat).
+	"socat", "libssl3t64", "libwrap0",
 }
 
 // PeerMountPoints are the directories of a peer root where the VM's own /dev, /sys, /proc and a tmpfs go
@@ -66,7 +68,13 @@ func EnsurePeerRoot(ctx context.Context, cacheDir, era string, log io.Writer) (s
 	}
 	base := filepath.Join(cacheDir, "peers", era)
 	root := filepath.Join(base, "root")
-	if exists(filepath.Join(base, "complete")) {
+	// The marker holds the package list the root was made of: a root made of another list is made again.
+	marker := strings.Join(peerPackages, "\n") + "\n"
+	complete := func() bool {
+		b, err := os.ReadFile(filepath.Join(base, "complete"))
+		return err == nil && string(b) == marker
+	}
+	if complete() {
 		return root, nil
 	}
 	apt := &PrivateApt{Dir: filepath.Join(cacheDir, "apt")}
@@ -78,9 +86,10 @@ func EnsurePeerRoot(ctx context.Context, cacheDir, era string, log io.Writer) (s
 		return "", err
 	}
 	defer unlock()
-	if exists(filepath.Join(base, "complete")) {
+	if complete() {
 		return root, nil
 	}
+	os.Remove(filepath.Join(base, "complete"))
 	debDir := filepath.Join(base, "debs")
 	if err := os.MkdirAll(debDir, 0o755); err != nil {
 		return "", fmt.Errorf("lab: peer root %s: %w", era, err)
@@ -131,7 +140,7 @@ func EnsurePeerRoot(ctx context.Context, cacheDir, era string, log io.Writer) (s
 	if err := os.Rename(tmp, root); err != nil {
 		return "", fmt.Errorf("lab: peer root %s: %w", era, err)
 	}
-	if err := os.WriteFile(filepath.Join(base, "complete"), []byte(strings.Join(peerPackages, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(base, "complete"), []byte(marker), 0o644); err != nil {
 		return "", err
 	}
 	return root, nil
